@@ -1,0 +1,302 @@
+"""SFX101: a blocking host-to-device copy (``.cuda()``, ``.to("cuda")``) → ``non_blocking=True``."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from syncfix.analysis import Device, Kind, Memory, root_name
+from syncfix.rules import Fix, Invalid, Rule
+
+from ._libcst import codemod_for
+
+
+class BlockingHostToDevice(Rule):
+    """
+    ## What it finds
+    A copy of a tensor to the GPU that blocks the CPU: `x.cuda()`, `x.cuda(i)`, `x.to("cuda")`,
+    `x.to("cuda:1")`, `x.to(torch.device("cuda"))`, and `x.to(device)` where `device` is provably a
+    CUDA device (or provably CUDA-or-CPU while `x` is provably on the CPU).
+
+    ## Why it costs
+    A blocking copy (`non_blocking=False`, the default) runs `cudaMemcpyAsync` and then
+    `cudaStreamSynchronize`: the CPU waits until *all* work queued on the stream has finished, not
+    just the copy. In a training loop that means the CPU cannot queue the next step's kernels while
+    the GPU is busy with this one.
+
+    ## Example
+    ```python
+    for x, y in DataLoader(ds, batch_size=64):
+        x = x.cuda()
+        y = y.to("cuda")
+    ```
+
+    ## Use instead
+    ```python
+    for x, y in DataLoader(ds, batch_size=64):
+        x = x.to("cuda", non_blocking=True)
+        y = y.to("cuda", non_blocking=True)
+    ```
+
+    ## Fix safety
+    The fix is **safe** only when syncfix proves it exact:
+    - the receiver is a tensor (not an `nn.Module`, whose `.cuda()` has no `non_blocking`);
+    - the target is provably CUDA (for a `cuda|cpu` device, the tensor is provably on the CPU, so
+      the CPU case stays a no-op);
+    - the module uses one stream (no `torch.cuda.stream`/`Stream`/graphs: copies on a side stream
+      need `wait_stream`/`record_stream`, which is not ours to prove);
+    - the source memory cannot change before the copy runs. A pageable source is staged by the
+      driver when the call returns, so later writes cannot reach the copy; a pinned source is read
+      when the copy *executes*, so a pinned buffer written again later (in place in the loop,
+      `copy_` into it, a loader refilling a staging buffer) would be copied with the new data.
+      syncfix therefore needs the source to be pageable, or *fresh* (created by this code: a
+      `torch.*` factory, `.pin_memory()`, a batch of a `DataLoader` with the default collate) and
+      never mutated or passed on to code that might mutate it.
+
+    A tensor of unknown origin (a function parameter, an item of an unknown iterator) may be a
+    pinned buffer that other code refills: the fix is then **unsafe** (`--unsafe-fixes`), and
+    `syncfix verify` can prove it on your program. `extend-safe-fixes = ["SFX101"]` in
+    `[tool.syncfix]` declares that your loaders never refill pinned buffers.
+    Device-to-host copies (`.cpu()`, `.to("cpu")`) are never rewritten: reading the result on the
+    host before an event wait would read garbage (see SFX105).
+    """
+
+    CODE = "SFX101"
+    NAME = "blocking-host-to-device"
+    MESSAGE = "Blocking host-to-device copy: the CPU waits for all queued GPU work"
+    FIX = "sometimes"
+    TRIGGERS = (".cuda(", ".to(")
+    VALID = [
+        # already non-blocking
+        "import torch\nx = torch.ones(3).to('cuda', non_blocking=True)\n",
+        # device-to-host: never rewritten here
+        "import torch\ndef f(x: torch.Tensor):\n    return x.cpu()\n",
+        # an nn.Module outside a loop is not a finding
+        "import torch\nmodel = torch.nn.Linear(3, 3).cuda()\n",
+        # .to(other_tensor) and dtype-only .to() are not host-to-device copies we can prove
+        "import torch\ndef f(x: torch.Tensor, y: torch.Tensor):\n    return x.to(y), x.to(torch.float16)\n",
+        # a device that may be "mps"
+        "import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'mps'\nx = torch.ones(3).to(device)\n",
+        # not torch at all
+        "import numpy as np\nx = np.ones(3)\ny = x.cuda()\n",
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nx = torch.ones(3).cuda()\n",
+            "import torch\nx = torch.ones(3).to(\"cuda\", non_blocking=True)\n",
+        ),
+        Invalid(
+            "import torch\nx = torch.ones(3)\ny = x.to('cuda:1')\n",
+            "import torch\nx = torch.ones(3)\ny = x.to('cuda:1', non_blocking=True)\n",
+        ),
+        Invalid(
+            "import torch\nx = torch.ones(3)\ny = x.cuda(0)\n",
+            "import torch\nx = torch.ones(3)\ny = x.cuda(0, non_blocking=True)\n",
+        ),
+        # a pinned staging buffer refilled in place: finding, but no safe fix
+        Invalid(
+            "import torch\nbuf = torch.empty(4, pin_memory=True)\nfor i in range(3):\n"
+            "    buf.fill_(i)\n    y = buf.cuda()\n",
+            None,
+        ),
+        # unknown origin: only an unsafe fix
+        Invalid(
+            "import torch\ndef f(x: torch.Tensor):\n    return x.cuda()\n",
+            "import torch\ndef f(x: torch.Tensor):\n    return x.to(\"cuda\", non_blocking=True)\n",
+            unsafe=True,
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in ("cuda", "to"):
+            return
+        a = self.analysis
+        nb = _keyword(node, "non_blocking")
+        if nb is not None and not _is_false(nb.value):
+            return  # already non_blocking=True (or a value we cannot judge)
+        receiver = a.value(func.value)
+        if receiver.kind is Kind.MODULE:
+            return
+        method = func.attr.value
+        if method == "cuda":
+            target = Device.CUDA  # .cuda(i) targets a CUDA device whatever i is
+        else:
+            target = a.to_target(node)
+            if target is None or target is Device.CPU:
+                return  # dtype-only, or a device-to-host copy (SFX105's business)
+            if target is Device.UNKNOWN:
+                if receiver.is_tensor and _to_names_device(a, node) and a.is_hot(node):
+                    self.report(
+                        node,
+                        "Possibly blocking copy to a device syncfix cannot prove is CUDA; "
+                        "pass non_blocking=True if it is a host-to-device copy of a fresh tensor",
+                    )
+                return
+        if not receiver.is_tensor:
+            if receiver.kind is Kind.UNKNOWN and method == "cuda" and a.is_hot(node):
+                self.report(node, self.MESSAGE + " (receiver not provably a tensor: no fix)")
+            return
+        if target is Device.CUDA_OR_CPU and receiver.device is not Device.CPU:
+            self.report(
+                node,
+                self.MESSAGE + " (device may be the CPU and the tensor may be on CUDA: no fix)",
+            )
+            return
+        self.report(node, fix=self._fix(node, receiver))
+
+    def _fix(self, node: cst.Call, receiver) -> Fix | None:
+        a = self.analysis
+        new = _non_blocking_call(node)
+        changes = {node: new}
+        if a.uses_streams:
+            return None
+        if receiver.device is Device.CUDA or receiver.memory is Memory.PAGEABLE:
+            return self.safe_fix(changes, "Copy with non_blocking=True")
+        if self._source_may_change(node):
+            return None  # a pinned source written again would be copied with the new data
+        if receiver.fresh:
+            return self.safe_fix(changes, "Copy with non_blocking=True")
+        return self.unsafe_fix(
+            changes,
+            "Copy with non_blocking=True (unsafe: the source's origin is unknown; it may be a "
+            "pinned buffer that other code writes again before the copy runs)",
+        )
+
+    def _source_may_change(self, call: cst.Call) -> bool:
+        """Could the copied tensor's memory be written after this copy is queued?"""
+        a = self.analysis
+        assert isinstance(call.func, cst.Attribute)
+        root = root_name(call.func.value)
+        if root is None:
+            return False  # a temporary: nothing else can reach it
+        stmt = a.statement_of(call)
+        scope_node = a.enclosing_function(call) or a.module
+        statements = list(_simple_statements(scope_node))
+        aliases = {root}
+        changed = True
+        while changed:  # names bound from the source (views, plain aliases)
+            changed = False
+            for s in statements:
+                if s is stmt:
+                    continue
+                for target, value in _bindings(s):
+                    if _alias_root(value) in aliases and target not in aliases:
+                        aliases.add(target)
+                        changed = True
+        # ``x = x.cuda()`` rebinds x: later uses of x are the copy, not the source.
+        rebinds = stmt is not None and root in a.effects(stmt).writes
+        watched = aliases - {root} if rebinds else aliases
+        for s in statements:
+            fx = a.effects(s)
+            if fx.inplace & watched:
+                return True
+            if s is not stmt and fx.may_mutate_anything and fx.reads & watched:
+                return True
+        return False
+
+
+_COPYING = {"cuda", "to", "clone", "cpu", "numpy", "tolist", "item"}
+
+
+def _alias_root(expr: cst.BaseExpression) -> str | None:
+    """Like ``root_name``, but a copy (``.cuda()``, ``.clone()``...) of a CPU source is no alias."""
+    cur = expr
+    while isinstance(cur, (cst.Subscript, cst.Attribute, cst.Call)):
+        if isinstance(cur, cst.Call):
+            if not isinstance(cur.func, cst.Attribute) or cur.func.attr.value in _COPYING:
+                return None
+            cur = cur.func.value
+        else:
+            cur = cur.value
+    return cur.value if isinstance(cur, cst.Name) else None
+
+
+def _keyword(call: cst.Call, name: str) -> cst.Arg | None:
+    return next((a for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+
+
+def _positional(call: cst.Call) -> list[cst.Arg]:
+    return [a for a in call.args if a.keyword is None and not a.star]
+
+
+def _is_false(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "False"
+
+
+def _to_names_device(a, call: cst.Call) -> bool:
+    """Does ``.to(...)`` name a device at all (rather than another tensor or a dtype)?"""
+    if _keyword(call, "device") is not None:
+        return True
+    args = _positional(call)
+    return bool(args) and not a.value(args[0].value).is_tensor
+
+
+def _non_blocking_call(node: cst.Call) -> cst.Call:
+    func = node.func
+    assert isinstance(func, cst.Attribute)
+    true = cst.Name("True")
+    existing = _keyword(node, "non_blocking")
+    if existing is not None:
+        return node.with_deep_changes(existing, value=true)
+    if func.attr.value == "cuda" and not node.args:
+        return node.with_changes(
+            func=func.with_changes(attr=cst.Name("to")),
+            args=[cst.Arg(cst.SimpleString('"cuda"')), _kwarg("non_blocking", true)],
+        )
+    args = list(node.args)
+    last = args[-1]
+    if isinstance(last.comma, cst.MaybeSentinel):
+        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        args.append(_kwarg("non_blocking", true))
+    else:  # keep a trailing comma (and a multi-line layout) as the author had it
+        args.append(_kwarg("non_blocking", true).with_changes(comma=last.comma))
+        args[-2] = last.with_changes(comma=cst.Comma(whitespace_after=_after(last.comma)))
+    return node.with_changes(args=args)
+
+
+def _after(comma: cst.Comma):
+    return comma.whitespace_after
+
+
+def _kwarg(name: str, value: cst.BaseExpression) -> cst.Arg:
+    return cst.Arg(
+        value=value,
+        keyword=cst.Name(name),
+        equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+    )
+
+
+def _simple_statements(node: cst.CSTNode):
+    """Every simple statement line under ``node``, not entering nested defs or classes."""
+    found: list[cst.SimpleStatementLine] = []
+
+    class V(cst.CSTVisitor):
+        def visit_SimpleStatementLine(self, n: cst.SimpleStatementLine) -> bool:
+            found.append(n)
+            return False
+
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return n is node
+
+        def visit_ClassDef(self, n: cst.ClassDef) -> bool:
+            return False
+
+    node.visit(V())
+    return found
+
+
+def _bindings(stmt: cst.SimpleStatementLine):
+    for small in stmt.body:
+        if isinstance(small, cst.Assign):
+            for t in small.targets:
+                if isinstance(t.target, cst.Name):
+                    yield t.target.value, small.value
+                elif isinstance(t.target, (cst.Tuple, cst.List)) and isinstance(small.value, (cst.Tuple, cst.List)):
+                    for el_t, el_v in zip(t.target.elements, small.value.elements):
+                        if isinstance(el_t.value, cst.Name):
+                            yield el_t.value.value, el_v.value
+        elif isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
+            yield small.target.value, small.value
+
+
+Codemod = codemod_for(BlockingHostToDevice)

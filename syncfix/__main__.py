@@ -1,0 +1,3 @@
+from syncfix.cli import main
+
+main()

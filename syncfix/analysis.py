@@ -1,0 +1,1146 @@
+"""The shared analysis layer: what every rule asks about a module, answered once.
+
+Rules never re-derive these facts; they ask a :class:`ModuleAnalysis`, built once per file by the
+engine from LibCST metadata (scopes, qualified names, parents, positions).
+
+**Names.** :meth:`ModuleAnalysis.qualnames` resolves import aliases (``from torch import cuda as
+c``; ``c.synchronize`` is ``torch.cuda.synchronize``). A name bound by a try/except import
+fallback has several candidates; :meth:`qualname` answers only when all candidates agree, so a
+rule that needs a proof gets one, and :meth:`qualnames` gives every candidate for findings.
+
+**Values.** :meth:`value` gives an abstract :class:`Value` for an expression: its kind (tensor,
+device, module, data loader, batch from a loader, number, numpy array, unknown...), and for tensors
+the device (``cuda``, ``cpu``, ``cuda|cpu`` or unknown), whether a CPU tensor is pageable or pinned,
+and whether it is *fresh* (made by this code: it cannot be a buffer that other code refills).
+Provenance flows through ``torch.*`` / ``F.*`` / ``torch.linalg.*`` calls, tensor methods, indexing,
+arithmetic, ``.to(...)``/``.cuda()``/``.cpu()``/``.pin_memory()``, calls of ``nn.Module``
+instances (``self.fc`` set in ``__init__`` included), parameters annotated ``torch.Tensor``, and
+iteration over ``DataLoader`` objects (through ``enumerate``/``zip``/``tqdm``). numpy values and
+Python numbers are *not* tensors. A name's value is the join over the bindings that can reach a
+use: those textually before it in its scope, plus bindings later in an enclosing loop (loop-carried).
+Devices come from the usual idioms: ``"cuda"``, ``"cuda:1"``, ``f"cuda:{rank}"``, ints,
+``torch.device("cuda", i)``, and ``"cuda" if torch.cuda.is_available() else "cpu"`` (``cuda|cpu``).
+
+**Loops.** :meth:`enclosing_loop`, :meth:`enclosing_function`, :meth:`statement_of` and
+:meth:`block_of` locate a node; :meth:`is_hot` says whether code looks like a hot path (a loop body,
+``forward``, a function calling ``backward()``/``step()``, or a configured name).
+
+**Effects.** :meth:`effects` gives, per statement, the names it reads and writes, the names whose
+tensors it mutates in place (``add_``/``copy_``/``fill_``..., indexed or attribute stores, ``+=``,
+``out=``), whether it calls something that may mutate anything (``optimizer.step()``, unknown
+calls), and the control-flow exits it contains (``break``/``continue``/``return``/``raise``/
+``yield``).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+import libcst as cst
+from libcst._metadata_dependent import LazyValue
+from libcst.metadata import (
+    Assignment,
+    MetadataWrapper,
+    ParentNodeProvider,
+    PositionProvider,
+    QualifiedNameProvider,
+    Scope,
+    ScopeProvider,
+)
+
+# --------------------------------------------------------------------------------------------
+# Abstract values
+
+
+class Kind(enum.Enum):
+    TENSOR = "tensor"
+    DEVICE = "device"
+    MODULE = "module"  # an nn.Module instance
+    LOADER = "loader"  # a torch DataLoader
+    BATCH = "batch"  # one item of a DataLoader (tensor, or container of tensors)
+    NUMBER = "number"  # a Python bool/int/float
+    NDARRAY = "ndarray"
+    OTHER = "other"  # known not to be any of the above (str, list, dict, None...)
+    UNKNOWN = "unknown"
+
+
+class Device(enum.Enum):
+    CUDA = "cuda"
+    CPU = "cpu"
+    CUDA_OR_CPU = "cuda|cpu"
+    UNKNOWN = "unknown"
+
+    def join(self, other: Device) -> Device:
+        if self is other:
+            return self
+        if Device.UNKNOWN in (self, other):
+            return Device.UNKNOWN
+        return Device.CUDA_OR_CPU  # any mix of cuda, cpu and cuda|cpu
+
+
+class Memory(enum.Enum):
+    """For CPU tensors: where the bytes live."""
+
+    PAGEABLE = "pageable"
+    PINNED = "pinned"
+    UNKNOWN = "unknown"
+
+    def join(self, other: Memory) -> Memory:
+        return self if self is other else Memory.UNKNOWN
+
+
+@dataclass(frozen=True)
+class Value:
+    kind: Kind
+    device: Device = Device.UNKNOWN
+    memory: Memory = Memory.UNKNOWN
+    fresh: bool = False  # made by this code, so no other code can refill it
+    dtype: str | None = None  # e.g. "torch.float32" when known
+
+    def join(self, other: Value) -> Value:
+        if self.kind is not other.kind:
+            return UNKNOWN
+        return Value(
+            self.kind,
+            self.device.join(other.device),
+            self.memory.join(other.memory),
+            self.fresh and other.fresh,
+            self.dtype if self.dtype == other.dtype else None,
+        )
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.kind is Kind.TENSOR or self.kind is Kind.BATCH
+
+    @property
+    def on_cuda(self) -> bool:
+        return self.is_tensor and self.device is Device.CUDA
+
+
+UNKNOWN = Value(Kind.UNKNOWN)
+OTHER = Value(Kind.OTHER)
+NUMBER = Value(Kind.NUMBER)
+
+
+def join_all(values: Iterable[Value]) -> Value:
+    result: Value | None = None
+    for v in values:
+        result = v if result is None else result.join(v)
+    return result or UNKNOWN
+
+
+# --------------------------------------------------------------------------------------------
+# What torch functions return
+
+# torch.* callables that do not return a tensor (or return something we do not model).
+_TORCH_NON_TENSOR = {
+    "is_tensor", "is_storage", "is_floating_point", "is_complex", "is_nonzero", "numel",
+    "manual_seed", "seed", "initial_seed", "save", "load", "no_grad", "enable_grad",
+    "inference_mode", "set_grad_enabled", "is_grad_enabled", "device", "dtype", "Size",
+    "get_default_dtype", "set_default_dtype", "set_default_device", "set_default_tensor_type",
+    "set_printoptions", "compile", "equal", "allclose", "typename", "use_deterministic_algorithms",
+    "are_deterministic_algorithms_enabled", "set_num_threads", "get_num_threads", "set_float32_matmul_precision",
+    "autocast", "Generator", "finfo", "iinfo", "promote_types", "result_type", "can_cast",
+    "chunk", "split", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit", "meshgrid",
+    "broadcast_tensors", "sym_int", "sym_float", "get_device", "is_inference_mode_enabled",
+}
+# torch.* callables returning a view of (or possibly the same object as) their first argument.
+_TORCH_VIEWS = {
+    "narrow", "select", "squeeze", "unsqueeze", "reshape", "flatten", "t", "transpose",
+    "permute", "as_strided", "view_as_real", "view_as_complex", "movedim", "swapaxes",
+    "diagonal", "detach", "expand_copy", "atleast_1d", "atleast_2d", "atleast_3d", "as_tensor",
+    "from_numpy", "asarray", "real", "imag", "unflatten", "ravel", "squeeze_copy",
+}
+_TENSOR_NAMESPACES = (
+    "torch.",
+    "torch.nn.functional.",
+    "torch.linalg.",
+    "torch.fft.",
+    "torch.special.",
+)
+_NON_TENSOR_NAMESPACES = (
+    "torch.cuda.", "torch.backends.", "torch.distributed.", "torch.utils.", "torch.jit.",
+    "torch.optim.", "torch.nn.init.", "torch.testing.", "torch.autograd.", "torch.amp.",
+    "torch.profiler.", "torch.onnx.", "torch.compiler.", "torch.multiprocessing.", "torch.hub.",
+    "torch.distributions.", "torch.mps.", "torch.xpu.", "torch.library.", "torch.fx.",
+    "torch.nn.utils.", "torch.nn.parallel.", "torch.export.", "torch._dynamo.", "torch.random.",
+)
+_CREATION_DEVICE_ARG = "device"
+
+# Tensor methods that return something other than a tensor.
+_METHOD_NON_TENSOR = {
+    "item": NUMBER, "tolist": OTHER, "numpy": Value(Kind.NDARRAY), "size": OTHER, "dim": NUMBER,
+    "ndimension": NUMBER, "numel": NUMBER, "nelement": NUMBER, "element_size": NUMBER,
+    "is_contiguous": NUMBER, "is_floating_point": NUMBER, "is_complex": NUMBER,
+    "data_ptr": NUMBER, "stride": OTHER, "storage_offset": NUMBER, "get_device": NUMBER,
+    "backward": OTHER, "register_hook": OTHER, "equal": NUMBER, "allclose": NUMBER,
+    "is_pinned": NUMBER, "untyped_storage": OTHER, "storage": OTHER, "is_shared": NUMBER,
+    "is_set_to": NUMBER, "__len__": NUMBER, "__bool__": NUMBER, "__float__": NUMBER,
+    "__int__": NUMBER, "__index__": NUMBER, "type": UNKNOWN, "unbind": OTHER, "split": OTHER,
+    "chunk": OTHER, "tensor_split": OTHER, "data_ptr_": NUMBER, "apply_": OTHER,
+    "cpu_": OTHER, "record_stream": OTHER,
+}
+_TENSOR_ATTR_NON_TENSOR = {
+    "shape", "dtype", "device", "requires_grad", "ndim", "is_cuda", "is_leaf", "layout",
+    "is_sparse", "is_quantized", "is_meta", "names", "itemsize", "nbytes", "grad_fn",
+}
+_TENSOR_ATTR_TENSOR = {"T", "mT", "H", "mH", "data", "grad", "real", "imag"}
+# Tensor methods whose result may be the receiver itself (so it keeps the receiver's memory).
+_METHOD_MAYBE_SELF = {
+    "float", "double", "half", "bfloat16", "int", "long", "short", "bool", "byte", "char",
+    "type", "type_as", "contiguous", "detach", "to", "requires_grad_", "view", "view_as",
+    "reshape", "reshape_as", "flatten", "squeeze", "unsqueeze", "transpose", "permute", "t",
+    "expand", "expand_as", "narrow", "select", "unfold", "as_strided", "movedim", "swapaxes",
+    "diagonal", "unflatten", "ravel", "real", "imag", "align_to", "refine_names", "rename",
+    "coalesce", "share_memory_", "resolve_conj", "resolve_neg",
+}
+IN_PLACE_EXTRA = {"set_", "resize_", "resize_as_", "copy_", "zero_", "fill_", "share_memory_"}
+
+_DATALOADER = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
+_MODULE_BASES = {"torch.nn.Module", "torch.nn.modules.module.Module"}
+_PASS_THROUGH_ITER = {"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "iter", "list", "tuple"}
+
+STREAM_APIS = (
+    "torch.cuda.Stream", "torch.cuda.stream", "torch.cuda.current_stream", "torch.cuda.set_stream",
+    "torch.cuda.StreamContext", "torch.Stream", "torch.cuda.ExternalStream", "torch.cuda.graph",
+    "torch.cuda.CUDAGraph", "torch.cuda.make_graphed_callables", "torch.cuda.default_stream",
+)
+
+
+def is_inplace_method(name: str) -> bool:
+    """``add_``, ``copy_``... (but not dunders like ``__init__``)."""
+    return (name.endswith("_") and not name.endswith("__") and not name.startswith("_")) or (
+        name in IN_PLACE_EXTRA
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Effects of statements
+
+
+@dataclass
+class Effects:
+    reads: set[str] = field(default_factory=set)
+    writes: set[str] = field(default_factory=set)  # names (re)bound
+    inplace: set[str] = field(default_factory=set)  # root names whose object is mutated
+    may_mutate_anything: bool = False  # an unknown call, optimizer.step(), ...
+    exits: set[str] = field(default_factory=set)  # break/continue/return/raise/yield/await
+    calls: list[cst.Call] = field(default_factory=list)
+
+    @property
+    def has_control_flow(self) -> bool:
+        return bool(self.exits)
+
+
+def root_name(expr: cst.BaseExpression) -> str | None:
+    """``x`` for ``x``, ``x[0]``, ``x.a.b``, ``x.view(-1)[1:]``; None when there is no name root."""
+    while True:
+        if isinstance(expr, cst.Name):
+            return expr.value
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif isinstance(expr, cst.Attribute):
+            expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            expr = expr.func.value
+        else:
+            return None
+
+
+def dotted_name(expr: cst.BaseExpression) -> str | None:
+    """``a.b.c`` for an Attribute chain of Names, else None."""
+    parts: list[str] = []
+    while isinstance(expr, cst.Attribute):
+        parts.append(expr.attr.value)
+        expr = expr.value
+    if isinstance(expr, cst.Name):
+        parts.append(expr.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def keyword(call: cst.Call, name: str) -> cst.Arg | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def positional(call: cst.Call) -> list[cst.Arg]:
+    return [a for a in call.args if a.keyword is None and not a.star]
+
+
+def _target_names(target: cst.BaseExpression) -> Iterator[cst.Name]:
+    if isinstance(target, cst.Name):
+        yield target
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for el in target.elements:
+            yield from _target_names(el.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _target_names(target.value)
+
+
+class _EffectsVisitor(cst.CSTVisitor):
+    def __init__(self, analysis: ModuleAnalysis) -> None:
+        self.a = analysis
+        self.fx = Effects()
+
+    # Nested scopes run later (or never): their bodies are not this statement's effects,
+    # but their free names are read, so we keep visiting expressions of lambdas/comprehensions.
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.fx.writes.add(node.name.value)
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self.fx.writes.add(node.name.value)
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.fx.reads.add(node.value)
+
+    def _store(self, target: cst.BaseExpression) -> None:
+        for name in _target_names(target):
+            self.fx.writes.add(name.value)
+        if isinstance(target, (cst.Subscript, cst.Attribute)):
+            root = root_name(target)
+            if root:
+                self.fx.inplace.add(root)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                if isinstance(el.value, (cst.Subscript, cst.Attribute)):
+                    self._store(el.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._store(t.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._store(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._store(node.target)
+        root = root_name(node.target)
+        if root:  # ``t += 1`` mutates a tensor in place
+            self.fx.inplace.add(root)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._store(node.target)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._store(node.asname.name)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._store(node.target)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        self._store(node.target)
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            name = alias.asname.name if alias.asname else alias.name
+            while isinstance(name, cst.Attribute):
+                name = name.value
+            if isinstance(name, cst.Name):
+                self.fx.writes.add(name.value)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if isinstance(node.names, cst.ImportStar):
+            self.fx.may_mutate_anything = True
+            return
+        for alias in node.names:
+            name = alias.asname.name if alias.asname else alias.name
+            if isinstance(name, cst.Name):
+                self.fx.writes.add(name.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.fx.calls.append(node)
+        func = node.func
+        out = keyword(node, "out")
+        if out is not None:
+            root = root_name(out.value)
+            if root:
+                self.fx.inplace.add(root)
+        if isinstance(func, cst.Attribute) and is_inplace_method(func.attr.value):
+            root = root_name(func.value)
+            if root:
+                self.fx.inplace.add(root)
+            return
+        if not self.a.is_pure_call(node):
+            self.fx.may_mutate_anything = True
+
+    def visit_Break(self, node: cst.Break) -> None:
+        self.fx.exits.add("break")
+
+    def visit_Continue(self, node: cst.Continue) -> None:
+        self.fx.exits.add("continue")
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self.fx.exits.add("return")
+
+    def visit_Raise(self, node: cst.Raise) -> None:
+        self.fx.exits.add("raise")
+
+    def visit_Yield(self, node: cst.Yield) -> None:
+        self.fx.exits.add("yield")
+
+    def visit_Await(self, node: cst.Await) -> None:
+        self.fx.exits.add("await")
+
+    def visit_Try(self, node: cst.Try) -> None:
+        self.fx.exits.add("try")
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self.fx.exits.add("raise")
+
+
+# Builtins that neither mutate their arguments nor run user code worth worrying about.
+PURE_BUILTINS = {
+    "len", "range", "enumerate", "zip", "isinstance", "float", "int", "bool", "str", "abs",
+    "min", "max", "sum", "round", "tuple", "list", "dict", "set", "sorted", "repr", "format",
+    "getattr", "hasattr", "type", "id", "any", "all", "map", "filter", "reversed", "divmod",
+    "pow", "hash", "iter", "next",
+}
+DEFAULT_HOT_FUNCTIONS = ("forward", "training_step", "validation_step", "train_step", "step")
+
+
+# --------------------------------------------------------------------------------------------
+
+
+class ModuleAnalysis:
+    """Answers for one parsed module. Built by the engine; rules receive it."""
+
+    def __init__(
+        self,
+        wrapper: MetadataWrapper,
+        *,
+        hot_functions: Sequence[str] = DEFAULT_HOT_FUNCTIONS,
+    ) -> None:
+        self.wrapper = wrapper
+        self.module = wrapper.module
+        self.hot_functions = set(hot_functions)
+        self._values: dict[cst.CSTNode, Value] = {}
+        self._effects: dict[cst.CSTNode, Effects] = {}
+        self._in_progress: set[cst.CSTNode] = set()
+
+    # ---- metadata -------------------------------------------------------------------------
+    @cached_property
+    def _parents(self):
+        return self.wrapper.resolve(ParentNodeProvider)
+
+    @cached_property
+    def _scopes(self):
+        return self.wrapper.resolve(ScopeProvider)
+
+    @cached_property
+    def _qnames(self):
+        return self.wrapper.resolve(QualifiedNameProvider)
+
+    @cached_property
+    def positions(self):
+        return self.wrapper.resolve(PositionProvider)
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self._parents.get(node)
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        p = self.parent(node)
+        while p is not None:
+            yield p
+            p = self.parent(p)
+
+    def scope(self, node: cst.CSTNode) -> Scope | None:
+        return self._scopes.get(node)
+
+    def qualnames(self, node: cst.CSTNode) -> frozenset[str]:
+        """Every qualified name ``node`` may refer to (all candidates of an import fallback)."""
+        raw = self._qnames.get(node)
+        if isinstance(raw, LazyValue):
+            raw = raw()
+        return frozenset(q.name for q in raw or ())
+
+    def qualname(self, node: cst.CSTNode) -> str | None:
+        """The qualified name of ``node`` when every candidate agrees, else None."""
+        names = self.qualnames(node)
+        return next(iter(names)) if len(names) == 1 else None
+
+    def callee(self, call: cst.Call) -> str | None:
+        return self.qualname(call.func)
+
+    # ---- structure --------------------------------------------------------------------------
+    def statement_of(self, node: cst.CSTNode) -> cst.BaseStatement | None:
+        """The statement (simple line or compound) that directly contains ``node``."""
+        cur: cst.CSTNode | None = node
+        while cur is not None:
+            if isinstance(cur, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                return cur
+            cur = self.parent(cur)
+        return None
+
+    def block_of(self, stmt: cst.CSTNode) -> tuple[cst.CSTNode, Sequence[cst.BaseStatement]] | None:
+        """The block holding ``stmt`` and its statements (so a rule can look before/after)."""
+        parent = self.parent(stmt)
+        if isinstance(parent, (cst.IndentedBlock, cst.Module)):
+            return parent, parent.body
+        return None
+
+    def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+        for anc in self.ancestors(node):
+            if isinstance(anc, cst.FunctionDef):
+                return anc
+            if isinstance(anc, cst.Lambda):
+                return None
+        return None
+
+    def enclosing_loop(self, node: cst.CSTNode) -> cst.For | cst.While | None:
+        """The innermost ``for``/``while`` whose *body* holds ``node`` (not crossing a def)."""
+        child = node
+        for anc in self.ancestors(node):
+            if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                return None
+            if isinstance(anc, (cst.For, cst.While)) and child is anc.body:
+                return anc
+            child = anc
+        return None
+
+    def loops_around(self, node: cst.CSTNode) -> list[cst.For | cst.While]:
+        loops = []
+        cur: cst.CSTNode | None = node
+        while cur is not None:
+            loop = self.enclosing_loop(cur)
+            if loop is None:
+                break
+            loops.append(loop)
+            cur = loop
+        return loops
+
+    def is_hot(self, node: cst.CSTNode) -> bool:
+        """In a loop body, or in a function that looks like a training/inference step."""
+        if self.enclosing_loop(node) is not None:
+            return True
+        fn = self.enclosing_function(node)
+        while fn is not None:
+            if fn.name.value in self.hot_functions or self._calls_training_step(fn):
+                return True
+            fn = self.enclosing_function(fn)
+        return False
+
+    def _calls_training_step(self, fn: cst.FunctionDef) -> bool:
+        found = False
+
+        class V(cst.CSTVisitor):
+            def visit_Call(self, node: cst.Call) -> None:
+                nonlocal found
+                if isinstance(node.func, cst.Attribute) and node.func.attr.value in (
+                    "backward",
+                    "step",
+                ):
+                    found = True
+
+        fn.body.visit(V())
+        return found
+
+    @cached_property
+    def uses_streams(self) -> bool:
+        """Does the module touch CUDA streams or graphs (then copy ordering is not ours to prove)?"""
+        for node, names in self._all_qnames():
+            if any(n == api or n.startswith(api + ".") for n in names for api in STREAM_APIS):
+                return True
+            if isinstance(node, cst.Attribute) and node.attr.value in (
+                "wait_stream",
+                "record_stream",
+                "wait_event",
+            ):
+                return True
+        return False
+
+    @cached_property
+    def sets_default_device(self) -> bool:
+        return any(
+            "torch.set_default_device" in names or "torch.set_default_tensor_type" in names
+            for _, names in self._all_qnames()
+        )
+
+    def _all_qnames(self) -> Iterator[tuple[cst.CSTNode, frozenset[str]]]:
+        for node in list(self._qnames):
+            names = self.qualnames(node)
+            if names:
+                yield node, names
+            elif isinstance(node, cst.Attribute):
+                yield node, frozenset()
+
+    # ---- effects ----------------------------------------------------------------------------
+    def effects(self, stmt: cst.CSTNode) -> Effects:
+        fx = self._effects.get(stmt)
+        if fx is None:
+            v = _EffectsVisitor(self)
+            stmt.visit(v)
+            fx = self._effects[stmt] = v.fx
+        return fx
+
+    def is_pure_call(self, call: cst.Call) -> bool:
+        """A call that mutates none of its arguments nor anything else we can see."""
+        name = self.callee(call)
+        if name is not None:
+            if name.startswith("builtins."):
+                return name[len("builtins.") :] in PURE_BUILTINS
+            if name.startswith(("torch.cuda.", "torch.distributed.")):
+                return False
+            if name.startswith(_TENSOR_NAMESPACES) and keyword(call, "out") is None:
+                return not name.rsplit(".", 1)[-1].endswith("_")
+            return False
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            receiver = self.value(func.value)
+            method = func.attr.value
+            if receiver.is_tensor and not is_inplace_method(method):
+                return method not in ("backward", "register_hook", "record_stream", "apply_")
+        return False
+
+    # ---- values -----------------------------------------------------------------------------
+    def value(self, expr: cst.CSTNode) -> Value:
+        cached = self._values.get(expr)
+        if cached is not None:
+            return cached
+        if expr in self._in_progress:  # a cycle through loop-carried bindings
+            return UNKNOWN
+        self._in_progress.add(expr)
+        try:
+            result = self._value(expr)
+        finally:
+            self._in_progress.discard(expr)
+        self._values[expr] = result
+        return result
+
+    def is_tensor(self, expr: cst.CSTNode) -> bool:
+        return self.value(expr).is_tensor
+
+    def is_cuda_tensor(self, expr: cst.CSTNode) -> bool:
+        return self.value(expr).on_cuda
+
+    def device_of(self, expr: cst.CSTNode) -> Device:
+        """The device a device-like expression (string, int, ``torch.device``, name) denotes."""
+        v = self.value(expr)
+        return v.device if v.kind is Kind.DEVICE else Device.UNKNOWN
+
+    def _value(self, expr: cst.CSTNode) -> Value:
+        if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
+            return self._string_device(expr)
+        if isinstance(expr, cst.FormattedString):
+            return self._fstring_device(expr)
+        if isinstance(expr, cst.Integer):
+            return Value(Kind.NUMBER, Device.CUDA)  # ``.to(0)`` means cuda:0
+        if isinstance(expr, (cst.Float, cst.Imaginary)):
+            return NUMBER
+        if isinstance(expr, (cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp)):
+            return OTHER
+        if isinstance(expr, cst.Tuple):
+            return OTHER
+        if isinstance(expr, cst.IfExp):
+            return self.value(expr.body).join(self.value(expr.orelse))
+        if isinstance(expr, cst.Name):
+            if expr.value in ("True", "False"):
+                return NUMBER
+            if expr.value == "None":
+                return OTHER
+            return self._name_value(expr)
+        if isinstance(expr, cst.Attribute):
+            return self._attribute_value(expr)
+        if isinstance(expr, cst.Call):
+            return self._call_value(expr)
+        if isinstance(expr, cst.Subscript):
+            base = self.value(expr.value)
+            if base.kind is Kind.TENSOR:
+                return replace(base, dtype=base.dtype)
+            if base.kind is Kind.BATCH:
+                return base
+            return UNKNOWN
+        if isinstance(expr, cst.BinaryOperation):
+            return self._arith(expr.left, expr.right)
+        if isinstance(expr, cst.UnaryOperation):
+            if isinstance(expr.operator, cst.Not):
+                return NUMBER
+            inner = self.value(expr.expression)
+            if inner.is_tensor:
+                return Value(Kind.TENSOR, inner.device, Memory.PAGEABLE, True)
+            return NUMBER if inner.kind is Kind.NUMBER else UNKNOWN
+        if isinstance(expr, cst.Comparison):
+            operands = [expr.left, *(c.comparator for c in expr.comparisons)]
+            tensors = [self.value(o) for o in operands]
+            if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons):
+                return NUMBER
+            if any(t.is_tensor for t in tensors):
+                device = _tensor_device(tensors)
+                return Value(Kind.TENSOR, device, Memory.PAGEABLE, True, "torch.bool")
+            return NUMBER
+        if isinstance(expr, cst.BooleanOperation):
+            return self.value(expr.left).join(self.value(expr.right))
+        if isinstance(expr, (cst.NamedExpr,)):
+            return self.value(expr.value)
+        if isinstance(expr, (cst.Lambda, cst.GeneratorExp)):
+            return OTHER
+        return UNKNOWN
+
+    def _arith(self, *operands: cst.BaseExpression) -> Value:
+        vals = [self.value(o) for o in operands]
+        if any(v.is_tensor for v in vals):
+            return Value(Kind.TENSOR, _tensor_device(vals), Memory.PAGEABLE, True)
+        if all(v.kind is Kind.NUMBER for v in vals):
+            return NUMBER
+        if any(v.kind is Kind.NDARRAY for v in vals):
+            return Value(Kind.NDARRAY)
+        return UNKNOWN
+
+    def _string_device(self, expr: cst.BaseExpression) -> Value:
+        text = expr.evaluated_value if hasattr(expr, "evaluated_value") else None
+        if isinstance(text, bytes):
+            return OTHER
+        if text == "cuda" or (isinstance(text, str) and text.startswith("cuda:") and text[5:].isdigit()):
+            return Value(Kind.DEVICE, Device.CUDA)
+        if text == "cpu":
+            return Value(Kind.DEVICE, Device.CPU)
+        return OTHER  # "mps", "meta", or any other string: not a device we can prove
+
+    def _fstring_device(self, expr: cst.FormattedString) -> Value:
+        parts = expr.parts
+        if (
+            parts
+            and isinstance(parts[0], cst.FormattedStringText)
+            and parts[0].value == "cuda:"
+            and len(parts) == 2
+            and isinstance(parts[1], cst.FormattedStringExpression)
+            and parts[1].format_spec is None
+            and parts[1].conversion is None
+        ):
+            return Value(Kind.DEVICE, Device.CUDA)
+        return OTHER
+
+    def _name_value(self, name: cst.Name) -> Value:
+        scope = self.scope(name)
+        if scope is None:
+            return UNKNOWN
+        accesses = [a for a in scope.accesses[name.value] if a.node is name]
+        assignments: set = set()
+        if accesses:
+            for acc in accesses:
+                assignments |= set(acc.referents)
+        # Loop-carried bindings: an assignment later in an enclosing loop reaches this use too.
+        loops = self.loops_around(name)
+        if loops:
+            outermost = loops[-1]
+            for asg in scope.assignments[name.value]:
+                if isinstance(asg, Assignment) and isinstance(asg.node, cst.CSTNode):
+                    if any(anc is outermost for anc in self.ancestors(asg.node)):
+                        assignments.add(asg)
+        if not assignments:
+            return UNKNOWN
+        values = []
+        for asg in sorted(assignments, key=self._assignment_order):
+            if not isinstance(asg, Assignment):
+                return UNKNOWN  # a builtin or import-star
+            values.append(self._assignment_value(asg))
+        return join_all(values)
+
+    def _assignment_order(self, asg) -> tuple[int, int]:
+        node = getattr(asg, "node", None)
+        pos = self.positions.get(node) if isinstance(node, cst.CSTNode) else None
+        return (pos.start.line, pos.start.column) if pos else (0, 0)
+
+    def _assignment_value(self, asg: Assignment) -> Value:
+        node = asg.node
+        if isinstance(node, cst.Param):
+            return self._param_value(node)
+        if isinstance(node, (cst.Import, cst.ImportFrom)):
+            return OTHER
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            return OTHER
+        if not isinstance(node, cst.Name):
+            return UNKNOWN
+        # Walk up from the target name to the binding construct, tracking tuple positions.
+        path: list[int] = []
+        child: cst.CSTNode = node
+        parent = self.parent(child)
+        while isinstance(parent, (cst.Element, cst.Tuple, cst.List, cst.StarredElement)):
+            if isinstance(parent, (cst.Tuple, cst.List)):
+                path.append(
+                    next(i for i, el in enumerate(parent.elements) if el is child)
+                )
+            elif isinstance(parent, cst.StarredElement):
+                return UNKNOWN
+            child, parent = parent, self.parent(parent)
+        path.reverse()
+        if isinstance(parent, cst.AssignTarget):
+            assign = self.parent(parent)
+            assert isinstance(assign, cst.Assign)
+            return self._destructure(assign.value, self.value(assign.value), path)
+        if isinstance(parent, cst.AnnAssign) and parent.value is not None:
+            annotated = self._annotation_value(parent.annotation)
+            value = self.value(parent.value)
+            return value if value.kind is not Kind.UNKNOWN else annotated
+        if isinstance(parent, cst.AugAssign):
+            return self._arith(parent.target, parent.value)
+        if isinstance(parent, (cst.For, cst.CompFor)):
+            return self._destructure(None, self._element_of(parent.iter), path)
+        if isinstance(parent, cst.AsName):
+            return UNKNOWN
+        if isinstance(parent, cst.NamedExpr):
+            return self.value(parent.value)
+        return UNKNOWN
+
+    def _destructure(self, expr: cst.BaseExpression | None, value: Value, path: list[int]) -> Value:
+        for index in path:
+            if expr is not None and isinstance(expr, (cst.Tuple, cst.List)):
+                elements = expr.elements
+                if index < len(elements) and not isinstance(elements[index], cst.StarredElement):
+                    expr = elements[index].value
+                    value = self.value(expr)
+                    continue
+                return UNKNOWN
+            if value.kind is Kind.BATCH or value.kind is Kind.TENSOR:
+                expr = None  # a batch's items are batches; a tensor's rows are views
+                continue
+            if isinstance(value, _Tuple):
+                if index < len(value.items):
+                    expr, value = None, value.items[index]
+                    continue
+            return UNKNOWN
+        return value if not isinstance(value, _Tuple) else UNKNOWN
+
+    def _element_of(self, iterable: cst.BaseExpression) -> Value:
+        """What iterating over ``iterable`` yields."""
+        v = self.value(iterable)
+        if v.kind is Kind.LOADER:
+            return replace(v, kind=Kind.BATCH)
+        if v.kind is Kind.TENSOR:
+            return v
+        if isinstance(iterable, cst.Call):
+            name = self.callee(iterable)
+            args = positional(iterable)
+            if name == "builtins.enumerate" and args:
+                return _Tuple((NUMBER, self._element_of(args[0].value)))
+            if name == "builtins.zip" and args:
+                return _Tuple(tuple(self._element_of(a.value) for a in args))
+            if name in _PASS_THROUGH_ITER and args:
+                return self._element_of(args[0].value)
+            if name == "builtins.range":
+                return NUMBER
+        return UNKNOWN
+
+    def _param_value(self, param: cst.Param) -> Value:
+        if param.annotation is not None:
+            return self._annotation_value(param.annotation)
+        return UNKNOWN
+
+    def _annotation_value(self, ann: cst.Annotation) -> Value:
+        if self.qualname(ann.annotation) in ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor"):
+            return Value(Kind.TENSOR)
+        return UNKNOWN
+
+    def _attribute_value(self, expr: cst.Attribute) -> Value:
+        names = self.qualnames(expr)
+        if names and all(n.startswith("torch.") for n in names):
+            if any(n in ("torch.float32", "torch.float", "torch.float64") for n in names):
+                return OTHER
+            return OTHER
+        base = self.value(expr.value)
+        attr = expr.attr.value
+        if base.is_tensor:
+            if attr in _TENSOR_ATTR_TENSOR:
+                return Value(Kind.TENSOR, base.device, base.memory, base.fresh)
+            if attr == "device":
+                return Value(Kind.DEVICE, base.device)
+            if attr in _TENSOR_ATTR_NON_TENSOR:
+                return OTHER
+            return UNKNOWN
+        if isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            return self._self_attribute(expr)
+        return UNKNOWN
+
+    def _self_attribute(self, expr: cst.Attribute) -> Value:
+        """``self.fc`` in a method: the join of every ``self.fc = ...`` in the class."""
+        cls = next((a for a in self.ancestors(expr) if isinstance(a, cst.ClassDef)), None)
+        if cls is None:
+            return UNKNOWN
+        attr = expr.attr.value
+        values = [self.value(v) for v in self._self_assignments(cls).get(attr, [])]
+        return join_all(values) if values else UNKNOWN
+
+    def _self_assignments(self, cls: cst.ClassDef) -> dict[str, list[cst.BaseExpression]]:
+        cache = self.__dict__.setdefault("_self_asg_cache", {})
+        if cls in cache:
+            return cache[cls]
+        found: dict[str, list[cst.BaseExpression]] = {}
+
+        class V(cst.CSTVisitor):
+            def visit_Assign(self, node: cst.Assign) -> None:
+                for t in node.targets:
+                    tgt = t.target
+                    if (
+                        isinstance(tgt, cst.Attribute)
+                        and isinstance(tgt.value, cst.Name)
+                        and tgt.value.value == "self"
+                    ):
+                        found.setdefault(tgt.attr.value, []).append(node.value)
+                    elif isinstance(tgt, (cst.Tuple, cst.List)):
+                        found.setdefault("\0unknown", []).append(node.value)
+
+            def visit_AugAssign(self, node: cst.AugAssign) -> None:
+                tgt = node.target
+                if isinstance(tgt, cst.Attribute):
+                    found.setdefault(tgt.attr.value, []).append(node.value)
+
+        cls.body.visit(V())
+        cache[cls] = found
+        return found
+
+    def _is_module_class(self, node: cst.BaseExpression) -> bool:
+        """Is ``node`` (a callee) an ``nn.Module`` subclass or a torch.nn layer class?"""
+        names = self.qualnames(node)
+        if names and all(
+            n.startswith("torch.nn.") and n.rsplit(".", 1)[-1][:1].isupper()
+            and not n.startswith(("torch.nn.utils.", "torch.nn.functional.", "torch.nn.init."))
+            for n in names
+        ):
+            return True
+        # A class defined in this module that subclasses nn.Module (directly or through another).
+        if isinstance(node, cst.Name):
+            cls = self._local_class(node.value)
+            if cls is not None:
+                return self._class_is_module(cls, set())
+        return False
+
+    @cached_property
+    def _classes(self) -> dict[str, cst.ClassDef]:
+        return {
+            stmt.name.value: stmt for stmt in self.module.body if isinstance(stmt, cst.ClassDef)
+        }
+
+    def _local_class(self, name: str) -> cst.ClassDef | None:
+        return self._classes.get(name)
+
+    def _class_is_module(self, cls: cst.ClassDef, seen: set[str]) -> bool:
+        if cls.name.value in seen:
+            return False
+        seen.add(cls.name.value)
+        for base in cls.bases:
+            if self.qualnames(base.value) & _MODULE_BASES:
+                return True
+            if isinstance(base.value, cst.Name):
+                local = self._local_class(base.value.value)
+                if local is not None and self._class_is_module(local, seen):
+                    return True
+        return False
+
+    def _call_value(self, call: cst.Call) -> Value:
+        func = call.func
+        names = self.qualnames(func)
+        name = next(iter(names)) if len(names) == 1 else None
+        if name is not None:
+            known = self._torch_call_value(name, call)
+            if known is not None:
+                return known
+            if name.startswith("numpy."):
+                return Value(Kind.NDARRAY)
+            if name.startswith("builtins."):
+                short = name[len("builtins.") :]
+                if short in ("float", "int", "bool", "len", "round", "abs", "sum", "min", "max"):
+                    args = positional(call)
+                    if short in ("min", "max", "abs", "sum") and any(
+                        self.value(a.value).is_tensor for a in args
+                    ):
+                        return UNKNOWN
+                    return NUMBER
+                if short in ("str", "repr", "format", "list", "tuple", "dict", "set", "sorted", "print"):
+                    return OTHER
+        if self._is_module_class(func):
+            return Value(Kind.MODULE)
+        if isinstance(func, cst.Attribute):
+            receiver = self.value(func.value)
+            if receiver.is_tensor:
+                return self._method_value(receiver, func.attr.value, call)
+            if receiver.kind is Kind.MODULE:
+                if func.attr.value in ("to", "cuda", "cpu", "train", "eval", "half", "float", "double", "requires_grad_"):
+                    return receiver
+                if func.attr.value in ("forward", "__call__"):
+                    return self._module_output(call)
+                return UNKNOWN
+        callee = self.value(func)
+        if callee.kind is Kind.MODULE:
+            return self._module_output(call)
+        return UNKNOWN
+
+    def _module_output(self, call: cst.Call) -> Value:
+        args = [self.value(a.value) for a in call.args if not a.star]
+        tensors = [a for a in args if a.is_tensor]
+        device = _tensor_device(tensors) if tensors else Device.UNKNOWN
+        return Value(Kind.TENSOR, device, Memory.UNKNOWN, False)
+
+    def _torch_call_value(self, name: str, call: cst.Call) -> Value | None:
+        if name in _DATALOADER:
+            pin = keyword(call, "pin_memory")
+            memory = Memory.PAGEABLE
+            if pin is not None:
+                memory = (
+                    Memory.PINNED
+                    if isinstance(pin.value, cst.Name) and pin.value.value == "True"
+                    else Memory.PAGEABLE
+                    if isinstance(pin.value, cst.Name) and pin.value.value == "False"
+                    else Memory.UNKNOWN
+                )
+            custom = keyword(call, "collate_fn") is not None or keyword(call, "batch_size") is not None and _is_none(keyword(call, "batch_size"))
+            if custom:
+                return Value(Kind.LOADER, Device.CPU, Memory.UNKNOWN, False)
+            return Value(Kind.LOADER, Device.CPU, memory, True)
+        if name == "torch.device":
+            args = positional(call)
+            kw = keyword(call, "type")
+            first = args[0].value if args else kw.value if kw else None
+            if first is None:
+                return Value(Kind.DEVICE)
+            return Value(Kind.DEVICE, self.device_of(first))
+        if name == "torch.cuda.is_available":
+            return NUMBER
+        if not name.startswith("torch."):
+            return None
+        if name.startswith(_NON_TENSOR_NAMESPACES):
+            return UNKNOWN
+        short = name.rsplit(".", 1)[-1]
+        namespace = name[: -len(short)]
+        if namespace not in _TENSOR_NAMESPACES:
+            return UNKNOWN
+        if short[:1].isupper() or short.startswith("_") or short in _TORCH_NON_TENSOR:
+            if namespace == "torch.nn." or short[:1].isupper():
+                return Value(Kind.MODULE) if self._is_module_class(call.func) else UNKNOWN
+            return UNKNOWN
+        dev_arg = keyword(call, _CREATION_DEVICE_ARG)
+        pin_arg = keyword(call, "pin_memory")
+        pinned = pin_arg is not None and not (
+            isinstance(pin_arg.value, cst.Name) and pin_arg.value.value == "False"
+        )
+        memory = Memory.PINNED if pinned else Memory.PAGEABLE
+        args = [self.value(a.value) for a in call.args if a.keyword is None and not a.star]
+        tensor_args = [a for a in args if a.is_tensor]
+        if dev_arg is not None:
+            device = self.device_of(dev_arg.value)
+        elif tensor_args:
+            device = _tensor_device(tensor_args)
+        elif self.sets_default_device:
+            device = Device.UNKNOWN
+        else:
+            device = Device.CPU
+        if short in _TORCH_VIEWS:
+            base = tensor_args[0] if tensor_args else UNKNOWN
+            if short in ("as_tensor", "asarray", "from_numpy") and not tensor_args:
+                # shares the caller's array memory: pageable, but not fresh
+                return Value(Kind.TENSOR, device, Memory.PAGEABLE, False)
+            return Value(Kind.TENSOR, device, base.memory, base.fresh)
+        if device is not Device.CPU:
+            memory = Memory.UNKNOWN if device is not Device.CUDA else Memory.UNKNOWN
+        return Value(Kind.TENSOR, device, memory, True, _dtype_kw(self, call))
+
+    def _method_value(self, receiver: Value, method: str, call: cst.Call) -> Value:
+        if method in _METHOD_NON_TENSOR:
+            return _METHOD_NON_TENSOR[method]
+        if method == "cuda":
+            return Value(Kind.TENSOR, Device.CUDA, Memory.UNKNOWN, receiver.fresh)
+        if method == "cpu":
+            if receiver.device is Device.CPU:
+                return receiver
+            return Value(Kind.TENSOR, Device.CPU, Memory.UNKNOWN, receiver.fresh)
+        if method == "pin_memory":
+            return Value(Kind.TENSOR, Device.CPU, Memory.PINNED, True)
+        if method == "to":
+            target = self.to_target(call)
+            if target is None:  # dtype only, or unknown
+                return replace(receiver, kind=Kind.TENSOR) if _to_is_dtype_only(self, call) else Value(Kind.TENSOR)
+            device = target
+            return Value(
+                Kind.TENSOR,
+                device,
+                receiver.memory if device is Device.CPU and receiver.device is Device.CPU else Memory.UNKNOWN,
+                receiver.fresh,
+            )
+        if method.startswith("new_"):
+            dev = keyword(call, "device")
+            device = self.device_of(dev.value) if dev is not None else receiver.device
+            return Value(Kind.TENSOR, device, Memory.PAGEABLE, True)
+        if method in _METHOD_MAYBE_SELF or is_inplace_method(method):
+            return Value(Kind.TENSOR, receiver.device, receiver.memory, receiver.fresh, None)
+        return Value(Kind.TENSOR, receiver.device, Memory.PAGEABLE if receiver.device is Device.CPU else Memory.UNKNOWN, True)
+
+    def to_target(self, call: cst.Call) -> Device | None:
+        """The device a ``.to(...)`` call moves to, or None when it names no device we know.
+
+        ``Device.UNKNOWN`` means: it names a device, but which one is not provable.
+        """
+        dev = keyword(call, "device")
+        if dev is not None:
+            return self.device_of(dev.value)
+        args = positional(call)
+        if not args:
+            return None
+        first = args[0].value
+        v = self.value(first)
+        if v.kind is Kind.DEVICE:
+            return v.device
+        if v.kind is Kind.NUMBER and isinstance(first, cst.Integer):
+            return Device.CUDA
+        if v.is_tensor:
+            return Device.UNKNOWN  # ``.to(other_tensor)``: device and dtype of another tensor
+        if self._is_dtype(first):
+            return None
+        return Device.UNKNOWN
+
+    def _is_dtype(self, expr: cst.BaseExpression) -> bool:
+        name = self.qualname(expr)
+        return bool(name and name.startswith("torch.") and name.rsplit(".", 1)[-1] in _DTYPES)
+
+
+class _Tuple(Value):
+    """A tuple of values (for ``enumerate``/``zip`` destructuring only)."""
+
+    def __init__(self, items: tuple[Value, ...]) -> None:
+        object.__setattr__(self, "items", items)
+        super().__init__(Kind.OTHER)
+
+
+_DTYPES = {
+    "float32", "float", "float64", "double", "float16", "half", "bfloat16", "int64", "long",
+    "int32", "int", "int16", "short", "int8", "uint8", "bool", "complex64", "complex128",
+    "cfloat", "cdouble", "float8_e4m3fn", "float8_e5m2", "uint16", "uint32", "uint64",
+}
+
+
+def _is_none(arg: cst.Arg | None) -> bool:
+    return arg is not None and isinstance(arg.value, cst.Name) and arg.value.value == "None"
+
+
+def _tensor_device(values: Iterable[Value]) -> Device:
+    devices = [v.device for v in values if v.is_tensor]
+    if not devices:
+        return Device.UNKNOWN
+    if any(d is Device.CUDA for d in devices):
+        return Device.CUDA  # mixing a CUDA tensor with CPU ones only works for 0-d CPU tensors
+    result = devices[0]
+    for d in devices[1:]:
+        result = result.join(d)
+    return result
+
+
+def _dtype_kw(analysis: ModuleAnalysis, call: cst.Call) -> str | None:
+    arg = keyword(call, "dtype")
+    if arg is None:
+        return None
+    name = analysis.qualname(arg.value)
+    return name if name and name.startswith("torch.") else None
+
+
+def _to_is_dtype_only(analysis: ModuleAnalysis, call: cst.Call) -> bool:
+    args = positional(call)
+    if keyword(call, "device") is not None:
+        return False
+    return bool(args) and analysis._is_dtype(args[0].value) or (not args and keyword(call, "dtype") is not None)

@@ -1,0 +1,286 @@
+"""The engine: prefilter → parse once → metadata once → all rules in one batched visit → fixes →
+re-parse → repeat to a fixpoint → (write atomically) → results.
+
+Each arrow is one function below. Everything returned is plain data (:mod:`syncfix.model`).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from . import suppression
+from .analysis import ModuleAnalysis
+from .config import Settings
+from .fileio import FileError, decode, read_source, write_atomic
+from .model import Applicability, Edit, FileResult, Finding, FixInfo
+from .rules import Fix, RawFinding, Rule, all_rules
+
+MAX_ROUNDS = 8  # fix rounds per file before giving up on a fixpoint
+TORCH_MARKER = b"torch"
+
+
+class InternalError(Exception):
+    """A fix produced code that does not parse, or a rule crashed: a bug in syncfix."""
+
+
+@dataclass
+class Analyzed:
+    module: cst.Module
+    findings: list[RawFinding]
+    positions: dict  # node -> CodeRange
+
+    def position(self, node: cst.CSTNode):
+        return self.positions[node]
+
+
+# ---- one step at a time ----------------------------------------------------------------------
+
+
+def enabled_rules(settings: Settings, path: str | None) -> list[type[Rule]]:
+    rules = all_rules()
+    return [rules[c] for c in settings.enabled(rules, path)]
+
+
+def prefilter(data: bytes, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
+    """The rules that could possibly fire on ``data``, judged by substrings alone (no parse)."""
+    if TORCH_MARKER not in data:
+        return []
+    return [r for r in rules if not r.TRIGGERS or any(t.encode() in data for t in r.TRIGGERS)]
+
+
+def parse(data: bytes, settings: Settings) -> cst.Module:
+    config = (
+        cst.PartialParserConfig(python_version=settings.target_version)
+        if settings.target_version
+        else cst.PartialParserConfig()
+    )
+    try:
+        return cst.parse_module(data, config)
+    except cst.ParserSyntaxError as exc:
+        raise FileError(f"syntax error at {exc.raw_line}:{exc.raw_column + 1}: {exc.message}") from exc
+    except (RecursionError, MemoryError) as exc:
+        raise FileError(f"too deeply nested to parse ({type(exc).__name__})") from exc
+    except Exception as exc:  # the parser rejects some inputs with other errors
+        raise FileError(f"cannot parse: {exc}") from exc
+
+
+def analyze(module: cst.Module, rules: Sequence[type[Rule]], settings: Settings) -> Analyzed:
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    analysis = ModuleAnalysis(wrapper, hot_functions=settings.hot_functions)
+    visitors = [rule(analysis) for rule in rules]
+    try:
+        wrapper.visit_batched(visitors)
+    except Exception as exc:
+        raise InternalError(f"rule crashed: {type(exc).__name__}: {exc}") from exc
+    findings = [f for v in visitors for f in v.findings]
+    return Analyzed(module, findings, wrapper.resolve(PositionProvider))
+
+
+def fix_allowed(raw: RawFinding, settings: Settings) -> bool:
+    if raw.fix is None or not settings.is_fixable(raw.rule.CODE):
+        return False
+    return applicability(raw, settings) is Applicability.SAFE or settings.unsafe_fixes
+
+
+def applicability(raw: RawFinding, settings: Settings) -> Applicability:
+    assert raw.fix is not None
+    safe = settings.is_safe(raw.rule.CODE, raw.fix.applicability is Applicability.SAFE)
+    return Applicability.SAFE if safe else Applicability.UNSAFE
+
+
+def span(fix: Fix, analyzed: Analyzed) -> tuple[tuple[int, int], tuple[int, int]]:
+    ranges = [analyzed.position(n) for n in fix.changes]
+    start = min((r.start.line, r.start.column) for r in ranges)
+    end = max((r.end.line, r.end.column) for r in ranges)
+    return start, end
+
+
+def choose_fixes(candidates: Sequence[RawFinding], analyzed: Analyzed) -> list[RawFinding]:
+    """Non-overlapping fixes in source order; the rest wait for the next round."""
+    chosen: list[RawFinding] = []
+    taken: list[tuple] = []
+    seen_nodes: set[int] = set()
+    for raw in sorted(candidates, key=lambda r: (span(r.fix, analyzed), r.rule.CODE)):
+        s, e = span(raw.fix, analyzed)
+        if any(s < te and ts < e for ts, te in taken):
+            continue
+        if any(id(n) in seen_nodes for n in raw.fix.changes):
+            continue
+        chosen.append(raw)
+        taken.append((s, e))
+        seen_nodes.update(id(n) for n in raw.fix.changes)
+    return chosen
+
+
+class _Apply(cst.CSTTransformer):
+    def __init__(self, changes: dict[cst.CSTNode, object]) -> None:
+        super().__init__()
+        self.changes = changes
+
+    def on_leave(self, original_node, updated_node):
+        replacement = self.changes.get(original_node)
+        if replacement is not None:
+            return replacement
+        return updated_node
+
+
+def apply_fixes(module: cst.Module, fixes: Sequence[Fix]) -> cst.Module:
+    changes: dict = {}
+    for fix in fixes:
+        changes.update(fix.changes)
+    return module.visit(_Apply(changes))
+
+
+def fix_edit(module: cst.Module, fix: Fix) -> Edit:
+    """The fix as a whole-line text edit (what rdjson/SARIF suggestions and previews need)."""
+    old = module.code.splitlines(keepends=True)
+    new = apply_fixes(module, [fix]).code.splitlines(keepends=True)
+    ops = [op for op in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if not ops:
+        return Edit(1, 0, "", "")
+    i1, j1 = ops[0][1], ops[0][3]
+    i2, j2 = ops[-1][2], ops[-1][4]
+    return Edit(i1 + 1, i2, "".join(new[j1:j2]), "".join(old[i1:i2]))
+
+
+def to_finding(raw: RawFinding, analyzed: Analyzed, path: str, settings: Settings, with_edits: bool) -> Finding:
+    pos = analyzed.position(raw.node)
+    fix = None
+    if raw.fix is not None and settings.is_fixable(raw.rule.CODE):
+        fix = FixInfo(
+            applicability(raw, settings),
+            raw.fix.description,
+            fix_edit(analyzed.module, raw.fix) if with_edits else None,
+        )
+    return Finding(
+        code=raw.rule.CODE,
+        name=raw.rule.NAME,
+        message=raw.message,
+        path=path,
+        line=pos.start.line,
+        column=pos.start.column + 1,
+        end_line=pos.end.line,
+        end_column=pos.end.column + 1,
+        fix=fix,
+    )
+
+
+# ---- a whole source ----------------------------------------------------------------------------
+
+Accept = Callable[[Finding], bool]
+
+
+def process_source(
+    data: bytes,
+    path: str,
+    settings: Settings,
+    *,
+    fix: bool,
+    with_edits: bool = True,
+    accept: Accept | None = None,
+) -> tuple[bytes, list[Finding], list[Finding]]:
+    """Check (and with ``fix`` rewrite) one source. Returns (new bytes, remaining, applied).
+
+    ``accept`` (interactive mode) is asked about each fix before it is applied.
+    """
+    rules = prefilter(data, enabled_rules(settings, path))
+    if not rules:
+        return data, [], []
+    module = parse(data, settings)
+    applied: list[Finding] = []
+    declined: set[tuple] = set()
+    for _round in range(MAX_ROUNDS):
+        analyzed = analyze(module, rules, settings)
+        text = module.code
+        sup = suppression.parse(text)
+        raws = [r for r in analyzed.findings if not _suppressed(r, analyzed, sup)]
+        if not fix:
+            break
+        candidates = [r for r in raws if fix_allowed(r, settings)]
+        if accept is not None:
+            wanted = []
+            for r in candidates:
+                finding = to_finding(r, analyzed, path, settings, True)
+                key = (finding.code, finding.message, finding.fix.edit)
+                if key in declined:
+                    continue
+                if accept(finding):
+                    wanted.append(r)
+                else:
+                    declined.add(key)
+            candidates = wanted
+        chosen = choose_fixes(candidates, analyzed)
+        if not chosen:
+            break
+        applied.extend(to_finding(r, analyzed, path, settings, False) for r in chosen)
+        new_module = apply_fixes(module, [r.fix for r in chosen])
+        try:
+            module = cst.parse_module(new_module.bytes, _config(settings))
+        except Exception as exc:
+            raise InternalError(
+                f"a fix by {', '.join(sorted({r.rule.CODE for r in chosen}))} produced code that does not parse ({exc})"
+            ) from exc
+    else:
+        raise InternalError(f"no fixpoint after {MAX_ROUNDS} rounds of fixes")
+    remaining = sorted(
+        (to_finding(r, analyzed, path, settings, with_edits) for r in raws),
+        key=Finding.sort_key,
+    )
+    return module.bytes, remaining, applied
+
+
+def _config(settings: Settings) -> cst.PartialParserConfig:
+    if settings.target_version:
+        return cst.PartialParserConfig(python_version=settings.target_version)
+    return cst.PartialParserConfig()
+
+
+def _suppressed(raw: RawFinding, analyzed: Analyzed, sup: suppression.Suppressions) -> bool:
+    pos = analyzed.position(raw.node)
+    return sup.suppresses(raw.rule.CODE, pos.start.line, pos.end.line)
+
+
+# ---- a whole file ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Job:
+    path: str  # as shown to the user
+    fix: bool
+    write: bool
+    want_source: bool  # keep the texts for a diff
+    with_edits: bool = True
+
+
+def process_file(job: Job, settings: Settings) -> FileResult:
+    result = FileResult(job.path)
+    try:
+        snap = read_source(job.path)
+        new, remaining, applied = process_source(
+            snap.data, job.path, settings, fix=job.fix, with_edits=job.with_edits
+        )
+        result.findings, result.fixed = remaining, applied
+        if new != snap.data:
+            if job.want_source:
+                result.source = decode(snap.data, snap.encoding)
+                result.new_source = decode(new, snap.encoding)
+            else:
+                result.new_source = ""
+            if job.write:
+                write_atomic(job.path, new, snap)
+                result.written = True
+    except FileError as exc:
+        result.error = str(exc)
+        result.new_source = None
+    except InternalError as exc:
+        result.error = f"internal error: {exc}"
+        result.new_source = None
+    except RecursionError:
+        result.error = "too deeply nested to analyse"
+        result.new_source = None
+    return result

@@ -1,0 +1,143 @@
+"""The base every rule in ``codemods/`` builds on, and the rule registry.
+
+A rule is a LibCST ``BatchableCSTVisitor``: the engine parses a file once, resolves metadata once,
+and runs every enabled rule in one batched visit. A rule calls :meth:`Rule.report` with the node,
+a message and, where it has one, a :class:`Fix` that maps original nodes to replacements.
+
+Everything about a rule lives in its module: the finder, the fixer, the doc (the class docstring,
+in markdown, with the sections *What it finds*, *Why it costs*, *Example*, *Use instead*,
+*Fix safety*), and its examples (``VALID`` must stay untouched, ``INVALID`` must be found and,
+where ``expected`` is given, rewritten to it).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import textwrap
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Union
+
+import libcst as cst
+from libcst.metadata import (
+    ParentNodeProvider,
+    PositionProvider,
+    QualifiedNameProvider,
+    ScopeProvider,
+)
+
+from .model import Applicability
+
+if TYPE_CHECKING:
+    from .analysis import ModuleAnalysis
+
+Replacement = Union[cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel]
+
+
+@dataclass(frozen=True)
+class Fix:
+    """Replace each key node (by identity) with its value; all or nothing."""
+
+    changes: Mapping[cst.CSTNode, Replacement]
+    applicability: Applicability
+    description: str
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """An example a rule must flag; ``expected`` is the rewrite (None: no fix may apply).
+
+    ``unsafe`` says the expected rewrite needs ``--unsafe-fixes``.
+    """
+
+    code: str
+    expected: str | None = None
+    unsafe: bool = False
+
+
+@dataclass
+class RawFinding:
+    """A finding still tied to its CST node (lives only inside the engine)."""
+
+    rule: type[Rule]
+    node: cst.CSTNode
+    message: str
+    fix: Fix | None
+
+
+class Rule(cst.BatchableCSTVisitor):
+    CODE: ClassVar[str]
+    NAME: ClassVar[str]  # kebab-case, e.g. "blocking-host-to-device"
+    MESSAGE: ClassVar[str]  # default message
+    FIX: ClassVar[str] = "never"  # "always" | "sometimes" | "never" (as in ruff's docs)
+    # Substrings of which at least one must occur in a file for the rule to have anything to do.
+    TRIGGERS: ClassVar[tuple[str, ...]] = ()
+    VALID: ClassVar[list[str]] = []
+    INVALID: ClassVar[list[Invalid]] = []
+    METADATA_DEPENDENCIES = (
+        PositionProvider,
+        ParentNodeProvider,
+        QualifiedNameProvider,
+        ScopeProvider,
+    )
+
+    def __init__(self, analysis: ModuleAnalysis) -> None:
+        super().__init__()
+        self.analysis = analysis
+        self.findings: list[RawFinding] = []
+
+    def report(self, node: cst.CSTNode, message: str | None = None, *, fix: Fix | None = None) -> None:
+        self.findings.append(RawFinding(type(self), node, message or self.MESSAGE, fix))
+
+    # Helpers every rule wants.
+    def safe_fix(self, changes: Mapping[cst.CSTNode, Replacement], description: str) -> Fix:
+        return Fix(changes, Applicability.SAFE, description)
+
+    def unsafe_fix(self, changes: Mapping[cst.CSTNode, Replacement], description: str) -> Fix:
+        return Fix(changes, Applicability.UNSAFE, description)
+
+    @classmethod
+    def doc(cls) -> str:
+        """The rule's markdown documentation, as ``syncfix rule`` prints it."""
+        body = textwrap.dedent(inspect.getdoc(cls) or "").strip()
+        availability = {
+            "always": "Fix is always available.",
+            "sometimes": "Fix is sometimes available.",
+            "never": "Fix is not available.",
+        }[cls.FIX]
+        return f"# {cls.NAME} ({cls.CODE})\n\n{availability}\n\n{body}\n"
+
+
+def _discover() -> dict[str, type[Rule]]:
+    import codemods
+
+    found: dict[str, type[Rule]] = {}
+    for info in sorted(pkgutil.iter_modules(codemods.__path__), key=lambda i: i.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"codemods.{info.name}")
+        for obj in vars(module).values():
+            if (
+                inspect.isclass(obj)
+                and issubclass(obj, Rule)
+                and obj is not Rule
+                and obj.__module__ == module.__name__
+                and getattr(obj, "CODE", None)
+            ):
+                if obj.CODE in found:
+                    raise RuntimeError(f"rule code {obj.CODE} defined twice")
+                found[obj.CODE] = obj
+    return dict(sorted(found.items()))
+
+
+_REGISTRY: dict[str, type[Rule]] | None = None
+
+
+def all_rules() -> dict[str, type[Rule]]:
+    """Every rule, keyed by code, in code order (discovered from ``codemods/``)."""
+    global _REGISTRY
+    if _REGISTRY is None:
+        _REGISTRY = _discover()
+    return _REGISTRY
