@@ -249,13 +249,13 @@ def _non_blocking_call(node: cst.Call) -> cst.Call:
         args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         args.append(_kwarg("non_blocking", true))
     else:  # keep a trailing comma (and a multi-line layout) as the author had it
+        # the new separator indents like the first argument does
+        indent = node.whitespace_before_args
+        if not isinstance(indent, cst.ParenthesizedWhitespace):
+            indent = last.comma.whitespace_after
         args.append(_kwarg("non_blocking", true).with_changes(comma=last.comma))
-        args[-2] = last.with_changes(comma=cst.Comma(whitespace_after=_after(last.comma)))
+        args[-2] = last.with_changes(comma=last.comma.with_changes(whitespace_after=indent))
     return node.with_changes(args=args)
-
-
-def _after(comma: cst.Comma):
-    return comma.whitespace_after
 
 
 def _kwarg(name: str, value: cst.BaseExpression) -> cst.Arg:

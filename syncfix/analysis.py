@@ -56,6 +56,7 @@ from libcst.metadata import (
 
 
 class Kind(enum.Enum):
+    BOTTOM = "bottom"  # no binding seen yet (inside a cycle): the identity of join
     TENSOR = "tensor"
     DEVICE = "device"
     MODULE = "module"  # an nn.Module instance
@@ -101,6 +102,10 @@ class Value:
     dtype: str | None = None  # e.g. "torch.float32" when known
 
     def join(self, other: Value) -> Value:
+        if self.kind is Kind.BOTTOM:
+            return other
+        if other.kind is Kind.BOTTOM:
+            return self
         if self.kind is not other.kind:
             return UNKNOWN
         return Value(
@@ -121,6 +126,7 @@ class Value:
 
 
 UNKNOWN = Value(Kind.UNKNOWN)
+BOTTOM = Value(Kind.BOTTOM)
 OTHER = Value(Kind.OTHER)
 NUMBER = Value(Kind.NUMBER)
 
@@ -426,6 +432,7 @@ class ModuleAnalysis:
         self._values: dict[cst.CSTNode, Value] = {}
         self._effects: dict[cst.CSTNode, Effects] = {}
         self._in_progress: set[cst.CSTNode] = set()
+        self._cycles = 0  # how many times a cycle was cut (results below one are not cached)
 
     # ---- metadata -------------------------------------------------------------------------
     @cached_property
@@ -606,14 +613,19 @@ class ModuleAnalysis:
         cached = self._values.get(expr)
         if cached is not None:
             return cached
-        if expr in self._in_progress:  # a cycle through loop-carried bindings
-            return UNKNOWN
+        if expr in self._in_progress:
+            # A cycle through a loop-carried binding (``x = x.cuda()`` in a loop): assume nothing
+            # yet (bottom), which gives the least fixpoint for these monotone transfer functions.
+            self._cycles += 1
+            return BOTTOM
+        cycles_before = self._cycles
         self._in_progress.add(expr)
         try:
             result = self._value(expr)
         finally:
             self._in_progress.discard(expr)
-        self._values[expr] = result
+        if self._cycles == cycles_before or not self._in_progress:
+            self._values[expr] = result  # not computed under an assumption: safe to keep
         return result
 
     def is_tensor(self, expr: cst.CSTNode) -> bool:
@@ -654,6 +666,8 @@ class ModuleAnalysis:
             return self._call_value(expr)
         if isinstance(expr, cst.Subscript):
             base = self.value(expr.value)
+            if base.kind is Kind.BOTTOM:
+                return BOTTOM
             if base.kind is Kind.TENSOR:
                 return replace(base, dtype=base.dtype)
             if base.kind is Kind.BATCH:
@@ -686,7 +700,9 @@ class ModuleAnalysis:
         return UNKNOWN
 
     def _arith(self, *operands: cst.BaseExpression) -> Value:
-        vals = [self.value(o) for o in operands]
+        vals = [v for v in (self.value(o) for o in operands) if v.kind is not Kind.BOTTOM]
+        if not vals:
+            return BOTTOM
         if any(v.is_tensor for v in vals):
             return Value(Kind.TENSOR, _tensor_device(vals), Memory.PAGEABLE, True)
         if all(v.kind is Kind.NUMBER for v in vals):
@@ -738,12 +754,13 @@ class ModuleAnalysis:
                         assignments.add(asg)
         if not assignments:
             return UNKNOWN
-        values = []
+        values: list[Value] = []
         for asg in sorted(assignments, key=self._assignment_order):
             if not isinstance(asg, Assignment):
                 return UNKNOWN  # a builtin or import-star
             values.append(self._assignment_value(asg))
-        return join_all(values)
+        result = join_all(values)
+        return UNKNOWN if result.kind is Kind.BOTTOM and not self._in_progress else result
 
     def _assignment_order(self, asg) -> tuple[int, int]:
         node = getattr(asg, "node", None)
@@ -960,6 +977,8 @@ class ModuleAnalysis:
             return Value(Kind.MODULE)
         if isinstance(func, cst.Attribute):
             receiver = self.value(func.value)
+            if receiver.kind is Kind.BOTTOM:
+                return BOTTOM
             if receiver.is_tensor:
                 return self._method_value(receiver, func.attr.value, call)
             if receiver.kind is Kind.MODULE:

@@ -276,11 +276,10 @@ def process_file(job: Job, settings: Settings) -> FileResult:
                 result.written = True
     except FileError as exc:
         result.error = str(exc)
-        result.new_source = None
     except InternalError as exc:
         result.error = f"internal error: {exc}"
-        result.new_source = None
     except RecursionError:
         result.error = "too deeply nested to analyse"
-        result.new_source = None
+    if result.error is not None:  # nothing was written: report no fixes and no diff
+        result.fixed, result.new_source, result.source = [], None, None
     return result

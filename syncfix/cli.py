@@ -1,0 +1,411 @@
+"""The ``syncfix`` command line (click).
+
+Exit codes (one contract for every command, as in ruff): 0 clean or everything fixed; 1 findings
+remain, a ``--diff`` is non-empty, or a file could not be processed; 2 usage, configuration or
+internal error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .config import ConfigError, Settings, load_settings, validate_codes
+from .discovery import discover
+from .engine import InternalError, Job, process_file, process_source
+from .fileio import FileError, decode, read_source, write_atomic
+from .model import FileResult, Finding
+from .reporting import (
+    FORMATS,
+    ReportContext,
+    diff_text,
+    make_console,
+    rel,
+    summary,
+    unified_diff,
+)
+from .rules import all_rules
+
+PARALLEL_THRESHOLD = 16  # below this many files a process pool costs more than it saves
+PROGRESS_THRESHOLD = 200
+
+
+class Failure(click.ClickException):
+    """An error that ends the run with exit code 2."""
+
+    exit_code = 2
+
+    def show(self, file=None) -> None:
+        click.echo(f"syncfix: error: {self.format_message()}", err=True)
+
+
+def _split(values: Iterable[str]) -> tuple[str, ...]:
+    out: list[str] = []
+    for v in values:
+        out.extend(p.strip().upper() if p.strip().upper() == "ALL" else p.strip() for p in v.split(","))
+    return tuple(p for p in out if p)
+
+
+def _load(paths: Sequence[str], opts: dict) -> Settings:
+    start = Path(paths[0]) if paths and paths[0] != "-" else Path.cwd()
+    if not start.exists():
+        start = Path.cwd()
+    try:
+        settings = load_settings(
+            start,
+            Path(opts["config"]) if opts.get("config") else None,
+            isolated=opts.get("isolated", False),
+        )
+    except ConfigError as exc:
+        raise Failure(str(exc)) from exc
+    updates: dict = {}
+    for key in ("select", "ignore", "extend_select", "fixable", "unfixable"):
+        if opts.get(key):
+            updates[key] = _split(opts[key])
+    if opts.get("unsafe_fixes") is not None:
+        updates["unsafe_fixes"] = opts["unsafe_fixes"]
+    if opts.get("exclude"):
+        updates["exclude"] = _split_paths(opts["exclude"])
+    if opts.get("extend_exclude"):
+        updates["extend_exclude"] = settings.extend_exclude + _split_paths(opts["extend_exclude"])
+    if opts.get("respect_gitignore") is not None:
+        updates["respect_gitignore"] = opts["respect_gitignore"]
+    if opts.get("force_exclude"):
+        updates["force_exclude"] = True
+    if opts.get("jobs") is not None:
+        updates["jobs"] = opts["jobs"] or None
+    if opts.get("output_format"):
+        updates["output_format"] = opts["output_format"]
+    if opts.get("target_version"):
+        updates["target_version"] = opts["target_version"].removeprefix("py").replace("3", "3.", 1) if "." not in opts["target_version"] else opts["target_version"].removeprefix("py")
+    settings = replace(settings, **updates)
+    known = list(all_rules())
+    try:
+        for group in (settings.select, settings.extend_select, settings.ignore):
+            validate_codes(group, known)
+    except ConfigError as exc:
+        raise Failure(str(exc)) from exc
+    if settings.output_format not in FORMATS:
+        raise Failure(f"unknown output format '{settings.output_format}' (choose from {', '.join(sorted(FORMATS))})")
+    return settings
+
+
+def _split_paths(values: Iterable[str]) -> tuple[str, ...]:
+    return tuple(p.strip() for v in values for p in v.split(",") if p.strip())
+
+
+def _shared_options(fn):
+    options = [
+        click.argument("paths", nargs=-1, type=click.Path()),
+        click.option("--select", multiple=True, help="Rule codes or prefixes to enable (ALL for every rule)."),
+        click.option("--extend-select", multiple=True, help="Codes to enable on top of the selection."),
+        click.option("--ignore", multiple=True, help="Codes or prefixes to disable."),
+        click.option("--fixable", multiple=True, hidden=True),
+        click.option("--unfixable", multiple=True, help="Codes whose fixes are never applied."),
+        click.option(
+            "--unsafe-fixes/--no-unsafe-fixes",
+            default=None,
+            help="Also consider fixes that may change behaviour.",
+        ),
+        click.option(
+            "--output-format",
+            "-o",
+            "output_format",
+            envvar="SYNCFIX_OUTPUT_FORMAT",
+            help="full (default), concise, json, ... (see `syncfix check --help-formats`).",
+        ),
+        click.option("--output-file", type=click.Path(dir_okay=False), help="Write the report here."),
+        click.option("-j", "--jobs", type=click.IntRange(min=0), default=None, help="Worker processes (0 = cores)."),
+        click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain (2 still wins)."),
+        click.option("--force-exclude", is_flag=True, help="Apply excludes to files named explicitly too."),
+        click.option("--exclude", multiple=True, help="Patterns to exclude (replaces the defaults)."),
+        click.option("--extend-exclude", multiple=True, help="Patterns to exclude on top of the defaults."),
+        click.option("--respect-gitignore/--no-respect-gitignore", default=None),
+        click.option("--config", type=click.Path(exists=True, dir_okay=False), help="Use this config file."),
+        click.option("--isolated", is_flag=True, help="Ignore every config file."),
+        click.option("--target-version", help="Python grammar to parse with, e.g. py312."),
+        click.option("--stdin-filename", help="The name of the file read from stdin (for `-`)."),
+        click.option(
+            "--color",
+            type=click.Choice(["auto", "always", "never"]),
+            default="auto",
+            show_default=True,
+        ),
+        click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary."),
+        click.option("--show-files", is_flag=True, help="List the files that would be checked and exit."),
+        click.option("--show-settings", is_flag=True, help="Print the resolved settings and exit."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="syncfix")
+def cli() -> None:
+    """Find and rewrite needless CPU-GPU synchronizations in PyTorch code."""
+
+
+@cli.command()
+@_shared_options
+def check(**opts) -> None:
+    """Report findings; change nothing."""
+    sys.exit(_run(opts, mode="check"))
+
+
+@cli.command()
+@_shared_options
+@click.option("--diff", is_flag=True, help="Write nothing; print a unified diff of the fixes.")
+@click.option("--fix-only", is_flag=True, help="Apply fixes without reporting what is left.")
+@click.option("-i", "--interactive", is_flag=True, help="Review each fix before it is written.")
+def apply(**opts) -> None:
+    """Write safe fixes in place (and unsafe ones with --unsafe-fixes); report what is left."""
+    if opts["diff"] and opts["interactive"]:
+        raise click.UsageError("--diff and --interactive cannot be combined")
+    sys.exit(_run(opts, mode="apply"))
+
+
+@cli.command()
+@click.argument("code", required=False)
+@click.option("--all", "show_all", is_flag=True, help="Every rule.")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
+def rule(code: str | None, show_all: bool, output_format: str) -> None:
+    """Explain a rule: what it finds, why it costs, before/after, and its fix safety."""
+    rules = all_rules()
+    if show_all:
+        chosen = list(rules.values())
+    elif code:
+        matches = [r for c, r in rules.items() if c == code.upper() or r.NAME == code]
+        if not matches:
+            raise Failure(f"unknown rule '{code}' (see `syncfix rule --all`)")
+        chosen = matches
+    else:
+        raise click.UsageError("give a rule code, or --all")
+    if output_format == "json":
+        data = [
+            {"code": r.CODE, "name": r.NAME, "summary": r.MESSAGE, "fix": r.FIX, "explanation": r.doc()}
+            for r in chosen
+        ]
+        click.echo(json.dumps(data if show_all else data[0], indent=2))
+    else:
+        click.echo("\n".join(r.doc() for r in chosen), nl=False)
+
+
+def _register_optional_commands() -> None:
+    try:
+        from .harness.commands import trace_command, verify_command
+    except ImportError:  # the harness is optional: the static tool works without it
+        return
+    cli.add_command(verify_command, "verify")
+    cli.add_command(trace_command, "trace")
+
+
+_register_optional_commands()
+
+
+# ---- running -----------------------------------------------------------------------------------
+
+
+def _run(opts: dict, mode: str) -> int:
+    paths = list(opts["paths"]) or ["."]
+    settings = _load(paths, opts)
+    root = os.getcwd()  # paths are shown relative to where syncfix runs (as ruff and git do)
+    if opts["show_settings"]:
+        for key, value in sorted(vars(settings).items()):
+            click.echo(f"{key} = {value!r}")
+        return 0
+    if paths == ["-"]:
+        return _run_stdin(opts, settings, mode, root)
+    found = discover(paths, settings, force_exclude=opts["force_exclude"] or None)
+    if opts["show_files"]:
+        for f in found.files:
+            click.echo(rel(f, root))
+        return 0
+    fix = mode == "apply"
+    diff = bool(opts.get("diff"))
+    interactive = bool(opts.get("interactive"))
+    write = fix and not diff
+    fmt = settings.output_format
+    want_source = diff or interactive or fmt == "full"
+    jobs = [Job(f, fix=fix, write=write, want_source=want_source) for f in found.files]
+    if interactive:
+        results = _interactive(jobs, settings, opts["color"])
+    else:
+        results = _execute(jobs, settings)
+
+    errors = [(p, r) for p, r in found.errors] + [(r.path, r.error) for r in results if r.error]
+    internal = any(r.error and r.error.startswith("internal error") for r in results)
+    for path, reason in errors:
+        click.echo(f"syncfix: error: {rel(path, root)}: {reason}", err=True)
+
+    findings = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
+    fixed = sum(len(r.fixed) for r in results if r.error is None)
+    out = sys.stdout
+    if diff:
+        console = make_console(out, opts["color"])
+        diffs = [r for r in results if r.changed and r.source is not None]
+        for r in diffs:
+            text = unified_diff(r.path, r.source, r.new_source, root)
+            if console.is_terminal or opts["color"] == "always":
+                console.print(diff_text(text), end="")
+            else:
+                out.write(text)
+        n = sum(len(r.fixed) for r in diffs)
+        if not opts["quiet"]:
+            click.echo(
+                f"Would fix {n} finding{'s' if n != 1 else ''} in {len(diffs)} file{'s' if len(diffs) != 1 else ''}."
+                if n
+                else "No fixes available.",
+                err=True,
+            )
+        code = 1 if diffs else 0
+    else:
+        ctx = ReportContext(
+            root=root,
+            sources={r.path: r.new_source if r.changed and r.new_source else r.source for r in results if r.source is not None},
+            unsafe_fixes=settings.unsafe_fixes,
+            fixed=fixed,
+            mode=mode,
+        )
+        shown = [] if opts.get("fix_only") else findings
+        report = FORMATS[fmt](shown, ctx)
+        if opts["output_file"]:
+            Path(opts["output_file"]).write_text(report, encoding="utf-8")
+        else:
+            out.write(report)
+        if not opts["quiet"] and fmt in ("full", "concise", "grouped"):
+            stream_err = bool(opts["output_file"])
+            click.echo(summary(shown, ctx), nl=False, err=stream_err)
+        code = 1 if shown else 0
+    if errors and code == 0:
+        code = 1
+    if opts["exit_zero"] and code == 1:
+        code = 0
+    if internal:
+        code = 2
+    return code
+
+
+def _execute(jobs: list[Job], settings: Settings) -> list[FileResult]:
+    workers = settings.jobs or os.cpu_count() or 1
+    if len(jobs) < PARALLEL_THRESHOLD or workers == 1:
+        return [process_file(job, settings) for job in _progress(jobs, len(jobs))]
+    chunk = max(1, min(32, len(jobs) // (workers * 8)))
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        iterator = pool.map(process_file, jobs, [settings] * len(jobs), chunksize=chunk)
+        return list(_progress(iterator, len(jobs)))
+
+
+def _progress(items, total: int):
+    """A rich progress bar on stderr for long runs on a terminal; otherwise just the items."""
+    if total < PROGRESS_THRESHOLD or not sys.stderr.isatty():
+        yield from items
+        return
+    from rich.progress import Progress
+
+    with Progress(transient=True, console=make_console(sys.stderr, "auto")) as progress:
+        task = progress.add_task("syncfix", total=total)
+        for item in items:
+            yield item
+            progress.advance(task)
+
+
+def _run_stdin(opts: dict, settings: Settings, mode: str, root: str) -> int:
+    name = opts.get("stdin_filename") or "-"
+    data = click.get_binary_stream("stdin").read()
+    try:
+        new, findings, applied = process_source(data, name, settings, fix=mode == "apply")
+    except (FileError, InternalError) as exc:
+        click.echo(f"syncfix: error: {name}: {exc}", err=True)
+        return 2 if isinstance(exc, InternalError) else 1
+    if mode == "apply" and opts.get("diff"):
+        text = unified_diff(name, decode(data, "utf-8"), decode(new, "utf-8"), root)
+        sys.stdout.write(text)
+        return 1 if text else 0
+    if mode == "apply":
+        sys.stdout.buffer.write(new)
+        sys.stdout.flush()
+        for f in findings:
+            click.echo(f"{name}:{f.line}:{f.column}: {f.code} {f.message}", err=True)
+        return 1 if findings and not opts["exit_zero"] else 0
+    ctx = ReportContext(root=root, sources={name: decode(data, "utf-8")}, unsafe_fixes=settings.unsafe_fixes)
+    sys.stdout.write(FORMATS[settings.output_format](findings, ctx))
+    if not opts["quiet"] and settings.output_format in ("full", "concise"):
+        click.echo(summary(findings, ctx), nl=False)
+    return 1 if findings and not opts["exit_zero"] else 0
+
+
+def _interactive(jobs: list[Job], settings: Settings, color: str) -> list[FileResult]:
+    """Ask about each fix: accept, skip, accept the rest of this rule, or quit."""
+    console = make_console(sys.stdout, color)
+    accept_all: set[str] = set()
+    state = {"quit": False}
+    results: list[FileResult] = []
+
+    def ask(finding: Finding) -> bool:
+        if state["quit"]:
+            return False
+        if finding.code in accept_all:
+            return True
+        edit = finding.fix.edit if finding.fix else None
+        safety = finding.fix.applicability.value if finding.fix else "?"
+        click.echo(f"\n{rel(finding.path, os.getcwd())}:{finding.line}:{finding.column}: {finding.code} [{safety}] {finding.message}")
+        if edit is not None:
+            hunk = "".join(f"-{line}" for line in edit.original.splitlines(keepends=True))
+            hunk += "".join(f"+{line}" for line in edit.content.splitlines(keepends=True))
+            console.print(diff_text(f"@@ -{edit.start_line} @@\n" + hunk), end="")
+        choice = click.prompt(
+            "Apply this fix? [y]es, [n]o, [a]ll of this rule, [q]uit",
+            type=click.Choice(["y", "n", "a", "q"]),
+            default="n",
+            show_choices=False,
+        )
+        if choice == "a":
+            accept_all.add(finding.code)
+            return True
+        if choice == "q":
+            state["quit"] = True
+            return False
+        return choice == "y"
+
+    for job in jobs:
+        result = FileResult(job.path)
+        try:
+            snap = read_source(job.path)
+            new, remaining, applied = process_source(snap.data, job.path, settings, fix=True, accept=ask)
+            result.findings, result.fixed = remaining, applied
+            if new != snap.data:
+                result.source = decode(snap.data, snap.encoding)
+                result.new_source = decode(new, snap.encoding)
+                write_atomic(job.path, new, snap)
+                result.written = True
+        except (FileError, InternalError) as exc:
+            result.error = str(exc) if isinstance(exc, FileError) else f"internal error: {exc}"
+            result.fixed = []
+        results.append(result)
+    return results
+
+
+def main() -> None:
+    try:
+        cli.main(prog_name="syncfix")
+    except KeyboardInterrupt:  # pragma: no cover
+        click.echo("syncfix: interrupted", err=True)
+        sys.exit(130)
+    except (Failure, click.ClickException):
+        raise
+    except Exception as exc:  # pragma: no cover - a bug; say so and exit 2
+        click.echo(f"syncfix: internal error: {type(exc).__name__}: {exc}", err=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
