@@ -465,6 +465,8 @@ class ModuleAnalysis:
 
     def qualnames(self, node: cst.CSTNode) -> frozenset[str]:
         """Every qualified name ``node`` may refer to (all candidates of an import fallback)."""
+        if isinstance(node, cst.Attribute) and dotted_name(node) is None:
+            return frozenset()  # LibCST names ``torch.randn(3).cuda`` "torch.randn.cuda": not a name
         raw = self._qnames.get(node)
         if isinstance(raw, LazyValue):
             raw = raw()
@@ -1029,11 +1031,9 @@ class ModuleAnalysis:
             return UNKNOWN
         short = name.rsplit(".", 1)[-1]
         namespace = name[: -len(short)]
-        if namespace not in _TENSOR_NAMESPACES:
-            return UNKNOWN
-        if short[:1].isupper() or short.startswith("_") or short in _TORCH_NON_TENSOR:
-            if namespace == "torch.nn." or short[:1].isupper():
-                return Value(Kind.MODULE) if self._is_module_class(call.func) else UNKNOWN
+        if short[:1].isupper():  # a class: nn layers are modules, anything else we do not model
+            return Value(Kind.MODULE) if self._is_module_class(call.func) else UNKNOWN
+        if namespace not in _TENSOR_NAMESPACES or short.startswith("_") or short in _TORCH_NON_TENSOR:
             return UNKNOWN
         dev_arg = keyword(call, _CREATION_DEVICE_ARG)
         pin_arg = keyword(call, "pin_memory")

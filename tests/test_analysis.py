@@ -1,0 +1,235 @@
+"""The shared analysis layer, pinned down on its own before rules rely on it."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper
+
+from syncfix.analysis import Device, Kind, Memory, ModuleAnalysis
+
+
+def analyse(src: str) -> tuple[ModuleAnalysis, cst.Module]:
+    module = cst.parse_module(textwrap.dedent(src))
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    return ModuleAnalysis(wrapper), module
+
+
+def find(module: cst.Module, code: str, kind=cst.CSTNode) -> cst.CSTNode:
+    """The first node of ``kind`` whose source text is ``code``."""
+    found: list[cst.CSTNode] = []
+
+    class V(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if not found and isinstance(node, kind) and module.code_for_node(node).strip() == code:
+                found.append(node)
+            return not found
+
+    module.visit(V())
+    assert found, f"no node {code!r}"
+    return found[0]
+
+
+def last_name(module: cst.Module, name: str) -> cst.Name:
+    """The last Name node ``name`` in the module (a use, after its bindings)."""
+    names: list[cst.Name] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            if node.value == name:
+                names.append(node)
+
+    module.visit(V())
+    return names[-1]
+
+
+PROVENANCE = [
+    # (source, expression whose value we ask, kind, device)
+    ("import torch\nx = torch.randn(3)\nuse(x)", "x", Kind.TENSOR, Device.CPU),
+    ("import torch\nx = torch.randn(3, device='cuda')\nuse(x)", "x", Kind.TENSOR, Device.CUDA),
+    ("import torch\nx = torch.randn(3).cuda()\nuse(x)", "x", Kind.TENSOR, Device.CUDA),
+    ("import torch\nx = torch.randn(3).to('cuda:1')\nuse(x)", "x", Kind.TENSOR, Device.CUDA),
+    ("import torch\nd = torch.device('cuda', 0)\nx = torch.ones(2).to(d)\nuse(x)", "x", Kind.TENSOR, Device.CUDA),
+    ("import torch as T\nx = T.zeros(2, device='cuda') * 2 + 1\nuse(x)", "x", Kind.TENSOR, Device.CUDA),
+    ("import torch.nn.functional as F\nimport torch\ny = F.relu(torch.ones(2).cuda())\nuse(y)", "y", Kind.TENSOR, Device.CUDA),
+    ("from torch import cuda as c, ones\nx = ones(2).cuda()\nuse(x)", "x", Kind.TENSOR, Device.CUDA),
+    ("import torch\nx = torch.ones(2).cuda()\ny = x[0]\nuse(y)", "y", Kind.TENSOR, Device.CUDA),
+    ("import torch\nx = torch.ones(2).cuda()\ny = x.sum().item()\nuse(y)", "y", Kind.NUMBER, Device.UNKNOWN),
+    ("import numpy as np\nx = np.ones(3)\nuse(x)", "x", Kind.NDARRAY, Device.UNKNOWN),
+    ("x = 3.0\nuse(x)", "x", Kind.NUMBER, Device.UNKNOWN),
+    ("import torch\ndef f(t: torch.Tensor):\n    use(t)", "t", Kind.TENSOR, Device.UNKNOWN),
+    ("def f(t):\n    use(t)", "t", Kind.UNKNOWN, Device.UNKNOWN),
+]
+
+
+@pytest.mark.parametrize("src,name,kind,device", PROVENANCE)
+def test_tensor_provenance(src, name, kind, device):
+    a, module = analyse(src)
+    v = a.value(last_name(module, name))
+    assert v.kind is kind
+    if kind is Kind.TENSOR:
+        assert v.device is device
+
+
+def test_numpy_and_torch_fallback_import_is_not_proved():
+    a, module = analyse(
+        """
+        try:
+            import torch as T
+        except ImportError:
+            import numpy as T
+        x = T.zeros(3)
+        use(x)
+        """
+    )
+    call = find(module, "T.zeros(3)", cst.Call)
+    assert a.qualnames(call.func) == {"torch.zeros", "numpy.zeros"}
+    assert a.qualname(call.func) is None  # candidates disagree: nothing proved
+    assert not a.is_tensor(last_name(module, "x"))
+
+
+DEVICES = [
+    ('"cuda"', Device.CUDA),
+    ('"cuda:3"', Device.CUDA),
+    ('"cpu"', Device.CPU),
+    ('"mps"', Device.UNKNOWN),
+    ('f"cuda:{rank}"', Device.CUDA),
+    ('torch.device("cuda", rank)', Device.CUDA),
+    ('torch.device("cpu")', Device.CPU),
+    ('"cuda" if torch.cuda.is_available() else "cpu"', Device.CUDA_OR_CPU),
+    ('"cuda" if torch.cuda.is_available() else "mps"', Device.UNKNOWN),
+    ("args.device", Device.UNKNOWN),
+]
+
+
+@pytest.mark.parametrize("expr,device", DEVICES)
+def test_device_idioms(expr, device):
+    a, module = analyse(f"import torch\nrank = 0\nd = {expr}\nuse(d)\n")
+    assert a.device_of(last_name(module, "d")) is device
+
+
+def test_loader_batches_are_fresh_cpu_tensors():
+    a, module = analyse(
+        """
+        from torch.utils.data import DataLoader
+        def f(ds):
+            for i, (x, y) in enumerate(DataLoader(ds, batch_size=4, pin_memory=True)):
+                use(x)
+        """
+    )
+    v = a.value(last_name(module, "x"))
+    assert v.is_tensor and v.device is Device.CPU and v.fresh and v.memory is Memory.PINNED
+
+
+def test_custom_collate_is_not_fresh():
+    a, module = analyse(
+        """
+        from torch.utils.data import DataLoader
+        def f(ds, fn):
+            for x in DataLoader(ds, collate_fn=fn):
+                use(x)
+        """
+    )
+    assert not a.value(last_name(module, "x")).fresh
+
+
+def test_loop_carried_binding_is_joined():
+    a, module = analyse(
+        """
+        import torch
+        x = torch.zeros(3)
+        for _ in range(3):
+            use(x)
+            x = x.cuda()
+        """
+    )
+    use = find(module, "use(x)", cst.Call)
+    v = a.value(use.args[0].value)
+    assert v.is_tensor and v.device is Device.CUDA_OR_CPU  # cpu first, cuda after one iteration
+
+
+def test_module_instances_and_their_outputs():
+    a, module = analyse(
+        """
+        import torch
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = torch.nn.Linear(2, 2)
+            def forward(self, x):
+                h = self.fc(x)
+                use(h)
+        net = Net()
+        out = net(torch.ones(2, device="cuda"))
+        use(net, out)
+        """
+    )
+    assert a.value(last_name(module, "net")).kind is Kind.MODULE
+    assert a.value(last_name(module, "out")).device is Device.CUDA
+    assert a.value(last_name(module, "h")).kind is Kind.TENSOR
+
+
+def test_effects_of_statements():
+    a, module = analyse(
+        """
+        import torch
+        def f(x, opt, buf):
+            y = x + 1
+            buf.copy_(y)
+            buf[0] = 3
+            x += 1
+            opt.step()
+            torch.add(x, y, out=buf)
+            if y.sum() > 0:
+                break_here = 1
+            for i in range(3):
+                continue
+        """
+    )
+    fn = module.body[1]
+    stmts = fn.body.body
+    fx = [a.effects(s) for s in stmts]
+    assert fx[0].writes == {"y"} and {"x"} <= fx[0].reads and not fx[0].may_mutate_anything
+    assert fx[1].inplace == {"buf"}
+    assert fx[2].inplace == {"buf"}
+    assert fx[3].inplace == {"x"}
+    assert fx[4].may_mutate_anything  # an unknown method call
+    assert fx[5].inplace == {"buf"}
+    assert fx[6].exits == set() and fx[6].writes == {"break_here"}
+    assert fx[7].exits == {"continue"}
+
+
+def test_loops_and_hot_paths():
+    a, module = analyse(
+        """
+        import torch
+        def setup():
+            x = torch.ones(2)
+        def train(loader, model, opt):
+            for b in loader:
+                while True:
+                    y = b + 1
+        def forward(x):
+            z = x * 2
+        def step_fn(loss, opt):
+            loss.backward()
+            w = 1
+        """
+    )
+    x_stmt = find(module, "x = torch.ones(2)", cst.SimpleStatementLine)
+    y_stmt = find(module, "y = b + 1", cst.SimpleStatementLine)
+    z_stmt = find(module, "z = x * 2", cst.SimpleStatementLine)
+    w_stmt = find(module, "w = 1", cst.SimpleStatementLine)
+    assert a.enclosing_loop(x_stmt) is None and not a.is_hot(x_stmt)
+    loops = a.loops_around(y_stmt)
+    assert [type(loop).__name__ for loop in loops] == ["While", "For"]
+    assert a.is_hot(y_stmt) and a.is_hot(z_stmt) and a.is_hot(w_stmt)
+
+
+def test_streams_are_detected():
+    a, _ = analyse("import torch\ns = torch.cuda.Stream()\n")
+    assert a.uses_streams
+    b, _ = analyse("import torch\nx = torch.ones(2)\n")
+    assert not b.uses_streams
