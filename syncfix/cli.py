@@ -320,7 +320,7 @@ def _progress(items, total: int):
 
 def _run_stdin(opts: dict, settings: Settings, mode: str, root: str) -> int:
     name = opts.get("stdin_filename") or "-"
-    data = click.get_binary_stream("stdin").read()
+    data = sys.stdin.buffer.read()
     try:
         new, findings, applied = process_source(data, name, settings, fix=mode == "apply")
     except (FileError, InternalError) as exc:

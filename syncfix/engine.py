@@ -62,11 +62,22 @@ def parse(data: bytes, settings: Settings) -> cst.Module:
     try:
         return cst.parse_module(data, config)
     except cst.ParserSyntaxError as exc:
-        raise FileError(f"syntax error at {exc.raw_line}:{exc.raw_column + 1}: {exc.message}") from exc
+        raise FileError(_syntax_error(data, exc)) from exc
     except (RecursionError, MemoryError) as exc:
         raise FileError(f"too deeply nested to parse ({type(exc).__name__})") from exc
     except Exception as exc:  # the parser rejects some inputs with other errors
         raise FileError(f"cannot parse: {exc}") from exc
+
+
+def _syntax_error(data: bytes, exc: cst.ParserSyntaxError) -> str:
+    """A one-line reason; CPython places syntax errors better than LibCST, so ask it first."""
+    try:
+        compile(data, "<file>", "exec", dont_inherit=True)
+    except SyntaxError as py:
+        return f"syntax error at {py.lineno}:{py.offset}: {py.msg}"
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    return f"syntax error: {exc.message.removeprefix('parser error: ')}"
 
 
 def analyze(module: cst.Module, rules: Sequence[type[Rule]], settings: Settings) -> Analyzed:
@@ -265,12 +276,10 @@ def process_file(job: Job, settings: Settings) -> FileResult:
             snap.data, job.path, settings, fix=job.fix, with_edits=job.with_edits
         )
         result.findings, result.fixed = remaining, applied
+        if job.want_source and (remaining or new != snap.data):
+            result.source = decode(snap.data, snap.encoding)
         if new != snap.data:
-            if job.want_source:
-                result.source = decode(snap.data, snap.encoding)
-                result.new_source = decode(new, snap.encoding)
-            else:
-                result.new_source = ""
+            result.new_source = decode(new, snap.encoding) if job.want_source else ""
             if job.write:
                 write_atomic(job.path, new, snap)
                 result.written = True

@@ -66,7 +66,8 @@ def write_atomic(path: str, data: bytes, snapshot: Snapshot) -> None:
         raise FileError(f"vanished before writing: {exc.strerror}") from exc
     if st.st_mtime_ns != snapshot.mtime_ns or st.st_size != snapshot.size:
         raise FileError("changed on disk while syncfix ran; not written")
-    if not os.access(real, os.W_OK):
+    # Mode bits too: root may write anything, but a file marked read-only is meant to stay as is.
+    if not st.st_mode & 0o222 or not os.access(real, os.W_OK):
         raise FileError("read-only file; not written")
     folder = os.path.dirname(real) or "."
     try:

@@ -1,0 +1,298 @@
+"""The command line, through click's runner: exit codes, formats, diffs, config, suppression."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+
+from syncfix.cli import cli
+
+SAFE = "import torch\nx = torch.ones(3).cuda()\n"
+SAFE_FIXED = 'import torch\nx = torch.ones(3).to("cuda", non_blocking=True)\n'
+UNSAFE = "import torch\ndef f(x: torch.Tensor):\n    return x.cuda()\n"
+UNSAFE_FIXED = 'import torch\ndef f(x: torch.Tensor):\n    return x.to("cuda", non_blocking=True)\n'
+CLEAN = "import torch\nx = torch.ones(3)\n"
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SYNCFIX_OUTPUT_FORMAT", raising=False)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+
+    def write(name: str, text: str) -> str:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return name
+
+    return write
+
+
+def run(*args, input=None):
+    return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
+
+
+def test_check_reports_and_changes_nothing(project):
+    project("a.py", SAFE)
+    r = run("check", "a.py", "--output-format", "concise")
+    assert r.exit_code == 1
+    assert "a.py:2:5: SFX101 [*] Blocking host-to-device copy" in r.output
+    assert "Found 1 finding." in r.output
+    assert open("a.py").read() == SAFE
+
+
+def test_check_clean_exits_zero(project):
+    project("a.py", CLEAN)
+    r = run("check", ".")
+    assert r.exit_code == 0 and "All checks passed!" in r.output
+
+
+def test_full_format_shows_snippet_and_fix(project):
+    project("a.py", SAFE)
+    r = run("check", "a.py")
+    assert "2 | x = torch.ones(3).cuda()" in r.output
+    assert "^^^^" in r.output
+    assert "help: Copy with non_blocking=True" in r.output
+
+
+def test_apply_writes_safe_fixes_only(project):
+    project("a.py", SAFE)
+    project("b.py", UNSAFE)
+    r = run("apply", ".")
+    assert r.exit_code == 1  # the unsafe one remains
+    assert open("a.py").read() == SAFE_FIXED
+    assert open("b.py").read() == UNSAFE
+    assert "Found 2 findings (1 fixed, 1 remaining)." in r.output
+    assert "--unsafe-fixes" in r.output
+    r = run("apply", ".", "--unsafe-fixes")
+    assert r.exit_code == 0
+    assert open("b.py").read() == UNSAFE_FIXED
+
+
+def test_apply_twice_changes_nothing_and_keeps_mtime(project):
+    project("a.py", SAFE)
+    assert run("apply", "a.py").exit_code == 0
+    before = os.stat("a.py").st_mtime_ns
+    r = run("apply", "a.py")
+    assert r.exit_code == 0 and "All checks passed!" in r.output
+    assert os.stat("a.py").st_mtime_ns == before
+
+
+def test_diff_is_git_style_and_writes_nothing(project):
+    project("pkg/a.py", SAFE)
+    r = run("apply", "--diff", "pkg")
+    assert r.exit_code == 1
+    assert "--- a/pkg/a.py\n+++ b/pkg/a.py\n" in r.stdout
+    assert '+x = torch.ones(3).to("cuda", non_blocking=True)' in r.stdout
+    assert "\x1b[" not in r.stdout  # piped: no colour
+    assert open("pkg/a.py").read() == SAFE
+    assert "Would fix 1 finding in 1 file." in r.stderr
+
+
+def test_diff_colour_always(project):
+    project("a.py", SAFE)
+    r = run("apply", "--diff", "--color", "always", "a.py")
+    assert "\x1b[" in r.stdout
+
+
+def test_diff_empty_exits_zero(project):
+    project("a.py", CLEAN)
+    r = run("apply", "--diff", "a.py")
+    assert r.exit_code == 0 and r.stdout == ""
+
+
+def test_json_output_carries_fix_applicability(project):
+    project("a.py", SAFE)
+    project("b.py", UNSAFE)
+    r = run("check", ".", "--output-format", "json")
+    data = json.loads(r.stdout)
+    by_file = {d["filename"]: d for d in data}
+    assert by_file["a.py"]["fix"]["applicability"] == "safe"
+    assert by_file["b.py"]["fix"]["applicability"] == "unsafe"
+    edit = by_file["a.py"]["fix"]["edits"][0]
+    assert edit["content"] == 'x = torch.ones(3).to("cuda", non_blocking=True)\n'
+    assert edit["location"] == {"row": 2, "column": 1}
+
+
+def test_select_and_ignore(project):
+    project("a.py", SAFE)
+    assert run("check", "a.py", "--ignore", "SFX1").exit_code == 0
+    assert run("check", "a.py", "--select", "SFX101").exit_code == 1
+    assert run("check", "a.py", "--select", "ALL", "--ignore", "SFX101").exit_code == 0
+    r = run("check", "a.py", "--select", "SFX999")
+    assert r.exit_code == 2 and "unknown rule selector" in r.output
+
+
+def test_exit_zero(project):
+    project("a.py", SAFE)
+    assert run("check", "a.py", "--exit-zero").exit_code == 0
+
+
+def test_config_in_pyproject(project):
+    project("a.py", SAFE)
+    project("pyproject.toml", '[tool.syncfix]\nignore = ["SFX101"]\n')
+    assert run("check", "a.py").exit_code == 0
+    # CLI flags win
+    assert run("check", "a.py", "--select", "SFX101", "--ignore", "SFX1").exit_code == 1
+
+
+def test_nearest_config_wins(project):
+    project("pyproject.toml", '[tool.syncfix]\nignore = ["SFX101"]\n')
+    project("sub/syncfix.toml", 'select = ["SFX"]\n')
+    project("sub/a.py", SAFE)
+    assert run("check", "sub/a.py").exit_code == 1
+
+
+def test_bad_config_exits_two(project):
+    project("a.py", SAFE)
+    project("pyproject.toml", '[tool.syncfix]\nselekt = ["SFX"]\n')
+    r = run("check", "a.py")
+    assert r.exit_code == 2 and "unknown setting 'selekt'" in r.output
+    project("pyproject.toml", "[tool.syncfix\n")
+    assert run("check", "a.py").exit_code == 2
+
+
+def test_extend_safe_fixes(project):
+    project("b.py", UNSAFE)
+    project("pyproject.toml", '[tool.syncfix]\nextend-safe-fixes = ["SFX101"]\n')
+    assert run("apply", "b.py").exit_code == 0
+    assert open("b.py").read() == UNSAFE_FIXED
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "x = torch.ones(3).cuda()  # noqa: SFX101",
+        "x = torch.ones(3).cuda()  # noqa",
+        "x = torch.ones(3).cuda()  # syncfix: ignore[SFX101]",
+        "x = torch.ones(3).cuda()  # noqa: E501, SFX101",
+    ],
+)
+def test_line_suppression(project, line):
+    project("a.py", f"import torch\n{line}\n")
+    assert run("check", "a.py").exit_code == 0
+
+
+def test_suppression_on_the_line_above_and_file_level(project):
+    project("a.py", "import torch\n# syncfix: ignore[SFX101]\nx = torch.ones(3).cuda()\n")
+    assert run("check", "a.py").exit_code == 0
+    project("b.py", "# syncfix: noqa: SFX101\nimport torch\nx = torch.ones(3).cuda()\n")
+    assert run("check", "b.py").exit_code == 0
+
+
+def test_suppression_of_another_code_does_not_count(project):
+    project("a.py", "import torch\nx = torch.ones(3).cuda()  # noqa: SFX201\n")
+    assert run("check", "a.py").exit_code == 1
+    # text in a string is not a comment
+    project("b.py", 'import torch\nx = torch.ones(3).cuda(); s = "# noqa: SFX101"\n')
+    assert run("check", "b.py").exit_code == 1
+
+
+def test_stdin(project):
+    r = run("check", "-", "--output-format", "concise", input=SAFE)
+    assert r.exit_code == 1 and "-:2:5: SFX101" in r.output
+    r = run("apply", "-", input=SAFE)
+    assert r.stdout == SAFE_FIXED
+
+
+def test_gitignore_and_excludes(project):
+    project(".gitignore", "generated/\n")
+    (project("generated/a.py", SAFE))
+    project(".venv/lib/b.py", SAFE)
+    project("build/c.py", SAFE)
+    project("src/d.py", SAFE)
+    os.makedirs(".git")
+    r = run("check", ".", "--show-files")
+    assert r.output.split() == ["src/d.py"]
+    # an explicitly named file is processed anyway, unless --force-exclude
+    assert run("check", "generated/a.py").exit_code == 1
+    assert run("check", "generated/a.py", "--force-exclude").exit_code == 0
+    r = run("check", ".", "--show-files", "--extend-exclude", "src")
+    assert r.output.split() == []
+
+
+def test_missing_path_is_reported(project):
+    r = run("check", "nope.py")
+    assert r.exit_code == 1 and "nope.py: No such file or directory" in r.output
+
+
+def test_per_file_problems_do_not_stop_the_run(project):
+    project("bad.py", "import torch\ndef f(:\n    x.cuda()\n")
+    project("good.py", SAFE)
+    r = run("apply", ".")
+    assert r.exit_code == 1
+    assert "bad.py: syntax error" in r.output
+    assert open("good.py").read() == SAFE_FIXED
+
+
+def test_interactive_accept_skip_and_quit(project):
+    project(
+        "a.py",
+        "import torch\nx = torch.ones(3).cuda()\ny = torch.zeros(2).cuda()\nz = torch.ones(1).cuda()\n",
+    )
+    r = run("apply", "--interactive", "a.py", input="y\nn\nq\n")
+    text = open("a.py").read()
+    assert 'x = torch.ones(3).to("cuda", non_blocking=True)' in text
+    assert "y = torch.zeros(2).cuda()" in text
+    assert "z = torch.ones(1).cuda()" in text
+    assert "[safe]" in r.output
+
+
+def test_interactive_accept_rest_of_rule(project):
+    project("a.py", "import torch\nx = torch.ones(3).cuda()\ny = torch.zeros(2).cuda()\n")
+    run("apply", "--interactive", "a.py", input="a\n")
+    assert ".cuda()" not in open("a.py").read()
+
+
+def test_rule_docs(project):
+    r = run("rule", "SFX101")
+    assert r.exit_code == 0
+    for section in ("## What it finds", "## Why it costs", "## Fix safety"):
+        assert section in r.output
+    r = run("rule", "--all", "--output-format", "json")
+    assert {d["code"] for d in json.loads(r.output)} >= {"SFX101"}
+    assert run("rule", "SFX999").exit_code == 2
+
+
+def test_parallel_and_serial_runs_agree(project, tmp_path):
+    for i in range(40):
+        project(f"m{i:02}.py", SAFE if i % 2 else UNSAFE)
+    serial = run("check", ".", "-j", "1", "--output-format", "json").stdout
+    parallel = run("check", ".", "-j", "2", "--output-format", "json").stdout
+    assert serial == parallel and len(json.loads(serial)) == 40
+
+
+def test_version():
+    r = run("--version")
+    assert r.exit_code == 0 and "syncfix" in r.output
+
+
+def test_diff_and_interactive_conflict(project):
+    project("a.py", SAFE)
+    assert run("apply", "--diff", "--interactive", "a.py").exit_code == 2
+
+
+def test_output_file(project):
+    project("a.py", SAFE)
+    r = run("check", "a.py", "--output-format", "json", "--output-file", "out.json")
+    assert r.exit_code == 1
+    assert json.loads(open("out.json").read())[0]["code"] == "SFX101"
+
+
+def test_readme_main_command_runs_on_examples():
+    """The README's first command: a dry-run diff over the bundled examples."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    old = os.getcwd()
+    os.chdir(root)
+    try:
+        r = run("apply", "--diff", "examples/")
+    finally:
+        os.chdir(old)
+    assert r.exit_code == 1
+    assert "+++ b/examples/train_classifier.py" in r.stdout
+    assert textwrap.dedent("").strip() == ""

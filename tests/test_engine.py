@@ -1,0 +1,174 @@
+"""The engine on bad and unusual input: nothing lost, nothing half written, a reason for every skip."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from syncfix.config import Settings
+from syncfix.engine import Job, process_file, process_source
+from syncfix.fileio import FileError, read_source, write_atomic
+
+SAFE = "import torch\nx = torch.ones(3).cuda()\n"
+FIXED_LINE = 'x = torch.ones(3).to("cuda", non_blocking=True)'
+
+
+def apply_file(path) -> tuple:
+    result = process_file(Job(str(path), fix=True, write=True, want_source=False), Settings())
+    return result, path.read_bytes()
+
+
+def test_syntax_error_is_reported_not_raised(tmp_path):
+    p = tmp_path / "bad.py"
+    p.write_text("import torch\ndef f(:\n    x.cuda()\n")
+    result, data = apply_file(p)
+    assert result.error and result.error.startswith("syntax error")
+    assert data == b"import torch\ndef f(:\n    x.cuda()\n"
+
+
+def test_python2_print_is_a_syntax_error(tmp_path):
+    p = tmp_path / "py2.py"
+    p.write_text('import torch\nprint "hello"\nx = torch.ones(2).cuda()\n')
+    result, _ = apply_file(p)
+    assert "syntax error" in result.error
+
+
+def test_binary_file(tmp_path):
+    p = tmp_path / "bin.py"
+    p.write_bytes(b"torch\x00\x01.cuda(")
+    result, data = apply_file(p)
+    assert result.error == "binary file (contains NUL bytes)"
+    assert data == b"torch\x00\x01.cuda("
+
+
+def test_undecodable_file(tmp_path):
+    p = tmp_path / "latin.py"
+    p.write_bytes(b"import torch\ns = '\xe9'\nx = torch.ones(3).cuda()\n")
+    result, _ = apply_file(p)
+    assert result.error.startswith("cannot decode as utf-8")
+
+
+def test_latin1_with_coding_cookie_keeps_its_encoding(tmp_path):
+    p = tmp_path / "latin.py"
+    src = "# -*- coding: latin-1 -*-\nimport torch\ns = 'café'\nx = torch.ones(3).cuda()\n"
+    p.write_bytes(src.encode("latin-1"))
+    result, data = apply_file(p)
+    assert result.error is None and result.written
+    assert data == src.replace("x = torch.ones(3).cuda()", FIXED_LINE).encode("latin-1")
+
+
+def test_bad_coding_cookie(tmp_path):
+    p = tmp_path / "cookie.py"
+    p.write_bytes(b"# -*- coding: klingon -*-\nimport torch\n")
+    result, _ = apply_file(p)
+    assert result.error.startswith("bad encoding declaration")
+
+
+def test_crlf_and_bom_are_kept(tmp_path):
+    p = tmp_path / "crlf.py"
+    src = "\ufeffimport torch\r\n\r\nx = torch.ones(3).cuda()\r\ny = 1\r\n"
+    p.write_bytes(src.encode("utf-8"))
+    result, data = apply_file(p)
+    assert result.written
+    assert data == src.replace("x = torch.ones(3).cuda()", FIXED_LINE).encode("utf-8")
+    assert data.startswith(b"\xef\xbb\xbf")
+
+
+def test_mixed_line_endings_tabs_and_no_trailing_newline(tmp_path):
+    p = tmp_path / "mixed.py"
+    src = "import torch\r\nif True:\n\tx = torch.ones(3).cuda()\r\n\ty = 2\x0c\n\tz = 3"
+    p.write_bytes(src.encode())
+    _, data = apply_file(p)
+    assert data == src.replace("x = torch.ones(3).cuda()", FIXED_LINE).encode()
+
+
+def test_read_only_file_is_reported_and_unchanged(tmp_path):
+    p = tmp_path / "ro.py"
+    p.write_text(SAFE)
+    p.chmod(0o444)
+    try:
+        result, data = apply_file(p)
+        assert result.error == "read-only file; not written"
+        assert data == SAFE.encode() and not result.written and result.fixed == []
+    finally:
+        p.chmod(0o644)
+
+
+def test_permissions_are_kept_and_no_temp_files_left(tmp_path):
+    p = tmp_path / "perm.py"
+    p.write_text(SAFE)
+    p.chmod(0o640)
+    result, _ = apply_file(p)
+    assert result.written
+    assert stat.S_IMODE(p.stat().st_mode) == 0o640
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["perm.py"]
+
+
+def test_unchanged_file_is_never_written(tmp_path):
+    p = tmp_path / "clean.py"
+    p.write_text("import torch\nx = torch.ones(3).to('cuda', non_blocking=True)\n")
+    before = p.stat().st_mtime_ns
+    result, _ = apply_file(p)
+    assert not result.written and p.stat().st_mtime_ns == before
+
+
+def test_file_changed_between_read_and_write_is_not_clobbered(tmp_path):
+    p = tmp_path / "race.py"
+    p.write_text(SAFE)
+    snap = read_source(str(p))
+    p.write_text(SAFE + "# edited by someone else\n")
+    os.utime(p, ns=(snap.mtime_ns + 10**9, snap.mtime_ns + 10**9))
+    with pytest.raises(FileError, match="changed on disk"):
+        write_atomic(str(p), b"new", snap)
+    assert p.read_text().endswith("# edited by someone else\n")
+
+
+def test_symlink_loop_named_explicitly(tmp_path):
+    loop = tmp_path / "loop.py"
+    loop.symlink_to(tmp_path / "loop.py")
+    result, = [process_file(Job(str(loop), fix=False, write=False, want_source=False), Settings())]
+    assert "symbolic links" in result.error
+
+
+def test_symlinked_file_is_written_at_its_target(tmp_path):
+    real = tmp_path / "real.py"
+    real.write_text(SAFE)
+    link = tmp_path / "link.py"
+    link.symlink_to(real)
+    result, _ = apply_file(link)
+    assert result.written and link.is_symlink()
+    assert FIXED_LINE in real.read_text()
+
+
+def test_empty_file_and_no_torch(tmp_path):
+    for text in ("", "x = 1\n", "import os\ny = x.cuda()\n"):
+        new, findings, _ = process_source(text.encode(), "f.py", Settings(), fix=True)
+        assert new == text.encode() and findings == []
+
+
+def test_deep_nesting_does_not_crash(tmp_path):
+    p = tmp_path / "deep.py"
+    p.write_text("import torch\nx = " + "(" * 400 + "torch.ones(2).cuda()" + ")" * 400 + "\n")
+    result, _ = apply_file(p)
+    assert result.error is None or "nested" in result.error or "syntax" in result.error
+
+
+def test_output_does_not_depend_on_hash_seed(tmp_path):
+    (tmp_path / "a.py").write_text(
+        "import torch\ndef f(x: torch.Tensor, y):\n    a = x.cuda()\n    b = torch.ones(2).cuda()\n"
+        "    for i in range(3):\n        c = y.cuda()\n    return a, b, c\n"
+    )
+    outputs = set()
+    for seed in ("0", "1", "12345"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        r = subprocess.run(
+            [sys.executable, "-m", "syncfix", "check", ".", "--output-format", "json"],
+            cwd=tmp_path, env=env, capture_output=True, text=True, check=False,
+        )
+        assert r.returncode == 1, r.stderr
+        outputs.add(r.stdout)
+    assert len(outputs) == 1
