@@ -98,7 +98,7 @@ def discover(paths: Sequence[str], settings: Settings, *, force_exclude: bool | 
         seen.add(real)
         out.files.append(shown)
 
-    for given, absolute in zip(paths, roots):
+    for given, absolute in zip(paths, roots, strict=True):
         if not os.path.lexists(given):
             out.errors.append((given, "No such file or directory"))
             continue

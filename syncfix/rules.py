@@ -18,7 +18,7 @@ import pkgutil
 import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Union
+from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 from libcst.metadata import (
@@ -33,7 +33,7 @@ from .model import Applicability
 if TYPE_CHECKING:
     from .analysis import ModuleAnalysis
 
-Replacement = Union[cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel]
+Replacement = cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel
 
 
 @dataclass(frozen=True)
