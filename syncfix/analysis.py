@@ -40,13 +40,11 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import libcst as cst
-from libcst._metadata_dependent import LazyValue
 from libcst.metadata import (
     Assignment,
     MetadataWrapper,
     ParentNodeProvider,
     PositionProvider,
-    QualifiedNameProvider,
     Scope,
     ScopeProvider,
 )
@@ -214,6 +212,10 @@ STREAM_APIS = (
     "torch.cuda.StreamContext", "torch.Stream", "torch.cuda.ExternalStream", "torch.cuda.graph",
     "torch.cuda.CUDAGraph", "torch.cuda.make_graphed_callables", "torch.cuda.default_stream",
 )
+
+
+_STREAM_METHODS = {"wait_stream", "record_stream", "wait_event"}
+_STREAM_WORDS = {api.rsplit(".", 1)[-1] for api in STREAM_APIS} | _STREAM_METHODS
 
 
 def is_inplace_method(name: str) -> bool:
@@ -444,8 +446,8 @@ class ModuleAnalysis:
         return self.wrapper.resolve(ScopeProvider)
 
     @cached_property
-    def _qnames(self):
-        return self.wrapper.resolve(QualifiedNameProvider)
+    def _qname_cache(self) -> dict[cst.CSTNode, frozenset[str]]:
+        return {}
 
     @cached_property
     def positions(self):
@@ -467,10 +469,14 @@ class ModuleAnalysis:
         """Every qualified name ``node`` may refer to (all candidates of an import fallback)."""
         if isinstance(node, cst.Attribute) and dotted_name(node) is None:
             return frozenset()  # LibCST names ``torch.randn(3).cuda`` "torch.randn.cuda": not a name
-        raw = self._qnames.get(node)
-        if isinstance(raw, LazyValue):
-            raw = raw()
-        return frozenset(q.name for q in raw or ())
+        cached = self._qname_cache.get(node)
+        if cached is None:
+            # Asked of the scope lazily, node by node: resolving LibCST's QualifiedNameProvider
+            # for the whole module costs more than every other provider together.
+            scope = self.scope(node)
+            names = scope.get_qualified_names_for(node) if scope is not None else ()
+            cached = self._qname_cache[node] = frozenset(q.name for q in names)
+        return cached
 
     def qualname(self, node: cst.CSTNode) -> str | None:
         """The qualified name of ``node`` when every candidate agrees, else None."""
@@ -556,31 +562,36 @@ class ModuleAnalysis:
     @cached_property
     def uses_streams(self) -> bool:
         """Does the module touch CUDA streams or graphs (then copy ordering is not ours to prove)?"""
-        for node, names in self._all_qnames():
-            if any(n == api or n.startswith(api + ".") for n in names for api in STREAM_APIS):
+        for node in self._names_ending_in(_STREAM_WORDS):
+            if isinstance(node, cst.Attribute) and node.attr.value in _STREAM_METHODS:
                 return True
-            if isinstance(node, cst.Attribute) and node.attr.value in (
-                "wait_stream",
-                "record_stream",
-                "wait_event",
-            ):
+            names = self.qualnames(node)
+            if any(n == api or n.startswith(api + ".") for n in names for api in STREAM_APIS):
                 return True
         return False
 
     @cached_property
     def sets_default_device(self) -> bool:
         return any(
-            "torch.set_default_device" in names or "torch.set_default_tensor_type" in names
-            for _, names in self._all_qnames()
+            self.qualnames(node) & {"torch.set_default_device", "torch.set_default_tensor_type"}
+            for node in self._names_ending_in({"set_default_device", "set_default_tensor_type"})
         )
 
-    def _all_qnames(self) -> Iterator[tuple[cst.CSTNode, frozenset[str]]]:
-        for node in list(self._qnames):
-            names = self.qualnames(node)
-            if names:
-                yield node, names
-            elif isinstance(node, cst.Attribute):
-                yield node, frozenset()
+    def _names_ending_in(self, words: set[str]) -> list[cst.CSTNode]:
+        """Names and attribute chains whose last part is one of ``words`` (a cheap pre-filter)."""
+        found: list[cst.CSTNode] = []
+
+        class V(cst.CSTVisitor):
+            def visit_Attribute(self, node: cst.Attribute) -> None:
+                if node.attr.value in words:
+                    found.append(node)
+
+            def visit_Name(self, node: cst.Name) -> None:
+                if node.value in words:
+                    found.append(node)
+
+        self.module.visit(V())
+        return found
 
     # ---- effects ----------------------------------------------------------------------------
     def effects(self, stmt: cst.CSTNode) -> Effects:

@@ -241,6 +241,9 @@ def _run(opts: dict, mode: str) -> int:
     else:
         results = _execute(jobs, settings)
 
+    for path, reason in found.notes:
+        if reason != "excluded":
+            click.echo(f"syncfix: warning: {rel(path, root)}: {reason}", err=True)
     errors = [(p, r) for p, r in found.errors] + [(r.path, r.error) for r in results if r.error]
     internal = any(r.error and r.error.startswith("internal error") for r in results)
     for path, reason in errors:

@@ -103,6 +103,9 @@ def discover(paths: Sequence[str], settings: Settings, *, force_exclude: bool | 
             out.errors.append((given, "No such file or directory"))
             continue
         if os.path.isfile(given) or (os.path.islink(given) and not os.path.isdir(given)):
+            if given.endswith(".ipynb"):
+                out.notes.append((given, "notebooks are not supported yet; skipped"))
+                continue
             if force and (
                 _excluded(absolute, spec, root, False) or ignores.ignored(absolute, False)
             ):

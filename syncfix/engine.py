@@ -32,10 +32,11 @@ class InternalError(Exception):
 class Analyzed:
     module: cst.Module
     findings: list[RawFinding]
-    positions: dict  # node -> CodeRange
+    wrapper: MetadataWrapper
 
     def position(self, node: cst.CSTNode):
-        return self.positions[node]
+        # resolved on first use: a file without findings never pays for positions
+        return self.wrapper.resolve(PositionProvider)[node]
 
 
 # ---- one step at a time ----------------------------------------------------------------------
@@ -89,7 +90,7 @@ def analyze(module: cst.Module, rules: Sequence[type[Rule]], settings: Settings)
     except Exception as exc:
         raise InternalError(f"rule crashed: {type(exc).__name__}: {exc}") from exc
     findings = [f for v in visitors for f in v.findings]
-    return Analyzed(module, findings, wrapper.resolve(PositionProvider))
+    return Analyzed(module, findings, wrapper)
 
 
 def fix_allowed(raw: RawFinding, settings: Settings) -> bool:

@@ -15,6 +15,38 @@ import tempfile
 import tokenize
 from dataclasses import dataclass
 
+TEMP_PREFIX = ".syncfix-"
+
+
+def remove_stale_temporaries(folder: str) -> None:
+    """Delete temporaries left by a syncfix process that was killed mid-write.
+
+    A temporary is named ``.syncfix-<pid>-*.tmp``; only those of processes no longer alive are
+    removed, so a concurrent run's file in flight is left alone.
+    """
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith(TEMP_PREFIX) and n.endswith(".tmp")]
+    except OSError:
+        return
+    for name in names:
+        pid_text = name[len(TEMP_PREFIX) :].split("-", 1)[0]
+        if not pid_text.isdigit() or _alive(int(pid_text)):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(folder, name))
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
 
 class FileError(Exception):
     """A per-file problem with a one-line reason; the run goes on."""
@@ -70,8 +102,9 @@ def write_atomic(path: str, data: bytes, snapshot: Snapshot) -> None:
     if not st.st_mode & 0o222 or not os.access(real, os.W_OK):
         raise FileError("read-only file; not written")
     folder = os.path.dirname(real) or "."
+    remove_stale_temporaries(folder)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".syncfix-", suffix=".tmp", dir=folder)
+        fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", suffix=".tmp", dir=folder)
     except OSError as exc:
         raise FileError(f"cannot write in {folder}: {exc.strerror}") from exc
     try:

@@ -21,12 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
-from libcst.metadata import (
-    ParentNodeProvider,
-    PositionProvider,
-    QualifiedNameProvider,
-    ScopeProvider,
-)
+from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from .model import Applicability
 
@@ -76,12 +71,9 @@ class Rule(cst.BatchableCSTVisitor):
     TRIGGERS: ClassVar[tuple[str, ...]] = ()
     VALID: ClassVar[list[str]] = []
     INVALID: ClassVar[list[Invalid]] = []
-    METADATA_DEPENDENCIES = (
-        PositionProvider,
-        ParentNodeProvider,
-        QualifiedNameProvider,
-        ScopeProvider,
-    )
+    # Positions are resolved by the engine only for files with findings, and qualified names
+    # lazily through the analysis (``self.analysis.qualname(node)``): both are costly.
+    METADATA_DEPENDENCIES = (ParentNodeProvider, ScopeProvider)
 
     def __init__(self, analysis: ModuleAnalysis) -> None:
         super().__init__()

@@ -78,7 +78,7 @@ def program(draw, with_patterns: bool = True) -> str:
     return nl.join(lines) + draw(st.sampled_from([nl, ""]))
 
 
-PROPS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPS = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @PROPS
