@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -19,6 +20,9 @@ from .config import Settings
 from .fileio import FileError, decode, read_source, write_atomic
 from .model import Applicability, Edit, FileResult, Finding, FixInfo
 from .rules import Fix, RawFinding, Rule, all_rules
+
+if TYPE_CHECKING:
+    from .cache import Cache
 
 MAX_ROUNDS = 8  # fix rounds per file before giving up on a fixpoint
 TORCH_MARKER = b"torch"
@@ -255,16 +259,27 @@ class Job:
     write: bool
     want_source: bool  # keep the texts for a diff
     with_edits: bool = True
+    cache: Cache | None = None  # check results of unchanged files (see syncfix/cache.py)
 
 
 def process_file(job: Job, settings: Settings) -> FileResult:
     result = FileResult(job.path)
+    cache = job.cache if job.with_edits else None
     try:
         snap = read_source(job.path)
+        if cache is not None:
+            from .cache import would_fix
+
+            hit = cache.get(snap.data, job.path, settings)
+            if hit is not None and not (job.fix and any(would_fix(f, settings) for f in hit)):
+                result.findings = hit
+                return result
         new, remaining, applied = process_source(
             snap.data, job.path, settings, fix=job.fix, with_edits=job.with_edits
         )
         result.findings, result.fixed = remaining, applied
+        if cache is not None and new == snap.data:
+            cache.put(snap.data, job.path, settings, remaining)
         if new != snap.data:
             if job.want_source:
                 result.source = decode(snap.data, snap.encoding)
