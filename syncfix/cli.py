@@ -24,6 +24,7 @@ from .discovery import discover
 from .engine import InternalError, Job, process_file, process_source
 from .fileio import FileError, decode, read_source, write_atomic
 from .model import FileResult, Finding
+from .noqa import add_noqa
 from .reporting import (
     FORMATS,
     ReportContext,
@@ -169,8 +170,13 @@ def cli() -> None:
 
 @cli.command()
 @_shared_options
+@click.option(
+    "--add-noqa",
+    is_flag=True,
+    help="Add '# noqa: SFXnnn' comments that suppress every finding (merging with existing ones).",
+)
 def check(**opts) -> None:
-    """Report findings; change nothing."""
+    """Report findings; change nothing (except comments, with --add-noqa)."""
     sys.exit(_run(opts, mode="check"))
 
 
@@ -296,6 +302,8 @@ def _run(opts: dict, mode: str) -> int:
 
     findings = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
     fixed = sum(len(r.fixed) for r in results if r.error is None)
+    if opts.get("add_noqa"):
+        return _add_noqa(findings) or (1 if errors else 0)
     out = sys.stdout
     if diff:
         console = make_console(out, opts["color"])
@@ -417,6 +425,29 @@ def _report(findings: list[Finding], ctx: ReportContext, fmt: str, opts: dict) -
                 fh.write(formats.github_summary(findings, ctx))
         except OSError as exc:  # a summary is a nicety: say so, never fail the check over it
             click.echo(f"syncfix: warning: cannot write $GITHUB_STEP_SUMMARY: {exc}", err=True)
+
+
+def _add_noqa(findings: Sequence[Finding]) -> int:
+    """Write noqa comments for ``findings`` (SFX9xx are about comments: never suppressed so)."""
+    by_path: dict[str, list[Finding]] = {}
+    for f in findings:
+        if not f.code.startswith("SFX9"):
+            by_path.setdefault(f.path, []).append(f)
+    added = 0
+    failed = False
+    for path, group in by_path.items():
+        try:
+            snap = read_source(path)
+            text = decode(snap.data, snap.encoding)
+            new, n = add_noqa(text, group)
+            if n:
+                write_atomic(path, new.encode(snap.encoding), snap)  # utf-8-sig keeps a BOM
+                added += n
+        except (FileError, UnicodeEncodeError) as exc:
+            click.echo(f"syncfix: error: {rel(path, os.getcwd())}: {exc}", err=True)
+            failed = True
+    click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
+    return 1 if failed else 0
 
 
 def _add_sources(sources: dict[str, str], findings: Sequence[Finding]) -> None:
