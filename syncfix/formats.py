@@ -25,10 +25,9 @@ from collections.abc import Sequence
 from . import __version__
 from .model import Applicability, Edit, Finding
 from .reporting import ReportContext, finding_json, fix_available, marker, rel, reporter
-from .rules import all_rules
+from .rules import Rule, all_rules
 
 TOOL = "syncfix"
-TOOL_URL = "https://github.com/syncfix/syncfix"
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 ANNOTATIONS_PER_LEVEL = 10  # GitHub shows at most 10 annotations of each level per step
 UNSAFE_TAG = "[unsafe fix]"
@@ -233,7 +232,7 @@ def rd_diagnostic(f: Finding, ctx: ReportContext) -> dict:
         "message": tagged_message(f),
         "location": {"path": rel(f.path, ctx.root), "range": {"start": start, "end": end}},
         "severity": "WARNING" if level(f) == "warning" else "INFO",
-        "source": {"name": TOOL, "url": TOOL_URL},
+        "source": {"name": TOOL},
         "code": {"value": f.code},
     }
     edit = line_edit(f.fix.edit, lines) if f.fix is not None and f.fix.edit is not None else None
@@ -257,7 +256,7 @@ def rd_diagnostic(f: Finding, ctx: ReportContext) -> dict:
 @reporter("rdjson")
 def rdjson(findings: Sequence[Finding], ctx: ReportContext) -> str:
     result = {
-        "source": {"name": TOOL, "url": TOOL_URL},
+        "source": {"name": TOOL},
         "severity": "WARNING",
         "diagnostics": [rd_diagnostic(f, ctx) for f in findings],
     }
@@ -276,7 +275,7 @@ def _uri(path: str, ctx: ReportContext) -> str:
     return urllib.parse.quote(repo_rel(path, ctx), safe="/")
 
 
-def sarif_rule(rule) -> dict:
+def sarif_rule(rule: type[Rule]) -> dict:
     doc = rule.doc()
     return {
         "id": rule.CODE,
@@ -358,7 +357,6 @@ def sarif(findings: Sequence[Finding], ctx: ReportContext) -> str:
                     "driver": {
                         "name": TOOL,
                         "version": __version__,
-                        "informationUri": TOOL_URL,
                         "rules": [sarif_rule(r) for r in rules],
                     }
                 },

@@ -23,14 +23,17 @@ _EOL = re.compile(r"(\r\n|\r|\n)?\Z")
 def add_noqa(text: str, findings: Sequence[Finding]) -> tuple[str, int]:
     """``text`` with the findings' codes added to noqa comments; returns (text, lines changed)."""
     lines = text.splitlines(keepends=True)
-    unsafe, comments = _scan(text)
+    scanned = _scan(text)
+    if scanned is None:
+        return text, 0  # cannot tell where strings are: touch nothing
+    unsafe, comments = scanned
     trailing: dict[int, set[str]] = {}
     above: dict[int, set[str]] = {}
     for f in findings:
         target = next((n for n in (f.line, f.end_line) if n not in unsafe and n <= len(lines)), None)
         if target is not None:
             trailing.setdefault(target, set()).add(f.code)
-        elif f.line - 1 not in unsafe:  # the line before does not run on into the start line
+        elif f.line <= len(lines) and f.line - 1 not in unsafe:  # the line before ends cleanly
             above.setdefault(f.line, set()).add(f.code)
     changed = 0
     for n, codes in trailing.items():
@@ -46,7 +49,7 @@ def add_noqa(text: str, findings: Sequence[Finding]) -> tuple[str, int]:
     return "".join(lines), changed
 
 
-def _scan(text: str) -> tuple[set[int], dict[int, int]]:
+def _scan(text: str) -> tuple[set[int], dict[int, int]] | None:
     """Lines whose end cannot take a comment, and the column where each line's comment starts."""
     unsafe: set[int] = set()
     comments: dict[int, int] = {}
@@ -56,8 +59,8 @@ def _scan(text: str) -> tuple[set[int], dict[int, int]]:
                 comments[tok.start[0]] = tok.start[1]
             elif tok.end[0] > tok.start[0] and tok.type not in (tokenize.NL, tokenize.NEWLINE):
                 unsafe.update(range(tok.start[0], tok.end[0]))  # a string over several lines
-    except (tokenize.TokenError, SyntaxError):
-        return set(range(1, text.count("\n") + 2)), {}  # cannot tell: touch nothing
+    except (tokenize.TokenError, SyntaxError):  # e.g. newer syntax than this Python tokenizes
+        return None
     for n, line in enumerate(text.splitlines(), 1):
         if line.rstrip().endswith("\\") and n not in comments:
             unsafe.add(n)  # explicit line joining

@@ -108,6 +108,35 @@ def test_action_definition():
     assert all("shell" in s for s in action["runs"]["steps"] if "run" in s)
 
 
+def test_action_run_step_passes_inputs_and_reports_the_exit_code(tmp_path):
+    action = yaml.safe_load((REPO / "action.yml").read_text(encoding="utf-8"))
+    step = next(s for s in action["runs"]["steps"] if s.get("id") == "run")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    shim = bindir / "syncfix"  # this checkout's syncfix in place of the installed one
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m syncfix "$@"\n', encoding="utf-8")
+    shim.chmod(0o755)
+    (tmp_path / "m.py").write_text(SAFE, encoding="utf-8")
+    env = {
+        **os.environ,
+        "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": str(REPO),
+        "INPUT_ARGS": "check --no-cache",
+        "INPUT_SRC": "m.py",
+        "INPUT_OUTPUT_FILE": "out.sarif",
+        "SYNCFIX_OUTPUT_FORMAT": "sarif",
+        "GITHUB_OUTPUT": str(tmp_path / "gh_output"),
+    }
+    # how Actions runs `shell: bash`
+    r = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert r.returncode == 1, r.stderr
+    assert (tmp_path / "gh_output").read_text() == "exit-code=1\n"
+    assert json.loads((tmp_path / "out.sarif").read_text())["runs"][0]["results"][0]["ruleId"] == "SFX101"
+
+
 def test_docs_have_copy_paste_workflows():
     text = (REPO / "docs" / "ci.md").read_text(encoding="utf-8")
     blocks = text.split("```yaml")[1:]
@@ -237,3 +266,8 @@ def test_apply_fixes_findings_and_removes_stale_codes_together(workdir):
 
 def test_unused_suppression_can_itself_be_suppressed():
     assert check_code("import torch\nx = 1  # noqa: SFX101  # noqa: SFX900\n") == []
+
+
+def test_add_noqa_leaves_a_file_it_cannot_tokenize_alone():
+    text = 'x = a.cuda()\ns = """never closed\n'
+    assert add_noqa(text, [_f(1, 1)]) == (text, 0)
