@@ -68,7 +68,7 @@ def _run_entry(entry: str, files: list[str], cwd: Path) -> subprocess.CompletedP
     )
 
 
-def test_pre_commit_hook_entries(tmp_path):
+def test_pre_commit_hook_entries(tmp_path, monkeypatch):
     hooks = _hooks()
     (tmp_path / "safe.py").write_text(SAFE, encoding="utf-8")
     (tmp_path / "clean.py").write_text(FIXED, encoding="utf-8")
@@ -76,14 +76,14 @@ def test_pre_commit_hook_entries(tmp_path):
     (tmp_path / "gen_x.py").write_text(SAFE, encoding="utf-8")
 
     check = hooks["syncfix"]["entry"]
-    r = _run_entry(check, ["safe.py", "clean.py"], tmp_path)
+    r = _run_entry(check, ["safe.py", "clean.py", "gen_x.py"], tmp_path)
     assert r.returncode == 1, r.stderr
-    assert "safe.py:2:5: SFX101" in r.stdout
+    assert "safe.py:2:5: SFX101" in r.stdout and "gen_x.py" not in r.stdout
     assert (tmp_path / "safe.py").read_text() == SAFE  # the checking hook never writes
-    assert _run_entry(check, ["clean.py"], tmp_path).returncode == 0
     # --force-exclude: an excluded file named by pre-commit is still skipped
-    assert _run_entry(check, ["gen_x.py"], tmp_path).returncode == 0
-    assert _run_entry("syncfix check", ["gen_x.py"], tmp_path).returncode == 1  # (the flag matters)
+    assert _run_entry(check, ["clean.py", "gen_x.py"], tmp_path).returncode == 0
+    monkeypatch.chdir(tmp_path)  # and the flag is what skips it
+    assert CliRunner().invoke(cli, ["check", "gen_x.py", "--no-cache"]).exit_code == 1
 
     apply = hooks["syncfix-apply"]["entry"]
     r = _run_entry(apply, ["safe.py", "clean.py"], tmp_path)
