@@ -29,6 +29,7 @@ from pathlib import Path
 from . import __version__
 from .config import Settings
 from .model import Applicability, Edit, Finding, FixInfo
+from .rules import all_rules
 
 DEFAULT_DIR = ".syncfix_cache"
 TAG_NAME = "CACHEDIR.TAG"
@@ -73,9 +74,7 @@ class Cache:
         self.base = settings_fingerprint(settings)
 
     def key(self, data: bytes, path: str, settings: Settings) -> str:
-        from .engine import enabled_rules  # the engine imports this module's users, not it
-
-        codes = ",".join(r.CODE for r in enabled_rules(settings, path))
+        codes = ",".join(settings.enabled(all_rules(), path))  # per-file-ignores vary by path
         h = hashlib.sha256()
         for part in (self.base.encode(), codes.encode(), path.encode("utf-8", "surrogateescape"), data):
             h.update(len(part).to_bytes(8, "little"))  # length-prefixed: no two inputs collide

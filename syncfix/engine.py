@@ -9,20 +9,17 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from . import suppression
 from .analysis import ModuleAnalysis
+from .cache import Cache, would_fix
 from .config import Settings
 from .fileio import FileError, decode, read_source, write_atomic
 from .model import Applicability, Edit, FileResult, Finding, FixInfo
 from .rules import Fix, RawFinding, Rule, all_rules
-
-if TYPE_CHECKING:
-    from .cache import Cache
 
 MAX_ROUNDS = 8  # fix rounds per file before giving up on a fixpoint
 TORCH_MARKER = b"torch"
@@ -304,8 +301,6 @@ def process_file(job: Job, settings: Settings) -> FileResult:
     try:
         snap = read_source(job.path)
         if cache is not None:
-            from .cache import would_fix
-
             hit = cache.get(snap.data, job.path, settings)
             if hit is not None and not (job.fix and any(would_fix(f, settings) for f in hit)):
                 result.findings = hit
