@@ -122,7 +122,8 @@ def _shared_options(fn):
             "-o",
             "output_format",
             envvar="SYNCFIX_OUTPUT_FORMAT",
-            help="full (default), concise, json, ... (see `syncfix check --help-formats`).",
+            help="full (default), concise, grouped, json, json-lines, github, sarif, rdjson, rdjsonl, "
+            "gitlab, junit (see docs/ci.md).",
         ),
         click.option("--output-file", type=click.Path(dir_okay=False), help="Write the report here."),
         click.option("-j", "--jobs", type=click.IntRange(min=0), default=None, help="Worker processes (0 = cores)."),
@@ -275,6 +276,8 @@ def _run(opts: dict, mode: str) -> int:
             click.echo(f"{key} = {value!r}")
         return 0
     if paths == ["-"]:
+        if opts.get("add_noqa"):
+            raise click.UsageError("--add-noqa writes files; it cannot work on stdin")
         return _run_stdin(opts, settings, mode, root)
     found = discover(paths, settings, force_exclude=opts["force_exclude"] or None)
     if opts["show_files"]:

@@ -271,3 +271,8 @@ def test_unused_suppression_can_itself_be_suppressed():
 def test_add_noqa_leaves_a_file_it_cannot_tokenize_alone():
     text = 'x = a.cuda()\ns = """never closed\n'
     assert add_noqa(text, [_f(1, 1)]) == (text, 0)
+
+
+def test_add_noqa_refuses_stdin():
+    r = CliRunner().invoke(cli, ["check", "-", "--add-noqa"], input=SAFE)
+    assert r.exit_code == 2 and "stdin" in r.output
