@@ -31,6 +31,7 @@ TOOL = "syncfix"
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 ANNOTATIONS_PER_LEVEL = 10  # GitHub shows at most 10 annotations of each level per step
 UNSAFE_TAG = "[unsafe fix]"
+SUMMARY_BUDGET = 900_000  # GitHub rejects a step summary over 1 MiB
 
 
 # ---- shared helpers ----------------------------------------------------------------------------
@@ -174,14 +175,22 @@ def github_summary(findings: Sequence[Finding], ctx: ReportContext) -> str:
     n = len(findings)
     out = [f"### {TOOL}: {n} finding{'s' if n != 1 else ''}\n\n"]
     out.append("| Location | Code | Message | Fix |\n|---|---|---|---|\n")
-    for f in findings:
+    size = 0
+    for i, f in enumerate(findings):
         where = f"`{repo_rel(f.path, ctx)}:{f.line}:{f.column}`"
         fix = _fix_note(f) or "none"
         out.append(f"| {where} | {f.code} | {_md_cell(f.message)} | {_md_cell(fix)} |\n")
+        size += len(out[-1])
+        if size > SUMMARY_BUDGET // 2 and i + 1 < len(findings):
+            out.append(f"\n{len(findings) - i - 1} more not listed (the summary is size-limited).\n")
+            return "".join(out)
     diffs = [f for f in findings if f.fix is not None and f.fix.edit is not None]
     if diffs:
         out.append("\n<details><summary>Suggested fixes</summary>\n\n")
-        for f in diffs:
+        for i, f in enumerate(diffs):
+            if size > SUMMARY_BUDGET:
+                out.append(f"{len(diffs) - i} more fixes not shown (the summary is size-limited).\n\n")
+                break
             edit = f.fix.edit
             body = "".join(f"-{x}" for x in _with_eol(edit.original))
             body += "".join(f"+{x}" for x in _with_eol(edit.content))
@@ -190,6 +199,7 @@ def github_summary(findings: Sequence[Finding], ctx: ReportContext) -> str:
                 f"**{repo_rel(f.path, ctx)}:{f.line}** {f.code} ({f.fix.applicability.value} fix)\n\n"
                 f"{fence}diff\n@@ -{edit.start_line} @@\n{body}{fence}\n\n"
             )
+            size += len(out[-1])
         out.append("</details>\n")
     return "".join(out)
 

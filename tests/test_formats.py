@@ -268,3 +268,15 @@ def test_cli_accepts_every_format(fmt, tmp_path, monkeypatch):
     if fmt == "rdjson":  # columns need the source, which check mode reads back for the report
         d = json.loads(result.output)["diagnostics"][0]
         assert d["location"]["range"]["start"]["column"] == 19
+
+
+def test_step_summary_stays_under_githubs_size_limit(monkeypatch):
+    import syncfix.formats as formats
+
+    monkeypatch.setattr(formats, "SUMMARY_BUDGET", 2_000)
+    n = 40
+    source = "import torch\n" + "".join(f"x{i} = torch.ones(3).cuda()\n" for i in range(n))
+    findings, ctx = _findings(source)
+    md = github_summary(findings, ctx)
+    assert len(md) < 4_000
+    assert "more not listed" in md or "more fixes not shown" in md
