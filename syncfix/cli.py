@@ -17,12 +17,14 @@ from pathlib import Path
 
 import click
 
-from . import __version__
-from .config import ConfigError, Settings, load_settings, validate_codes
+from . import __version__, formats
+from . import cache as results_cache
+from .config import ConfigError, Settings, load_settings, load_table, validate_codes
 from .discovery import discover
 from .engine import InternalError, Job, process_file, process_source
 from .fileio import FileError, decode, read_source, write_atomic
 from .model import FileResult, Finding
+from .noqa import add_noqa
 from .reporting import (
     FORMATS,
     ReportContext,
@@ -120,7 +122,8 @@ def _shared_options(fn):
             "-o",
             "output_format",
             envvar="SYNCFIX_OUTPUT_FORMAT",
-            help="full (default), concise, json, ... (see `syncfix check --help-formats`).",
+            help="full (default), concise, grouped, json, json-lines, github, sarif, rdjson, rdjsonl, "
+            "gitlab, junit (see docs/ci.md).",
         ),
         click.option("--output-file", type=click.Path(dir_okay=False), help="Write the report here."),
         click.option("-j", "--jobs", type=click.IntRange(min=0), default=None, help="Worker processes (0 = cores)."),
@@ -142,6 +145,18 @@ def _shared_options(fn):
         click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary."),
         click.option("--show-files", is_flag=True, help="List the files that would be checked and exit."),
         click.option("--show-settings", is_flag=True, help="Print the resolved settings and exit."),
+        click.option("--no-cache", is_flag=True, help="Neither read nor write the results cache."),
+        click.option(
+            "--cache-dir",
+            type=click.Path(file_okay=False),
+            envvar="SYNCFIX_CACHE_DIR",
+            help="Where to cache results (default: .syncfix_cache next to the config, or here).",
+        ),
+        click.option(
+            "--statistics",
+            is_flag=True,
+            help="Print a count per rule instead of the findings (json with --output-format json).",
+        ),
     ]
     for option in reversed(options):
         fn = option(fn)
@@ -156,8 +171,13 @@ def cli() -> None:
 
 @cli.command()
 @_shared_options
+@click.option(
+    "--add-noqa",
+    is_flag=True,
+    help="Add '# noqa: SFXnnn' comments that suppress every finding (merging with existing ones).",
+)
 def check(**opts) -> None:
-    """Report findings; change nothing."""
+    """Report findings; change nothing (except comments, with --add-noqa)."""
     sys.exit(_run(opts, mode="check"))
 
 
@@ -166,6 +186,11 @@ def check(**opts) -> None:
 @click.option("--diff", is_flag=True, help="Write nothing; print a unified diff of the fixes.")
 @click.option("--fix-only", is_flag=True, help="Apply fixes without reporting what is left.")
 @click.option("-i", "--interactive", is_flag=True, help="Review each fix before it is written.")
+@click.option(
+    "--exit-non-zero-on-fix",
+    is_flag=True,
+    help="Exit 1 when any file was changed, even if no finding is left.",
+)
 def apply(**opts) -> None:
     """Write safe fixes in place (and unsafe ones with --unsafe-fixes); report what is left."""
     if opts["diff"] and opts["interactive"]:
@@ -199,6 +224,34 @@ def rule(code: str | None, show_all: bool, output_format: str) -> None:
         click.echo("\n".join(r.doc() for r in chosen), nl=False)
 
 
+@cli.command()
+@click.option("--cache-dir", type=click.Path(file_okay=False), envvar="SYNCFIX_CACHE_DIR")
+@click.option("--config", type=click.Path(exists=True, dir_okay=False))
+@click.option("--isolated", is_flag=True)
+def clean(**opts) -> None:
+    """Remove the results cache."""
+    folder = _cache_dir(_load([], opts), opts)
+    if results_cache.clean(folder):
+        click.echo(f"Removed cache at {folder}", err=True)
+    elif folder.exists():
+        raise Failure(f"{folder} has no {results_cache.TAG_NAME}; not removing a folder syncfix did not make")
+
+
+def _cache_dir(settings: Settings, opts: dict) -> Path:
+    """--cache-dir, else ``cache-dir`` from the config file, else .syncfix_cache beside the config."""
+    if opts.get("cache_dir"):
+        return Path(opts["cache_dir"])
+    base = settings.root if settings.config_path is not None and settings.root else Path.cwd()
+    if settings.config_path is not None:
+        try:
+            configured = load_table(settings.config_path).get("cache-dir")
+        except ConfigError as exc:
+            raise Failure(str(exc)) from exc
+        if configured:
+            return base / str(configured)
+    return base / results_cache.DEFAULT_DIR
+
+
 def _register_optional_commands() -> None:
     try:
         from .harness.commands import trace_command, verify_command
@@ -223,6 +276,8 @@ def _run(opts: dict, mode: str) -> int:
             click.echo(f"{key} = {value!r}")
         return 0
     if paths == ["-"]:
+        if opts.get("add_noqa"):
+            raise click.UsageError("--add-noqa writes files; it cannot work on stdin")
         return _run_stdin(opts, settings, mode, root)
     found = discover(paths, settings, force_exclude=opts["force_exclude"] or None)
     if opts["show_files"]:
@@ -235,7 +290,9 @@ def _run(opts: dict, mode: str) -> int:
     write = fix and not diff
     fmt = settings.output_format
     want_source = diff or interactive or fmt == "full"
-    jobs = [Job(f, fix=fix, write=write, want_source=want_source) for f in found.files]
+    use_cache = not opts.get("no_cache") and not interactive
+    cache = results_cache.Cache(_cache_dir(settings, opts), settings) if use_cache else None
+    jobs = [Job(f, fix=fix, write=write, want_source=want_source, cache=cache) for f in found.files]
     if interactive:
         results = _interactive(jobs, settings, opts["color"])
     else:
@@ -251,6 +308,8 @@ def _run(opts: dict, mode: str) -> int:
 
     findings = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
     fixed = sum(len(r.fixed) for r in results if r.error is None)
+    if opts.get("add_noqa"):
+        return _add_noqa(findings) or (1 if errors else 0)
     out = sys.stdout
     if diff:
         console = make_console(out, opts["color"])
@@ -271,23 +330,22 @@ def _run(opts: dict, mode: str) -> int:
             )
         code = 1 if diffs else 0
     else:
+        shown = [] if opts.get("fix_only") else findings
+        sources = {r.path: r.new_source if r.changed and r.new_source else r.source for r in results if r.source is not None}
+        if fmt in NEEDS_SOURCE:
+            _add_sources(sources, shown)
         ctx = ReportContext(
             root=root,
-            sources={r.path: r.new_source if r.changed and r.new_source else r.source for r in results if r.source is not None},
+            sources=sources,
             unsafe_fixes=settings.unsafe_fixes,
             fixed=fixed,
             mode=mode,
+            repo_root=repo_root(root, settings),
         )
-        shown = [] if opts.get("fix_only") else findings
-        report = FORMATS[fmt](shown, ctx)
-        if opts["output_file"]:
-            Path(opts["output_file"]).write_text(report, encoding="utf-8")
-        else:
-            out.write(report)
-        if not opts["quiet"] and fmt in ("full", "concise", "grouped"):
-            stream_err = bool(opts["output_file"])
-            click.echo(summary(shown, ctx), nl=False, err=stream_err)
+        _report(shown, ctx, fmt, opts)
         code = 1 if shown else 0
+    if opts.get("exit_non_zero_on_fix") and any(r.changed for r in results if r.error is None):
+        code = max(code, 1)
     if errors and code == 0:
         code = 1
     if opts["exit_zero"] and code == 1:
@@ -339,11 +397,84 @@ def _run_stdin(opts: dict, settings: Settings, mode: str, root: str) -> int:
         for f in findings:
             click.echo(f"{name}:{f.line}:{f.column}: {f.code} {f.message}", err=True)
         return 1 if findings and not opts["exit_zero"] else 0
-    ctx = ReportContext(root=root, sources={name: decode(data, "utf-8")}, unsafe_fixes=settings.unsafe_fixes)
-    sys.stdout.write(FORMATS[settings.output_format](findings, ctx))
-    if not opts["quiet"] and settings.output_format in ("full", "concise"):
-        click.echo(summary(findings, ctx), nl=False)
+    ctx = ReportContext(
+        root=root,
+        sources={name: decode(data, "utf-8")},
+        unsafe_fixes=settings.unsafe_fixes,
+        repo_root=repo_root(root, settings),
+    )
+    _report(findings, ctx, settings.output_format, opts)
     return 1 if findings and not opts["exit_zero"] else 0
+
+
+# Formats that quote source lines or measure columns in bytes.
+NEEDS_SOURCE = frozenset({"full", "rdjson", "rdjsonl", "gitlab"})
+HUMAN_FORMATS = frozenset({"full", "concise", "grouped"})
+
+
+def _report(findings: list[Finding], ctx: ReportContext, fmt: str, opts: dict) -> None:
+    """Write the report (or the statistics), the summary, and GitHub's job summary."""
+    if opts.get("statistics"):
+        report = formats.statistics(findings, ctx, as_json=fmt == "json")
+    else:
+        report = FORMATS[fmt](findings, ctx)
+    if opts.get("output_file"):
+        Path(opts["output_file"]).write_text(report, encoding="utf-8")
+    else:
+        sys.stdout.write(report)
+    if not opts.get("quiet") and fmt in HUMAN_FORMATS and not opts.get("statistics"):
+        click.echo(summary(findings, ctx), nl=False, err=bool(opts.get("output_file")))
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if fmt == "github" and step_summary:
+        try:
+            with open(step_summary, "a", encoding="utf-8") as fh:
+                fh.write(formats.github_summary(findings, ctx))
+        except OSError as exc:  # a summary is a nicety: say so, never fail the check over it
+            click.echo(f"syncfix: warning: cannot write $GITHUB_STEP_SUMMARY: {exc}", err=True)
+
+
+def _add_noqa(findings: Sequence[Finding]) -> int:
+    """Write noqa comments for ``findings`` (SFX9xx are about comments: never suppressed so)."""
+    by_path: dict[str, list[Finding]] = {}
+    for f in findings:
+        if not f.code.startswith("SFX9"):
+            by_path.setdefault(f.path, []).append(f)
+    added = 0
+    failed = False
+    for path, group in by_path.items():
+        try:
+            snap = read_source(path)
+            text = decode(snap.data, snap.encoding)
+            new, n = add_noqa(text, group)
+            if n:
+                write_atomic(path, new.encode(snap.encoding), snap)  # utf-8-sig keeps a BOM
+                added += n
+        except (FileError, UnicodeEncodeError) as exc:
+            click.echo(f"syncfix: error: {rel(path, os.getcwd())}: {exc}", err=True)
+            failed = True
+    click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
+    return 1 if failed else 0
+
+
+def _add_sources(sources: dict[str, str], findings: Sequence[Finding]) -> None:
+    """Read the files that have findings (the engine keeps texts only for changed files)."""
+    for path in {f.path for f in findings} - sources.keys():
+        try:
+            snap = read_source(path)
+        except FileError:
+            continue
+        sources[path] = decode(snap.data, snap.encoding)
+
+
+def repo_root(cwd: str, settings: Settings) -> str:
+    """The git work tree holding ``cwd``, else the config file's folder, else ``cwd``."""
+    here = Path(cwd).resolve()
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists():  # a folder, or a file in worktrees and submodules
+            return str(folder)
+    if settings.config_path is not None and settings.root is not None:
+        return str(settings.root)
+    return cwd
 
 
 def _interactive(jobs: list[Job], settings: Settings, color: str) -> list[FileResult]:

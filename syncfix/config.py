@@ -208,8 +208,7 @@ def settings_from_table(table: Mapping[str, Any], where: str, base: Settings | N
 def load_settings(start: Path, config_file: Path | None = None, isolated: bool = False) -> Settings:
     path = None if isolated else (config_file or find_config(start))
     if path is None:
-        root = start.resolve()
-        return Settings(root=root if root.is_dir() else root.parent)
+        return Settings()  # no config: paths are matched relative to the working directory
     table = load_table(path)
     settings = settings_from_table(table, str(path))
     return replace(settings, config_path=path, root=path.parent)

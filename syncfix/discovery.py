@@ -82,6 +82,16 @@ def _excluded(path: Path, spec: pathspec.PathSpec, root: Path, is_dir: bool) -> 
     return spec.match_file(rel + suffix)
 
 
+def _in_excluded_folder(path: Path, spec: pathspec.PathSpec, ignores: _Ignores, root: Path) -> bool:
+    """Is a named file inside a folder that a walk would have skipped (``build/gen.py``)?"""
+    for folder in path.parents:
+        if folder == root or root not in folder.parents:
+            break
+        if _excluded(folder, spec, root, True) or ignores.ignored(folder, True):
+            return True
+    return False
+
+
 def discover(paths: Sequence[str], settings: Settings, *, force_exclude: bool | None = None) -> Discovered:
     force = settings.force_exclude if force_exclude is None else force_exclude
     out = Discovered()
@@ -107,7 +117,9 @@ def discover(paths: Sequence[str], settings: Settings, *, force_exclude: bool | 
                 out.notes.append((given, "notebooks are not supported yet; skipped"))
                 continue
             if force and (
-                _excluded(absolute, spec, root, False) or ignores.ignored(absolute, False)
+                _excluded(absolute, spec, root, False)
+                or ignores.ignored(absolute, False)
+                or _in_excluded_folder(absolute, spec, ignores, root)
             ):
                 out.notes.append((given, "excluded"))
                 continue

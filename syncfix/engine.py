@@ -15,6 +15,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from . import suppression
 from .analysis import ModuleAnalysis
+from .cache import Cache, would_fix
 from .config import Settings
 from .fileio import FileError, decode, read_source, write_atomic
 from .model import Applicability, Edit, FileResult, Finding, FixInfo
@@ -33,6 +34,7 @@ class Analyzed:
     module: cst.Module
     findings: list[RawFinding]
     wrapper: MetadataWrapper
+    visitors: Sequence[Rule] = ()
 
     def position(self, node: cst.CSTNode):
         # resolved on first use: a file without findings never pays for positions
@@ -49,9 +51,13 @@ def enabled_rules(settings: Settings, path: str | None) -> list[type[Rule]]:
 
 def prefilter(data: bytes, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
     """The rules that could possibly fire on ``data``, judged by substrings alone (no parse)."""
-    if TORCH_MARKER not in data:
-        return []
-    return [r for r in rules if not r.TRIGGERS or any(t.encode() in data for t in r.TRIGGERS)]
+    torch = TORCH_MARKER in data
+    return [
+        r
+        for r in rules
+        if (torch or not getattr(r, "NEEDS_TORCH", True))  # SFX900 audits comments in any file
+        and (not r.TRIGGERS or any(t.encode() in data for t in r.TRIGGERS))
+    ]
 
 
 def parse(data: bytes, settings: Settings) -> cst.Module:
@@ -90,7 +96,7 @@ def analyze(module: cst.Module, rules: Sequence[type[Rule]], settings: Settings)
     except Exception as exc:
         raise InternalError(f"rule crashed: {type(exc).__name__}: {exc}") from exc
     findings = [f for v in visitors for f in v.findings]
-    return Analyzed(module, findings, wrapper)
+    return Analyzed(module, findings, wrapper, visitors)
 
 
 def fix_allowed(raw: RawFinding, settings: Settings) -> bool:
@@ -200,7 +206,8 @@ def process_source(
 
     ``accept`` (interactive mode) is asked about each fix before it is applied.
     """
-    rules = prefilter(data, enabled_rules(settings, path))
+    enabled = enabled_rules(settings, path)
+    rules = prefilter(data, enabled)
     if not rules:
         return data, [], []
     module = parse(data, settings)
@@ -210,7 +217,7 @@ def process_source(
         analyzed = analyze(module, rules, settings)
         text = module.code
         sup = suppression.parse(text)
-        raws = [r for r in analyzed.findings if not _suppressed(r, analyzed, sup)]
+        raws = apply_suppressions(analyzed, sup, {r.CODE for r in enabled})
         if not fix:
             break
         candidates = [r for r in raws if fix_allowed(r, settings)]
@@ -252,9 +259,39 @@ def _config(settings: Settings) -> cst.PartialParserConfig:
     return cst.PartialParserConfig()
 
 
-def _suppressed(raw: RawFinding, analyzed: Analyzed, sup: suppression.Suppressions) -> bool:
+def _covering(raw: RawFinding, analyzed: Analyzed, sup: suppression.Suppressions) -> list[int]:
     pos = analyzed.position(raw.node)
-    return sup.suppresses(raw.rule.CODE, pos.start.line, pos.end.line)
+    return sup.covering(raw.rule.CODE, pos.start.line, pos.end.line)
+
+
+def apply_suppressions(
+    analyzed: Analyzed, sup: suppression.Suppressions, enabled: set[str]
+) -> list[RawFinding]:
+    """Drop suppressed findings, then let rules that audit suppressions (those with a
+    ``report_unused`` method: SFX900) report the codes that suppressed nothing.
+
+    A code counts as unused only when its rule is enabled for this file (so it would have been
+    found) or no such rule exists; a disabled rule's code is left alone.
+    """
+    kept: list[RawFinding] = []
+    used: set[tuple[int, str]] = set()
+    for raw in analyzed.findings:
+        hits = _covering(raw, analyzed, sup)
+        used.update((i, raw.rule.CODE) for i in hits)
+        if not hits:
+            kept.append(raw)
+    auditors = [v for v in analyzed.visitors if hasattr(v, "report_unused")]
+    if auditors and sup.directives:
+        known = all_rules()
+        auditing = {v.CODE for v in auditors}  # "noqa: SFX900" is judged by nothing
+        unused = sup.unused(
+            used, lambda code: code not in auditing and (code in enabled or code not in known)
+        )
+        for visitor in auditors:
+            start = len(visitor.findings)
+            visitor.report_unused(unused)
+            kept.extend(r for r in visitor.findings[start:] if not _covering(r, analyzed, sup))
+    return kept
 
 
 # ---- a whole file ------------------------------------------------------------------------------
@@ -267,16 +304,25 @@ class Job:
     write: bool
     want_source: bool  # keep the texts for a diff
     with_edits: bool = True
+    cache: Cache | None = None  # check results of unchanged files (see syncfix/cache.py)
 
 
 def process_file(job: Job, settings: Settings) -> FileResult:
     result = FileResult(job.path)
+    cache = job.cache if job.with_edits else None
     try:
         snap = read_source(job.path)
+        if cache is not None:
+            hit = cache.get(snap.data, job.path, settings)
+            if hit is not None and not (job.fix and any(would_fix(f, settings) for f in hit)):
+                result.findings = hit
+                return result
         new, remaining, applied = process_source(
             snap.data, job.path, settings, fix=job.fix, with_edits=job.with_edits
         )
         result.findings, result.fixed = remaining, applied
+        if cache is not None and new == snap.data:
+            cache.put(snap.data, job.path, settings, remaining)
         if job.want_source and (remaining or new != snap.data):
             result.source = decode(snap.data, snap.encoding)
         if new != snap.data:

@@ -25,6 +25,9 @@ class ReportContext:
     unsafe_fixes: bool = False  # whether unsafe fixes count as available
     fixed: int = 0
     mode: str = "check"  # "check" | "apply"
+    # Where CI formats read by GitHub/GitLab (github, sarif, gitlab) make paths relative to: the
+    # repository root. None: the same as ``root``.
+    repo_root: str | None = None
 
 
 Reporter = Callable[[Sequence[Finding], ReportContext], str]

@@ -212,6 +212,9 @@ def test_gitignore_and_excludes(project):
     # an explicitly named file is processed anyway, unless --force-exclude
     assert run("check", "generated/a.py").exit_code == 1
     assert run("check", "generated/a.py", "--force-exclude").exit_code == 0
+    # a file inside an excluded folder counts as excluded too
+    assert run("check", "build/c.py", "--force-exclude").exit_code == 0
+    assert run("check", "build/c.py").exit_code == 1
     r = run("check", ".", "--show-files", "--extend-exclude", "src")
     assert r.output.split() == []
 

@@ -13,6 +13,7 @@ NAMES = st.sampled_from(["x", "y", "batch", "loss", "h", "w", "acc"])
 DEVICES = st.sampled_from(['"cuda"', '"cuda:0"', "device", '"cpu"', "other", "torch.float16"])
 CREATORS = st.sampled_from(["torch.ones(3)", "torch.randn(2, 2)", "torch.tensor([1, 2])", "arr", "x"])
 COMMENT = st.sampled_from(["", "  # keep", "  # noqa: SFX101", "  # syncfix: ignore[SFX101]", "  #"])
+PLAIN_COMMENT = st.sampled_from(["", "  # keep", "  # noqa: E501", "  #"])  # no SFX suppression to remove
 NEWLINE = st.sampled_from(["\n", "\r\n"])
 
 
@@ -36,7 +37,7 @@ def simple_statement(draw, with_patterns: bool) -> str:
             f"{target} = {source}.to({draw(DEVICES)}, non_blocking=False)",
             f"{target} = {source}.cuda(0)",
         ]
-    return draw(st.sampled_from(options)) + draw(COMMENT)
+    return draw(st.sampled_from(options)) + draw(COMMENT if with_patterns else PLAIN_COMMENT)
 
 
 @st.composite

@@ -18,11 +18,11 @@ def run(state, steps):
     embed, proj, prompt = state
     tokens = prompt
     tops = []
-    for step in range(steps):
+    for _ in range(steps):
         h = embed(tokens[:, -4:]).mean(dim=1)
         logits = proj(h)
         next_tok = logits.argmax(dim=-1, keepdim=True)
         tokens = torch.cat([tokens, next_tok], dim=1)
         tops.append(logits.max())
     top_values = torch.stack(tops).tolist() if tops else []
-    return [tokens.sum().item(), list(zip(range(steps), top_values))]
+    return [tokens.sum().item(), list(zip(range(steps), top_values, strict=True))]
