@@ -292,7 +292,7 @@ def _bindings(stmt: cst.SimpleStatementLine):
                 if isinstance(t.target, cst.Name):
                     yield t.target.value, small.value
                 elif isinstance(t.target, (cst.Tuple, cst.List)) and isinstance(small.value, (cst.Tuple, cst.List)):
-                    for el_t, el_v in zip(t.target.elements, small.value.elements):
+                    for el_t, el_v in zip(t.target.elements, small.value.elements, strict=False):
                         if isinstance(el_t.value, cst.Name):
                             yield el_t.value.value, el_v.value
         elif isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
