@@ -756,7 +756,7 @@ class ModuleAnalysis:
             for acc in accesses:
                 assignments |= set(acc.referents)
         # Loop-carried bindings: an assignment later in an enclosing loop reaches this use too.
-        loops = self.loops_around(name)
+        loops = self.carrying_loops(name)
         if loops:
             outermost = loops[-1]
             for asg in scope.assignments[name.value]:
@@ -1162,7 +1162,7 @@ class ModuleAnalysis:
         for acc in scope.accesses[name.value]:
             if acc.node is name:
                 bindings |= set(acc.referents)
-        loops = self.loops_around(name)
+        loops = self.carrying_loops(name)
         if loops:
             for asg in scope.assignments[name.value]:
                 if isinstance(asg, Assignment) and any(a is loops[-1] for a in self.ancestors(asg.node)):
@@ -1183,6 +1183,20 @@ class ModuleAnalysis:
             else:
                 return None
         return out
+
+    def carrying_loops(self, name: cst.Name) -> list[cst.For | cst.While]:
+        """The loops around a use of ``name`` (inner first) through which a later binding can
+        reach it: up to, not including, the innermost ``for`` whose target binds ``name`` (that
+        binding is redone at the start of every iteration, so nothing carried past it reaches).
+        Before this, ``for b in loader: b = {k: v.cuda() for k, v in b.items()}`` joined the
+        rebinding into ``b.items()``'s receiver and lost that it is a batch (precision fix)."""
+        loops = self.loops_around(name)
+        for i, loop in enumerate(loops):
+            if isinstance(loop, cst.For) and any(
+                n.value == name.value for n in _target_names(loop.target)
+            ):
+                return loops[:i]
+        return loops
 
     def python_number_type(self, expr: cst.BaseExpression, _seen=None) -> str | None:
         """``"bool"``, ``"int"`` or ``"float"`` when ``expr`` is *provably* a Python number of that
