@@ -970,6 +970,10 @@ class ModuleAnalysis:
         func = call.func
         names = self.qualnames(func)
         name = next(iter(names)) if len(names) == 1 else None
+        if dotted_name(func) is None:
+            # LibCST names ``torch.ones(3).cuda`` "torch.ones.cuda": a method of a call's result,
+            # not a torch function (bug fix: such calls were all UNKNOWN).
+            name = None
         if name is not None:
             known = self._torch_call_value(name, call)
             if known is not None:
@@ -1048,7 +1052,8 @@ class ModuleAnalysis:
         short = name.rsplit(".", 1)[-1]
         namespace = name[: -len(short)]
         if namespace not in _TENSOR_NAMESPACES:
-            return UNKNOWN
+            # ``torch.nn.Linear(...)`` (bug fix: the module check below was unreachable for it)
+            return Value(Kind.MODULE) if self._is_module_class(call.func) else UNKNOWN
         if short[:1].isupper() or short.startswith("_") or short in _TORCH_NON_TENSOR:
             if namespace == "torch.nn." or short[:1].isupper():
                 return Value(Kind.MODULE) if self._is_module_class(call.func) else UNKNOWN
