@@ -843,8 +843,8 @@ class ModuleAnalysis:
         v = self.value(iterable)
         if v.kind is Kind.LOADER:
             return replace(v, kind=Kind.BATCH)
-        if v.kind is Kind.TENSOR:
-            return v
+        if v.kind is Kind.TENSOR or v.kind is Kind.BATCH:
+            return v  # rows of a tensor; items of a batch (as in ``_destructure``)
         if isinstance(iterable, cst.Call):
             batch_view = self._batch_dict_view(iterable)
             if batch_view is not None:
