@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfix.analysis import Device, Kind, keyword, positional
+from syncfix.analysis import Device, keyword, positional
 from syncfix.rules import Fix, Invalid, Rule
 
 from ._libcst import codemod_for
@@ -53,7 +53,9 @@ class TensorCreationOnDevice(Rule):
       dtype `tensor(-2**63 - 1)` works where `full` raises) and for a float or out-of-range int
       with an integer `dtype` (both raise, with different messages). A numpy scalar or a name of
       unknown type is not provably a Python scalar: it gets the pinned form below.
-    - **Host data** (a list, tuple, numpy array, numpy scalar) becomes
+    - **Host data** (provably: a list or tuple of numbers, an array or numpy scalar from a numpy
+      constructor such as `np.asarray`/`np.arange`/`np.float32`, and values derived from them;
+      see `ModuleAnalysis.is_host_data`) becomes
       `torch.tensor(data, dtype=..., pin_memory=True).to(device, non_blocking=True)` (for
       `as_tensor`: `torch.as_tensor(data, dtype=...).pin_memory().to(...)`, keeping its warnings).
       Safe: the pinned temporary is referenced by nothing else, so nothing can write it before the
@@ -158,11 +160,7 @@ class TensorCreationOnDevice(Rule):
                 what + " (unsafe: for an int outside int64, or a value out of the dtype's range, "
                 "the error raised differs)",
             )
-        value = a.value(data)
-        host = isinstance(data, (cst.List, cst.Tuple, cst.ListComp)) or value.kind in (
-            Kind.NDARRAY, Kind.NUMBER, Kind.OTHER,
-        )
-        if not host or not kwargs <= {"device", "dtype"} or not _is_simple(dev):
+        if not a.is_host_data(data) or not kwargs <= {"device", "dtype"} or not _is_simple(dev):
             return None
         kept = [arg for arg in node.args if arg.keyword is None or arg.keyword.value != "device"]
         kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)

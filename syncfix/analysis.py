@@ -421,6 +421,15 @@ _INT_DTYPES = {"torch.int64", "torch.long", "torch.int32", "torch.int", "torch.i
 # torch.* factories whose result is int64 when no dtype is given.
 _INT64_FACTORIES = {"torch.randint", "torch.randperm", "torch.argsort", "torch.argmax",
                     "torch.argmin", "torch.nonzero", "torch.searchsorted", "torch.bucketize"}
+# numpy callables that always build a new ndarray or numpy scalar (never return their argument's
+# own type, as ``np.round(t)``/``np.reshape(t)`` do for a tensor).
+_NUMPY_CONSTRUCTORS = {
+    "array", "asarray", "ascontiguousarray", "arange", "zeros", "ones", "full", "empty",
+    "linspace", "logspace", "eye", "identity", "frombuffer", "fromiter", "fromfile", "load",
+    "loadtxt", "genfromtxt", "zeros_like", "ones_like", "full_like", "empty_like",
+    "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
+    "uint32", "uint64", "bool_", "complex64", "complex128", "double", "single", "longlong",
+}
 _CLOCKS = {"time.time", "time.perf_counter", "time.monotonic", "time.time_ns",
            "time.perf_counter_ns", "time.monotonic_ns", "time.process_time", "timeit.default_timer"}
 
@@ -1243,12 +1252,10 @@ class ModuleAnalysis:
         if isinstance(expr, cst.BinaryOperation):
             left = self.python_number_type(expr.left, seen)
             right = self.python_number_type(expr.right, seen)
-            if not left or not right or isinstance(expr.operator, cst.MatrixMultiply):
-                return None
+            if not left or not right or isinstance(expr.operator, (cst.MatrixMultiply, cst.Power)):
+                return None  # int ** -1 is a float, (-8.0) ** 0.5 a complex
             if isinstance(expr.operator, cst.Divide) or "float" in (left, right):
                 return "float"
-            if isinstance(expr.operator, cst.Power):
-                return None  # int ** negative int is a float
             if isinstance(expr.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)) and left == right == "bool":
                 return "bool"
             return "int"
@@ -1304,6 +1311,50 @@ class ModuleAnalysis:
                         and not isinstance(self.literal_number(e.value), bool) for e in data.elements)
             )
         return False
+
+    def is_host_data(self, expr: cst.BaseExpression, _seen=None) -> bool:
+        """Is ``expr`` provably host data and never a tensor: a provable Python number, a
+        list/tuple of such (nested), an array or numpy scalar from a numpy constructor
+        (``np.array``, ``np.arange``, ``np.float32(...)``, ``np.random.*``...), a method result,
+        element or arithmetic of such, or a name bound only to these? Stricter than
+        ``value(expr).kind is Kind.NDARRAY``: numpy functions such as ``np.round(t)`` call the
+        tensor's own method and return a tensor."""
+        seen = _seen if _seen is not None else set()
+        if self.python_number_type(expr) is not None or self.literal_number(expr) is not None:
+            return True
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            return all(
+                not isinstance(el, cst.StarredElement) and self.is_host_data(el.value, seen)
+                for el in expr.elements
+            )
+        if isinstance(expr, cst.Name):
+            if expr in seen:
+                return False
+            seen.add(expr)
+            values = self.reaching_values(expr)
+            return bool(values) and all(self.is_host_data(v, seen) for v in values)
+        if isinstance(expr, cst.Subscript):
+            return self.is_host_data(expr.value, seen)
+        if isinstance(expr, cst.BinaryOperation):
+            return self.is_host_data(expr.left, seen) and self.is_host_data(expr.right, seen)
+        if isinstance(expr, cst.Call):
+            name = self.callee(expr) if dotted_name(expr.func) is not None else None
+            if name is not None and name.startswith("numpy."):
+                short = name[len("numpy.") :]
+                return short in _NUMPY_CONSTRUCTORS or short.startswith("random.")
+            func = expr.func
+            if isinstance(func, cst.Attribute) and not isinstance(func.value, (cst.List, cst.Tuple)):
+                # a method of an ndarray gives arrays, numpy scalars or Python objects
+                return self._is_ndarray_source(func.value, seen)
+        return False
+
+    def _is_ndarray_source(self, expr: cst.BaseExpression, seen: set) -> bool:
+        """Host data that is an ndarray (not a Python number or list, whose methods differ)."""
+        return (
+            self.python_number_type(expr) is None
+            and not isinstance(expr, (cst.List, cst.Tuple))
+            and self.is_host_data(expr, seen)
+        )
 
     def is_clock_read(self, node: cst.CSTNode) -> bool:
         """Does ``node`` (a statement or expression) read a wall clock (``time.perf_counter()``...)?"""
