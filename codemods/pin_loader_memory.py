@@ -102,36 +102,71 @@ class PinLoaderMemory(Rule):
     ]
 
     def visit_Module(self, node: cst.Module) -> None:
-        self._seen: set[cst.Call] = set()
+        self._loops: dict[cst.Call, list[cst.For]] = {}
 
     def visit_For(self, node: cst.For) -> None:
         for loader in self._loaders(node.iter):
-            if loader in self._seen or not self._unpinned(loader):
-                continue
-            copies = self._copies_of_batches(node)
-            if not copies:
-                continue
-            self._seen.add(loader)
-            self.report(loader, fix=self._fix(loader, copies))
+            if self._unpinned(loader):
+                self._loops.setdefault(loader, []).append(node)
 
-    def _fix(self, loader: cst.Call, copies: list[tuple[cst.Call, Device]]) -> Fix | None:
+    def leave_Module(self, original_node: cst.Module) -> None:
+        # Decided per loader over *every* loop over it: pinning changes all of its batches.
+        for loader, loops in self._loops.items():
+            copies = [c for loop in loops for c in self._copies_of_batches(loop)]
+            if copies:
+                fix = self._fix(loader, loops, copies)
+                message = self.MESSAGE
+                if fix is None:
+                    message += (
+                        " (no fix: a non-blocking copy in its loops is followed by a write to its "
+                        "source, or CUDA streams are used; pinned memory would be read late)"
+                    )
+                self.report(loader, message, fix=fix)
+
+    def _fix(
+        self, loader: cst.Call, loops: list[cst.For], copies: list[tuple[cst.Call, Device]]
+    ) -> Fix | None:
         a = self.analysis
         # An existing non-blocking copy stays correct only if nothing writes its source later.
         sfx101 = BlockingHostToDevice(a)  # its write-after-copy check, not its findings
-        racy = [c for c, _ in copies if _non_blocking(c) and sfx101._source_may_change(c)]
-        if racy or a.uses_streams:
+        nb_copies = [c for loop in loops for c in _non_blocking_copies(loop)]
+        if a.uses_streams or any(sfx101._source_may_change(c) for c in nb_copies):
             return None
         new = _append_kwarg(loader, "pin_memory", cst.Name("True"))
-        unsafe = keyword(loader, "collate_fn") is not None or any(
-            d is not Device.CUDA for _, d in copies
+        escapes = self._escapes(loader, loops)
+        unsafe = (
+            escapes
+            or keyword(loader, "collate_fn") is not None
+            or any(d is not Device.CUDA for _, d in copies)
         )
         if unsafe:
             return self.unsafe_fix(
                 {loader: new},
-                "Set pin_memory=True (unsafe: a custom collate_fn's batch type may not survive "
-                "pinning, or the device may be the CPU)",
+                "Set pin_memory=True (unsafe: the loader is used outside the loops syncfix "
+                "checked, a custom collate_fn's batch type may not survive pinning, or the "
+                "device may be the CPU)",
             )
         return self.safe_fix({loader: new}, "Set pin_memory=True")
+
+    def _escapes(self, loader: cst.Call, loops: list[cst.For]) -> bool:
+        """Is the loader (through its name) used anywhere but as the iterable of ``loops``?"""
+        a = self.analysis
+        parent = a.parent(loader)
+        if any(loader is loop.iter or _within(a, loader, loop.iter) for loop in loops):
+            return False  # ``for x in DataLoader(...)``: nothing else can see it
+        if not isinstance(parent, cst.Assign) or len(parent.targets) != 1:
+            return True
+        target = parent.targets[0].target
+        if not isinstance(target, cst.Name):
+            return True
+        scope = a.scope(target)
+        if scope is None:
+            return True
+        for asg in scope.assignments[target.value]:
+            for access in asg.references:
+                if not any(_within(a, access.node, loop.iter) for loop in loops):
+                    return True
+        return False
 
     def _loaders(self, expr: cst.BaseExpression) -> list[cst.Call]:
         """The DataLoader(...) calls a ``for`` iterates over (through enumerate/zip/tqdm/iter)."""
@@ -189,6 +224,24 @@ def _names(target: cst.BaseExpression):
     elif isinstance(target, (cst.Tuple, cst.List)):
         for el in target.elements:
             yield from _names(el.value)
+
+
+def _within(a, node: cst.CSTNode, container: cst.CSTNode) -> bool:
+    return node is container or any(anc is container for anc in a.ancestors(node))
+
+
+def _non_blocking_copies(loop: cst.For) -> list[cst.Call]:
+    """Every ``.to(..., non_blocking=True)`` / ``.cuda(non_blocking=True)`` in the loop body."""
+    found: list[cst.Call] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda") and _non_blocking(call):
+                found.append(call)
+
+    loop.body.visit(V())
+    return found
 
 
 def _non_blocking(call: cst.Call) -> bool:
