@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfix.analysis import Device, positional
+from syncfix.analysis import Device, Memory, positional
 from syncfix.rules import Fix, Invalid, Rule
 
 from ._libcst import codemod_for
@@ -44,8 +44,10 @@ class CpuIndexOnDevice(Rule):
     **safe** when:
     - the list holds only int literals (not bools, which would make a mask; not empty, which would
       make a float index), or the index is a CPU int64 tensor that is provably 1-d
-      (`torch.arange`, `torch.randperm`, `torch.tensor([ints])`): a 0-d index tensor selects like
-      an int and returns a view, and a CUDA one would sync anyway;
+      (`torch.arange`, `torch.randperm`, `torch.tensor([ints])`) in pageable memory: a 0-d index
+      tensor selects like an int and returns a view (and a CUDA one would sync anyway), and
+      `.pin_memory()` of an already pinned index returns the index itself, which a later write
+      could change before the copy runs;
     - the indexed tensor is provably on CUDA (pinning needs CUDA) and is a plain name or attribute
       (it is named again for its `.device`);
     - the file uses no CUDA streams, and `torch` is imported as `torch`.
@@ -132,7 +134,9 @@ class CpuIndexOnDevice(Rule):
             return None
         if value.dtype == "torch.bool":
             return None  # a CPU bool mask does not sync in 2.11
-        if a.is_integer_tensor(expr) and self._one_dim(expr):
+        # .pin_memory() returns an already pinned tensor itself, which later writes could reach
+        # before the copy runs: only a pageable index is copied into a fresh pinned one.
+        if a.is_integer_tensor(expr) and self._one_dim(expr) and value.memory is Memory.PAGEABLE:
             return "tensor"
         return "maybe"
 
