@@ -1294,7 +1294,7 @@ class ModuleAnalysis:
         if keyword(expr, "dtype") is not None:
             return False  # a dtype we could not name
         func = expr.func
-        if isinstance(func, cst.Attribute) and self.is_tensor(func.value) and self.callee(expr) is None:
+        if isinstance(func, cst.Attribute) and self.is_tensor(func.value):
             return func.attr.value in ("long", "int", "short") and not expr.args
         name = self.callee(expr)
         args = positional(expr)
