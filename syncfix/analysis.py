@@ -1061,6 +1061,13 @@ class ModuleAnalysis:
         short = name.rsplit(".", 1)[-1]
         namespace = name[: -len(short)]
         if namespace not in _TENSOR_NAMESPACES:
+            if short in ("Parameter", "Buffer") and namespace in ("torch.nn.", "torch.nn.parameter."):
+                # a tensor sharing its argument's storage (not a layer, though capitalised)
+                args = positional(call)
+                data = self.value(args[0].value) if args else UNKNOWN
+                if data.is_tensor:
+                    return Value(Kind.TENSOR, data.device, data.memory, data.fresh, data.dtype)
+                return Value(Kind.TENSOR)
             # ``torch.nn.Linear(...)`` (bug fix: the module check below was unreachable for it)
             return Value(Kind.MODULE) if self._is_module_class(call.func) else UNKNOWN
         if short[:1].isupper() or short.startswith("_") or short in _TORCH_NON_TENSOR:

@@ -112,3 +112,8 @@ def test_clock_read():
     assert a.is_clock_read(e)
     a, e = _last_expr("    _ = time.sleep(1)\n")
     assert not a.is_clock_read(e)
+
+
+def test_parameter_is_a_tensor_not_a_layer():
+    a, e = _last_expr("    _ = torch.nn.Parameter(torch.randn(3, device='cuda'))\n")
+    assert a.value(e).on_cuda
