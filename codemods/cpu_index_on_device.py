@@ -17,7 +17,7 @@ class CpuIndexOnDevice(Rule):
     """
     ## What it finds
     In a loop or a training step, a CUDA tensor indexed with a Python list of ints
-    (`x[[1, 2, 3]]`, `x[:, [0, 2]]`) or with a CPU integer index tensor (`x[idx_cpu]`), read or
+    (`x[[1, 2, 3]]`, `x[:, [0, 2]]`, `x[[i, i + 1]]` with `i` provably a Python int) or with a CPU integer index tensor (`x[idx_cpu]`), read or
     assigned.
 
     ## Why it costs
@@ -41,7 +41,9 @@ class CpuIndexOnDevice(Rule):
 
     ## Fix safety
     The fix builds the same int64 index in pinned memory and copies it without waiting. It is
-    **safe** when:
+    **unsafe** for a list of Python ints that are not literals (`x[[i, i + 1]]`): for an int
+    outside int64 the error raised by the indexing path and by `torch.tensor` was not checked to
+    be the same. It is **safe** when:
     - the list holds only int literals (not bools, which would make a mask; not empty, which would
       make a float index), or the index is a CPU int64 tensor that is provably 1-d
       (`torch.arange`, `torch.randperm`, `torch.tensor([ints])`) in pageable memory: a 0-d index
@@ -97,7 +99,7 @@ class CpuIndexOnDevice(Rule):
         if not a.is_hot(node) or not a.is_cuda_tensor(node.value):
             return
         changes: dict[cst.CSTNode, cst.CSTNode] = {}
-        found = fixable = maybe = 0
+        found = fixable = maybe = unsafe = 0
         for element in node.slice:
             index = element.slice
             if not isinstance(index, cst.Index):
@@ -107,13 +109,14 @@ class CpuIndexOnDevice(Rule):
                 continue
             found += 1
             maybe += kind == "maybe"
+            unsafe += kind == "int-list"
             new = self._on_device(index.value, node.value, kind)
             if new is not None:
                 fixable += 1
                 changes[index.value] = new
         if not found:
             return
-        fix = self._fix(node, changes) if fixable == found else None
+        fix = self._fix(node, changes, unsafe=unsafe > 0) if fixable == found else None
         message = self.MESSAGE
         if maybe:
             message += " (if the CPU index is an integer tensor of 1 or more dims; a bool mask does not sync)"
@@ -124,11 +127,14 @@ class CpuIndexOnDevice(Rule):
         (a CPU tensor that may be an integer index), or None (not a host index that syncs)."""
         a = self.analysis
         if isinstance(expr, cst.List):
+            if not expr.elements or any(isinstance(e, cst.StarredElement) for e in expr.elements):
+                return None
             values = [a.literal_number(e.value) for e in expr.elements]
-            ints = [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
-            if expr.elements and len(ints) == len(values):
+            if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
                 return "list"
-            return None
+            if all(a.python_number_type(e.value) == "int" for e in expr.elements):
+                return "int-list"  # Python ints of unknown size
+            return None  # may hold tensors (then it indexes like a tuple) or bools (a mask)
         value = a.value(expr)
         if not value.is_tensor or value.device is not Device.CPU:
             return None
@@ -164,7 +170,7 @@ class CpuIndexOnDevice(Rule):
         if kind == "maybe" or not _is_plain(tensor):
             return None
         device = cst.Attribute(tensor, cst.Name("device"))
-        if kind == "list":
+        if kind in ("list", "int-list"):
             pinned: cst.BaseExpression = cst.Call(
                 cst.Attribute(cst.Name("torch"), cst.Name("tensor")),
                 [cst.Arg(index, comma=_comma()), _kwarg("pin_memory", cst.Name("True"))],
@@ -176,7 +182,7 @@ class CpuIndexOnDevice(Rule):
             [cst.Arg(device, comma=_comma()), _kwarg("non_blocking", cst.Name("True"))],
         )
 
-    def _fix(self, node: cst.Subscript, changes: dict) -> Fix | None:
+    def _fix(self, node: cst.Subscript, changes: dict, *, unsafe: bool) -> Fix | None:
         a = self.analysis
         if a.uses_streams or not _torch_is_imported(a, node):
             return None
@@ -188,7 +194,13 @@ class CpuIndexOnDevice(Rule):
                 for el in node.slice
             ]
         )
-        return self.safe_fix({node: new}, "Copy the index in pinned memory with non_blocking=True")
+        what = "Copy the index in pinned memory with non_blocking=True"
+        if unsafe:
+            return self.unsafe_fix(
+                {node: new},
+                what + " (unsafe: for an int outside int64 the error raised may differ)",
+            )
+        return self.safe_fix({node: new}, what)
 
 
 def _is_plain(expr: cst.BaseExpression) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import libcst as cst
 
 from syncfix.analysis import Device, keyword, positional
@@ -56,7 +58,7 @@ class TensorCreationOnDevice(Rule):
     - **Host data** (provably: a list or tuple of numbers, an array or numpy scalar from a numpy
       constructor such as `np.asarray`/`np.arange`/`np.float32`, and values derived from them;
       see `ModuleAnalysis.is_host_data`) becomes
-      `torch.tensor(data, dtype=..., pin_memory=True).to(device, non_blocking=True)` (for
+      `torch.tensor(data, pin_memory=True, dtype=...).to(device, non_blocking=True)` (for
       `as_tensor`: `torch.as_tensor(data, dtype=...).pin_memory().to(...)`, keeping its warnings).
       Safe: the pinned temporary is referenced by nothing else, so nothing can write it before the
       copy runs, and the host allocator keeps its block until the copy is done (§1.3, §3a). Not
@@ -92,7 +94,7 @@ class TensorCreationOnDevice(Rule):
         ),
         Invalid(
             "import torch\nx = torch.tensor([1, 2, 3], device='cuda', dtype=torch.int32)\n",
-            "import torch\nx = torch.tensor([1, 2, 3], dtype=torch.int32, pin_memory=True)"
+            "import torch\nx = torch.tensor([1, 2, 3], pin_memory=True, dtype=torch.int32)"
             ".to('cuda', non_blocking=True)\n",
         ),
         Invalid(
@@ -162,13 +164,17 @@ class TensorCreationOnDevice(Rule):
             )
         if not a.is_host_data(data) or not kwargs <= {"device", "dtype"} or not _is_simple(dev):
             return None
-        kept = [arg for arg in node.args if arg.keyword is None or arg.keyword.value != "device"]
-        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         to = cst.Attribute(cst.Name("_"), cst.Name("to"))
+        device_arg = keyword(node, "device")
+        assert device_arg is not None
         if func.attr.value == "tensor":
-            built = node.with_changes(args=[*_with_commas(kept), _kwarg("pin_memory", cst.Name("True"))])
+            # pin_memory=True takes device=...'s place (and its comma, so layouts survive)
+            pin = device_arg.with_changes(keyword=cst.Name("pin_memory"), value=cst.Name("True"))
+            built = node.with_changes(args=[pin if a is device_arg else a for a in node.args])
         else:  # as_tensor has no pin_memory=; pin a copy (keeps as_tensor's own warnings)
-            built = cst.Call(cst.Attribute(node.with_changes(args=kept), cst.Name("pin_memory")))
+            built = cst.Call(
+                cst.Attribute(node.with_changes(args=_without(node.args, device_arg)), cst.Name("pin_memory"))
+            )
         new = cst.Call(
             to.with_changes(value=built),
             [cst.Arg(dev, comma=_comma()), _kwarg("non_blocking", cst.Name("True"))],
@@ -217,12 +223,16 @@ def _is_simple(expr: cst.BaseExpression) -> bool:
     )
 
 
+def _without(args: Sequence[cst.Arg], dropped: cst.Arg) -> list[cst.Arg]:
+    """``args`` less ``dropped``; when it was last, the new last argument takes its comma."""
+    kept = [a for a in args if a is not dropped]
+    if args and args[-1] is dropped and kept:
+        kept[-1] = kept[-1].with_changes(comma=dropped.comma)
+    return kept
+
+
 def _comma() -> cst.Comma:
     return cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-
-
-def _with_commas(args: list[cst.Arg]) -> list[cst.Arg]:
-    return [a.with_changes(comma=_comma()) for a in args]
 
 
 def _kwarg(name: str, value: cst.BaseExpression) -> cst.Arg:

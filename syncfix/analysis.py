@@ -1176,18 +1176,7 @@ class ModuleAnalysis:
         """The expressions bound to ``name`` that can reach this use (plain ``n = expr`` /
         ``n: T = expr`` bindings, loop-carried ones included); None when some binding is anything
         else (a parameter, a tuple target, ``for``, ``+=``, an import, a global...)."""
-        scope = self.scope(name)
-        if scope is None:
-            return None
-        bindings: set = set()
-        for acc in scope.accesses[name.value]:
-            if acc.node is name:
-                bindings |= set(acc.referents)
-        loops = self.carrying_loops(name)
-        if loops:
-            for asg in scope.assignments[name.value]:
-                if isinstance(asg, Assignment) and any(a is loops[-1] for a in self.ancestors(asg.node)):
-                    bindings.add(asg)
+        bindings = self._reaching_bindings(name)
         if not bindings:
             return None
         out: list[cst.BaseExpression] = []
@@ -1204,6 +1193,37 @@ class ModuleAnalysis:
             else:
                 return None
         return out
+
+    def _reaching_bindings(self, name: cst.Name) -> set:
+        scope = self.scope(name)
+        if scope is None:
+            return set()
+        bindings: set = set()
+        for acc in scope.accesses[name.value]:
+            if acc.node is name:
+                bindings |= set(acc.referents)
+        loops = self.carrying_loops(name)
+        if loops:
+            for asg in scope.assignments[name.value]:
+                if isinstance(asg, Assignment) and any(a is loops[-1] for a in self.ancestors(asg.node)):
+                    bindings.add(asg)
+        return bindings
+
+    def _is_range_counter(self, name: cst.Name) -> bool:
+        """Is every binding reaching ``name`` the plain target of ``for name in range(...)``?"""
+        bindings = self._reaching_bindings(name)
+        for asg in bindings:
+            node = getattr(asg, "node", None)
+            parent = self.parent(node) if isinstance(node, cst.CSTNode) else None
+            if not (
+                isinstance(asg, Assignment)
+                and isinstance(parent, (cst.For, cst.CompFor))
+                and parent.target is node
+                and isinstance(parent.iter, cst.Call)
+                and self.callee(parent.iter) == "builtins.range"
+            ):
+                return False
+        return bool(bindings)
 
     def carrying_loops(self, name: cst.Name) -> list[cst.For | cst.While]:
         """The loops around a use of ``name`` (inner first) through which a later binding can
@@ -1239,7 +1259,7 @@ class ModuleAnalysis:
             seen.add(expr)
             values = self.reaching_values(expr)
             if not values:
-                return None
+                return "int" if self._is_range_counter(expr) else None  # range() yields ints
             types = {self.python_number_type(v, seen) for v in values}
             return types.pop() if len(types) == 1 else None
         if isinstance(expr, cst.UnaryOperation):

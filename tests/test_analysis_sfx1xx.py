@@ -36,7 +36,7 @@ def _last_expr(body: str) -> tuple[ModuleAnalysis, cst.BaseExpression]:
         ("1", "int"), ("-2.5", "float"), ("True", "bool"), ("n", "int"), ("n / 2", "float"),
         ("n * 2 + 1", "int"), ("float(p)", "float"), ("len(xs)", "int"), ("not t", "bool"),
         ("n < 2", "bool"), ("p", None), ("a.sum()", None), ("t.item()", None), ("n ** 2", None),
-        ("max(n, 2)", None), ("np.float32(1)", None),
+        ("max(n, 2)", None), ("np.float32(1)", None), ("[i for i in range(3)][0] + 0", None),
     ],
 )
 def test_python_number_type(expr, expected):
@@ -117,3 +117,10 @@ def test_clock_read():
 def test_parameter_is_a_tensor_not_a_layer():
     a, e = _last_expr("    _ = torch.nn.Parameter(torch.randn(3, device='cuda'))\n")
     assert a.value(e).on_cuda
+
+
+def test_range_counter_is_an_int():
+    a, e = _last_expr("    for i in range(n):\n        _ = i * 0.5\n")
+    assert a.python_number_type(e) == "float"
+    a, e = _last_expr("    for i in xs:\n        _ = i\n")
+    assert a.python_number_type(e) is None
