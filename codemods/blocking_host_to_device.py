@@ -15,7 +15,13 @@ class BlockingHostToDevice(Rule):
     ## What it finds
     A copy of a tensor to the GPU that blocks the CPU: `x.cuda()`, `x.cuda(i)`, `x.to("cuda")`,
     `x.to("cuda:1")`, `x.to(torch.device("cuda"))`, and `x.to(device)` where `device` is provably a
-    CUDA device (or provably CUDA-or-CPU while `x` is provably on the CPU).
+    CUDA device (or provably CUDA-or-CPU while `x` is provably on the CPU). Devices come from
+    `"cuda"`, `"cuda:1"`, `f"cuda:{rank}"`, `torch.device("cuda", local_rank)`,
+    `torch.device(f"cuda:{rank}")` and `"cuda" if torch.cuda.is_available() else "cpu"`; an
+    attribute such as `args.device` is never provable (it may be `"cpu"`), so it gets a finding
+    without a fix. `.to(device, dtype)` / `.to(device, dtype=...)` are copies too, and so are the
+    items of a loader batch moved in a comprehension (`{k: v.cuda() for k, v in batch.items()}`,
+    `[t.to(device) for t in batch]`).
 
     ## Why it costs
     A blocking copy (`non_blocking=False`, the default) runs `cudaMemcpyAsync` and then
@@ -50,7 +56,10 @@ class BlockingHostToDevice(Rule):
       `copy_` into it, a loader refilling a staging buffer) would be copied with the new data.
       syncfix therefore needs the source to be pageable, or *fresh* (created by this code: a
       `torch.*` factory, `.pin_memory()`, a batch of a `DataLoader` with the default collate) and
-      never mutated or passed on to code that might mutate it.
+      never mutated or passed on to code that might mutate it. "It" includes everything that
+      may share its memory: views of it, and what it is a view or an item of (`rows =
+      staging[:n]`, `for t in batch`, `x, y = batch`), so writing `staging` or `batch` after the
+      copy also keeps it blocking.
 
     A tensor of unknown origin (a function parameter, an item of an unknown iterator) may be a
     pinned buffer that other code refills: the fix is then **unsafe** (`--unsafe-fixes`), and
