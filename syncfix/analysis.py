@@ -1157,7 +1157,6 @@ class ModuleAnalysis:
         name = self.qualname(expr)
         return bool(name and name.startswith("torch.") and name.rsplit(".", 1)[-1] in _DTYPES)
 
-
     # ---- additions for the SFX1xx rules -----------------------------------------------------
 
     def _batch_dict_view(self, call: cst.Call) -> Value | None:
@@ -1180,7 +1179,7 @@ class ModuleAnalysis:
         if not bindings:
             return None
         out: list[cst.BaseExpression] = []
-        for asg in bindings:
+        for asg in sorted(bindings, key=self._assignment_order):  # source order, not hash order
             if not isinstance(asg, Assignment) or not isinstance(asg.node, cst.Name):
                 return None
             parent = self.parent(asg.node)
