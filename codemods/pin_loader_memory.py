@@ -164,8 +164,13 @@ class PinLoaderMemory(Rule):
             return True
         for asg in scope.assignments[target.value]:
             for access in asg.references:
-                if not any(_within(a, access.node, loop.iter) for loop in loops):
-                    return True
+                if any(_within(a, access.node, loop.iter) for loop in loops):
+                    continue
+                arg = a.parent(access.node)
+                call = a.parent(arg) if isinstance(arg, cst.Arg) else None
+                if isinstance(call, cst.Call) and a.callee(call) == "builtins.len":
+                    continue  # len(loader) reads no batch
+                return True
         return False
 
     def _loaders(self, expr: cst.BaseExpression) -> list[cst.Call]:
