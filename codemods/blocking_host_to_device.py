@@ -15,7 +15,13 @@ class BlockingHostToDevice(Rule):
     ## What it finds
     A copy of a tensor to the GPU that blocks the CPU: `x.cuda()`, `x.cuda(i)`, `x.to("cuda")`,
     `x.to("cuda:1")`, `x.to(torch.device("cuda"))`, and `x.to(device)` where `device` is provably a
-    CUDA device (or provably CUDA-or-CPU while `x` is provably on the CPU).
+    CUDA device (or provably CUDA-or-CPU while `x` is provably on the CPU). Devices come from
+    `"cuda"`, `"cuda:1"`, `f"cuda:{rank}"`, `torch.device("cuda", local_rank)`,
+    `torch.device(f"cuda:{rank}")` and `"cuda" if torch.cuda.is_available() else "cpu"`; an
+    attribute such as `args.device` is never provable (it may be `"cpu"`), so it gets a finding
+    without a fix. `.to(device, dtype)` / `.to(device, dtype=...)` are copies too, and so are the
+    items of a loader batch moved in a comprehension (`{k: v.cuda() for k, v in batch.items()}`,
+    `[t.to(device) for t in batch]`).
 
     ## Why it costs
     A blocking copy (`non_blocking=False`, the default) runs `cudaMemcpyAsync` and then
@@ -50,7 +56,10 @@ class BlockingHostToDevice(Rule):
       `copy_` into it, a loader refilling a staging buffer) would be copied with the new data.
       syncfix therefore needs the source to be pageable, or *fresh* (created by this code: a
       `torch.*` factory, `.pin_memory()`, a batch of a `DataLoader` with the default collate) and
-      never mutated or passed on to code that might mutate it.
+      never mutated or passed on to code that might mutate it. "It" includes everything that
+      may share its memory: views of it, and what it is a view or an item of (`rows =
+      staging[:n]`, `for t in batch`, `x, y = batch`), so writing `staging` or `batch` after the
+      copy also keeps it blocking.
 
     A tensor of unknown origin (a function parameter, an item of an unknown iterator) may be a
     pinned buffer that other code refills: the fix is then **unsafe** (`--unsafe-fixes`), and
@@ -172,17 +181,29 @@ class BlockingHostToDevice(Rule):
         stmt = a.statement_of(call)
         scope_node = a.enclosing_function(call) or a.module
         statements = list(_simple_statements(scope_node))
+        # Name pairs that may share memory, in both directions: a view of the source, and what
+        # the source is a view or an item of (``view = staging[:n]``, ``for t in batch``,
+        # ``x, y = batch``): a write to ``staging``/``batch`` reaches the copied bytes too.
+        pairs = [
+            (target, _alias_root(value))
+            for s in statements
+            if s is not stmt
+            for target, value in _bindings(s)
+        ]
+        pairs += [(target, _alias_root(it)) for target, it in _iteration_bindings(scope_node)]
         aliases = {root}
         changed = True
-        while changed:  # names bound from the source (views, plain aliases)
+        while changed:
             changed = False
-            for s in statements:
-                if s is stmt:
+            for target, source in pairs:
+                if source is None:
                     continue
-                for target, value in _bindings(s):
-                    if _alias_root(value) in aliases and target not in aliases:
-                        aliases.add(target)
-                        changed = True
+                if source in aliases and target not in aliases:
+                    aliases.add(target)
+                    changed = True
+                elif target in aliases and source not in aliases:
+                    aliases.add(source)
+                    changed = True
         # ``x = x.cuda()`` rebinds x: later uses of x are the copy, not the source.
         rebinds = stmt is not None and root in a.effects(stmt).writes
         watched = aliases - {root} if rebinds else aliases
@@ -295,8 +316,44 @@ def _bindings(stmt: cst.SimpleStatementLine):
                     for el_t, el_v in zip(t.target.elements, small.value.elements, strict=False):
                         if isinstance(el_t.value, cst.Name):
                             yield el_t.value.value, el_v.value
+                elif isinstance(t.target, (cst.Tuple, cst.List)):
+                    # ``x, y = batch``: each name is an item of the container
+                    for name in _names_in(t.target):
+                        yield name, small.value
         elif isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
             yield small.target.value, small.value
+
+
+def _names_in(target: cst.BaseExpression):
+    if isinstance(target, cst.Name):
+        yield target.value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for el in target.elements:
+            yield from _names_in(el.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _names_in(target.value)
+
+
+def _iteration_bindings(node: cst.CSTNode):
+    """(name, iterable) for every ``for`` and comprehension target under ``node`` (not entering
+    nested defs or classes): each name is an item of the iterable (``for t in batch``)."""
+    found: list[tuple[str, cst.BaseExpression]] = []
+
+    class V(cst.CSTVisitor):
+        def visit_For(self, n: cst.For) -> None:
+            found.extend((name, n.iter) for name in _names_in(n.target))
+
+        def visit_CompFor(self, n: cst.CompFor) -> None:
+            found.extend((name, n.iter) for name in _names_in(n.target))
+
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return n is node
+
+        def visit_ClassDef(self, n: cst.ClassDef) -> bool:
+            return False
+
+    node.visit(V())
+    return found
 
 
 Codemod = codemod_for(BlockingHostToDevice)

@@ -415,6 +415,26 @@ PURE_BUILTINS = {
 }
 DEFAULT_HOT_FUNCTIONS = ("forward", "training_step", "validation_step", "train_step", "step")
 
+# Facts the SFX1xx rules ask for (see the methods at the end of ModuleAnalysis).
+_PY_NUMBER_BUILTINS = {"builtins.float": "float", "builtins.int": "int", "builtins.bool": "bool",
+                       "builtins.len": "int"}
+_INT_DTYPES = {"torch.int64", "torch.long", "torch.int32", "torch.int", "torch.int16",
+               "torch.short", "torch.int8", "torch.uint8"}
+# torch.* factories whose result is int64 when no dtype is given.
+_INT64_FACTORIES = {"torch.randint", "torch.randperm", "torch.argsort", "torch.argmax",
+                    "torch.argmin", "torch.nonzero", "torch.searchsorted", "torch.bucketize"}
+# numpy callables that always build a new ndarray or numpy scalar (never return their argument's
+# own type, as ``np.round(t)``/``np.reshape(t)`` do for a tensor).
+_NUMPY_CONSTRUCTORS = {
+    "array", "asarray", "ascontiguousarray", "arange", "zeros", "ones", "full", "empty",
+    "linspace", "logspace", "eye", "identity", "frombuffer", "fromiter", "fromfile", "load",
+    "loadtxt", "genfromtxt", "zeros_like", "ones_like", "full_like", "empty_like",
+    "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
+    "uint32", "uint64", "bool_", "complex64", "complex128", "double", "single", "longlong",
+}
+_CLOCKS = {"time.time", "time.perf_counter", "time.monotonic", "time.time_ns",
+           "time.perf_counter_ns", "time.monotonic_ns", "time.process_time", "timeit.default_timer"}
+
 
 # --------------------------------------------------------------------------------------------
 
@@ -758,7 +778,7 @@ class ModuleAnalysis:
             for acc in accesses:
                 assignments |= set(acc.referents)
         # Loop-carried bindings: an assignment later in an enclosing loop reaches this use too.
-        loops = self.loops_around(name)
+        loops = self.carrying_loops(name)
         if loops:
             outermost = loops[-1]
             for asg in scope.assignments[name.value]:
@@ -845,9 +865,12 @@ class ModuleAnalysis:
         v = self.value(iterable)
         if v.kind is Kind.LOADER:
             return replace(v, kind=Kind.BATCH)
-        if v.kind is Kind.TENSOR:
-            return v
+        if v.kind is Kind.TENSOR or v.kind is Kind.BATCH:
+            return v  # rows of a tensor; items of a batch (as in ``_destructure``)
         if isinstance(iterable, cst.Call):
+            batch_view = self._batch_dict_view(iterable)
+            if batch_view is not None:
+                return batch_view
             name = self.callee(iterable)
             args = positional(iterable)
             if name == "builtins.enumerate" and args:
@@ -992,6 +1015,10 @@ class ModuleAnalysis:
             receiver = self.value(func.value)
             if receiver.kind is Kind.BOTTOM:
                 return BOTTOM
+            if receiver.kind is Kind.NDARRAY:  # numpy methods give arrays/numpy scalars, never tensors
+                return {"tolist": OTHER, "item": NUMBER}.get(func.attr.value, Value(Kind.NDARRAY))
+            if receiver.kind is Kind.BATCH and func.attr.value in ("items", "values", "keys"):
+                return OTHER  # a dict batch's views; iterating them is handled in _element_of
             if receiver.is_tensor:
                 return self._method_value(receiver, func.attr.value, call)
             if receiver.kind is Kind.MODULE:
@@ -1042,6 +1069,13 @@ class ModuleAnalysis:
             return UNKNOWN
         short = name.rsplit(".", 1)[-1]
         namespace = name[: -len(short)]
+        if short in ("Parameter", "Buffer") and namespace in ("torch.nn.", "torch.nn.parameter."):
+            # a tensor sharing its argument's storage (not a layer, though capitalised)
+            args = positional(call)
+            data = self.value(args[0].value) if args else UNKNOWN
+            if data.is_tensor:
+                return Value(Kind.TENSOR, data.device, data.memory, data.fresh, data.dtype)
+            return Value(Kind.TENSOR)
         if short[:1].isupper():  # a class: nn layers are modules, anything else we do not model
             return Value(Kind.MODULE) if self._is_module_class(call.func) else UNKNOWN
         if namespace not in _TENSOR_NAMESPACES or short.startswith("_") or short in _TORCH_NON_TENSOR:
@@ -1128,6 +1162,245 @@ class ModuleAnalysis:
     def _is_dtype(self, expr: cst.BaseExpression) -> bool:
         name = self.qualname(expr)
         return bool(name and name.startswith("torch.") and name.rsplit(".", 1)[-1] in _DTYPES)
+
+    # ---- additions for the SFX1xx rules -----------------------------------------------------
+
+    def _batch_dict_view(self, call: cst.Call) -> Value | None:
+        """``batch.items()`` / ``batch.values()`` of a loader batch: iterating gives (key, batch) /
+        batch. Before this, ``.items()`` of a batch was modelled as a fresh *pageable* tensor, which
+        made a pinned or custom-collate batch look safe to copy non-blocking (bug fix)."""
+        func = call.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in ("items", "values"):
+            return None
+        receiver = self.value(func.value)
+        if receiver.kind is not Kind.BATCH:
+            return None
+        return _Tuple((OTHER, receiver)) if func.attr.value == "items" else receiver
+
+    def reaching_values(self, name: cst.Name) -> list[cst.BaseExpression] | None:
+        """The expressions bound to ``name`` that can reach this use (plain ``n = expr`` /
+        ``n: T = expr`` bindings, loop-carried ones included); None when some binding is anything
+        else (a parameter, a tuple target, ``for``, ``+=``, an import, a global...)."""
+        bindings = self._reaching_bindings(name)
+        if not bindings:
+            return None
+        out: list[cst.BaseExpression] = []
+        for asg in sorted(bindings, key=self._assignment_order):  # source order, not hash order
+            if not isinstance(asg, Assignment) or not isinstance(asg.node, cst.Name):
+                return None
+            parent = self.parent(asg.node)
+            if isinstance(parent, cst.AssignTarget):
+                assign = self.parent(parent)
+                assert isinstance(assign, cst.Assign)
+                out.append(assign.value)
+            elif isinstance(parent, cst.AnnAssign) and parent.value is not None:
+                out.append(parent.value)
+            else:
+                return None
+        return out
+
+    def _reaching_bindings(self, name: cst.Name) -> set:
+        scope = self.scope(name)
+        if scope is None:
+            return set()
+        bindings: set = set()
+        for acc in scope.accesses[name.value]:
+            if acc.node is name:
+                bindings |= set(acc.referents)
+        loops = self.carrying_loops(name)
+        if loops:
+            for asg in scope.assignments[name.value]:
+                if isinstance(asg, Assignment) and any(a is loops[-1] for a in self.ancestors(asg.node)):
+                    bindings.add(asg)
+        return bindings
+
+    def _is_range_counter(self, name: cst.Name) -> bool:
+        """Is every binding reaching ``name`` the plain target of ``for name in range(...)``?"""
+        bindings = self._reaching_bindings(name)
+        for asg in bindings:
+            node = getattr(asg, "node", None)
+            parent = self.parent(node) if isinstance(node, cst.CSTNode) else None
+            if not (
+                isinstance(asg, Assignment)
+                and isinstance(parent, (cst.For, cst.CompFor))
+                and parent.target is node
+                and isinstance(parent.iter, cst.Call)
+                and self.callee(parent.iter) == "builtins.range"
+            ):
+                return False
+        return bool(bindings)
+
+    def carrying_loops(self, name: cst.Name) -> list[cst.For | cst.While]:
+        """The loops around a use of ``name`` (inner first) through which a later binding can
+        reach it: up to, not including, the innermost ``for`` whose target binds ``name`` (that
+        binding is redone at the start of every iteration, so nothing carried past it reaches).
+        Before this, ``for b in loader: b = {k: v.cuda() for k, v in b.items()}`` joined the
+        rebinding into ``b.items()``'s receiver and lost that it is a batch (precision fix)."""
+        loops = self.loops_around(name)
+        for i, loop in enumerate(loops):
+            if isinstance(loop, cst.For) and any(
+                n.value == name.value for n in _target_names(loop.target)
+            ):
+                return loops[:i]
+        return loops
+
+    def python_number_type(self, expr: cst.BaseExpression, _seen=None) -> str | None:
+        """``"bool"``, ``"int"`` or ``"float"`` when ``expr`` is *provably* a Python number of that
+        exact built-in type (a literal, ``-3``, ``float(x)``/``int(x)``/``bool(x)``/``len(x)``,
+        ``not x``, arithmetic and comparisons of such, a name whose every binding is one); else None.
+        Unlike ``value(expr).kind is Kind.NUMBER`` this never answers for what may be a numpy scalar
+        (``arr.sum()``, ``max(arr)``) or for a parameter annotated ``int`` (annotations are not
+        enforced)."""
+        seen = _seen if _seen is not None else set()
+        if isinstance(expr, cst.Integer):
+            return "int"
+        if isinstance(expr, cst.Float):
+            return "float"
+        if isinstance(expr, cst.Name):
+            if expr.value in ("True", "False"):
+                return "bool"
+            if expr in seen:
+                return None
+            seen.add(expr)
+            values = self.reaching_values(expr)
+            if not values:
+                return "int" if self._is_range_counter(expr) else None  # range() yields ints
+            types = {self.python_number_type(v, seen) for v in values}
+            return types.pop() if len(types) == 1 else None
+        if isinstance(expr, cst.UnaryOperation):
+            if isinstance(expr.operator, cst.Not):
+                return "bool"
+            inner = self.python_number_type(expr.expression, seen)
+            if isinstance(expr.operator, (cst.Minus, cst.Plus)) and inner in ("int", "float"):
+                return inner
+            return None
+        if isinstance(expr, cst.Call) and not expr.args[1:] and all(not a.star for a in expr.args):
+            return _PY_NUMBER_BUILTINS.get(self.callee(expr) or "")
+        if isinstance(expr, cst.Comparison):
+            operands = [expr.left, *(c.comparator for c in expr.comparisons)]
+            if all(self.python_number_type(o, seen) for o in operands):
+                return "bool"
+            return None
+        if isinstance(expr, cst.BinaryOperation):
+            left = self.python_number_type(expr.left, seen)
+            right = self.python_number_type(expr.right, seen)
+            if not left or not right or isinstance(expr.operator, (cst.MatrixMultiply, cst.Power)):
+                return None  # int ** -1 is a float, (-8.0) ** 0.5 a complex
+            if isinstance(expr.operator, cst.Divide) or "float" in (left, right):
+                return "float"
+            if isinstance(expr.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)) and left == right == "bool":
+                return "bool"
+            return "int"
+        return None
+
+    def literal_number(self, expr: cst.BaseExpression) -> bool | int | float | None:
+        """The value of a number literal (``3``, ``-2.5``, ``True``), else None."""
+        if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
+            return expr.value == "True"
+        if isinstance(expr, (cst.Integer, cst.Float)):
+            return expr.evaluated_value
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
+            inner = self.literal_number(expr.expression)
+            if isinstance(inner, (int, float)) and not isinstance(inner, bool):
+                return -inner if isinstance(expr.operator, cst.Minus) else inner
+        return None
+
+    def is_integer_tensor(self, expr: cst.BaseExpression, _seen=None) -> bool:
+        """Is ``expr`` provably a tensor of an integer dtype (not bool)? From a ``dtype=`` keyword,
+        ``.long()``/``.int()``, ``torch.arange`` of int literals, int64 factories (``randint``,
+        ``argsort``...), ``torch.tensor`` of a list of int literals, or a name bound only to these."""
+        seen = _seen if _seen is not None else set()
+        if not self.is_tensor(expr):
+            return False
+        dtype = self.value(expr).dtype
+        if dtype is not None:
+            return dtype in _INT_DTYPES
+        if isinstance(expr, cst.Name):
+            if expr in seen:
+                return False
+            seen.add(expr)
+            values = self.reaching_values(expr)
+            return bool(values) and all(self.is_integer_tensor(v, seen) for v in values)
+        if not isinstance(expr, cst.Call):
+            return False
+        if keyword(expr, "dtype") is not None:
+            return False  # a dtype we could not name
+        func = expr.func
+        if isinstance(func, cst.Attribute) and self.is_tensor(func.value):
+            return func.attr.value in ("long", "int", "short") and not expr.args
+        name = self.callee(expr)
+        args = positional(expr)
+        if name in _INT64_FACTORIES:
+            return True
+        if name == "torch.arange":
+            return bool(args) and all(self.python_number_type(a.value) == "int" for a in args)
+        if name in ("torch.tensor", "torch.as_tensor") and args:
+            data = args[0].value
+            return (
+                isinstance(data, (cst.List, cst.Tuple))
+                and bool(data.elements)
+                and all(isinstance(self.literal_number(e.value), int)
+                        and not isinstance(self.literal_number(e.value), bool) for e in data.elements)
+            )
+        return False
+
+    def is_host_data(self, expr: cst.BaseExpression, _seen=None) -> bool:
+        """Is ``expr`` provably host data and never a tensor: a provable Python number, a
+        list/tuple of such (nested), an array or numpy scalar from a numpy constructor
+        (``np.array``, ``np.arange``, ``np.float32(...)``, ``np.random.*``...), a method result,
+        element or arithmetic of such, or a name bound only to these? Stricter than
+        ``value(expr).kind is Kind.NDARRAY``: numpy functions such as ``np.round(t)`` call the
+        tensor's own method and return a tensor."""
+        seen = _seen if _seen is not None else set()
+        if self.python_number_type(expr) is not None or self.literal_number(expr) is not None:
+            return True
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            return all(
+                not isinstance(el, cst.StarredElement) and self.is_host_data(el.value, seen)
+                for el in expr.elements
+            )
+        if isinstance(expr, cst.Name):
+            if expr in seen:
+                return False
+            seen.add(expr)
+            values = self.reaching_values(expr)
+            return bool(values) and all(self.is_host_data(v, seen) for v in values)
+        if isinstance(expr, cst.Subscript):
+            return self.is_host_data(expr.value, seen)
+        if isinstance(expr, cst.BinaryOperation):
+            return self.is_host_data(expr.left, seen) and self.is_host_data(expr.right, seen)
+        if isinstance(expr, cst.Call):
+            name = self.callee(expr) if dotted_name(expr.func) is not None else None
+            if name is not None and name.startswith("numpy."):
+                short = name[len("numpy.") :]
+                return short in _NUMPY_CONSTRUCTORS or short.startswith("random.")
+            func = expr.func
+            if isinstance(func, cst.Attribute) and not isinstance(func.value, (cst.List, cst.Tuple)):
+                # a method of an ndarray gives arrays, numpy scalars or Python objects
+                return self._is_ndarray_source(func.value, seen)
+        return False
+
+    def _is_ndarray_source(self, expr: cst.BaseExpression, seen: set) -> bool:
+        """Host data that is an ndarray (not a Python number or list, whose methods differ)."""
+        return (
+            self.python_number_type(expr) is None
+            and not isinstance(expr, (cst.List, cst.Tuple))
+            and self.is_host_data(expr, seen)
+        )
+
+    def is_clock_read(self, node: cst.CSTNode) -> bool:
+        """Does ``node`` (a statement or expression) read a wall clock (``time.perf_counter()``...)?"""
+        found = False
+        analysis = self
+
+        class V(cst.CSTVisitor):
+            def visit_Call(self, call: cst.Call) -> None:
+                nonlocal found
+                if analysis.qualnames(call.func) & _CLOCKS:
+                    found = True
+
+        node.visit(V())
+        return found
 
 
 class _Tuple(Value):

@@ -4,6 +4,8 @@
 - ``NAME.out.py``: what ``syncfix apply --select CODE`` (safe fixes) must produce; when it is
   missing, the input must come out untouched (a must-not-touch case).
 - ``NAME.unsafe.py``: optional, what ``--unsafe-fixes`` must produce.
+- A line of ``NAME.in.py`` ending ``# expect: CODE`` must get that finding; when a file has such
+  markers, no unmarked line may get one (``test_marked_fixture_lines_are_exactly_the_findings``).
 """
 
 from __future__ import annotations

@@ -73,7 +73,8 @@ def test_every_fixture_folder_has_both_sides():
         by_code.setdefault(c.code, []).append(c)
     for code, group in by_code.items():
         assert code in RULES, f"fixtures for unknown rule {code}"
-        assert any(c.expected != c.source for c in group), f"{code}: no case that is rewritten"
+        if RULES[code].FIX != "never":  # a report-only rule has nothing to rewrite
+            assert any(c.expected != c.source for c in group), f"{code}: no case that is rewritten"
         assert any(c.expected == c.source for c in group), f"{code}: no must-not-touch case"
 
 
@@ -82,3 +83,18 @@ def test_every_fixable_rule_has_fixtures():
     for code, rule in RULES.items():
         if rule.FIX != "never":
             assert code in codes, f"{code} has a fix but no fixture pair"
+
+
+MARKED = [c for c in CASES if "# expect: " in c.source]
+
+
+@pytest.mark.parametrize("case", MARKED, ids=[c.id for c in MARKED])
+def test_marked_fixture_lines_are_exactly_the_findings(case):
+    """In a fixture, a line ending ``# expect: CODE`` must get that finding; no other line may."""
+    expected = {
+        (i, line.rsplit("# expect: ", 1)[1].strip())
+        for i, line in enumerate(case.source.splitlines(), start=1)
+        if "# expect: " in line
+    }
+    found = {(f.line, f.code) for f in check_code(case.source, select=[case.code])}
+    assert found == expected

@@ -1,0 +1,241 @@
+"""SFX104: a CUDA tensor indexed with a Python list or a CPU integer tensor (a blocking copy)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from syncfix.analysis import Device, Memory, positional
+from syncfix.rules import Fix, Invalid, Rule
+
+from ._libcst import codemod_for
+
+# torch factories whose integer result is always 1-d (so it indexes like a list, never like an int)
+_ONE_DIM = {"torch.arange", "torch.randperm"}
+
+
+class CpuIndexOnDevice(Rule):
+    """
+    ## What it finds
+    In a loop or a training step, a CUDA tensor indexed with a Python list of ints
+    (`x[[1, 2, 3]]`, `x[:, [0, 2]]`, `x[[i, i + 1]]` with `i` provably a Python int) or with a CPU integer index tensor (`x[idx_cpu]`), read or
+    assigned.
+
+    ## Why it costs
+    PyTorch moves the index to the GPU with a blocking `.to(device)` before indexing: the CPU waits
+    for all queued GPU work, on every iteration (sync-semantics §1.2: 1 sync; `x[idx_cpu] = 0.0`
+    costs 2). A CPU *bool* mask no longer syncs (2.11, pytorch#156384) and is not flagged; neither
+    is a CUDA index.
+
+    ## Example
+    ```python
+    for step in range(n):
+        y = x[[0, 2, 5]]
+    ```
+
+    ## Use instead
+    ```python
+    for step in range(n):
+        y = x[torch.tensor([0, 2, 5], pin_memory=True).to(x.device, non_blocking=True)]
+    ```
+    (or build the index on the device once, before the loop).
+
+    ## Fix safety
+    The fix builds the same int64 index in pinned memory and copies it without waiting. It is
+    **unsafe** for a list of Python ints that are not literals (`x[[i, i + 1]]`): for an int
+    outside int64 the error raised by the indexing path and by `torch.tensor` was not checked to
+    be the same. It is **safe** when:
+    - the list holds only int literals (not bools, which would make a mask; not empty, which would
+      make a float index), or the index is a CPU int64 tensor that is provably 1-d
+      (`torch.arange`, `torch.randperm`, `torch.tensor([ints])`) in pageable memory: a 0-d index
+      tensor selects like an int and returns a view (and a CUDA one would sync anyway), and
+      `.pin_memory()` of an already pinned index returns the index itself, which a later write
+      could change before the copy runs;
+    - the indexed tensor is provably on CUDA (pinning needs CUDA) and is a plain name or attribute
+      (it is named again for its `.device`);
+    - the file uses no CUDA streams, and `torch` is imported as `torch`.
+    The pinned temporary (or the `.pin_memory()` copy of a CPU index) is referenced by nothing
+    else, so nothing can write it before the copy runs (§3a). Out-of-range indices fail the same
+    way (in the indexing kernel). Other CPU index tensors (dtype or rank unknown) get a finding
+    without a fix.
+    """
+
+    CODE = "SFX104"
+    NAME = "cpu-index-on-device"
+    MESSAGE = "CUDA tensor indexed with a host index: the index is copied with a blocking copy"
+    FIX = "sometimes"
+    TRIGGERS = ("[",)
+    VALID = [
+        # a CUDA index
+        "import torch\nx = torch.ones(4, device='cuda')\ni = torch.arange(2, device='cuda')\n"
+        "for _ in range(3):\n    y = x[i]\n",
+        # a CPU tensor indexed with a list: no copy
+        "import torch\nx = torch.ones(4)\nfor _ in range(3):\n    y = x[[0, 1]]\n",
+        # a list of bools is a mask, and ints/slices are not host index tensors
+        "import torch\nx = torch.ones(2, device='cuda')\nfor _ in range(3):\n"
+        "    y = x[[True, False]], x[0], x[1:]\n",
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nx = torch.ones(4, device='cuda')\nfor _ in range(3):\n    y = x[[0, 2]]\n",
+            "import torch\nx = torch.ones(4, device='cuda')\nfor _ in range(3):\n"
+            "    y = x[torch.tensor([0, 2], pin_memory=True).to(x.device, non_blocking=True)]\n",
+        ),
+        Invalid(
+            "import torch\nx = torch.ones(4, 4, device='cuda')\nidx = torch.arange(2)\n"
+            "for _ in range(3):\n    x[:, idx] = 0.0\n",
+            "import torch\nx = torch.ones(4, 4, device='cuda')\nidx = torch.arange(2)\n"
+            "for _ in range(3):\n    x[:, idx.pin_memory().to(x.device, non_blocking=True)] = 0.0\n",
+        ),
+        # an integer CPU index of unknown rank (maybe 0-d): no fix
+        Invalid(
+            "import torch\nx = torch.ones(4, device='cuda')\ni = torch.randint(0, 4, ())\n"
+            "for _ in range(3):\n    y = x[i]\n",
+            None,
+        ),
+    ]
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        a = self.analysis
+        if not a.is_hot(node) or not a.is_cuda_tensor(node.value):
+            return
+        changes: dict[cst.CSTNode, cst.CSTNode] = {}
+        found = fixable = maybe = unsafe = 0
+        for element in node.slice:
+            index = element.slice
+            if not isinstance(index, cst.Index):
+                continue
+            kind = self._host_index(index.value)
+            if kind is None:
+                continue
+            found += 1
+            maybe += kind == "maybe"
+            unsafe += kind == "int-list"
+            new = self._on_device(index.value, node.value, kind)
+            if new is not None:
+                fixable += 1
+                changes[index.value] = new
+        if not found:
+            return
+        fix = self._fix(node, changes, unsafe=unsafe > 0) if fixable == found else None
+        message = self.MESSAGE
+        if maybe:
+            message += " (if the CPU index is an integer tensor of 1 or more dims; a bool mask does not sync)"
+        self.report(node, message, fix=fix)
+
+    def _host_index(self, expr: cst.BaseExpression) -> str | None:
+        """"list" (a list of int literals), "tensor" (a provably 1-d CPU int tensor), "maybe"
+        (a CPU tensor that may be an integer index), or None (not a host index that syncs)."""
+        a = self.analysis
+        if isinstance(expr, cst.List):
+            if not expr.elements or any(isinstance(e, cst.StarredElement) for e in expr.elements):
+                return None
+            values = [a.literal_number(e.value) for e in expr.elements]
+            if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+                return "list"
+            if all(a.python_number_type(e.value) == "int" for e in expr.elements):
+                return "int-list"  # Python ints of unknown size
+            return None  # may hold tensors (then it indexes like a tuple) or bools (a mask)
+        value = a.value(expr)
+        if not value.is_tensor or value.device is not Device.CPU:
+            return None
+        if value.dtype == "torch.bool":
+            return None  # a CPU bool mask does not sync in 2.11
+        # .pin_memory() returns an already pinned tensor itself, which later writes could reach
+        # before the copy runs: only a pageable index is copied into a fresh pinned one.
+        if a.is_integer_tensor(expr) and self._one_dim(expr) and value.memory is Memory.PAGEABLE:
+            return "tensor"
+        return "maybe"
+
+    def _one_dim(self, expr: cst.BaseExpression) -> bool:
+        a = self.analysis
+        values = a.reaching_values(expr) if isinstance(expr, cst.Name) else [expr]
+        if not values:
+            return False
+        for v in values:
+            if not isinstance(v, cst.Call):
+                return False
+            name = a.callee(v)
+            args = positional(v)
+            if name in _ONE_DIM:
+                continue
+            if name == "torch.tensor" and args and isinstance(args[0].value, cst.List):
+                if all(not isinstance(e.value, (cst.List, cst.Tuple)) for e in args[0].value.elements):
+                    continue
+            return False
+        return True
+
+    def _on_device(
+        self, index: cst.BaseExpression, tensor: cst.BaseExpression, kind: str
+    ) -> cst.BaseExpression | None:
+        if kind == "maybe" or not _is_plain(tensor):
+            return None
+        device = cst.Attribute(tensor, cst.Name("device"))
+        if kind in ("list", "int-list"):
+            pinned: cst.BaseExpression = cst.Call(
+                cst.Attribute(cst.Name("torch"), cst.Name("tensor")),
+                [cst.Arg(index, comma=_comma()), _kwarg("pin_memory", cst.Name("True"))],
+            )
+        else:
+            pinned = cst.Call(cst.Attribute(index, cst.Name("pin_memory")))
+        return cst.Call(
+            cst.Attribute(pinned, cst.Name("to")),
+            [cst.Arg(device, comma=_comma()), _kwarg("non_blocking", cst.Name("True"))],
+        )
+
+    def _fix(self, node: cst.Subscript, changes: dict, *, unsafe: bool) -> Fix | None:
+        a = self.analysis
+        if a.uses_streams or not _torch_is_imported(a, node):
+            return None
+        new = node.with_changes(
+            slice=[
+                el.with_changes(slice=el.slice.with_changes(value=changes[el.slice.value]))
+                if isinstance(el.slice, cst.Index) and el.slice.value in changes
+                else el
+                for el in node.slice
+            ]
+        )
+        what = "Copy the index in pinned memory with non_blocking=True"
+        if unsafe:
+            return self.unsafe_fix(
+                {node: new},
+                what + " (unsafe: for an int outside int64 the error raised may differ)",
+            )
+        return self.safe_fix({node: new}, what)
+
+
+def _is_plain(expr: cst.BaseExpression) -> bool:
+    while isinstance(expr, cst.Attribute):
+        expr = expr.value
+    return isinstance(expr, cst.Name)
+
+
+def _torch_is_imported(a, node: cst.CSTNode) -> bool:
+    """Does the name ``torch`` at ``node`` mean the torch module (``import torch``)?"""
+    scope = a.scope(node)
+    if scope is None or "torch" not in scope:
+        return False
+    for asg in scope["torch"]:
+        imp = getattr(asg, "node", None)
+        if not isinstance(imp, cst.Import):
+            return False
+        if not any(
+            alias.asname is None and isinstance(alias.name, cst.Name) and alias.name.value == "torch"
+            for alias in imp.names
+        ):
+            return False
+    return True
+
+
+def _comma() -> cst.Comma:
+    return cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+
+
+def _kwarg(name: str, value: cst.BaseExpression) -> cst.Arg:
+    return cst.Arg(
+        value=value,
+        keyword=cst.Name(name),
+        equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+    )
+
+
+Codemod = codemod_for(CpuIndexOnDevice)

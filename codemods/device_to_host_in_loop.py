@@ -1,0 +1,137 @@
+"""SFX105: a blocking device-to-host read (``.cpu()``, ``.tolist()``, ``.to("cpu")``) in a loop."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from syncfix.analysis import Device, keyword
+from syncfix.rules import Invalid, Rule
+
+from ._libcst import codemod_for
+
+# Calls that only collect a value for later (the loop does not look at it now).
+_COLLECTORS = {"append", "extend", "put", "put_nowait"}
+# Applied to the copy without reading its bytes (``.numpy()``/``.tolist()``/``.float()`` read them).
+_NO_READ = {"detach"}
+
+
+class DeviceToHostInLoop(Rule):
+    """
+    ## What it finds
+    In a loop, a copy of a CUDA tensor to the host that blocks: `x.cpu()`, `x.to("cpu")`,
+    `x.tolist()` (and so `x.cpu().numpy()`, `x.detach().cpu().tolist()`). The tensor must be
+    provably on CUDA, or provably CUDA-or-CPU. `x.numpy()` on a CUDA tensor raises, so it is
+    reported through the `.cpu()` before it.
+
+    ## Why it costs
+    A device-to-host copy with `non_blocking=False` runs `cudaMemcpyAsync` and then
+    `cudaStreamSynchronize`: the CPU waits for *every* kernel queued on the stream, not only the
+    one that produced `x` (sync-semantics §0, §1.1: 1 sync per call; `tolist()` is 1 sync for any
+    size). In a loop, the GPU drains and idles once per iteration.
+
+    ## Example
+    ```python
+    preds = []
+    for x in batches:
+        preds.append(model(x).argmax(1).cpu())
+    ```
+
+    ## Use instead
+    ```python
+    preds, done = [], torch.cuda.Event()
+    for x in batches:
+        preds.append(model(x).argmax(1).to("cpu", non_blocking=True))
+    done.record()
+    done.synchronize()  # once, before any of preds is read
+    ```
+    or keep the results on the GPU and move them once after the loop (`torch.cat(...).cpu()`).
+
+    ## Fix safety
+    No fix: the CPU reads the value, so the copy has to finish first. The message says when the
+    value is only *collected* in the loop (appended, stored into a container): then
+    `.to("cpu", non_blocking=True)` plus an event recorded after the copies and waited on before
+    the first read removes the per-iteration wait. Reading a non-blocking device-to-host result
+    before that wait gives wrong data (measured, §1.1), which is why syncfix never rewrites it.
+    """
+
+    CODE = "SFX105"
+    NAME = "device-to-host-in-loop"
+    MESSAGE = "Blocking device-to-host copy in a loop: the CPU waits for all queued GPU work"
+    FIX = "never"
+    TRIGGERS = (".cpu(", ".tolist(", ".to(")
+    VALID = [
+        # not in a loop
+        "import torch\nx = torch.ones(3, device='cuda')\ny = x.cpu()\n",
+        # already on the CPU
+        "import torch\nx = torch.ones(3)\nfor _ in range(3):\n    y = x.cpu().tolist()\n",
+        # non-blocking (the reader must wait on an event; not this rule's business)
+        "import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n"
+        "    y = x.to('cpu', non_blocking=True)\n",
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n"
+            "    print(x.cpu().numpy())\n"
+        ),
+        Invalid(
+            "import torch\nx = torch.ones(3, device='cuda')\nout = []\nfor _ in range(3):\n"
+            "    out.append(x.tolist())\n"
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in ("cpu", "to", "tolist"):
+            return
+        a = self.analysis
+        if a.enclosing_loop(node) is None:
+            return
+        receiver = a.value(func.value)
+        if not receiver.is_tensor or receiver.device not in (Device.CUDA, Device.CUDA_OR_CPU):
+            return
+        method = func.attr.value
+        if method == "to":
+            nb = keyword(node, "non_blocking")
+            if a.to_target(node) is not Device.CPU or (
+                nb is not None and not (isinstance(nb.value, cst.Name) and nb.value.value == "False")
+            ):
+                return
+        where = "" if receiver.device is Device.CUDA else " (when the tensor is on CUDA)"
+        if self._collected(node):
+            hint = (
+                "; the value is only collected here: `.to(\"cpu\", non_blocking=True)`, an event "
+                "recorded after the loop's copies and `event.synchronize()` before the first read "
+                "would remove the per-iteration wait"
+            )
+        else:
+            hint = (
+                "; the CPU reads the value here, so it must wait (if the value is only needed "
+                "later, collect the tensor and convert it after one event wait)"
+            )
+        self.report(node, self.MESSAGE + where + hint)
+
+    def _collected(self, node: cst.Call) -> bool:
+        """Is the copied value only stored away (appended, put in a container) at this point?"""
+        a = self.analysis
+        cur: cst.CSTNode = node
+        parent = a.parent(cur)
+        while (  # ``x.cpu().detach()`` is still just the copy
+            isinstance(parent, cst.Attribute)
+            and parent.attr.value in _NO_READ
+            and isinstance(a.parent(parent), cst.Call)
+        ):
+            cur = a.parent(parent)
+            parent = a.parent(cur)
+        if isinstance(parent, cst.Arg):
+            call = a.parent(parent)
+            return (
+                isinstance(call, cst.Call)
+                and isinstance(call.func, cst.Attribute)
+                and call.func.attr.value in _COLLECTORS
+            )
+        if isinstance(parent, cst.Assign):
+            return all(isinstance(t.target, cst.Subscript) for t in parent.targets)
+        return False
+
+
+Codemod = codemod_for(DeviceToHostInLoop)

@@ -1,0 +1,280 @@
+"""SFX103: a ``DataLoader`` whose batches go to the GPU, without ``pin_memory=True``."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from syncfix.analysis import Device, Kind, keyword, positional, root_name
+from syncfix.rules import Fix, Invalid, Rule
+
+from ._libcst import codemod_for
+from .blocking_host_to_device import BlockingHostToDevice
+
+_DATALOADER = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
+_WRAPPERS = {"builtins.enumerate", "builtins.zip", "builtins.iter", "tqdm.tqdm", "tqdm.auto.tqdm",
+             "tqdm.notebook.tqdm"}
+_PIN_POSITION = 7  # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers,
+#                                collate_fn, pin_memory, ...)
+
+
+class PinLoaderMemory(Rule):
+    """
+    ## What it finds
+    A `torch.utils.data.DataLoader(...)` created without `pin_memory` whose batches are copied to
+    a CUDA device in a loop over it (`x.cuda()`, `x.to("cuda")`, `{k: v.cuda() for k, v in
+    batch.items()}`).
+
+    ## Why it costs
+    A copy from pageable memory cannot be a true DMA: the driver stages it through a pinned bounce
+    buffer. Blocking copies wait for all queued GPU work either way, but `non_blocking=True` only
+    helps from pinned memory: a large pageable "non-blocking" copy still waited for the queued
+    kernel (64 MiB: 109 ms vs 0.05 ms pinned, sync-semantics §1.3), and that wait is invisible to
+    `set_sync_debug_mode`. With `pin_memory=True` the loader's pin thread pins each batch ahead of
+    use, so SFX101's `non_blocking=True` copies become truly asynchronous.
+
+    ## Example
+    ```python
+    loader = DataLoader(ds, batch_size=256, num_workers=4)
+    for x, y in loader:
+        x, y = x.to("cuda", non_blocking=True), y.to("cuda", non_blocking=True)
+    ```
+
+    ## Use instead
+    ```python
+    loader = DataLoader(ds, batch_size=256, num_workers=4, pin_memory=True)
+    for x, y in loader:
+        x, y = x.to("cuda", non_blocking=True), y.to("cuda", non_blocking=True)
+    ```
+
+    ## Fix safety
+    The batches hold the same values, dtypes, shapes and (with the default `collate_fn`) the same
+    container types; only their host memory becomes page-locked. The fix is **safe** when:
+    - the batches go to a device that is provably CUDA (with a `cuda`-or-`cpu` device, a machine
+      without CUDA would now warn "pin_memory ... no accelerator is found": **unsafe**);
+    - there is no `collate_fn` (pinning rebuilds custom `Mapping`/`Sequence` batch types through
+      their constructor and falls back to `dict`/`list` when it fails: **unsafe**);
+    - no existing `non_blocking=True` copy of a batch in the loop is followed by a write to that
+      batch (from pageable memory the driver staged the bytes at call time; from pinned memory the
+      copy would read the new bytes, §3a). Such a loop gets a finding and no fix.
+    `pin_memory` passed positionally or through `**kwargs` is left alone.
+
+    **Host memory cost:** every batch in flight (`num_workers * prefetch_factor`, 2 per worker by
+    default, plus the one being used) is copied once more into page-locked memory by the pin
+    thread. Page-locked memory cannot be swapped; pinning gigabytes can starve the rest of the
+    system, so keep batches and prefetching moderate.
+    """
+
+    CODE = "SFX103"
+    NAME = "pin-loader-memory"
+    MESSAGE = "DataLoader batches are copied to the GPU from pageable memory: set pin_memory=True"
+    FIX = "sometimes"
+    TRIGGERS = ("DataLoader",)
+    VALID = [
+        # already pinned (or explicitly not)
+        "import torch\nfrom torch.utils.data import DataLoader\ndef f(ds):\n"
+        "    for x in DataLoader(ds, pin_memory=False):\n        x.cuda()\n",
+        # batches stay on the CPU
+        "from torch.utils.data import DataLoader\ndef f(ds):\n"
+        "    for x in DataLoader(ds):\n        print(x.sum())\n",
+    ]
+    INVALID = [
+        Invalid(
+            "from torch.utils.data import DataLoader\ndef f(ds):\n"
+            "    for x, y in DataLoader(ds, batch_size=8):\n        x = x.cuda()\n",
+            "from torch.utils.data import DataLoader\ndef f(ds):\n"
+            "    for x, y in DataLoader(ds, batch_size=8, pin_memory=True):\n        x = x.cuda()\n",
+        ),
+        # a custom collate_fn: unsafe
+        Invalid(
+            "from torch.utils.data import DataLoader\ndef f(ds, c):\n"
+            "    for b in DataLoader(ds, collate_fn=c):\n        b.cuda()\n",
+            "from torch.utils.data import DataLoader\ndef f(ds, c):\n"
+            "    for b in DataLoader(ds, collate_fn=c, pin_memory=True):\n        b.cuda()\n",
+            unsafe=True,
+        ),
+        # a non-blocking copy whose source is written afterwards: pinning would race
+        Invalid(
+            "from torch.utils.data import DataLoader\ndef f(ds):\n"
+            "    for x in DataLoader(ds):\n        y = x.to('cuda', non_blocking=True)\n"
+            "        x.mul_(2)\n",
+            None,
+        ),
+    ]
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._loops: dict[cst.Call, list[cst.For]] = {}
+
+    def visit_For(self, node: cst.For) -> None:
+        for loader in self._loaders(node.iter):
+            if self._unpinned(loader):
+                self._loops.setdefault(loader, []).append(node)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        # Decided per loader over *every* loop over it: pinning changes all of its batches.
+        for loader, loops in self._loops.items():
+            copies = [c for loop in loops for c in self._copies_of_batches(loop)]
+            if copies:
+                fix = self._fix(loader, loops, copies)
+                message = self.MESSAGE
+                if fix is None:
+                    message += (
+                        " (no fix: a non-blocking copy in its loops is followed by a write to its "
+                        "source, or CUDA streams are used; pinned memory would be read late)"
+                    )
+                self.report(loader, message, fix=fix)
+
+    def _fix(
+        self, loader: cst.Call, loops: list[cst.For], copies: list[tuple[cst.Call, Device]]
+    ) -> Fix | None:
+        a = self.analysis
+        # An existing non-blocking copy stays correct only if nothing writes its source later.
+        sfx101 = BlockingHostToDevice(a)  # its write-after-copy check, not its findings
+        nb_copies = [c for loop in loops for c in _non_blocking_copies(loop)]
+        if a.uses_streams or any(sfx101._source_may_change(c) for c in nb_copies):
+            return None
+        new = _append_kwarg(loader, "pin_memory", cst.Name("True"))
+        escapes = self._escapes(loader, loops)
+        unsafe = (
+            escapes
+            or keyword(loader, "collate_fn") is not None
+            or any(d is not Device.CUDA for _, d in copies)
+        )
+        if unsafe:
+            return self.unsafe_fix(
+                {loader: new},
+                "Set pin_memory=True (unsafe: the loader is used outside the loops syncfix "
+                "checked, a custom collate_fn's batch type may not survive pinning, or the "
+                "device may be the CPU)",
+            )
+        return self.safe_fix({loader: new}, "Set pin_memory=True")
+
+    def _escapes(self, loader: cst.Call, loops: list[cst.For]) -> bool:
+        """Is the loader (through its name) used anywhere but as the iterable of ``loops``?"""
+        a = self.analysis
+        parent = a.parent(loader)
+        if any(loader is loop.iter or _within(a, loader, loop.iter) for loop in loops):
+            return False  # ``for x in DataLoader(...)``: nothing else can see it
+        if not isinstance(parent, cst.Assign) or len(parent.targets) != 1:
+            return True
+        target = parent.targets[0].target
+        if not isinstance(target, cst.Name):
+            return True
+        scope = a.scope(target)
+        if scope is None:
+            return True
+        for asg in scope.assignments[target.value]:
+            for access in asg.references:
+                if any(_within(a, access.node, loop.iter) for loop in loops):
+                    continue
+                arg = a.parent(access.node)
+                call = a.parent(arg) if isinstance(arg, cst.Arg) else None
+                if isinstance(call, cst.Call) and a.callee(call) == "builtins.len":
+                    continue  # len(loader) reads no batch
+                return True
+        return False
+
+    def _loaders(self, expr: cst.BaseExpression) -> list[cst.Call]:
+        """The DataLoader(...) calls a ``for`` iterates over (through enumerate/zip/tqdm/iter)."""
+        a = self.analysis
+        if isinstance(expr, cst.Name):
+            values = a.reaching_values(expr)
+            if values is None or len(values) != 1:
+                return []
+            expr = values[0]
+        if not isinstance(expr, cst.Call):
+            return []
+        name = a.callee(expr)
+        if name in _DATALOADER:
+            return [expr]
+        if name in _WRAPPERS:
+            return [call for arg in positional(expr) for call in self._loaders(arg.value)]
+        return []
+
+    def _unpinned(self, loader: cst.Call) -> bool:
+        return (
+            keyword(loader, "pin_memory") is None
+            and not any(arg.star for arg in loader.args)
+            and len(positional(loader)) <= _PIN_POSITION
+        )
+
+    def _copies_of_batches(self, loop: cst.For) -> list[tuple[cst.Call, Device]]:
+        """Host-to-CUDA copies of this loop's batches, with the device each targets."""
+        a = self.analysis
+        targets = {n.value for n in _names(loop.target)}
+        found: list[tuple[cst.Call, Device]] = []
+
+        class V(cst.CSTVisitor):
+            def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+                return False
+
+            def visit_Call(self, call: cst.Call) -> None:
+                func = call.func
+                if not isinstance(func, cst.Attribute) or func.attr.value not in ("cuda", "to"):
+                    return
+                receiver = func.value
+                value = a.value(receiver)
+                if value.kind is not Kind.BATCH and root_name(receiver) not in targets:
+                    return
+                device = Device.CUDA if func.attr.value == "cuda" else a.to_target(call)
+                if device in (Device.CUDA, Device.CUDA_OR_CPU):
+                    found.append((call, device))
+
+        loop.body.visit(V())
+        return found
+
+
+def _names(target: cst.BaseExpression):
+    if isinstance(target, cst.Name):
+        yield target
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for el in target.elements:
+            yield from _names(el.value)
+
+
+def _within(a, node: cst.CSTNode, container: cst.CSTNode) -> bool:
+    return node is container or any(anc is container for anc in a.ancestors(node))
+
+
+def _non_blocking_copies(loop: cst.For) -> list[cst.Call]:
+    """Every ``.to(..., non_blocking=True)`` / ``.cuda(non_blocking=True)`` in the loop body."""
+    found: list[cst.Call] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda") and _non_blocking(call):
+                found.append(call)
+
+    loop.body.visit(V())
+    return found
+
+
+def _non_blocking(call: cst.Call) -> bool:
+    arg = keyword(call, "non_blocking")
+    return arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value == "False")
+
+
+def _append_kwarg(node: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
+    """``f(a, b)`` → ``f(a, b, name=value)``, keeping a trailing comma and multi-line layout."""
+    new_arg = cst.Arg(
+        value=value,
+        keyword=cst.Name(name),
+        equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+    )
+    args = list(node.args)
+    if not args:
+        return node.with_changes(args=[new_arg])
+    last = args[-1]
+    if isinstance(last.comma, cst.MaybeSentinel):
+        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        args.append(new_arg)
+    else:
+        indent = node.whitespace_before_args
+        if not isinstance(indent, cst.ParenthesizedWhitespace):
+            indent = last.comma.whitespace_after
+        args.append(new_arg.with_changes(comma=last.comma))
+        args[-2] = last.with_changes(comma=last.comma.with_changes(whitespace_after=indent))
+    return node.with_changes(args=args)
+
+
+Codemod = codemod_for(PinLoaderMemory)

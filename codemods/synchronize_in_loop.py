@@ -1,0 +1,143 @@
+"""SFX106: ``torch.cuda.synchronize()`` / ``Stream.synchronize()`` / ``Event.synchronize()`` in a loop."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from syncfix.rules import Invalid, Rule
+
+from ._libcst import codemod_for
+
+_DEVICE_SYNC = {"torch.cuda.synchronize", "torch.accelerator.synchronize"}
+_STREAMS = {"torch.cuda.Stream", "torch.cuda.current_stream", "torch.cuda.default_stream",
+            "torch.cuda.streams.Stream", "torch.Stream"}
+_EVENTS = {"torch.cuda.Event", "torch.cuda.streams.Event", "torch.Event"}
+
+
+class SynchronizeInLoop(Rule):
+    """
+    ## What it finds
+    An explicit synchronization inside a loop: `torch.cuda.synchronize()`,
+    `stream.synchronize()` (a `torch.cuda.Stream`, `current_stream()`...) and
+    `event.synchronize()` (a `torch.cuda.Event`). When a clock is read right after it
+    (`time.time()`, `time.perf_counter()`, `timeit.default_timer()`... in the same or the next
+    statement) or the event's `elapsed_time` is read, the finding says it is timing code.
+
+    ## Why it costs
+    `torch.cuda.synchronize()` waits for all work on the whole device (every stream);
+    `Stream.synchronize()` for all work on that stream; `Event.synchronize()` up to the recorded
+    point. Each one empties the GPU's queue: the CPU cannot run ahead and queue the next
+    iteration while the GPU works, so the GPU idles for the CPU's launch time every iteration.
+    `set_sync_debug_mode` does not see `torch.cuda.synchronize()` or `Event.synchronize()`
+    (sync-semantics §1.4, §2a).
+
+    ## Example
+    ```python
+    for batch in loader:
+        loss = step(batch)
+        torch.cuda.synchronize()
+    ```
+
+    ## Use instead
+    ```python
+    for batch in loader:
+        loss = step(batch)
+    torch.cuda.synchronize()  # once, if anything on the host needs the results
+    ```
+    To time iterations without stalling each one, record `torch.cuda.Event(enable_timing=True)`
+    pairs in the loop and read `elapsed_time` once after it.
+
+    ## Fix safety
+    No fix: a synchronization is sometimes needed (host code reads memory a kernel wrote through a
+    raw pointer, another library shares the buffers, wall-clock timing). syncfix cannot prove it
+    is not, so it only reports. Timing code is reported as such, not as a bug: the wait is the
+    point of it, and the cost is that the measured loop runs slower than the untimed one.
+    """
+
+    CODE = "SFX106"
+    NAME = "synchronize-in-loop"
+    MESSAGE = "Explicit synchronize in a loop: the CPU waits for the GPU every iteration"
+    FIX = "never"
+    TRIGGERS = ("synchronize(",)
+    VALID = [
+        # once, after the loop
+        "import torch\nfor _ in range(3):\n    pass\ntorch.cuda.synchronize()\n",
+        # not torch
+        "import threading\nfor _ in range(3):\n    threading.Barrier(1).synchronize()\n",
+        # a non-blocking poll
+        "import torch\ne = torch.cuda.Event()\nwhile not e.query():\n    pass\n",
+    ]
+    INVALID = [
+        Invalid("import torch\nfor _ in range(3):\n    torch.cuda.synchronize()\n"),
+        Invalid("import torch\ns = torch.cuda.Stream()\nwhile True:\n    s.synchronize()\n"),
+        Invalid(
+            "import time\nimport torch\nfor _ in range(3):\n    torch.cuda.synchronize()\n"
+            "    t0 = time.perf_counter()\n"
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        a = self.analysis
+        if a.enclosing_loop(node) is None:
+            return
+        what = self._what(node)
+        if what is None:
+            return
+        if self._is_timing(node, what):
+            message = (
+                f"{what} before a clock read in a loop: timing code. It stalls every iteration, "
+                "so the timed loop runs slower than the real one; CUDA events "
+                "(`Event(enable_timing=True)`, read after the loop) time the GPU without that"
+            )
+        else:
+            message = f"{what} in a loop: the CPU waits for the GPU every iteration"
+        self.report(node, message)
+
+    def _what(self, node: cst.Call) -> str | None:
+        a = self.analysis
+        if a.qualnames(node.func) & _DEVICE_SYNC:
+            return "torch.cuda.synchronize()"
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value != "synchronize" or node.args:
+            return None
+        receiver = func.value
+        makers = [receiver]
+        if isinstance(receiver, cst.Name):
+            makers = a.reaching_values(receiver) or []
+        kinds = set()
+        for maker in makers:
+            if not isinstance(maker, cst.Call):
+                return None
+            names = a.qualnames(maker.func)
+            kinds.add("Stream" if names & _STREAMS else "Event" if names & _EVENTS else None)
+        if len(kinds) != 1 or None in kinds:
+            return None
+        return f"{kinds.pop()}.synchronize()"
+
+    def _is_timing(self, node: cst.Call, what: str) -> bool:
+        """Is the first thing done after this sync a clock read (or an event's elapsed_time)?"""
+        a = self.analysis
+        small = next((n for n in a.ancestors(node) if isinstance(n, cst.BaseSmallStatement)), None)
+        line = a.statement_of(node)
+        if small is None or not isinstance(line, cst.SimpleStatementLine):
+            return False
+        body = list(line.body)
+        following = body[body.index(small) + 1 :][:1]
+        if not following:  # the first statement of the next line
+            block = a.block_of(line)
+            stmts = list(block[1]) if block is not None else []
+            i = next((i for i, s in enumerate(stmts) if s is line), len(stmts))
+            after = stmts[i + 1 : i + 2]
+            if after and isinstance(after[0], cst.SimpleStatementLine):
+                following = list(after[0].body)[:1]
+        targets: list[cst.CSTNode] = [small, *following]
+        if any(a.is_clock_read(t) for t in targets):
+            return True
+        return what.startswith("Event") and any("elapsed_time" in _code(t) for t in targets)
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node)
+
+
+Codemod = codemod_for(SynchronizeInLoop)

@@ -1,0 +1,246 @@
+"""SFX102: ``torch.tensor(data, device=cuda)`` builds on the host and copies with a blocking copy."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import libcst as cst
+
+from syncfix.analysis import Device, keyword, positional
+from syncfix.rules import Fix, Invalid, Rule
+
+from ._libcst import codemod_for
+
+_FLOAT_DTYPES = {"float32", "float", "float64", "double", "float16", "half", "bfloat16",
+                 "complex64", "complex128", "cfloat", "cdouble"}
+_INT_RANGES = {"int64": 63, "long": 63, "int32": 31, "int": 31, "int16": 15, "short": 15,
+               "int8": 7}
+_SCALAR_KEYWORDS = {"device", "dtype", "requires_grad"}
+
+
+class TensorCreationOnDevice(Rule):
+    """
+    ## What it finds
+    `torch.tensor(data, device=cuda)` and `torch.as_tensor(data, device=cuda)` where `data` is
+    host data (a Python number, list, tuple or numpy array) and the device is provably CUDA.
+
+    ## Why it costs
+    PyTorch builds the tensor on the CPU and then moves it with a *blocking* copy
+    (`internal_new_from_data`, pytorch#120996, still open in 2.11): the CPU waits for every kernel
+    already queued on the stream. Measured: 1 sync per call (sync-semantics §1.3).
+    `torch.zeros/ones/full(..., device=cuda)` fill on the device and never sync; they are not
+    flagged. `torch.as_tensor(cuda_tensor, device="cuda")` copies nothing and is not flagged.
+
+    ## Example
+    ```python
+    for step in range(n):
+        scale = torch.tensor(0.5, device="cuda")
+        ids = torch.tensor([1, 5, 7], device="cuda")
+    ```
+
+    ## Use instead
+    ```python
+    for step in range(n):
+        scale = torch.full((), 0.5, device="cuda")
+        ids = torch.tensor([1, 5, 7], pin_memory=True).to("cuda", non_blocking=True)
+    ```
+
+    ## Fix safety
+    - **A Python scalar** (`bool`, `int`, `float` *provably* of that built-in type: a literal,
+      `float(x)`, `len(x)`, arithmetic of such...) becomes `torch.full((), v, ...)`, keeping
+      `dtype` and `requires_grad`. `full` infers bool/int64/default-float exactly like `tensor`
+      (checked for bool, int, float, nan, inf against every dtype on the CPU). The fix is safe for
+      bools, floats and int literals within range. It is **unsafe** for an int of unknown value
+      (for |v| >= 2**63 `tensor` raises `ValueError`, `full` `RuntimeError`, and with a float
+      dtype `tensor(-2**63 - 1)` works where `full` raises) and for a float or out-of-range int
+      with an integer `dtype` (both raise, with different messages). A numpy scalar or a name of
+      unknown type is not provably a Python scalar: it gets the pinned form below.
+    - **Host data** (provably: a list or tuple of numbers, an array or numpy scalar from a numpy
+      constructor such as `np.asarray`/`np.arange`/`np.float32`, and values derived from them;
+      see `ModuleAnalysis.is_host_data`) becomes
+      `torch.tensor(data, pin_memory=True, dtype=...).to(device, non_blocking=True)` (for
+      `as_tensor`: `torch.as_tensor(data, dtype=...).pin_memory().to(...)`, keeping its warnings).
+      Safe: the pinned temporary is referenced by nothing else, so nothing can write it before the
+      copy runs, and the host allocator keeps its block until the copy is done (§1.3, §3a). Not
+      applied with `requires_grad` (the result would no longer be a leaf).
+    - Data that may already be a tensor, a device expression that is not a plain name, string or
+      attribute (it would be evaluated later), a file that uses CUDA streams (the copy would be
+      ordered on the current stream only) or calls `torch.set_default_device`: finding, no fix.
+    """
+
+    CODE = "SFX102"
+    NAME = "tensor-creation-on-device"
+    MESSAGE = "Tensor built on the host and copied to the GPU with a blocking copy"
+    FIX = "sometimes"
+    TRIGGERS = ("tensor(",)
+    VALID = [
+        # already built on the device
+        "import torch\nx = torch.full((), 1.0, device='cuda')\ny = torch.zeros(3, device='cuda')\n",
+        # a CPU tensor: no copy at all
+        "import torch\nx = torch.tensor([1, 2])\n",
+        # as_tensor of a CUDA tensor copies nothing
+        "import torch\ny = torch.ones(3, device='cuda')\nx = torch.as_tensor(y, device='cuda')\n",
+        # the device may be "mps"
+        "import torch\nd = 'cuda' if torch.cuda.is_available() else 'mps'\nx = torch.tensor(1, device=d)\n",
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nx = torch.tensor(0.5, device='cuda')\n",
+            "import torch\nx = torch.full((), 0.5, device='cuda')\n",
+        ),
+        Invalid(
+            "import torch\nx = torch.tensor(3, device='cuda:0', dtype=torch.float16, requires_grad=True)\n",
+            "import torch\nx = torch.full((), 3, device='cuda:0', dtype=torch.float16, requires_grad=True)\n",
+        ),
+        Invalid(
+            "import torch\nx = torch.tensor([1, 2, 3], device='cuda', dtype=torch.int32)\n",
+            "import torch\nx = torch.tensor([1, 2, 3], pin_memory=True, dtype=torch.int32)"
+            ".to('cuda', non_blocking=True)\n",
+        ),
+        Invalid(
+            "import numpy as np\nimport torch\na = np.ones(3)\nx = torch.as_tensor(a, device='cuda')\n",
+            "import numpy as np\nimport torch\na = np.ones(3)\n"
+            "x = torch.as_tensor(a).pin_memory().to('cuda', non_blocking=True)\n",
+        ),
+        # an int of unknown value: only an unsafe fix
+        Invalid(
+            "import torch\ndef f(xs: list):\n    return torch.tensor(len(xs), device='cuda')\n",
+            "import torch\ndef f(xs: list):\n    return torch.full((), len(xs), device='cuda')\n",
+            unsafe=True,
+        ),
+        # unknown data (maybe a tensor): no fix
+        Invalid("import torch\ndef f(v):\n    return torch.tensor(v, device='cuda')\n", None),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        a = self.analysis
+        name = a.callee(node)
+        if name not in ("torch.tensor", "torch.as_tensor"):
+            return
+        dev = keyword(node, "device")
+        args = positional(node)
+        if dev is None or len(args) != 1 or any(x.star for x in node.args):
+            return
+        device = a.device_of(dev.value)
+        if device not in (Device.CUDA, Device.CUDA_OR_CPU):
+            return
+        data = args[0].value
+        value = a.value(data)
+        if value.is_tensor:
+            if value.device is Device.CPU:
+                self.report(node, self.MESSAGE + " (a CPU tensor: see SFX101 for a non-blocking copy)")
+            return  # a CUDA tensor copies on the device; an unknown one we cannot judge
+        if device is Device.CUDA_OR_CPU and a.python_number_type(data) is None:
+            return  # the pinned form needs CUDA; on the CPU there is nothing to fix anyway
+        self.report(node, fix=self._fix(node, data, dev.value))
+
+    def _fix(self, node: cst.Call, data: cst.BaseExpression, dev: cst.BaseExpression) -> Fix | None:
+        a = self.analysis
+        func = node.func
+        if (
+            a.uses_streams
+            or a.sets_default_device
+            or not isinstance(func, cst.Attribute)
+            or a.qualname(func.value) != "torch"
+        ):
+            return None
+        kwargs = {arg.keyword.value for arg in node.args if arg.keyword is not None}
+        scalar = a.python_number_type(data)
+        if scalar is not None:
+            if not kwargs <= _SCALAR_KEYWORDS:
+                return None
+            new = node.with_changes(
+                func=func.with_changes(attr=cst.Name("full")),
+                args=[cst.Arg(cst.Tuple([]), comma=_comma()), *node.args],
+            )
+            exact = self._scalar_exact(node, data, scalar)
+            what = "Fill on the device with torch.full((), v): the same value and dtype"
+            if exact:
+                return self.safe_fix({node: new}, what)
+            return self.unsafe_fix(
+                {node: new},
+                what + " (unsafe: for an int outside int64, or a value out of the dtype's range, "
+                "the error raised differs)",
+            )
+        if not a.is_host_data(data) or not kwargs <= {"device", "dtype"} or not _is_simple(dev):
+            return None
+        to = cst.Attribute(cst.Name("_"), cst.Name("to"))
+        device_arg = keyword(node, "device")
+        assert device_arg is not None
+        if func.attr.value == "tensor":
+            # pin_memory=True takes device=...'s place (and its comma, so layouts survive)
+            pin = device_arg.with_changes(keyword=cst.Name("pin_memory"), value=cst.Name("True"))
+            built = node.with_changes(args=[pin if a is device_arg else a for a in node.args])
+        else:  # as_tensor has no pin_memory=; pin a copy (keeps as_tensor's own warnings)
+            built = cst.Call(
+                cst.Attribute(node.with_changes(args=_without(node.args, device_arg)), cst.Name("pin_memory"))
+            )
+        new = cst.Call(
+            to.with_changes(value=built),
+            [cst.Arg(dev, comma=_comma()), _kwarg("non_blocking", cst.Name("True"))],
+        )
+        return self.safe_fix(
+            {node: new}, "Build in pinned memory and copy with non_blocking=True (no wait)"
+        )
+
+    def _scalar_exact(self, node: cst.Call, data: cst.BaseExpression, scalar: str) -> bool:
+        """Do ``tensor`` and ``full`` agree on this scalar's value *and* on every error?"""
+        a = self.analysis
+        literal = a.literal_number(data)
+        if scalar == "int" and not (isinstance(literal, int) and -(2**63) <= literal < 2**63):
+            return False
+        dtype_arg = keyword(node, "dtype")
+        if dtype_arg is None or (isinstance(dtype_arg.value, cst.Name) and dtype_arg.value.value == "None"):
+            return True
+        if scalar == "bool":
+            return True
+        dtype = a.qualname(dtype_arg.value) or ""
+        short = dtype.removeprefix("torch.")
+        if not dtype.startswith("torch.") or short == "bool":
+            return short == "bool"
+        if short in _FLOAT_DTYPES:
+            return True
+        bits = _INT_RANGES.get(short)
+        if scalar == "int" and bits is not None:
+            assert isinstance(literal, int)
+            return -(2**bits) <= literal < 2**bits
+        if scalar == "int" and short == "uint8":
+            assert isinstance(literal, int)
+            return 0 <= literal < 256
+        return False
+
+
+def _is_simple(expr: cst.BaseExpression) -> bool:
+    """Evaluating it later (after building the tensor) cannot change anything."""
+    while isinstance(expr, cst.Attribute):
+        expr = expr.value
+    return isinstance(expr, (cst.Name, cst.SimpleString, cst.Integer)) or (
+        isinstance(expr, cst.FormattedString)
+        and all(
+            isinstance(p, cst.FormattedStringText) or isinstance(p.expression, cst.Name)
+            for p in expr.parts
+        )
+    )
+
+
+def _without(args: Sequence[cst.Arg], dropped: cst.Arg) -> list[cst.Arg]:
+    """``args`` less ``dropped``; when it was last, the new last argument takes its comma."""
+    kept = [a for a in args if a is not dropped]
+    if args and args[-1] is dropped and kept:
+        kept[-1] = kept[-1].with_changes(comma=dropped.comma)
+    return kept
+
+
+def _comma() -> cst.Comma:
+    return cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+
+
+def _kwarg(name: str, value: cst.BaseExpression) -> cst.Arg:
+    return cst.Arg(
+        value=value,
+        keyword=cst.Name(name),
+        equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+    )
+
+
+Codemod = codemod_for(TensorCreationOnDevice)

@@ -1,0 +1,126 @@
+"""The analysis facts the SFX1xx rules added (and the analysis bugs they fixed)."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper
+
+from syncfix.analysis import Device, Kind, Memory, ModuleAnalysis
+
+PRELUDE = (
+    "import numpy as np\nimport time\nimport torch\nfrom torch.utils.data import DataLoader\n"
+    "def f(p: float, t: torch.Tensor, xs: list, ds):\n    n = 3\n    a = np.arange(4)\n"
+)
+
+
+def _last_expr(body: str) -> tuple[ModuleAnalysis, cst.BaseExpression]:
+    """Analyse PRELUDE + body; return the expression of the last line (``_ = <expr>``)."""
+    wrapper = MetadataWrapper(cst.parse_module(PRELUDE + body))
+    a = ModuleAnalysis(wrapper)
+    found: list[cst.BaseExpression] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            target = node.targets[0].target
+            if isinstance(target, cst.Name) and target.value == "_":
+                found.append(node.value)
+
+    wrapper.module.visit(V())
+    return a, found[-1]
+
+
+@pytest.mark.parametrize(
+    "expr,expected",
+    [
+        ("1", "int"), ("-2.5", "float"), ("True", "bool"), ("n", "int"), ("n / 2", "float"),
+        ("n * 2 + 1", "int"), ("float(p)", "float"), ("len(xs)", "int"), ("not t", "bool"),
+        ("n < 2", "bool"), ("p", None), ("a.sum()", None), ("t.item()", None), ("n ** 2", None),
+        ("max(n, 2)", None), ("np.float32(1)", None), ("[i for i in range(3)][0] + 0", None),
+    ],
+)
+def test_python_number_type(expr, expected):
+    a, e = _last_expr(f"    _ = {expr}\n")
+    assert a.python_number_type(e) == expected
+
+
+@pytest.mark.parametrize(
+    "expr,expected",
+    [
+        ("[1, 2.5, n]", True), ("a", True), ("a.sum()", True), ("a[1:] * 2", True),
+        ("np.float32(2)", True), ("[[1, 2], [3, 4]]", True), ("t", False), ("[t, 1]", False),
+        ("np.round(t)", False), ("xs", False), ("p", False), ("a * t", False),
+    ],
+)
+def test_is_host_data(expr, expected):
+    a, e = _last_expr(f"    _ = {expr}\n")
+    assert a.is_host_data(e) is expected
+
+
+@pytest.mark.parametrize(
+    "setup,expected",
+    [
+        ("i = torch.arange(4)", True), ("i = torch.randint(0, 4, (3,))", True),
+        ("i = torch.tensor([1, 2])", True), ("i = t.long()", True),
+        ("i = torch.zeros(3, dtype=torch.int32)", True), ("i = torch.tensor([True])", False),
+        ("i = torch.arange(4.0)", False), ("i = t", False), ("i = t > 0", False),
+    ],
+)
+def test_is_integer_tensor(setup, expected):
+    a, e = _last_expr(f"    {setup}\n    _ = i\n")
+    assert a.is_integer_tensor(e) is expected
+
+
+def test_for_target_kills_loop_carried_rebinding():
+    body = (
+        "    for b in DataLoader(ds):\n        _ = b\n"
+        "        b = {k: v.cuda() for k, v in b.items()}\n"
+    )
+    a, e = _last_expr(body)
+    assert a.value(e).kind is Kind.BATCH
+
+
+def test_rebinding_in_while_loop_still_carried():
+    a, e = _last_expr("    x = torch.ones(3)\n    while True:\n        _ = x\n        x = x.cuda()\n")
+    assert a.value(e).device is Device.CUDA_OR_CPU
+
+
+def test_items_of_a_batch_keep_its_memory():
+    body = "    for b in DataLoader(ds, pin_memory=True):\n        for k, v in b.items():\n            _ = v\n"
+    a, e = _last_expr(body)
+    v = a.value(e)
+    assert (v.kind, v.memory, v.fresh) == (Kind.BATCH, Memory.PINNED, True)
+
+
+def test_method_of_a_call_result_is_not_a_torch_function():
+    a, e = _last_expr("    _ = torch.ones(3).cuda()\n")
+    assert a.value(e).on_cuda
+
+
+def test_torch_nn_layer_is_a_module_and_its_output_follows_the_input():
+    a, e = _last_expr("    m = torch.nn.Linear(3, 3).cuda()\n    _ = m(torch.ones(3).cuda())\n")
+    assert a.value(e).on_cuda
+
+
+def test_numpy_method_is_not_a_tensor():
+    a, e = _last_expr("    _ = a.sum()\n")
+    assert a.value(e).kind is Kind.NDARRAY
+
+
+def test_clock_read():
+    a, e = _last_expr("    _ = time.perf_counter() - 1\n")
+    assert a.is_clock_read(e)
+    a, e = _last_expr("    _ = time.sleep(1)\n")
+    assert not a.is_clock_read(e)
+
+
+def test_parameter_is_a_tensor_not_a_layer():
+    a, e = _last_expr("    _ = torch.nn.Parameter(torch.randn(3, device='cuda'))\n")
+    assert a.value(e).on_cuda
+
+
+def test_range_counter_is_an_int():
+    a, e = _last_expr("    for i in range(n):\n        _ = i * 0.5\n")
+    assert a.python_number_type(e) == "float"
+    a, e = _last_expr("    for i in xs:\n        _ = i\n")
+    assert a.python_number_type(e) is None
