@@ -1448,7 +1448,10 @@ class ModuleAnalysis:
             ):
                 return None
             watched = {name.value} | self.effects(small.value).reads
-            if any(self.effects(t).writes & watched for t in body[j + 1 : index]):
+            if any(
+                (self.effects(t).writes | self.effects(t).inplace) & watched
+                for t in body[j + 1 : index]
+            ):
                 return None
             if self.effects(small.value).reads & {name.value}:
                 return None  # ``x = f(x)``: the key would name the old x
