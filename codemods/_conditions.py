@@ -184,3 +184,30 @@ def _item_comparison(a, left, cmp, right) -> Condition | None:
 
 def syncs_on_gpu(a: ModuleAnalysis, test: cst.BaseExpression) -> bool:
     return bool(a.host_read_syncs(test, truth=True))
+
+
+def assignments(suite: cst.BaseSuite | None) -> dict[str, cst.BaseExpression] | None:
+    """``{name: value}`` when the suite only assigns each name once (``name = value``)."""
+    if suite is None:
+        return None
+    if isinstance(suite, cst.SimpleStatementSuite):
+        smalls = list(suite.body)
+    else:
+        smalls = []
+        for stmt in suite.body:
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                return None
+            smalls.extend(stmt.body)
+    out: dict[str, cst.BaseExpression] = {}
+    for small in smalls:
+        if not (
+            isinstance(small, cst.Assign)
+            and len(small.targets) == 1
+            and isinstance(small.targets[0].target, cst.Name)
+        ):
+            return None
+        name = small.targets[0].target.value
+        if name in out:
+            return None
+        out[name] = small.value
+    return out

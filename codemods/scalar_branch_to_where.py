@@ -7,7 +7,7 @@ import libcst as cst
 from syncfix.analysis import _METHOD_MAYBE_SELF, _TORCH_VIEWS, Device, ModuleAnalysis
 from syncfix.rules import Fix, Invalid, Rule
 
-from ._conditions import as_tensor_condition, code, syncs_on_gpu
+from ._conditions import as_tensor_condition, assignments, code, syncs_on_gpu
 from ._libcst import codemod_for
 
 
@@ -121,8 +121,8 @@ class ScalarBranchToWhere(Rule):
                 cur = None
         if not any(syncs_on_gpu(a, test) for test, _ in chain):
             return
-        branches = [_assignments(body) for _, body in chain]
-        else_branch = _assignments(final) if final is not None else {}
+        branches = [assignments(body) for _, body in chain]
+        else_branch = assignments(final) if final is not None else {}
         if any(b is None for b in branches) or else_branch is None:
             return  # not an assignment-only choice: SFX206 (or SFX203) reports it
         targets = list(branches[0])  # type: ignore[arg-type]
@@ -227,33 +227,6 @@ class ScalarBranchToWhere(Rule):
         return msg, self.unsafe_fix(
             changes, "Choose with torch.where (unsafe: " + "; ".join(dict.fromkeys(why)) + ")"
         )
-
-
-def _assignments(suite: cst.BaseSuite | None) -> dict[str, cst.BaseExpression] | None:
-    """``{name: value}`` when the suite only assigns each name once (``name = value``)."""
-    if suite is None:
-        return None
-    if isinstance(suite, cst.SimpleStatementSuite):
-        smalls = list(suite.body)
-    else:
-        smalls = []
-        for stmt in suite.body:
-            if not isinstance(stmt, cst.SimpleStatementLine):
-                return None
-            smalls.extend(stmt.body)
-    out: dict[str, cst.BaseExpression] = {}
-    for small in smalls:
-        if not (
-            isinstance(small, cst.Assign)
-            and len(small.targets) == 1
-            and isinstance(small.targets[0].target, cst.Name)
-        ):
-            return None
-        name = small.targets[0].target.value
-        if name in out:
-            return None
-        out[name] = small.value
-    return out
 
 
 def _read_of(a: ModuleAnalysis, target: str, exprs) -> cst.Name | None:
