@@ -963,6 +963,11 @@ class ModuleAnalysis:
         func = call.func
         names = self.qualnames(func)
         name = next(iter(names)) if len(names) == 1 else None
+        if isinstance(func, cst.Attribute) and not isinstance(func.value, cst.Name):
+            # ``torch.nn.Linear(4, 1).cuda()`` is "torch.nn.Linear.cuda" by name: ask the receiver
+            receiver = self.value(func.value)
+            if receiver.is_tensor or receiver.kind is Kind.MODULE:
+                name = None
         if name is not None:
             known = self._torch_call_value(name, call)
             if known is not None:
@@ -1036,6 +1041,8 @@ class ModuleAnalysis:
             return UNKNOWN
         short = name.rsplit(".", 1)[-1]
         namespace = name[: -len(short)]
+        if short[:1].isupper() and self._is_module_class(call.func):
+            return Value(Kind.MODULE)  # ``torch.nn.Linear(...)``: torch.nn is not a tensor namespace
         if namespace not in _TENSOR_NAMESPACES:
             return UNKNOWN
         if short[:1].isupper() or short.startswith("_") or short in _TORCH_NON_TENSOR:
@@ -1054,6 +1061,8 @@ class ModuleAnalysis:
             device = self.device_of(dev_arg.value)
         elif tensor_args:
             device = _tensor_device(tensor_args)
+        elif any(a.kind is Kind.UNKNOWN for a in args):
+            device = Device.UNKNOWN  # ``torch.isnan(unknown)`` may well be on the GPU
         elif self.sets_default_device:
             device = Device.UNKNOWN
         else:
