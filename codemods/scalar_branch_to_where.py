@@ -186,7 +186,9 @@ class ScalarBranchToWhere(Rule):
                 if not v.is_tensor:
                     return msg + " (a branch is not a tensor: no fix)", None
                 if not a.is_effect_free(e):
-                    return msg + " (a branch has side effects: no fix)", None
+                    return msg + " (a branch has side effects or draws random numbers: no fix)", None
+                if a.host_read_syncs(e):
+                    return msg + " (a branch itself reads a GPU value on the host: no fix)", None
                 if multi and a.effects(e).reads & (names - {target}):
                     return msg + " (a branch reads another assigned name: no fix)", None
                 devices.add(v.device)

@@ -592,6 +592,9 @@ class ModuleAnalysis:
     def is_pure_call(self, call: cst.Call) -> bool:
         """A call that mutates none of its arguments nor anything else we can see."""
         func = call.func
+        inplace = keyword(call, "inplace")  # ``F.relu(x, inplace=True)``
+        if inplace is not None and not (isinstance(inplace.value, cst.Name) and inplace.value.value == "False"):
+            return False
         if isinstance(func, cst.Attribute) and self.value(func.value).is_tensor:
             # a tensor method: ``y.abs()`` has the qualified name "y.abs", which names no function
             method = func.attr.value
@@ -1301,6 +1304,8 @@ class ModuleAnalysis:
                 return {"bool": "torch.bool", "int": "torch.int64", "float": self.default_float}.get(kind or "")
             if short == "where" and len(args) == 3:
                 return _agree([self.dtype_of(args[1].value), self.dtype_of(args[2].value)])
+            if short in _PROMOTING_FNS and args:
+                return self._promoting_dtype(args[0].value, [a.value for a in call.args[1:]])
             if short in _SAME_DTYPE_FNS and args:
                 return self.dtype_of(args[0].value)
             if short in _FLOAT_ONLY_FNS and args:
@@ -1322,6 +1327,12 @@ class ModuleAnalysis:
             if method in _BOOL_FNS:
                 return "torch.bool"
             base = self.dtype_of(func.value)
+            if method == "view" and args and self._is_dtype(args[0].value):
+                return _canon_dtype(self.qualname(args[0].value))  # a reinterpreting view
+            if method in ("max", "min") and call.args:
+                return None  # ``x.max(dim)`` is a (values, indices) tuple
+            if method in _PROMOTING_FNS:
+                return self._promoting_dtype(func.value, [a.value for a in call.args])
             if method in _SAME_DTYPE_METHODS:
                 return base
             if method in _FLOAT_ONLY_FNS:
@@ -1329,6 +1340,27 @@ class ModuleAnalysis:
             if method in ("sum", "cumsum", "prod") and keyword(call, "dtype") is None:
                 return base if base in _FLOATS else "torch.int64" if base in _BOOL_INT else None
         return None
+
+    def _promoting_dtype(self, first: cst.BaseExpression, others: Sequence[cst.BaseExpression]) -> str | None:
+        """``clamp``/``maximum``...: the first operand's dtype when no other operand can promote it
+        (same-dtype tensors; Python numbers for a floating input; ints for an integer input)."""
+        base = self.dtype_of(first)
+        if base is None or base is _CYCLE:
+            return base
+        for other in others:
+            if self.value(other).is_tensor:
+                d = self.dtype_of(other)
+                if d is not _CYCLE and d != base:
+                    return None
+                continue
+            kind = _number_kind(other, self)
+            if kind is None and not (isinstance(other, cst.Name) and other.value == "None"):
+                return None
+            if base not in _FLOATS and kind not in ("int", "bool", None):
+                return None
+            if base == "torch.bool":
+                return None
+        return base
 
     def shape_key(self, expr: cst.CSTNode) -> str | None:
         """A key such that two expressions evaluated at one program point with equal keys have
@@ -1473,10 +1505,10 @@ class ModuleAnalysis:
         return self._fixpoint("grad", expr, self._is_grad_free, True)  # type: ignore[return-value]
 
     def _is_grad_free(self, e: cst.CSTNode) -> bool:
-        if not self.value(e).is_tensor:
-            return _number_kind(e, self) is not None or isinstance(
-                e, (cst.SimpleString, cst.Tuple, cst.List)
-            ) or self.value(e).kind in (Kind.DEVICE, Kind.NUMBER)
+        v = self.value(e)
+        if not v.is_tensor:
+            # a number, dtype, device, string...: cannot carry grad; unknown values might be tensors
+            return v.kind not in (Kind.UNKNOWN, Kind.MODULE, Kind.BOTTOM) or _number_kind(e, self) is not None
         if self.dtype_of(e) in _BOOL_INT:
             return True
         if isinstance(e, cst.Name):
@@ -1507,9 +1539,7 @@ class ModuleAnalysis:
                     return True
                 if func.attr.value in ("requires_grad_", "backward", "register_hook"):
                     return False
-                return self.is_grad_free(func.value) and all(
-                    self.is_grad_free(a.value) for a in e.args if a.keyword is None
-                )
+                return self.is_grad_free(func.value) and all(self.is_grad_free(a.value) for a in e.args)
             if name is None or not name.startswith(_TENSOR_NAMESPACES) or not self.is_pure_call(e):
                 return False
             short = name.rsplit(".", 1)[-1]
@@ -1517,7 +1547,7 @@ class ModuleAnalysis:
                 return True
             if short.endswith("_like"):
                 return True
-            return all(self.is_grad_free(a.value) for a in e.args if a.keyword is None)
+            return all(self.is_grad_free(a.value) for a in e.args)
         return False
 
     def _requires_grad_set(self, name: str) -> bool:
@@ -1646,7 +1676,14 @@ class ModuleAnalysis:
                 bad = True
 
         expr.visit(V())
-        return not bad
+        if bad:
+            return False
+        for call in fx.calls:  # random ops advance the generator: running them twice changes later draws
+            name = self.callee(call) or ""
+            short = call.func.attr.value if isinstance(call.func, cst.Attribute) else name.rsplit(".", 1)[-1]
+            if short in _RANDOM_OPS:
+                return False
+        return True
 
     @cached_property
     def may_use_several_devices(self) -> bool:
@@ -1747,8 +1784,15 @@ _FLOAT_FACTORIES = {
     "zeros", "ones", "empty", "rand", "randn", "eye", "linspace", "logspace", "empty_strided",
 }
 # Keep the input's dtype (for any dtype they accept).
+_PROMOTING_FNS = {"clamp", "clip", "maximum", "minimum", "fmax", "fmin"}
+_RANDOM_OPS = {
+    "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli",
+    "multinomial", "normal", "poisson", "dropout", "dropout1d", "dropout2d", "dropout3d",
+    "alpha_dropout", "feature_alpha_dropout", "rrelu", "gumbel_softmax", "uniform_", "normal_",
+    "random_", "exponential_", "geometric_", "log_normal_", "cauchy_", "bernoulli_",
+}
 _SAME_DTYPE_FNS = {
-    "abs", "neg", "negative", "clone", "detach", "relu", "clamp", "clip", "maximum", "minimum",
+    "abs", "neg", "negative", "clone", "detach", "relu",
     "flatten", "reshape", "squeeze", "unsqueeze", "transpose", "permute", "flip", "roll",
     "amax", "amin", "sign", "masked_fill", "contiguous",
 }
