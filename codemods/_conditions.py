@@ -69,13 +69,13 @@ def representable(value: int | float | bool, dtype: str) -> bool:
     if fmt is None:
         return False
     try:
-        packed = struct.pack(fmt, value)
-    except OverflowError:
-        return False
+        packed = struct.pack(fmt, float(value))
+    except (OverflowError, struct.error):
+        return False  # beyond the dtype's range
     if struct.unpack(fmt, packed)[0] != value:
         return False
     if dtype == "torch.bfloat16":  # float32 with the low 16 mantissa bits zero
-        return struct.unpack("<I", struct.pack("<f", value))[0] & 0xFFFF == 0
+        return struct.unpack("<I", struct.pack("<f", float(value)))[0] & 0xFFFF == 0
     return True
 
 
@@ -176,8 +176,8 @@ def _item_comparison(a, left, cmp, right) -> Condition | None:
         elif not representable(number, dtype):
             exact = False
             why.append(
-                f"{code(a, other)} is not exactly a {dtype} value: the tensor comparison casts it "
-                "and can decide differently (float32 0.1 > 0.1)"
+                f"{code(a, other)} is not exactly a {dtype} value: the tensor comparison rounds to a "
+                "common dtype and can decide differently (float32 0.1 > 0.1)"
             )
     return Condition(f"{parts[0]} {op} {parts[1]}", exact, zero, devices, why)
 

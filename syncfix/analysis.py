@@ -30,6 +30,16 @@ tensors it mutates in place (``add_``/``copy_``/``fill_``..., indexed or attribu
 ``out=``), whether it calls something that may mutate anything (``optimizer.step()``, unknown
 calls), and the control-flow exits it contains (``break``/``continue``/``return``/``raise``/
 ``yield``).
+
+**Dtypes, shapes, autograd, host reads** (for rules that must prove a rewrite exact).
+:meth:`dtype_of` proves a tensor expression's dtype (factories, casts, predicates, dtype-keeping
+ops, arithmetic that cannot promote; the default float is float32 unless the module changes it);
+:meth:`shape_key` gives keys that prove two expressions have one shape (``"()"`` = 0-d, see
+:meth:`is_zero_dim`); :meth:`is_grad_free` and :meth:`in_no_grad` prove autograd cannot matter;
+:meth:`is_effect_free` says evaluating an expression changes nothing (no impure call, no in-place
+op, no random draw); :meth:`host_read_syncs` lists the host reads of GPU values in an expression
+and :meth:`flows_to_host` says whether a name is read on the host later; :meth:`reaching_values`
+gives the right-hand sides a name may hold. Unknown always means "cannot prove".
 """
 
 from __future__ import annotations

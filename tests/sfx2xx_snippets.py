@@ -104,8 +104,25 @@ def f(n: int, thr: int):
     return c
 '''
 
+MULTI_TARGET = '''
+import torch
+
+
+@torch.no_grad()
+def f(m0: float, s0: float):
+    m = torch.full((), m0, device="cuda")
+    s = torch.full((), s0, device="cuda")
+    if not m <= 0.5:
+        a = s * 2.0
+        b = s - 1.0
+    else:
+        a = s * 3.0
+        b = s + 1.0
+    return a, b
+'''
+
 SAFE = {
-    "SFX201": [ELIF_FLOAT32, AND_NOT_INT64, IFEXP_ISNAN, BOOL_OR, VECTOR_BRANCH],
+    "SFX201": [ELIF_FLOAT32, AND_NOT_INT64, IFEXP_ISNAN, BOOL_OR, VECTOR_BRANCH, MULTI_TARGET],
     "SFX204": [MASKED_FILL_FLOAT, MASKED_FILL_INT],
 }
 

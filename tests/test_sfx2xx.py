@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from codemods._conditions import representable
 from syncfix import check_code, fix_code
 
 from . import sfx2xx_snippets as S
@@ -114,3 +115,44 @@ def test_true_dependency_messages_name_the_restructuring():
     messages = " ".join(f.message for f in check_code(src, select=["SFX206"]))
     for advice in ("fused=True", "every N", "_assert_async", "torch.minimum"):
         assert advice in messages
+
+
+DTYPES = ["torch.float32", "torch.float16", "torch.bfloat16", "torch.float64", "torch.int64",
+          "torch.int32", "torch.uint8", "torch.bool"]
+LITERALS = [0, 1, -1, 3, 255, 256, -129, 2**31, 2**53 + 1, 0.5, 0.1, 0.25, 1e-30, 65504.0, 65520.0,
+            16777217, 1.5, 3.0000001, True]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_exact_literals_compare_like_python(dtype):
+    """The claim behind SFX201's safe conditions: for a literal ``c`` that ``representable`` accepts,
+    ``t.item() OP c`` and ``bool(t OP c)`` agree for every value ``t`` of the dtype we try."""
+    import operator
+
+    dt = getattr(torch, dtype.split(".")[1])
+    gen = torch.Generator().manual_seed(0)
+    if dt.is_floating_point:
+        raw = torch.randn(400, generator=gen, dtype=torch.float64) * 10.0 ** torch.randint(-3, 6, (400,), generator=gen)
+        specials = torch.tensor([0.0, -0.0, 0.1, 0.5, 1.0, 255, 256, 65504, float("inf"), float("nan")],
+                                dtype=torch.float64)
+        values = torch.cat([raw, specials, torch.tensor([float(c) for c in LITERALS], dtype=torch.float64)]).to(dt)
+    elif dt == torch.bool:
+        values = torch.tensor([False, True])
+    else:
+        info = torch.iinfo(dt)
+        values = torch.cat([
+            torch.randint(max(info.min, -1000), min(info.max, 1000), (200,), generator=gen, dtype=torch.int64),
+            torch.tensor([info.min, info.max, 0, 1, 255]),
+        ]).clamp(info.min, info.max).to(dt)
+    checked = 0
+    for c in LITERALS:
+        if not representable(c, dtype):
+            continue
+        for op in (operator.gt, operator.ge, operator.lt, operator.le, operator.eq, operator.ne):
+            for t in values:
+                assert op(t.item(), c) == bool(op(t, c)), (dtype, c, op, t)
+        checked += 1
+    assert checked >= 3
+    # and 0.1 is rejected for float32: the documented counter-example
+    assert not representable(0.1, "torch.float32")
+    assert torch.tensor(0.1).item() > 0.1 and not bool(torch.tensor(0.1) > 0.1)
