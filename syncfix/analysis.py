@@ -1566,20 +1566,29 @@ class ModuleAnalysis:
 
     def in_no_grad(self, node: cst.CSTNode) -> bool:
         """Inside ``with torch.no_grad()``/``inference_mode()`` or a function decorated so."""
-        for anc in self.ancestors(node):
+        def mode(expr: cst.BaseExpression) -> bool | None:
+            """True: turns grad off; False: may turn it back on; None: unrelated."""
+            target = expr.func if isinstance(expr, cst.Call) else expr
+            name = self.qualname(target)
+            if name in _NO_GRAD:
+                # ``inference_mode(False)`` (any argument) may leave grad on
+                return not (isinstance(expr, cst.Call) and expr.args)
+            if name in _GRAD_ON:
+                return False
+            return None
+
+        for anc in self.ancestors(node):  # innermost first: the nearest mode wins
             if isinstance(anc, cst.With):
-                for item in anc.items:
-                    call = item.item
-                    target = call.func if isinstance(call, cst.Call) else call
-                    if self.qualname(target) in _NO_GRAD:
-                        return True
+                for item in reversed(anc.items):
+                    m = mode(item.item)
+                    if m is not None:
+                        return m
             if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
                 if isinstance(anc, cst.FunctionDef):
                     for dec in anc.decorators:
-                        d = dec.decorator
-                        target = d.func if isinstance(d, cst.Call) else d
-                        if self.qualname(target) in _NO_GRAD:
-                            return True
+                        m = mode(dec.decorator)
+                        if m is not None:
+                            return m
                 return False
         return False
 
@@ -1832,6 +1841,11 @@ _ELEMENTWISE_METHODS = (_ELEMENTWISE_FNS - {"maximum", "minimum"}) | _BOOL_ELEME
 _NO_GRAD = {
     "torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
     "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode",
+}
+_GRAD_ON = {
+    "torch.enable_grad", "torch.set_grad_enabled", "torch.autograd.enable_grad",
+    "torch.autograd.set_grad_enabled", "torch.autograd.grad_mode.enable_grad",
+    "torch.autograd.grad_mode.set_grad_enabled",
 }
 _HOST_METHODS = {"item", "tolist", "cpu", "numpy", "__bool__", "__float__", "__int__"}
 _HOST_BUILTINS = {

@@ -156,3 +156,16 @@ def test_exact_literals_compare_like_python(dtype):
     # and 0.1 is rejected for float32: the documented counter-example
     assert not representable(0.1, "torch.float32")
     assert torch.tensor(0.1).item() > 0.1 and not bool(torch.tensor(0.1) > 0.1)
+
+
+def test_enable_grad_inside_no_grad_keeps_the_autograd_caveat():
+    src = (
+        "import torch\n\n\ndef f(w: torch.Tensor):\n    m = torch.rand((), device='cuda')\n"
+        "    with torch.no_grad():\n        with torch.enable_grad():\n"
+        "            if m > 0.5:\n                y = w * 2.0\n            else:\n                y = w * 3.0\n"
+        "        if m > 0.5:\n            z = w * 2.0\n        else:\n            z = w * 3.0\n"
+        "    return y, z\n"
+    )
+    first, second = sorted(check_code(src, select=["SFX201"]), key=lambda f: f.line)
+    assert "autograd" in first.fix.description
+    assert "autograd" not in second.fix.description
