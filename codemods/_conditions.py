@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from syncfix.analysis import Device, ModuleAnalysis, literal_number
+from syncfix.analysis import (
+    _METHOD_MAYBE_SELF,
+    _TORCH_VIEWS,
+    Device,
+    ModuleAnalysis,
+    literal_number,
+)
 
 _INT_RANGES = {
     "torch.bool": (0, 1),
@@ -111,6 +117,8 @@ def as_tensor_condition(a: ModuleAnalysis, test: cst.BaseExpression) -> Conditio
         if inner is None:
             return None
         return Condition(f"~({inner.code})", inner.exact, inner.zero_dim, inner.devices, inner.why_inexact)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) > 1:
+        return None  # ``0 < t < 1`` is ``(0 < t) and (t < 1)``: a host read even inside where()
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         cmp = test.comparisons[0]
         if isinstance(cmp.operator, _COMPARISONS):
@@ -211,3 +219,30 @@ def assignments(suite: cst.BaseSuite | None) -> dict[str, cst.BaseExpression] | 
             return None
         out[name] = small.value
     return out
+
+
+def is_new_tensor(a: ModuleAnalysis, e: cst.BaseExpression, *, follow_names: bool = False) -> bool:
+    """Is ``e`` always a freshly allocated tensor (never an existing one or a view of one)?
+
+    With ``follow_names``, a name counts when every value it may hold is such an expression."""
+    if isinstance(e, cst.Name) and follow_names:
+        values = a.reaching_values(e)
+        return bool(values) and all(
+            isinstance(v, cst.BaseExpression) and is_new_tensor(a, v, follow_names=False) for v in values
+        )
+    if isinstance(e, (cst.BinaryOperation, cst.Comparison)):
+        return True
+    if isinstance(e, cst.UnaryOperation):
+        return not isinstance(e.operator, cst.Plus)
+    if isinstance(e, cst.Call):
+        name = a.callee(e)
+        if name is not None and name.startswith("torch."):
+            return name.rsplit(".", 1)[-1] not in _TORCH_VIEWS | {"where"} or name == "torch.where"
+        func = e.func
+        if isinstance(func, cst.Attribute) and a.is_tensor(func.value):
+            method = func.attr.value
+            return method == "clone" or (
+                method not in _METHOD_MAYBE_SELF and not method.endswith("_")
+                and method not in ("cuda", "cpu", "max", "min")
+            )
+    return False

@@ -7,7 +7,7 @@ import libcst as cst
 from syncfix.analysis import Device, ModuleAnalysis, _number_kind
 from syncfix.rules import Invalid, Rule
 
-from ._conditions import code
+from ._conditions import code, is_new_tensor
 from ._libcst import codemod_for
 
 _MAYBE_CUDA = (Device.CUDA, Device.CUDA_OR_CPU)
@@ -77,6 +77,14 @@ class MaskedStoreToWhere(Rule):
             "import torch\nwith torch.no_grad():\n    x = torch.randn(8, device='cuda')\n"
             "    x.copy_(torch.where(x < 0, x.mean(), x))\n",
         ),
+        # the value is x itself (0-d): it may share memory with x → unsafe only
+        Invalid(
+            "import torch\nwith torch.no_grad():\n    x = torch.full((), 2.0, device='cuda')\n    v = x\n"
+            "    x[x > 0] = v\n",
+            "import torch\nwith torch.no_grad():\n    x = torch.full((), 2.0, device='cuda')\n    v = x\n"
+            "    x.copy_(torch.where(x > 0, v, x))\n",
+            unsafe=True,
+        ),
         Invalid(
             "import torch\nx = torch.randn(8, device='cuda')\nm = x > 0\nv = torch.randn(8, device='cuda')\n"
             "x[m] = v[m]\n",
@@ -131,6 +139,8 @@ class MaskedStoreToWhere(Rule):
                 why.append("the value's dtype is not provably x's")
             if not isinstance(x, cst.Name):
                 why.append("x is evaluated twice")
+            if not is_new_tensor(a, v, follow_names=True):
+                why.append("the value may share memory with x (index_put_ refuses overlap, where does not)")
             devices = {a.value(e).device for e in (x, mask, v)}
             if devices != {Device.CUDA} or a.may_use_several_devices:
                 why.append("not provably one CUDA device")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfix.analysis import _METHOD_MAYBE_SELF, _TORCH_VIEWS, Device, ModuleAnalysis
+from syncfix.analysis import Device, ModuleAnalysis
 from syncfix.rules import Fix, Invalid, Rule
 
-from ._conditions import as_tensor_condition, assignments, code, syncs_on_gpu
+from ._conditions import as_tensor_condition, assignments, code, is_new_tensor, syncs_on_gpu
 from ._libcst import codemod_for
 
 
@@ -198,7 +198,7 @@ class ScalarBranchToWhere(Rule):
             shapes = {a.shape_key(e) for e in exprs}
             if None in shapes or len(shapes) != 1:
                 why.append("the branches' shapes are not provably one shape")
-            if not all(_is_new_tensor(a, e) for e in exprs if not (implicit and e is exprs[-1])):
+            if not all(is_new_tensor(a, e) for e in exprs if not (implicit and e is exprs[-1])):
                 why.append("a branch may alias an existing tensor (in-place writes and `is` differ)")
             if not (a.in_no_grad(anchor) or all(a.is_grad_free(e) for e in exprs)):
                 why.append("autograd records both branches (an unselected branch's gradient is 0 or NaN)")
@@ -243,26 +243,6 @@ def _read_of(a: ModuleAnalysis, target: str, exprs) -> cst.Name | None:
     for e in exprs:
         e.visit(V())
     return found[0] if found else None
-
-
-def _is_new_tensor(a: ModuleAnalysis, e: cst.BaseExpression) -> bool:
-    """Is ``e`` always a freshly allocated tensor (never an existing one or a view of one)?"""
-    if isinstance(e, (cst.BinaryOperation, cst.Comparison)):
-        return True
-    if isinstance(e, cst.UnaryOperation):
-        return not isinstance(e.operator, cst.Plus)
-    if isinstance(e, cst.Call):
-        name = a.callee(e)
-        if name is not None and name.startswith("torch."):
-            return name.rsplit(".", 1)[-1] not in _TORCH_VIEWS | {"where"} or name == "torch.where"
-        func = e.func
-        if isinstance(func, cst.Attribute) and a.is_tensor(func.value):
-            method = func.attr.value
-            return method == "clone" or (
-                method not in _METHOD_MAYBE_SELF and not method.endswith("_")
-                and method not in ("cuda", "cpu", "max", "min")
-            )
-    return False
 
 
 Codemod = codemod_for(ScalarBranchToWhere)

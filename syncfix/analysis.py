@@ -1613,6 +1613,21 @@ class ModuleAnalysis:
                 found.append(e)
 
         class V(cst.CSTVisitor):
+            # ``a or b``, ``x if t else y``, ``not t`` inside an expression take a truth value too
+            def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
+                truthy(node.left)
+
+            def visit_IfExp(self, node: cst.IfExp) -> None:
+                truthy(node.test)
+
+            def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
+                if isinstance(node.operator, cst.Not):
+                    truthy(node.expression)
+
+            def visit_Comparison(self, node: cst.Comparison) -> None:
+                if len(node.comparisons) > 1:  # a chain is an ``and`` of its links
+                    truthy(node)
+
             def visit_Call(self, node: cst.Call) -> None:
                 func = node.func
                 if isinstance(func, cst.Attribute) and func.attr.value in ("item", "tolist"):
@@ -1629,7 +1644,7 @@ class ModuleAnalysis:
         if truth:
             truthy(expr)
         expr.visit(V())
-        return found
+        return list({id(n): n for n in found}.values())
 
     def flows_to_host(self, name: str, after: cst.CSTNode) -> bool:
         """Might the tensor bound to ``name`` be read on the host (Python control flow,
