@@ -214,6 +214,8 @@ class ScalarBranchToWhere(Rule):
             new_code[target] = result
         if devices != {Device.CUDA} or a.may_use_several_devices:
             why.append("not every operand is provably on the one CUDA device")
+        if isinstance(node, cst.If) and "#" in code(a, node.with_changes(leading_lines=())):
+            why.append("comments inside the `if` would be dropped")
         exact = exact and not why
         if isinstance(node, cst.IfExp):
             new = cst.parse_expression(new_code[next(iter(new_code))])
