@@ -138,8 +138,8 @@ def _truth(a: ModuleAnalysis, t: cst.BaseExpression) -> Condition | None:
     """``bool(t)`` as a tensor: ``t`` itself for a bool tensor, else ``t != 0`` (NaN is True
     both ways)."""
     v = a.value(t)
-    if not v.is_tensor:
-        return None
+    if not v.is_tensor or a.host_read_syncs(t):
+        return None  # ``t.item() > u`` with a tensor ``u``: the rewrite would still sync
     dtype = a.dtype_of(t)
     text = code(a, t) if dtype == "torch.bool" else f"{atom(a, t)} != 0"
     return Condition(text, True, a.is_zero_dim(t), {v.device})

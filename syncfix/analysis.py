@@ -1204,6 +1204,8 @@ class ModuleAnalysis:
             result = compute(node)
         finally:
             busy.discard((key, node))
+        if result is _CYCLE and not busy:
+            result = None  # only cyclic bindings (``x = x * 2`` and nothing else): unknown
         if self.__dict__.get("_facts_cycles", 0) == before or not busy:
             cache[(key, node)] = result
         return result
