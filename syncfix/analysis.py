@@ -30,6 +30,16 @@ tensors it mutates in place (``add_``/``copy_``/``fill_``..., indexed or attribu
 ``out=``), whether it calls something that may mutate anything (``optimizer.step()``, unknown
 calls), and the control-flow exits it contains (``break``/``continue``/``return``/``raise``/
 ``yield``).
+
+**Dtypes, shapes, autograd, host reads** (for rules that must prove a rewrite exact).
+:meth:`dtype_of` proves a tensor expression's dtype (factories, casts, predicates, dtype-keeping
+ops, arithmetic that cannot promote; the default float is float32 unless the module changes it);
+:meth:`shape_key` gives keys that prove two expressions have one shape (``"()"`` = 0-d, see
+:meth:`is_zero_dim`); :meth:`is_grad_free` and :meth:`in_no_grad` prove autograd cannot matter;
+:meth:`is_effect_free` says evaluating an expression changes nothing (no impure call, no in-place
+op, no random draw); :meth:`host_read_syncs` lists the host reads of GPU values in an expression
+and :meth:`flows_to_host` says whether a name is read on the host later; :meth:`reaching_values`
+gives the right-hand sides a name may hold. Unknown always means "cannot prove".
 """
 
 from __future__ import annotations
@@ -624,6 +634,16 @@ class ModuleAnalysis:
 
     def is_pure_call(self, call: cst.Call) -> bool:
         """A call that mutates none of its arguments nor anything else we can see."""
+        func = call.func
+        inplace = keyword(call, "inplace")  # ``F.relu(x, inplace=True)``
+        if inplace is not None and not (isinstance(inplace.value, cst.Name) and inplace.value.value == "False"):
+            return False
+        if isinstance(func, cst.Attribute) and self.value(func.value).is_tensor:
+            # a tensor method: ``y.abs()`` has the qualified name "y.abs", which names no function
+            method = func.attr.value
+            return not is_inplace_method(method) and method not in (
+                "backward", "register_hook", "record_stream", "apply_"
+            )
         name = self.callee(call)
         if name is not None:
             if name.startswith("builtins."):
@@ -733,9 +753,9 @@ class ModuleAnalysis:
         return UNKNOWN
 
     def _arith(self, *operands: cst.BaseExpression) -> Value:
-        vals = [v for v in (self.value(o) for o in operands) if v.kind is not Kind.BOTTOM]
-        if not vals:
-            return BOTTOM
+        vals = [self.value(o) for o in operands]
+        if any(v.kind is Kind.BOTTOM for v in vals):
+            return BOTTOM  # inside a cycle: no information yet (``x = x * 0.9`` in a loop)
         if any(v.is_tensor for v in vals):
             return Value(Kind.TENSOR, _tensor_device(vals), Memory.PAGEABLE, True)
         if all(v.kind is Kind.NUMBER for v in vals):
@@ -992,6 +1012,11 @@ class ModuleAnalysis:
         func = call.func
         names = self.qualnames(func)
         name = next(iter(names)) if len(names) == 1 else None
+        if isinstance(func, cst.Attribute) and not isinstance(func.value, cst.Name):
+            # ``torch.nn.Linear(4, 1).cuda()`` is "torch.nn.Linear.cuda" by name: ask the receiver
+            receiver = self.value(func.value)
+            if receiver.is_tensor or receiver.kind is Kind.MODULE:
+                name = None
         if name is not None:
             known = self._torch_call_value(name, call)
             if known is not None:
@@ -1092,6 +1117,8 @@ class ModuleAnalysis:
             device = self.device_of(dev_arg.value)
         elif tensor_args:
             device = _tensor_device(tensor_args)
+        elif any(a.kind is Kind.UNKNOWN for a in args):
+            device = Device.UNKNOWN  # ``torch.isnan(unknown)`` may well be on the GPU
         elif self.sets_default_device:
             device = Device.UNKNOWN
         else:
@@ -1177,14 +1204,15 @@ class ModuleAnalysis:
             return None
         return _Tuple((OTHER, receiver)) if func.attr.value == "items" else receiver
 
-    def reaching_values(self, name: cst.Name) -> list[cst.BaseExpression] | None:
-        """The expressions bound to ``name`` that can reach this use (plain ``n = expr`` /
-        ``n: T = expr`` bindings, loop-carried ones included); None when some binding is anything
-        else (a parameter, a tuple target, ``for``, ``+=``, an import, a global...)."""
+    def reaching_values(self, name: cst.Name) -> list[cst.CSTNode] | None:
+        """The expressions bound to ``name`` that can reach this use, in source order: the right
+        side of ``n = expr`` / ``n: T = expr``, or the ``AugAssign`` node itself for ``n op= expr``
+        (loop-carried bindings included). None when some binding is anything else (a parameter, a
+        tuple target, ``for``, an import, a global...), so callers know they cannot prove anything."""
         bindings = self._reaching_bindings(name)
         if not bindings:
             return None
-        out: list[cst.BaseExpression] = []
+        out: list[cst.CSTNode] = []
         for asg in sorted(bindings, key=self._assignment_order):  # source order, not hash order
             if not isinstance(asg, Assignment) or not isinstance(asg.node, cst.Name):
                 return None
@@ -1193,6 +1221,8 @@ class ModuleAnalysis:
                 assign = self.parent(parent)
                 assert isinstance(assign, cst.Assign)
                 out.append(assign.value)
+            elif isinstance(parent, cst.AugAssign):
+                out.append(parent)
             elif isinstance(parent, cst.AnnAssign) and parent.value is not None:
                 out.append(parent.value)
             else:
@@ -1403,6 +1433,569 @@ class ModuleAnalysis:
         return found
 
 
+    # ---- dtypes, shapes, autograd, host reads (added for the SFX2xx rules) -------------------
+    # Each answer is a proof or None/False: callers treat "unknown" as "cannot prove".
+
+    def _fixpoint(self, key: str, node: cst.CSTNode, compute, cycle):
+        """Memoised recursive facts with a value for cycles (loop-carried bindings)."""
+        cache = self.__dict__.setdefault("_facts", {})
+        busy = self.__dict__.setdefault("_facts_busy", set())
+        if (key, node) in cache:
+            return cache[(key, node)]
+        if (key, node) in busy:
+            self.__dict__["_facts_cycles"] = self.__dict__.get("_facts_cycles", 0) + 1
+            return cycle
+        before = self.__dict__.get("_facts_cycles", 0)
+        busy.add((key, node))
+        try:
+            result = compute(node)
+        finally:
+            busy.discard((key, node))
+        if result is _CYCLE and not busy:
+            result = None  # only cyclic bindings (``x = x * 2`` and nothing else): unknown
+        if self.__dict__.get("_facts_cycles", 0) == before or not busy:
+            cache[(key, node)] = result
+        return result
+
+    @cached_property
+    def default_float(self) -> str | None:
+        """``torch.float32`` unless the module changes the default dtype (then unknown)."""
+        code = self.module.code
+        if "set_default_dtype" in code or "set_default_tensor_type" in code:
+            return None
+        return "torch.float32"
+
+    def dtype_of(self, expr: cst.CSTNode) -> str | None:
+        """The dtype of a tensor expression (``"torch.float32"``...) when provable, else None.
+
+        Covers factories (``dtype=`` or the default float), casts (``.float()``, ``.to(dtype)``),
+        comparisons and predicates (bool), dtype-preserving element-wise ops and reductions,
+        arithmetic between tensors of one dtype or with Python numbers that cannot promote, and
+        names whose every reaching binding agrees. Mixed dtypes are never guessed.
+        """
+        return self._fixpoint("dtype", expr, self._dtype_of, _CYCLE)  # type: ignore[return-value]
+
+    def _dtype_of(self, e: cst.CSTNode) -> str | None | object:
+        if isinstance(e, cst.Name):
+            values = self.reaching_values(e)
+            if values is None:
+                return None
+            return _agree(self.dtype_of(v) for v in values)
+        if isinstance(e, cst.AugAssign):
+            return self._binop_dtype(e.target, e.operator, e.value)
+        if isinstance(e, cst.Subscript):
+            return self.dtype_of(e.value) if self.is_tensor(e.value) else None
+        if isinstance(e, cst.Attribute):
+            if e.attr.value in ("T", "mT", "data") and self.is_tensor(e.value):
+                return self.dtype_of(e.value)
+            return None
+        if isinstance(e, cst.Comparison):
+            return "torch.bool" if self.value(e).is_tensor else None
+        if isinstance(e, cst.IfExp):
+            return _agree([self.dtype_of(e.body), self.dtype_of(e.orelse)])
+        if isinstance(e, cst.UnaryOperation):
+            inner = self.dtype_of(e.expression)
+            if isinstance(e.operator, cst.Minus) and inner not in (None, "torch.bool"):
+                return inner
+            if isinstance(e.operator, cst.BitInvert) and inner in _BOOL_INT:
+                return inner
+            return None
+        if isinstance(e, cst.BinaryOperation):
+            return self._binop_dtype(e.left, e.operator, e.right)
+        if isinstance(e, cst.Call):
+            return self._call_dtype(e)
+        return None
+
+    def _binop_dtype(self, left, op, right) -> str | None:
+        lt, rt = self.value(left).is_tensor, self.value(right).is_tensor
+        if not (lt or rt):
+            return None
+        bitwise = isinstance(op, (cst.BitAnd, cst.BitOr, cst.BitXor))
+        arith = isinstance(op, (cst.Add, cst.Subtract, cst.Multiply))
+        div = isinstance(op, cst.Divide) or isinstance(op, cst.MatrixMultiply)
+        if lt and rt:
+            a, b = self.dtype_of(left), self.dtype_of(right)
+            if a is _CYCLE or b is _CYCLE:
+                return _agree([a, b])  # type: ignore[return-value]
+            if a is None or a != b:
+                return None
+            if bitwise:
+                return a if a in _BOOL_INT else None
+            if arith and a != "torch.bool" or div and a in _FLOATS:
+                return a
+            return None
+        t, other = (left, right) if lt else (right, left)
+        d = self.dtype_of(t)
+        if d is _CYCLE:
+            return d  # type: ignore[return-value]
+        kind = _number_kind(other, self)
+        if d is None or kind is None:
+            return None
+        if bitwise:
+            return d if d in _BOOL_INT and kind in ("bool", "int") and (d != "torch.bool" or kind == "bool") else None
+        if d == "torch.bool":
+            return None
+        if arith or div:
+            if d in _FLOATS:
+                return d  # a Python bool/int/float never promotes a floating tensor
+            if arith and kind in ("int", "bool"):
+                return d
+        return None
+
+    def _call_dtype(self, call: cst.Call) -> str | None:
+        name = self.callee(call)
+        func = call.func
+        args = positional(call)
+        explicit = _dtype_kw(self, call)
+        if explicit is not None:
+            return _canon_dtype(explicit)
+        if name is not None and name.startswith(_TENSOR_NAMESPACES):
+            short = name.rsplit(".", 1)[-1]
+            if short in _BOOL_FNS:
+                return "torch.bool"
+            if short in _FLOAT_FACTORIES:
+                return self.default_float
+            if short.endswith("_like") and args:
+                return self.dtype_of(args[0].value)
+            if short in ("tensor", "full", "scalar_tensor") and args:
+                lit = args[-1].value if short == "full" else args[0].value
+                kind = _number_kind(lit, self)
+                return {"bool": "torch.bool", "int": "torch.int64", "float": self.default_float}.get(kind or "")
+            if short == "where" and len(args) == 3:
+                return _agree([self.dtype_of(args[1].value), self.dtype_of(args[2].value)])
+            if short in _PROMOTING_FNS and args:
+                return self._promoting_dtype(args[0].value, [a.value for a in call.args[1:]])
+            if short in _SAME_DTYPE_FNS and args:
+                return self.dtype_of(args[0].value)
+            if short in _FLOAT_ONLY_FNS and args:
+                d = self.dtype_of(args[0].value)
+                return d if d in _FLOATS else None
+            return None
+        if isinstance(func, cst.Attribute) and self.is_tensor(func.value):
+            method = func.attr.value
+            if method in _CAST_METHODS:
+                return _CAST_METHODS[method]
+            if method == "to":
+                if args and self._is_dtype(args[0].value):
+                    return _canon_dtype(self.qualname(args[0].value))
+                if len(args) >= 2 and self._is_dtype(args[1].value):
+                    return _canon_dtype(self.qualname(args[1].value))
+                if args and self.value(args[0].value).is_tensor:
+                    return None  # ``.to(other)`` takes other's dtype
+                return self.dtype_of(func.value)
+            if method in _BOOL_FNS:
+                return "torch.bool"
+            base = self.dtype_of(func.value)
+            if method == "view" and args and self._is_dtype(args[0].value):
+                return _canon_dtype(self.qualname(args[0].value))  # a reinterpreting view
+            if method in ("max", "min") and call.args:
+                return None  # ``x.max(dim)`` is a (values, indices) tuple
+            if method in _PROMOTING_FNS:
+                return self._promoting_dtype(func.value, [a.value for a in call.args])
+            if method in _SAME_DTYPE_METHODS:
+                return base
+            if method in _FLOAT_ONLY_FNS:
+                return base if base in _FLOATS else None
+            if method in ("sum", "cumsum", "prod") and keyword(call, "dtype") is None:
+                return base if base in _FLOATS else "torch.int64" if base in _BOOL_INT else None
+        return None
+
+    def _promoting_dtype(self, first: cst.BaseExpression, others: Sequence[cst.BaseExpression]) -> str | None:
+        """``clamp``/``maximum``...: the first operand's dtype when no other operand can promote it
+        (same-dtype tensors; Python numbers for a floating input; ints for an integer input)."""
+        base = self.dtype_of(first)
+        if base is None or base is _CYCLE:
+            return base
+        for other in others:
+            if self.value(other).is_tensor:
+                d = self.dtype_of(other)
+                if d is not _CYCLE and d != base:
+                    return None
+                continue
+            kind = _number_kind(other, self)
+            if kind is None and not (isinstance(other, cst.Name) and other.value == "None"):
+                return None
+            if base not in _FLOATS and kind not in ("int", "bool", None):
+                return None
+            if base == "torch.bool":
+                return None
+        return base
+
+    def shape_key(self, expr: cst.CSTNode) -> str | None:
+        """A key such that two expressions evaluated at one program point with equal keys have
+        equal shapes: ``"()"`` for a proven 0-d tensor, ``"name:x"`` for element-wise
+        functions of the tensor bound to ``x`` (with Python numbers or 0-d tensors), a literal
+        shape for factories. None when unknown.
+        """
+        return self._fixpoint("shape", expr, self._shape_key, _CYCLE)  # type: ignore[return-value]
+
+    def is_zero_dim(self, expr: cst.CSTNode) -> bool:
+        return self.shape_key(expr) == "()"
+
+    def _shape_key(self, e: cst.CSTNode) -> str | None | object:
+        if isinstance(e, cst.Name):
+            if not self.is_tensor(e):
+                return None
+            values = self.reaching_values(e)
+            if values is not None:
+                keys = [self.shape_key(v) for v in values]
+                if _agree(keys) == "()":
+                    return "()"
+                single = self._straight_line_binding(e)
+                if single is not None:
+                    key = self.shape_key(single)
+                    if isinstance(key, str):
+                        return key
+            return "name:" + e.value
+        if isinstance(e, cst.AugAssign):
+            return self._broadcast_key([e.target, e.value])
+        if isinstance(e, (cst.Comparison, cst.BinaryOperation)):
+            operands = (
+                [e.left, *(c.comparator for c in e.comparisons)]
+                if isinstance(e, cst.Comparison)
+                else [e.left, e.right]
+            )
+            if isinstance(e, cst.BinaryOperation) and isinstance(e.operator, cst.MatrixMultiply):
+                return None
+            return self._broadcast_key(operands)
+        if isinstance(e, cst.UnaryOperation) and not isinstance(e.operator, cst.Not):
+            return self.shape_key(e.expression)
+        if isinstance(e, cst.IfExp):
+            return _agree([self.shape_key(e.body), self.shape_key(e.orelse)])
+        if isinstance(e, cst.Call):
+            return self._call_shape_key(e)
+        return None
+
+    def _broadcast_key(self, operands: Sequence[cst.BaseExpression]) -> str | None:
+        keys = []
+        for o in operands:
+            if self.value(o).is_tensor:
+                k = self.shape_key(o)
+                if k is None:
+                    return None
+                if k is not _CYCLE:
+                    keys.append(k)
+            elif _number_kind(o, self) is None:
+                return None
+        if not keys:
+            return _CYCLE  # type: ignore[return-value]
+        wide = {k for k in keys if k != "()"}  # a 0-d operand broadcasts to anything
+        if len(wide) > 1:
+            return None
+        return wide.pop() if wide else "()"
+
+    def _call_shape_key(self, call: cst.Call) -> str | None:
+        name = self.callee(call)
+        args = positional(call)
+        func = call.func
+        if name is not None and name.startswith(_TENSOR_NAMESPACES):
+            short = name.rsplit(".", 1)[-1]
+            if short in ("tensor", "scalar_tensor") and args and _literal_kind(args[0].value):
+                return "()"
+            if short in ("zeros", "ones", "empty", "full", "rand", "randn") and args:
+                first = args[0].value
+                if isinstance(first, cst.Tuple) and not first.elements:
+                    return "()"
+                if isinstance(first, cst.List) and not first.elements:
+                    return "()"
+                return None
+            if short.endswith("_like") and args:
+                return self.shape_key(args[0].value)
+            if short == "where" and len(args) == 3:
+                return self._broadcast_key([a.value for a in args])
+            if short in _REDUCTIONS and len(call.args) == 1 and args:
+                return "()"
+            if (short in _ELEMENTWISE_FNS or short in _BOOL_ELEMENTWISE) and args:
+                if short in ("maximum", "minimum", "logical_and", "logical_or", "logical_xor"):
+                    return self._broadcast_key([a.value for a in args[:2]])
+                return self.shape_key(args[0].value) if len(call.args) == 1 else None
+            return None
+        if isinstance(func, cst.Attribute) and self.is_tensor(func.value):
+            method = func.attr.value
+            if method in _REDUCTIONS and not call.args:
+                return "()"
+            if method in _ELEMENTWISE_METHODS and not call.args:
+                return self.shape_key(func.value)
+            if method in _CAST_METHODS and not call.args:
+                return self.shape_key(func.value)
+            if method in ("clamp", "clip", "masked_fill") and all(
+                not self.value(a.value).is_tensor or self.is_zero_dim(a.value) for a in call.args
+            ) and method != "masked_fill":
+                return self.shape_key(func.value)
+        return None
+
+    def _straight_line_binding(self, name: cst.Name) -> cst.BaseExpression | None:
+        """``expr`` of the ``name = expr`` that provably holds at this use: the nearest earlier
+        statement of the same block binds it, and nothing in between rebinds ``name`` or any name
+        ``expr`` reads."""
+        stmt = self.statement_of(name)
+        block = self.block_of(stmt) if stmt is not None else None
+        if block is None:
+            return None
+        body = list(block[1])
+        index = next(i for i, s in enumerate(body) if s is stmt)
+        for j in range(index - 1, -1, -1):
+            s = body[j]
+            if name.value not in self.effects(s).writes:
+                continue
+            if not isinstance(s, cst.SimpleStatementLine) or len(s.body) != 1:
+                return None
+            small = s.body[0]
+            if not (
+                isinstance(small, cst.Assign)
+                and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)
+            ):
+                return None
+            watched = {name.value} | self.effects(small.value).reads
+            if any(
+                (self.effects(t).writes | self.effects(t).inplace) & watched
+                for t in body[j + 1 : index]
+            ):
+                return None
+            if self.effects(small.value).reads & {name.value}:
+                return None  # ``x = f(x)``: the key would name the old x
+            return small.value
+        return None
+
+    def is_grad_free(self, expr: cst.CSTNode) -> bool:
+        """Provably carries no autograd history and does not require grad: integer/bool dtypes,
+        factories without ``requires_grad``, ``.detach()``, and pure ops over such values."""
+        return self._fixpoint("grad", expr, self._is_grad_free, True)  # type: ignore[return-value]
+
+    def _is_grad_free(self, e: cst.CSTNode) -> bool:
+        v = self.value(e)
+        if not v.is_tensor:
+            # a number, dtype, device, string...: cannot carry grad; unknown values might be tensors
+            return v.kind not in (Kind.UNKNOWN, Kind.MODULE, Kind.BOTTOM) or _number_kind(e, self) is not None
+        if self.dtype_of(e) in _BOOL_INT:
+            return True
+        if isinstance(e, cst.Name):
+            values = self.reaching_values(e)
+            if values is None or self._requires_grad_set(e.value):
+                return False
+            return all(self.is_grad_free(v) for v in values)
+        if isinstance(e, cst.AugAssign):
+            return self.is_grad_free(e.target) and self.is_grad_free(e.value)
+        if isinstance(e, (cst.BinaryOperation,)):
+            return self.is_grad_free(e.left) and self.is_grad_free(e.right)
+        if isinstance(e, cst.UnaryOperation):
+            return self.is_grad_free(e.expression)
+        if isinstance(e, cst.Comparison):
+            return True
+        if isinstance(e, cst.Subscript):
+            return self.is_grad_free(e.value)
+        if isinstance(e, cst.Attribute):
+            return e.attr.value == "data" or e.attr.value in ("T", "mT") and self.is_grad_free(e.value)
+        if isinstance(e, cst.Call):
+            rg = keyword(e, "requires_grad")
+            if rg is not None and not (isinstance(rg.value, cst.Name) and rg.value.value == "False"):
+                return False
+            name = self.callee(e)
+            func = e.func
+            if isinstance(func, cst.Attribute) and self.is_tensor(func.value):
+                if func.attr.value == "detach":
+                    return True
+                if func.attr.value in ("requires_grad_", "backward", "register_hook"):
+                    return False
+                return self.is_grad_free(func.value) and all(self.is_grad_free(a.value) for a in e.args)
+            if name is None or not name.startswith(_TENSOR_NAMESPACES) or not self.is_pure_call(e):
+                return False
+            short = name.rsplit(".", 1)[-1]
+            if short in _FLOAT_FACTORIES or short in ("tensor", "full", "arange", "scalar_tensor"):
+                return True
+            if short.endswith("_like"):
+                return True
+            return all(self.is_grad_free(a.value) for a in e.args)
+        return False
+
+    def _requires_grad_set(self, name: str) -> bool:
+        code = self.module.code
+        return f"{name}.requires_grad_(" in code or f"{name}.requires_grad =" in code
+
+    def in_no_grad(self, node: cst.CSTNode) -> bool:
+        """Inside ``with torch.no_grad()``/``inference_mode()`` or a function decorated so."""
+        def mode(expr: cst.BaseExpression) -> bool | None:
+            """True: turns grad off; False: may turn it back on; None: unrelated."""
+            target = expr.func if isinstance(expr, cst.Call) else expr
+            name = self.qualname(target)
+            if name in _NO_GRAD:
+                # ``inference_mode(False)`` (any argument) may leave grad on
+                return not (isinstance(expr, cst.Call) and expr.args)
+            if name in _GRAD_ON:
+                return False
+            return None
+
+        for anc in self.ancestors(node):  # innermost first: the nearest mode wins
+            if isinstance(anc, cst.With):
+                for item in reversed(anc.items):
+                    m = mode(item.item)
+                    if m is not None:
+                        return m
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
+                if isinstance(anc, cst.FunctionDef):
+                    for dec in anc.decorators:
+                        m = mode(dec.decorator)
+                        if m is not None:
+                            return m
+                return False
+        return False
+
+    def host_read_syncs(self, expr: cst.BaseExpression, *, truth: bool = False) -> list[cst.CSTNode]:
+        """The nodes of ``expr`` that read a (possibly) CUDA tensor's value on the host:
+        ``.item()``/``.tolist()``, ``bool/int/float(t)``, and with ``truth`` (``expr`` is an
+        ``if``/``while``/``assert`` test) the implicit ``bool()`` of a tensor-valued test."""
+        found: list[cst.CSTNode] = []
+        a = self
+
+        def maybe_cuda(e: cst.CSTNode) -> bool:
+            v = a.value(e)
+            return v.is_tensor and v.device in (Device.CUDA, Device.CUDA_OR_CPU)
+
+        def truthy(e: cst.BaseExpression) -> None:
+            if isinstance(e, cst.BooleanOperation):
+                truthy(e.left)
+                truthy(e.right)
+            elif isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Not):
+                truthy(e.expression)
+            elif maybe_cuda(e):
+                found.append(e)
+
+        class V(cst.CSTVisitor):
+            # ``a or b``, ``x if t else y``, ``not t`` inside an expression take a truth value too
+            def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
+                truthy(node.left)
+
+            def visit_IfExp(self, node: cst.IfExp) -> None:
+                truthy(node.test)
+
+            def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
+                if isinstance(node.operator, cst.Not):
+                    truthy(node.expression)
+
+            def visit_Comparison(self, node: cst.Comparison) -> None:
+                if len(node.comparisons) > 1:  # a chain is an ``and`` of its links
+                    truthy(node)
+
+            def visit_Call(self, node: cst.Call) -> None:
+                func = node.func
+                if isinstance(func, cst.Attribute) and func.attr.value in ("item", "tolist"):
+                    if maybe_cuda(func.value):
+                        found.append(node)
+                elif a.callee(node) in ("builtins.bool", "builtins.int", "builtins.float"):
+                    args = positional(node)
+                    if len(args) == 1 and maybe_cuda(args[0].value):
+                        found.append(node)
+
+            def visit_Lambda(self, node: cst.Lambda) -> bool:
+                return False
+
+        if truth:
+            truthy(expr)
+        expr.visit(V())
+        return list({id(n): n for n in found}.values())
+
+    def flows_to_host(self, name: str, after: cst.CSTNode) -> bool:
+        """Might the tensor bound to ``name`` be read on the host (Python control flow,
+        ``.item()``, ``bool()``/``float()``, printing) after ``after``? Over-approximates:
+        every later use of the name in the enclosing function (or loop) counts."""
+        scope_node = self.enclosing_function(after) or self.module
+        pos = self.positions.get(after)
+        loops = self.loops_around(after)
+        found = False
+        a = self
+
+        class V(cst.CSTVisitor):
+            def visit_Name(self, node: cst.Name) -> None:
+                nonlocal found
+                if found or node.value != name:
+                    return
+                p = a.positions.get(node)
+                later = pos is None or p is None or p.start.line > pos.end.line
+                in_loop = bool(loops) and any(anc is loops[-1] for anc in a.ancestors(node))
+                if (later or in_loop) and a._is_host_use(node):
+                    found = True
+
+        scope_node.visit(V())
+        return found
+
+    def _is_host_use(self, node: cst.CSTNode) -> bool:
+        child = node
+        for anc in self.ancestors(node):
+            if isinstance(anc, (cst.If, cst.While, cst.IfExp)) and child is anc.test:
+                return True
+            if isinstance(anc, cst.Assert):
+                return True
+            if isinstance(anc, cst.FormattedStringExpression):
+                return True
+            if isinstance(anc, cst.Call):
+                func = anc.func
+                if isinstance(func, cst.Attribute) and child is func and func.attr.value in _HOST_METHODS:
+                    return True
+                if self.callee(anc) in _HOST_BUILTINS:
+                    return True
+                if child is not func and not self.is_pure_call(anc):
+                    return True  # passed to code we cannot see
+            if isinstance(anc, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+                return False  # stored or returned: not a host read here
+            child = anc
+        return False
+
+    def is_effect_free(self, expr: cst.CSTNode) -> bool:
+        """Evaluating ``expr`` mutates nothing and runs no code we cannot see (every call is pure,
+        no in-place method, no walrus, no ``await``/``yield``, no lambda)."""
+        fx = self.effects(expr)
+        if fx.inplace or fx.may_mutate_anything or fx.exits or fx.writes:
+            return False
+        bad = False
+
+        class V(cst.CSTVisitor):
+            def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+                nonlocal bad
+                bad = True
+
+            def visit_Lambda(self, node: cst.Lambda) -> None:
+                nonlocal bad
+                bad = True
+
+        expr.visit(V())
+        if bad:
+            return False
+        for call in fx.calls:  # random ops advance the generator: running them twice changes later draws
+            name = self.callee(call) or ""
+            short = call.func.attr.value if isinstance(call.func, cst.Attribute) else name.rsplit(".", 1)[-1]
+            if short in _RANDOM_OPS:
+                return False
+        return True
+
+    @cached_property
+    def may_use_several_devices(self) -> bool:
+        """Does the module name a CUDA device by index (then "on CUDA" need not mean one device)?"""
+        import re
+
+        return bool(
+            re.search(
+                r"cuda:\s*[\d{]|\.cuda\(\s*[^)\s]|set_device|torch\.device\([^)]*,|\.to\(\s*\d",
+                self.module.code,
+            )
+        )
+
+    @cached_property
+    def torch_alias(self) -> str | None:
+        """The name the module binds ``torch`` to with a top-level ``import torch [as t]``."""
+        for stmt in self.module.body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.Import):
+                        for alias in small.names:
+                            if dotted_name(alias.name) == "torch":
+                                if alias.asname is None:
+                                    return "torch"
+                                if isinstance(alias.asname.name, cst.Name):
+                                    return alias.asname.name.value
+        return None
+
+
 class _Tuple(Value):
     """A tuple of values (for ``enumerate``/``zip`` destructuring only)."""
 
@@ -1447,3 +2040,146 @@ def _to_is_dtype_only(analysis: ModuleAnalysis, call: cst.Call) -> bool:
     if keyword(call, "device") is not None:
         return False
     return bool(args) and analysis._is_dtype(args[0].value) or (not args and keyword(call, "dtype") is not None)
+
+
+# ---- tables for the dtype/shape facts (SFX2xx) -----------------------------------------------
+_CYCLE = object()  # "no information yet" inside a cycle of bindings (identity of _agree)
+_FLOATS = {"torch.float32", "torch.float64", "torch.float16", "torch.bfloat16"}
+_BOOL_INT = {
+    "torch.bool", "torch.uint8", "torch.int8", "torch.int16", "torch.int32", "torch.int64",
+}
+_DTYPE_ALIASES = {
+    "float": "float32", "double": "float64", "half": "float16", "long": "int64", "int": "int32",
+    "short": "int16", "cfloat": "complex64", "cdouble": "complex128",
+}
+_CAST_METHODS = {
+    "float": "torch.float32", "double": "torch.float64", "half": "torch.float16",
+    "bfloat16": "torch.bfloat16", "long": "torch.int64", "int": "torch.int32",
+    "short": "torch.int16", "bool": "torch.bool", "byte": "torch.uint8", "char": "torch.int8",
+}
+_BOOL_FNS = {
+    "isnan", "isinf", "isfinite", "isposinf", "isneginf", "isreal", "signbit", "logical_and",
+    "logical_or", "logical_not", "logical_xor", "eq", "ne", "gt", "ge", "lt", "le", "greater",
+    "greater_equal", "less", "less_equal", "not_equal", "any", "all", "isclose", "isin",
+}
+_BOOL_ELEMENTWISE = _BOOL_FNS - {"any", "all", "isin"}
+_FLOAT_FACTORIES = {
+    "zeros", "ones", "empty", "rand", "randn", "eye", "linspace", "logspace", "empty_strided",
+}
+# Keep the input's dtype (for any dtype they accept).
+_PROMOTING_FNS = {"clamp", "clip", "maximum", "minimum", "fmax", "fmin"}
+_RANDOM_OPS = {
+    "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli",
+    "multinomial", "normal", "poisson", "dropout", "dropout1d", "dropout2d", "dropout3d",
+    "alpha_dropout", "feature_alpha_dropout", "rrelu", "gumbel_softmax", "uniform_", "normal_",
+    "random_", "exponential_", "geometric_", "log_normal_", "cauchy_", "bernoulli_",
+}
+_SAME_DTYPE_FNS = {
+    "abs", "neg", "negative", "clone", "detach", "relu",
+    "flatten", "reshape", "squeeze", "unsqueeze", "transpose", "permute", "flip", "roll",
+    "amax", "amin", "sign", "masked_fill", "contiguous",
+}
+# Keep a floating input's dtype (integer inputs would promote or raise).
+_FLOAT_ONLY_FNS = {
+    "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos", "tan",
+    "floor", "ceil", "round", "trunc", "frac", "reciprocal", "mean", "square", "erf", "exp2",
+    "log2", "log10", "atan", "asin", "acos", "sinh", "cosh", "softplus", "gelu", "silu",
+    "norm", "std", "var", "nan_to_num", "logsumexp",
+}
+_SAME_DTYPE_METHODS = _SAME_DTYPE_FNS | {
+    "cuda", "cpu", "pin_memory", "view", "view_as", "expand", "expand_as", "narrow", "select",
+    "t", "max", "min", "abs_", "neg_", "clamp_", "mul_", "add_", "sub_", "fill_", "zero_",
+}
+_REDUCTIONS = {
+    "sum", "mean", "prod", "amax", "amin", "max", "min", "any", "all", "norm", "std", "var",
+    "logsumexp", "count_nonzero",
+}
+_ELEMENTWISE_FNS = (_SAME_DTYPE_FNS | _FLOAT_ONLY_FNS) - {
+    "flatten", "reshape", "squeeze", "unsqueeze", "transpose", "permute", "amax", "amin",
+    "mean", "norm", "std", "var", "logsumexp", "clamp", "clip", "masked_fill", "maximum",
+    "minimum", "roll", "flip",
+} | {"maximum", "minimum"}
+_ELEMENTWISE_METHODS = (_ELEMENTWISE_FNS - {"maximum", "minimum"}) | _BOOL_ELEMENTWISE | {
+    "cuda", "contiguous", "clone", "detach", "float", "double", "half", "bool", "long", "int",
+}
+_NO_GRAD = {
+    "torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
+    "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode",
+}
+_GRAD_ON = {
+    "torch.enable_grad", "torch.set_grad_enabled", "torch.autograd.enable_grad",
+    "torch.autograd.set_grad_enabled", "torch.autograd.grad_mode.enable_grad",
+    "torch.autograd.grad_mode.set_grad_enabled",
+}
+_HOST_METHODS = {"item", "tolist", "cpu", "numpy", "__bool__", "__float__", "__int__"}
+_HOST_BUILTINS = {
+    "builtins.bool", "builtins.int", "builtins.float", "builtins.print", "builtins.str",
+    "builtins.repr", "builtins.format", "builtins.list", "builtins.len", "builtins.max",
+    "builtins.min", "builtins.sum", "builtins.round", "builtins.abs",
+}
+
+
+def _canon_dtype(name: str | None) -> str | None:
+    if not name or not name.startswith("torch."):
+        return None
+    short = name[len("torch.") :]
+    return "torch." + _DTYPE_ALIASES.get(short, short) if short in _DTYPES else None
+
+
+def _agree(items) -> str | None | object:
+    """The one value every item has (cycle markers ignored); None if they differ or any is None."""
+    result: object = _CYCLE
+    for item in items:
+        if item is _CYCLE:
+            continue
+        if item is None:
+            return None
+        if result is _CYCLE:
+            result = item
+        elif result != item:
+            return None
+    return result
+
+
+def _literal_kind(expr: cst.BaseExpression) -> str | None:
+    """"bool"/"int"/"float" for a (possibly negated) literal Python number, else None."""
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
+        return _literal_kind(expr.expression) if not isinstance(expr.expression, cst.Name) else None
+    if isinstance(expr, cst.Integer):
+        return "int"
+    if isinstance(expr, cst.Float):
+        return "float"
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
+        return "bool"
+    return None
+
+
+def _number_kind(expr: cst.BaseExpression, analysis: ModuleAnalysis) -> str | None:
+    """Like :func:`_literal_kind`, plus "number" for any other Python bool/int/float value."""
+    kind = _literal_kind(expr)
+    if kind is not None:
+        return kind
+    if analysis.value(expr).kind is Kind.NUMBER:
+        return "number"
+    if isinstance(expr, cst.Name):  # a parameter annotated ``int``/``float``/``bool``
+        scope = analysis.scope(expr)
+        refs = [r for acc in (scope.accesses[expr.value] if scope else ()) if acc.node is expr for r in acc.referents]
+        if len(refs) == 1 and isinstance(getattr(refs[0], "node", None), cst.Param):
+            ann = refs[0].node.annotation
+            if ann is not None and isinstance(ann.annotation, cst.Name):
+                return {"int": "int", "bool": "bool", "float": "float"}.get(ann.annotation.value)
+    return None
+
+
+def literal_number(expr: cst.BaseExpression) -> int | float | bool | None:
+    """The value of a literal Python number (``3``, ``-0.5``, ``True``), else None."""
+    kind = _literal_kind(expr)
+    if kind is None:
+        return None
+    import ast
+
+    try:
+        value = ast.literal_eval(cst.Module([]).code_for_node(expr))
+    except (ValueError, SyntaxError):
+        return None
+    return value if isinstance(value, (int, float, bool)) else None

@@ -236,6 +236,10 @@ def process_source(
         chosen = choose_fixes(candidates, analyzed)
         if not chosen:
             break
+        if _round == 0 and module.bytes != data:
+            # LibCST does not reproduce every file exactly (e.g. a last line that is an indented
+            # comment without a newline): rewriting such a file would change bytes outside the fix.
+            raise FileError("LibCST does not reproduce this file byte for byte; left untouched")
         applied.extend(to_finding(r, analyzed, path, settings, False) for r in chosen)
         new_module = apply_fixes(module, [r.fix for r in chosen])
         try:
@@ -250,7 +254,7 @@ def process_source(
         (to_finding(r, analyzed, path, settings, with_edits) for r in raws),
         key=Finding.sort_key,
     )
-    return module.bytes, remaining, applied
+    return (module.bytes if applied else data), remaining, applied
 
 
 def _config(settings: Settings) -> cst.PartialParserConfig:

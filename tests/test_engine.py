@@ -172,3 +172,17 @@ def test_output_does_not_depend_on_hash_seed(tmp_path):
         assert r.returncode == 1, r.stderr
         outputs.add(r.stdout)
     assert len(outputs) == 1
+
+
+def test_file_libcst_cannot_reproduce_is_left_untouched(tmp_path):
+    # LibCST 1.9 regenerates this source without its blank line; no fix may then be written.
+    p = tmp_path / "odd.py"
+    src = "import torch\nx = torch.ones(2).cuda()\n\n #"
+    p.write_text(src)
+    import libcst as cst
+
+    if cst.parse_module(src).code == src:
+        pytest.skip("this LibCST reproduces the file exactly")
+    result, data = apply_file(p)
+    assert "byte for byte" in result.error
+    assert data == src.encode()

@@ -1,0 +1,162 @@
+"""SFX203: ``assert`` / ``if ...: raise`` on a GPU value → ``torch._assert_async``."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from syncfix.rules import Fix, Invalid, Rule
+
+from ._conditions import as_tensor_condition, syncs_on_gpu
+from ._libcst import codemod_for
+
+
+class AssertOnGpuValue(Rule):
+    """
+    ## What it finds
+    A check that reads a GPU value only to fail: `assert (x >= 0).all(), "msg"`, and guards
+    `if not cond: raise ValueError("msg")` / `if cond: raise ...` (no `else`, nothing but the
+    `raise`).
+
+    ## Why it costs
+    `assert` and `if` need a Python `bool`: the host copies the value and waits for all queued GPU
+    work, every time the check runs, even though it almost never fails.
+
+    ## Example
+    ```python
+    assert (probs >= 0).all(), "negative probability"
+    if torch.isnan(loss):
+        raise FloatingPointError("loss is NaN")
+    ```
+
+    ## Use instead
+    ```python
+    torch._assert_async((probs >= 0).all(), "negative probability")
+    torch._assert_async(~(torch.isnan(loss)), "FloatingPointError: loss is NaN")
+    ```
+
+    ## Fix safety
+    Always **unsafe**: the check moves to the device. A failure no longer raises the original
+    exception at this line; it surfaces later as a device-side assert (a `RuntimeError` at some
+    later sync, and on CUDA the context is unusable afterwards). An `assert` removed by
+    `python -O` now always runs. The fix is offered only when the condition converts exactly
+    (same decision as the Python test, 0-d), and the message is a string literal (an f-string
+    could itself read the GPU). `torch._assert_async` is a private API of PyTorch (stable since
+    1.x, used by PyTorch itself).
+    """
+
+    CODE = "SFX203"
+    NAME = "assert-on-gpu-value"
+    MESSAGE = "Check on a GPU value syncs every time it runs; `torch._assert_async` checks on the device"
+    FIX = "sometimes"
+    TRIGGERS = ("assert", "raise")
+    VALID = [
+        # a Python value: no sync
+        "import torch\ndef f(x: torch.Tensor, n: int):\n    assert n > 0\n    return x\n",
+        # already asynchronous
+        "import torch\nx = torch.randn(3, device='cuda')\ntorch._assert_async((x >= 0).all())\n",
+        # an else branch: not a bare guard
+        "import torch\nx = torch.randn(3, device='cuda')\nif x.sum() > 0:\n    raise ValueError('x')\n"
+        "else:\n    x = x + 1\n",
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nx = torch.randn(3, device='cuda')\nassert (x >= 0).all(), 'negative'\n",
+            "import torch\nx = torch.randn(3, device='cuda')\ntorch._assert_async((x >= 0).all(), 'negative')\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch\nloss = torch.randn((), device='cuda')\nif torch.isnan(loss):\n"
+            "    raise FloatingPointError('loss is NaN')\n",
+            "import torch\nloss = torch.randn((), device='cuda')\n"
+            "torch._assert_async(~(torch.isnan(loss)), 'FloatingPointError: loss is NaN')\n",
+            unsafe=True,
+        ),
+        # an f-string message may itself read the GPU: finding only
+        Invalid(
+            "import torch\nx = torch.randn((), device='cuda')\nassert x > 0, f'x={x}'\n",
+        ),
+    ]
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        a = self.analysis
+        if not syncs_on_gpu(a, node.test):
+            return
+        msg = node.msg
+        fix = None
+        if msg is None or isinstance(msg, cst.SimpleString):
+            cond = as_tensor_condition(a, node.test)
+            text = self._call(cond.code if cond else None, a.module.code_for_node(msg) if msg else None)
+            if text is not None and cond is not None and cond.exact and cond.zero_dim:
+                fix = self._fix(node, cst.Expr(cst.parse_expression(text)))
+        self.report(node, fix=fix)
+
+    def visit_If(self, node: cst.If) -> None:
+        a = self.analysis
+        if node.orelse is not None or not syncs_on_gpu(a, node.test):
+            return
+        parent = a.parent(node)
+        if isinstance(parent, cst.If) and parent.orelse is node:
+            return  # an elif: not a bare guard
+        raise_ = _only_raise(node.body)
+        if raise_ is None:
+            return
+        fix = None
+        message = _raise_message(raise_)
+        if message is not None:
+            test = node.test
+            if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+                cond = as_tensor_condition(a, test.expression)  # fail when not cond
+                ok_code = cond.code if cond else None
+            else:
+                cond = as_tensor_condition(a, test)
+                ok_code = f"~({cond.code})" if cond else None
+            text = self._call(ok_code, repr(message))
+            if text is not None and cond is not None and cond.exact and cond.zero_dim:
+                stmt = cst.parse_statement(text + "\n").with_changes(leading_lines=node.leading_lines)
+                fix = self._fix(node, stmt)
+        self.report(node, fix=fix)
+
+    def _call(self, cond: str | None, msg: str | None) -> str | None:
+        torch = self.analysis.torch_alias
+        if cond is None or torch is None:
+            return None
+        return f"{torch}._assert_async({cond}, {msg})" if msg else f"{torch}._assert_async({cond})"
+
+    def _fix(self, node: cst.CSTNode, new: cst.CSTNode) -> Fix:
+        return self.unsafe_fix(
+            {node: new},
+            "Check on the device with torch._assert_async (unsafe: a failure surfaces later, as a "
+            "device-side assert, not as this exception)",
+        )
+
+
+def _only_raise(body: cst.BaseSuite) -> cst.Raise | None:
+    smalls: list = []
+    if isinstance(body, cst.SimpleStatementSuite):
+        smalls = list(body.body)
+    else:
+        for stmt in body.body:
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                return None
+            smalls.extend(stmt.body)
+    if len(smalls) == 1 and isinstance(smalls[0], cst.Raise) and smalls[0].exc is not None:
+        return smalls[0]
+    return None
+
+
+def _raise_message(node: cst.Raise) -> str | None:
+    """``"Exc: message"`` for ``raise Exc("message")`` / ``raise Exc``; None for anything else."""
+    exc = node.exc
+    if isinstance(exc, cst.Name):
+        return exc.value
+    if isinstance(exc, cst.Call) and isinstance(exc.func, cst.Name):
+        if not exc.args:
+            return exc.func.value
+        if len(exc.args) == 1 and isinstance(exc.args[0].value, cst.SimpleString):
+            value = exc.args[0].value.evaluated_value
+            if isinstance(value, str):
+                return f"{exc.func.value}: {value}"
+    return None
+
+
+Codemod = codemod_for(AssertOnGpuValue)

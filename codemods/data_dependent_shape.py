@@ -1,0 +1,288 @@
+"""SFX205: ops whose output shape depends on GPU data (the host must read it)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from syncfix.analysis import Device, ModuleAnalysis, keyword, positional, root_name
+from syncfix.rules import Fix, Invalid, Rule
+
+from ._conditions import code
+from ._libcst import codemod_for
+
+_MAYBE_CUDA = (Device.CUDA, Device.CUDA_OR_CPU)
+_ADVICE = {
+    "nonzero": "`torch.nonzero_static(x, size=k)` is sync-free (pads or truncates); element-wise "
+    "uses can stay masks (`torch.where`, `masked_fill`)",
+    "argwhere": "`torch.nonzero_static(x, size=k)` is sync-free (pads or truncates)",
+    "masked_select": "keep the mask: `torch.where(mask, x, 0)` for element-wise use or reductions",
+    "unique": "no sync-free equivalent; hoist it out of the hot loop, or count into a fixed-size "
+    "tensor with `scatter_add_` when the values are bounded",
+    "unique_consecutive": "no sync-free equivalent; hoist it out of the hot loop",
+    "bincount": "`torch.zeros(n).scatter_add_(0, idx, ones)` with a known `n` is sync-free",
+    "histc": "pass `min=` and `max=` (sync-free; identical only if they equal the data's range)",
+    "one_hot": "pass `num_classes=` (sync-free; identical only if it equals `idx.max() + 1`)",
+    "repeat_interleave": "pass `output_size=` (sync-free; identical only if it equals "
+    "`repeats.sum()` and `repeats >= 0`)",
+}
+
+
+class DataDependentShape(Rule):
+    """
+    ## What it finds
+    GPU operations whose output *shape* depends on the data, so PyTorch reads a count on the host:
+    boolean-mask reads `x[mask]`, `nonzero`/`argwhere`, `masked_select`, `unique`,
+    `unique_consecutive`, `bincount`, `histc` without a range, `repeat_interleave` with a tensor of
+    repeats and no `output_size`, `F.one_hot` without `num_classes`, and slicing or indexing with a
+    CUDA scalar (`x[:n]`, `x[i]` with `n`, `i` 0-d CUDA tensors).
+
+    ## Why it costs
+    The output must be allocated before the kernel that fills it runs, so the host waits for the
+    GPU to finish everything queued and copies the size back (one or two syncs per call;
+    sync-semantics.md §1.2 and §1.5).
+
+    ## Example
+    ```python
+    pos = x[x > 0].sum()
+    y = torch.repeat_interleave(x, reps)
+    ```
+
+    ## Use instead
+    ```python
+    pos = torch.where(x > 0, x, 0).sum()
+    y = torch.repeat_interleave(x, reps, output_size=total)  # total known on the host
+    ```
+
+    ## Fix safety
+    Most findings have no fix: each alternative needs a number only the author knows (a bound, a
+    class count, a range). Two **unsafe** fixes exist:
+    - `x[mask].sum()` → `torch.where(mask, x, 0).sum()` when `mask` provably has `x`'s shape: the
+      same sum, but summed in another order (float results may differ in the last bits);
+    - `repeat_interleave(..., repeats)` → `repeat_interleave(..., repeats, output_size=n)` when
+      `n = repeats.sum().item()` (or `int(repeats.sum())`) was computed just before in the same
+      block and `repeats` is unchanged since: the result is identical, but `output_size` skips the
+      check that `repeats >= 0`, so invalid input no longer raises.
+    """
+
+    CODE = "SFX205"
+    NAME = "data-dependent-shape"
+    MESSAGE = "Data-dependent output shape: the host reads a count from the GPU (a sync)"
+    FIX = "sometimes"
+    TRIGGERS = ("[", "nonzero", "argwhere", "masked_select", "unique", "bincount", "histc",
+                "one_hot", "repeat_interleave")
+    VALID = [
+        # explicit sizes: sync-free
+        "import torch\nimport torch.nn.functional as F\nidx = torch.zeros(4, dtype=torch.long, device='cuda')\n"
+        "y = F.one_hot(idx, num_classes=10)\nz = torch.histc(idx.float(), bins=4, min=0, max=4)\n",
+        # a CPU tensor: nothing to wait for
+        "import torch\nx = torch.randn(8)\ny = x[x > 0]\n",
+        # repeats given as a Python int
+        "import torch\nx = torch.randn(8, device='cuda')\ny = x.repeat_interleave(2)\n",
+    ]
+    INVALID = [
+        Invalid("import torch\nx = torch.randn(8, device='cuda')\ni = x.nonzero()\n"),
+        Invalid(
+            "import torch\nx = torch.randn(8, device='cuda')\ns = x[x > 0].sum()\n",
+            "import torch\nx = torch.randn(8, device='cuda')\ns = torch.where(x > 0, x, 0).sum()\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch\nx = torch.randn(4, device='cuda')\nr = torch.tensor([1, 2, 0, 3], device='cuda')\n"
+            "n = int(r.sum())\ny = torch.repeat_interleave(x, r)\n",
+            "import torch\nx = torch.randn(4, device='cuda')\nr = torch.tensor([1, 2, 0, 3], device='cuda')\n"
+            "n = int(r.sum())\ny = torch.repeat_interleave(x, r, output_size=n)\n",
+            unsafe=True,
+        ),
+    ]
+
+    def _cuda(self, e: cst.BaseExpression) -> bool:
+        v = self.analysis.value(e)
+        return v.is_tensor and v.device in _MAYBE_CUDA
+
+    def visit_Call(self, node: cst.Call) -> None:
+        a = self.analysis
+        name = a.callee(node)
+        func = node.func
+        args = positional(node)
+        if name is not None and name.startswith("torch."):
+            op = name.rsplit(".", 1)[-1]
+            subject = args[0].value if args else None
+        elif isinstance(func, cst.Attribute) and a.is_tensor(func.value):
+            op = func.attr.value
+            subject = func.value
+            args = [cst.Arg(func.value), *args]  # as if torch.op(x, ...)
+        else:
+            return
+        if op not in _ADVICE or subject is None or not self._cuda(subject):
+            return
+        if op == "histc" and _has_range(node, args):
+            return
+        if op == "one_hot" and (keyword(node, "num_classes") is not None or len(args) >= 2):
+            return
+        fix = None
+        if op == "repeat_interleave":
+            if keyword(node, "output_size") is not None:
+                return
+            repeats = args[1].value if len(args) >= 2 else keyword(node, "repeats")
+            if isinstance(repeats, cst.Arg):
+                repeats = repeats.value
+            repeats = repeats if repeats is not None else subject  # repeat_interleave(reps)
+            if not a.is_tensor(repeats):
+                return  # an int number of repeats: no sync
+            fix = self._output_size_fix(node, repeats)
+        self.report(node, f"{self.MESSAGE}: `{op}`; {_ADVICE[op]}", fix=fix)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        a = self.analysis
+        if not self._cuda(node.value) or _is_store(a, node):
+            return
+        for element in node.slice:
+            index = element.slice
+            if isinstance(index, cst.Index):
+                v = a.value(index.value)
+                if not v.is_tensor or v.device not in _MAYBE_CUDA:
+                    continue
+                dtype = a.dtype_of(index.value)
+                if dtype == "torch.bool":
+                    self.report(
+                        node,
+                        f"{self.MESSAGE}: boolean-mask read; keep the mask (`torch.where(mask, x, 0)`)"
+                        " when the result is used element-wise or reduced",
+                        fix=self._masked_sum_fix(node, index.value),
+                    )
+                elif a.is_zero_dim(index.value):
+                    self.report(
+                        node,
+                        "Indexing with a CUDA scalar reads it on the host (`__index__`, a sync); "
+                        "`x.index_select(0, i.view(1))` is sync-free (a copy of shape (1, ...))",
+                    )
+            elif isinstance(index, cst.Slice):
+                bounds = [b for b in (index.lower, index.upper, index.step) if b is not None]
+                if any(a.is_tensor(b) and self._cuda(b) for b in bounds):
+                    self.report(
+                        node,
+                        "Slicing with a CUDA scalar bound reads it on the host (a sync); keep the bound "
+                        "on the host, or mask instead of slicing",
+                    )
+
+    # ---- fixes ----------------------------------------------------------------------------
+    def _masked_sum_fix(self, node: cst.Subscript, mask: cst.BaseExpression) -> Fix | None:
+        a = self.analysis
+        attr = a.parent(node)
+        call = a.parent(attr) if attr is not None else None
+        if not (
+            isinstance(attr, cst.Attribute)
+            and attr.value is node
+            and attr.attr.value == "sum"
+            and isinstance(call, cst.Call)
+            and call.func is attr
+            and not call.args
+            and len(node.slice) == 1
+            and a.torch_alias is not None
+        ):
+            return None
+        x = node.value
+        key = a.shape_key(x)
+        if key is None or key != a.shape_key(mask) or not a.is_effect_free(x):
+            return None
+        new = cst.parse_expression(f"{a.torch_alias}.where({code(a, mask)}, {code(a, x)}, 0).sum()")
+        return self.unsafe_fix(
+            {call: new}, "Sum through torch.where (unsafe: the summation order changes)"
+        )
+
+    def _output_size_fix(self, call: cst.Call, repeats: cst.BaseExpression) -> Fix | None:
+        """``output_size=n`` when ``n = repeats.sum().item()`` (or ``int(repeats.sum())``) was just
+        computed in this block and ``repeats`` is unchanged since."""
+        a = self.analysis
+        root = root_name(repeats)
+        stmt = a.statement_of(call)
+        block = a.block_of(stmt) if stmt is not None else None
+        if root is None or block is None:
+            return None
+        body = list(block[1])
+        index = next(i for i, s in enumerate(body) if s is stmt)
+        wanted = code(a, repeats)
+        for j in range(index - 1, -1, -1):
+            s = body[j]
+            fx = a.effects(s)
+            if isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1:
+                small = s.body[0]
+                if (
+                    isinstance(small, cst.Assign)
+                    and len(small.targets) == 1
+                    and isinstance(small.targets[0].target, cst.Name)
+                    and _is_host_sum_of(a, small.value, wanted)
+                ):
+                    n = small.targets[0].target.value
+                    later = body[j + 1 : index]
+                    if any((a.effects(t).writes | a.effects(t).inplace) & {n, root} for t in later):
+                        return None
+                    if any(a.effects(t).may_mutate_anything for t in later):
+                        return None
+                    return self.unsafe_fix(
+                        {call: _add_kwarg(call, "output_size", n)},
+                        "Pass output_size (unsafe: repeats >= 0 is no longer checked)",
+                    )
+            if (fx.writes | fx.inplace) & {root} or fx.may_mutate_anything:
+                return None
+        return None
+
+
+def _is_host_sum_of(a: ModuleAnalysis, e: cst.BaseExpression, wanted: str) -> bool:
+    """``R.sum().item()``, ``int(R.sum())`` or ``int(R.sum().item())`` with ``R`` == wanted."""
+    if isinstance(e, cst.Call) and a.callee(e) == "builtins.int" and len(e.args) == 1:
+        e = e.args[0].value
+    if (
+        isinstance(e, cst.Call)
+        and isinstance(e.func, cst.Attribute)
+        and e.func.attr.value == "item"
+        and not e.args
+    ):
+        e = e.func.value
+    return (
+        isinstance(e, cst.Call)
+        and isinstance(e.func, cst.Attribute)
+        and e.func.attr.value == "sum"
+        and not e.args
+        and code(a, e.func.value) == wanted
+    )
+
+
+def _has_range(call: cst.Call, args: list[cst.Arg]) -> bool:
+    lo = keyword(call, "min") or (args[2] if len(args) > 2 else None)
+    hi = keyword(call, "max") or (args[3] if len(args) > 3 else None)
+    if lo is None or hi is None:
+        return False
+    return not (code_eq_zero(lo.value) and code_eq_zero(hi.value))  # min=max=0: data range
+
+
+def code_eq_zero(e: cst.BaseExpression) -> bool | None:
+    if isinstance(e, (cst.Integer, cst.Float)):
+        return float(e.value) == 0
+    return None
+
+
+def _is_store(a: ModuleAnalysis, node: cst.Subscript) -> bool:
+    parent = a.parent(node)
+    if isinstance(parent, (cst.AssignTarget, cst.Del)):
+        return True
+    if isinstance(parent, cst.AugAssign) and parent.target is node:
+        return True
+    return False
+
+
+def _add_kwarg(call: cst.Call, name: str, value: str) -> cst.Call:
+    args = list(call.args)
+    last = args[-1]
+    args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    args.append(
+        cst.Arg(
+            value=cst.Name(value),
+            keyword=cst.Name(name),
+            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+        )
+    )
+    return call.with_changes(args=args)
+
+
+Codemod = codemod_for(DataDependentShape)

@@ -1,0 +1,175 @@
+"""SFX204: ``x[mask] = v`` with a CUDA tensor value → ``x.copy_(torch.where(mask, v, x))``."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from syncfix.analysis import Device, ModuleAnalysis, _number_kind
+from syncfix.rules import Invalid, Rule
+
+from ._conditions import code, is_new_tensor
+from ._libcst import codemod_for
+
+_MAYBE_CUDA = (Device.CUDA, Device.CUDA_OR_CPU)
+
+
+class MaskedStoreToWhere(Rule):
+    """
+    ## What it finds
+    A store through a boolean mask whose value is a CUDA tensor: `x[mask] = v` (a 0-d value, or a
+    tensor of values), where `mask` is a bool tensor on the GPU.
+
+    ## Why it costs
+    With a CUDA value, `index_put_` cannot use its `masked_fill` fast path (that needs a host
+    scalar): it turns the mask into indices with `nonzero`, which reads the count on the host —
+    one sync per store (sync-semantics.md §1.2). `x[mask] = 0.0` (a Python number) is already
+    sync-free and is not reported.
+
+    ## Example
+    ```python
+    x = torch.randn(n, device="cuda")
+    fill = x.mean()
+    x[x < 0] = fill
+    ```
+
+    ## Use instead
+    ```python
+    x = torch.randn(n, device="cuda")
+    fill = x.mean()
+    x.copy_(torch.where(x < 0, fill, x))
+    ```
+    For a tensor of values (one per selected element): `x.masked_scatter_(mask, vals)`.
+
+    ## Fix safety
+    `x.copy_(torch.where(mask, v, x))` writes the same values in place. It is **safe** when syncfix
+    proves what makes it exact:
+    - `mask` is a bool tensor of exactly `x`'s shape (a mask over leading dimensions would
+      broadcast from the trailing side in `where`), and `v` is 0-d;
+    - `v` has `x`'s dtype: `index_put_` casts `v` to `x`'s dtype, `where` promotes instead;
+    - all on the one CUDA device; `x` is a plain name (it is read twice); `v` and `mask` are
+      side-effect free;
+    - autograd cannot differ: inside `no_grad`, or `v` cannot require grad (its gradient would be
+      summed in a different order).
+
+    Otherwise the fix is **unsafe** (and casts `v` with `.to(x.dtype)` as `index_put_` would).
+    `x[mask] = vals` with a values tensor becomes `x.masked_scatter_(mask, vals)`: **unsafe**,
+    because `index_put_` raises when `vals` has the wrong number of elements while
+    `masked_scatter_` silently uses the first ones (and broadcasts a 1-element `vals` differently).
+    Without a proof that `mask` has `x`'s shape there is no fix.
+    """
+
+    CODE = "SFX204"
+    NAME = "masked-store-to-where"
+    MESSAGE = "Masked store of a CUDA tensor value syncs (index_put_ counts the mask on the host)"
+    FIX = "sometimes"
+    TRIGGERS = ("] =",)
+    VALID = [
+        # a Python number: the masked_fill fast path, no sync
+        "import torch\nx = torch.randn(8, device='cuda')\nx[x < 0] = 0.0\n",
+        # an integer index, not a mask
+        "import torch\nx = torch.randn(8, device='cuda')\ni = torch.arange(3, device='cuda')\n"
+        "x[i] = x.mean()\n",
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nwith torch.no_grad():\n    x = torch.randn(8, device='cuda')\n"
+            "    x[x < 0] = x.mean()\n",
+            "import torch\nwith torch.no_grad():\n    x = torch.randn(8, device='cuda')\n"
+            "    x.copy_(torch.where(x < 0, x.mean(), x))\n",
+        ),
+        # the value is x itself (0-d): it may share memory with x → unsafe only
+        Invalid(
+            "import torch\nwith torch.no_grad():\n    x = torch.full((), 2.0, device='cuda')\n    v = x\n"
+            "    x[x > 0] = v\n",
+            "import torch\nwith torch.no_grad():\n    x = torch.full((), 2.0, device='cuda')\n    v = x\n"
+            "    x.copy_(torch.where(x > 0, v, x))\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch\nx = torch.randn(8, device='cuda')\nm = x > 0\nv = torch.randn(8, device='cuda')\n"
+            "x[m] = v[m]\n",
+            "import torch\nx = torch.randn(8, device='cuda')\nm = x > 0\nv = torch.randn(8, device='cuda')\n"
+            "x.masked_scatter_(m, v[m])\n",
+            unsafe=True,
+        ),
+    ]
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        a = self.analysis
+        if len(node.targets) != 1:
+            return
+        target = node.targets[0].target
+        mask = _mask_index(a, target)
+        if mask is None:
+            return
+        assert isinstance(target, cst.Subscript)
+        x = target.value
+        v = node.value
+        vv = a.value(v)
+        if _number_kind(v, a) is not None or not vv.is_tensor or vv.device not in _MAYBE_CUDA:
+            return  # a host value: the sync-free masked_fill path (or a CPU tensor copy)
+        self.report(node, fix=self._fix(node, x, mask, v))
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if _mask_index(self.analysis, node.target) is not None:
+            self.report(
+                node,
+                "Masked update `x[mask] op= v` syncs twice (a masked read and a masked store); "
+                "use `x.add_(torch.where(mask, v, 0))` (or the matching op) on the device",
+            )
+
+    def _fix(self, node, x, mask, v):
+        a = self.analysis
+        torch = a.torch_alias
+        stmt = a.parent(node)
+        if torch is None or not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+            return None
+        same_shape = a.shape_key(mask) is not None and a.shape_key(mask) == a.shape_key(x)
+        if not same_shape or not (a.is_effect_free(v) and a.is_effect_free(mask) and a.is_effect_free(x)):
+            return None
+        dx, dv = a.dtype_of(x), a.dtype_of(v)
+        same_dtype = dx is not None and dx == dv
+        xs, ms, vs = code(a, x), code(a, mask), code(a, v)
+        value = vs if same_dtype else f"({vs}).to({xs}.dtype)"
+        if a.is_zero_dim(v):
+            new = cst.parse_expression(f"{xs}.copy_({torch}.where({ms}, {value}, {xs}))")
+            changes = {node: cst.Expr(new)}
+            why = []
+            if not same_dtype:
+                why.append("the value's dtype is not provably x's")
+            if not isinstance(x, cst.Name):
+                why.append("x is evaluated twice")
+            if not is_new_tensor(a, v, follow_names=True):
+                why.append("the value may share memory with x (index_put_ refuses overlap, where does not)")
+            devices = {a.value(e).device for e in (x, mask, v)}
+            if devices != {Device.CUDA} or a.may_use_several_devices:
+                why.append("not provably one CUDA device")
+            if not (a.in_no_grad(node) or a.is_grad_free(v)):
+                why.append("the value's gradient would be summed in another order")
+            if not why:
+                return self.safe_fix(changes, "Store with torch.where on the device")
+            return self.unsafe_fix(changes, "Store with torch.where (unsafe: " + "; ".join(why) + ")")
+        new = cst.parse_expression(f"{xs}.masked_scatter_({ms}, {value})")
+        return self.unsafe_fix(
+            {node: cst.Expr(new)},
+            "Store with masked_scatter_ (unsafe: a wrong number of values is no longer an error)",
+        )
+
+
+def _mask_index(a: ModuleAnalysis, target: cst.BaseExpression) -> cst.BaseExpression | None:
+    """``mask`` when ``target`` is ``x[mask]`` with a bool tensor mask that may be on CUDA."""
+    if not isinstance(target, cst.Subscript) or len(target.slice) != 1:
+        return None
+    index = target.slice[0].slice
+    if not isinstance(index, cst.Index) or index.star is not None:
+        return None
+    mask = index.value
+    v = a.value(mask)
+    if not (v.is_tensor and v.device in _MAYBE_CUDA and a.dtype_of(mask) == "torch.bool"):
+        return None
+    if not a.is_tensor(target.value):
+        return None
+    return mask
+
+
+Codemod = codemod_for(MaskedStoreToWhere)

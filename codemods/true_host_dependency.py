@@ -1,0 +1,209 @@
+"""SFX206: decisions that truly need a GPU value on the host, named with how to sync less."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from syncfix.analysis import keyword
+from syncfix.rules import Invalid, Rule
+
+from ._conditions import assignments, syncs_on_gpu
+from ._libcst import codemod_for
+
+_GRAD_SCALERS = {
+    "torch.amp.GradScaler", "torch.cuda.amp.GradScaler", "torch.amp.grad_scaler.GradScaler",
+    "torch.cuda.amp.grad_scaler.GradScaler",
+}
+_FUSABLE = {"Adam", "AdamW", "SGD", "Adagrad"}
+
+
+class TrueHostDependency(Rule):
+    """
+    ## What it finds
+    Python control flow that genuinely needs a GPU value on the host, so no rewrite can keep the
+    meaning: `if loss.item() < best: save()`, early stopping (`break`/`return` on a GPU value),
+    NaN checks that skip a step (`if torch.isnan(loss): continue`), `while` loops whose test is a
+    GPU value, and `GradScaler.step(optimizer)` with a non-fused optimizer.
+
+    ## Why it costs
+    Each test copies the value to the host and waits for all queued GPU work: the CPU stops
+    queueing kernels, and the GPU idles until the next ones arrive. `GradScaler.step` with a
+    non-fused optimizer reads `found_inf` with `.item()` once per device every step
+    (sync-semantics.md §1.5).
+
+    ## Example
+    ```python
+    for step, batch in enumerate(loader):
+        loss = train_step(batch)
+        if loss.item() < best:
+            best = loss.item()
+            torch.save(model.state_dict(), "best.pt")
+    ```
+
+    ## Use instead
+    ```python
+    for step, batch in enumerate(loader):
+        loss = train_step(batch)
+        best_dev = torch.minimum(best_dev, loss.detach())   # stays on the GPU
+        if step % 100 == 0 and loss.item() <= best_dev.item():   # one decision every 100 steps
+            torch.save(model.state_dict(), "best.pt")
+    ```
+    Other restructurings: test NaN with `torch._assert_async` when a NaN is a bug; neutralise a bad
+    step on the device instead of skipping it; use `fused=True` (Adam, AdamW, SGD, Adagrad) with
+    `GradScaler`, which passes `found_inf` to the kernel.
+
+    ## Fix safety
+    No fix: the program's behaviour (what is saved, when the loop stops, which steps run) depends on
+    the value, so every restructuring above changes behaviour (checking every N steps decides later;
+    a fused optimizer is not bit-identical). The finding names the dependency and the options.
+    """
+
+    CODE = "SFX206"
+    NAME = "true-host-dependency"
+    MESSAGE = "True dependency on a GPU value: Python needs it to decide, so this syncs"
+    FIX = "never"
+    TRIGGERS = ("if ", "while ", ".step(")
+    VALID = [
+        # only picks a tensor: SFX201's business
+        "import torch\nm = torch.rand((), device='cuda')\nif m > 0.5:\n    s = m * 2\nelse:\n    s = m * 3\n",
+        # a Python condition
+        "import torch\ndef f(n: int):\n    if n > 3:\n        torch.save({}, 'x.pt')\n",
+        # a fused optimizer: GradScaler.step does not sync
+        "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n"
+        "opt = torch.optim.AdamW(model.parameters(), fused=True)\nscaler = torch.amp.GradScaler('cuda')\n"
+        "scaler.step(opt)\n",
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nbest = 1e9\nloss = torch.rand((), device='cuda')\nif loss.item() < best:\n"
+            "    torch.save({}, 'best.pt')\n"
+        ),
+        Invalid(
+            "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n"
+            "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nscaler = torch.amp.GradScaler('cuda')\n"
+            "scaler.step(opt)\n"
+        ),
+    ]
+
+    def visit_If(self, node: cst.If) -> None:
+        a = self.analysis
+        parent = a.parent(node)
+        if isinstance(parent, cst.If) and parent.orelse is node:
+            return  # an elif: reported with its chain
+        tests, suites = [], []
+        cur: cst.If | None = node
+        while cur is not None:
+            tests.append(cur.test)
+            suites.append(cur.body)
+            if isinstance(cur.orelse, cst.If):
+                cur = cur.orelse
+            else:
+                if cur.orelse is not None:
+                    suites.append(cur.orelse.body)
+                cur = None
+        if not any(syncs_on_gpu(a, t) for t in tests):
+            return
+        if all(assignments(s) is not None for s in suites):
+            return  # picks values only: SFX201
+        if len(suites) == 1 and node.orelse is None and _only_raise(node.body):
+            return  # a guard: SFX203
+        self.report(node, self._message(node, suites))
+
+    def visit_While(self, node: cst.While) -> None:
+        if syncs_on_gpu(self.analysis, node.test):
+            self.report(
+                node,
+                f"{self.MESSAGE}: the loop's trip count depends on a GPU value, so every test "
+                "syncs. Test every N iterations, or run a fixed number of iterations and mask "
+                "finished work on the device",
+            )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "step" and node.args):
+            return
+        a = self.analysis
+        if not isinstance(func.value, cst.Name) or not _made_by(a, func.value, _GRAD_SCALERS):
+            return
+        opt = node.args[0].value
+        ctor = _constructor(a, opt) if isinstance(opt, cst.Name) else None
+        name = a.callee(ctor) if ctor is not None else None
+        if name is not None and name.startswith("torch.optim."):
+            fused = keyword(ctor, "fused")
+            if fused is not None and not (isinstance(fused.value, cst.Name) and fused.value.value == "False"):
+                return
+            short = name.rsplit(".", 1)[-1]
+            advice = (
+                f"`torch.optim.{short}(..., fused=True)` takes `found_inf` on the device (not bit-identical)"
+                if short in _FUSABLE
+                else "a fused optimizer (Adam, AdamW, SGD, Adagrad) would take it on the device"
+            )
+        else:
+            advice = "unless the optimizer is fused (Adam/AdamW/SGD/Adagrad with fused=True)"
+        self.report(
+            node,
+            f"{self.MESSAGE}: GradScaler.step reads found_inf on the host (one sync per device) to "
+            f"decide whether to skip the step; {advice}",
+        )
+
+    def _message(self, node: cst.If, suites) -> str:
+        a = self.analysis
+        exits: set[str] = set()
+        saves = False
+        for suite in suites:
+            fx = a.effects(suite)
+            exits |= fx.exits
+            for call in fx.calls:
+                callee = a.callee(call) or ""
+                text = a.module.code_for_node(call.func)
+                if callee == "torch.save" or "save" in text or "checkpoint" in text:
+                    saves = True
+        if "break" in exits or "return" in exits:
+            why = (
+                "whether to stop (early stopping) depends on it. Check every N steps "
+                "(`if step % N == 0 and ...`), or keep the flag on the device and read it once per epoch"
+            )
+        elif "continue" in exits:
+            why = (
+                "skipping a step (e.g. on NaN) needs the value. Keep the step and neutralise it on the "
+                "device (`torch.where(torch.isfinite(loss), ...)`; GradScaler with a fused optimizer "
+                "does this), or use `torch._assert_async` if a NaN is a bug"
+            )
+        elif saves:
+            why = (
+                "saving a checkpoint is a host side effect. Track the best value on the device "
+                "(`best = torch.minimum(best, loss.detach())`) and decide every N steps"
+            )
+        else:
+            why = (
+                "the branch has side effects that need the decision on the host. Decide every N "
+                "steps, or express the effect on the device (`torch.where`, masking)"
+            )
+        return f"{self.MESSAGE}: {why}"
+
+
+def _only_raise(body: cst.BaseSuite) -> bool:
+    stmts = body.body
+    if isinstance(body, cst.SimpleStatementSuite):
+        return len(stmts) == 1 and isinstance(stmts[0], cst.Raise)
+    return (
+        len(stmts) == 1
+        and isinstance(stmts[0], cst.SimpleStatementLine)
+        and len(stmts[0].body) == 1
+        and isinstance(stmts[0].body[0], cst.Raise)
+    )
+
+
+def _constructor(a, name: cst.Name) -> cst.Call | None:
+    values = a.reaching_values(name)
+    if values and len(values) == 1 and isinstance(values[0], cst.Call):
+        return values[0]
+    return None
+
+
+def _made_by(a, name: cst.Name, classes: set[str]) -> bool:
+    call = _constructor(a, name)
+    return call is not None and a.callee(call) in classes
+
+
+Codemod = codemod_for(TrueHostDependency)
