@@ -17,7 +17,7 @@ import libcst as cst
 
 from syncfix.analysis import (
     _METHOD_MAYBE_SELF,
-    _TORCH_VIEWS,
+    TORCH_VIEWS,
     Device,
     ModuleAnalysis,
     literal_number,
@@ -237,7 +237,7 @@ def is_new_tensor(a: ModuleAnalysis, e: cst.BaseExpression, *, follow_names: boo
     if isinstance(e, cst.Call):
         name = a.callee(e)
         if name is not None and name.startswith("torch."):
-            return name.rsplit(".", 1)[-1] not in _TORCH_VIEWS | {"where"} or name == "torch.where"
+            return name.rsplit(".", 1)[-1] not in TORCH_VIEWS | {"where"} or name == "torch.where"
         func = e.func
         if isinstance(func, cst.Attribute) and a.is_tensor(func.value):
             method = func.attr.value

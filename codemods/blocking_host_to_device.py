@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfix.analysis import Device, Kind, Memory, root_name
+from syncfix.analysis import TORCH_VIEWS, Device, Kind, Memory, root_name
 from syncfix.rules import Fix, Invalid, Rule
 
 from ._libcst import codemod_for
@@ -175,7 +175,15 @@ class BlockingHostToDevice(Rule):
         """Could the copied tensor's memory be written after this copy is queued?"""
         a = self.analysis
         assert isinstance(call.func, cst.Attribute)
-        root = root_name(call.func.value)
+        source = call.func.value
+        while isinstance(source, cst.Call) and (a.callee(source) or "").startswith("torch."):
+            if a.callee(source).rsplit(".", 1)[-1] not in TORCH_VIEWS:
+                return False  # a torch op's result owns new storage: nothing else can reach it
+            args = [arg for arg in source.args if arg.keyword is None]
+            if not args:
+                return False
+            source = args[0].value  # a view (torch.narrow(buf, ...)): the base is what matters
+        root = root_name(source)
         if root is None:
             return False  # a temporary: nothing else can reach it
         stmt = a.statement_of(call)

@@ -162,7 +162,7 @@ _TORCH_NON_TENSOR = {
     "broadcast_tensors", "sym_int", "sym_float", "get_device", "is_inference_mode_enabled",
 }
 # torch.* callables returning a view of (or possibly the same object as) their first argument.
-_TORCH_VIEWS = {
+TORCH_VIEWS = {
     "narrow", "select", "squeeze", "unsqueeze", "reshape", "flatten", "t", "transpose",
     "permute", "as_strided", "view_as_real", "view_as_complex", "movedim", "swapaxes",
     "diagonal", "detach", "expand_copy", "atleast_1d", "atleast_2d", "atleast_3d", "as_tensor",
@@ -1123,7 +1123,7 @@ class ModuleAnalysis:
             device = Device.UNKNOWN
         else:
             device = Device.CPU
-        if short in _TORCH_VIEWS:
+        if short in TORCH_VIEWS:
             base = tensor_args[0] if tensor_args else UNKNOWN
             if short in ("as_tensor", "asarray", "from_numpy") and not tensor_args:
                 # shares the caller's array memory: pageable, but not fresh
