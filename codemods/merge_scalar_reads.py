@@ -259,7 +259,7 @@ class MergeScalarReads(Rule):
 
     def _fix(self, run, groups: list[list[_Read]], torch_name: str) -> Fix:
         a = self.analysis
-        taken: set[str] = set()
+        taken = self.__dict__.setdefault("_taken", set())  # names claimed by this pass's fixes
         new_stmts: list[cst.SimpleStatementLine] = []
         replace: dict[cst.CSTNode, cst.BaseExpression] = {}
         for group in groups:

@@ -963,6 +963,8 @@ class ModuleAnalysis:
     def _call_value(self, call: cst.Call) -> Value:
         func = call.func
         names = self.qualnames(func)
+        if isinstance(func, cst.Attribute) and _through_call(func.value):
+            names = frozenset()  # LibCST names ``nn.Linear(3, 3).to`` "torch.nn.Linear.to"
         name = next(iter(names)) if len(names) == 1 else None
         if name is not None:
             known = self._torch_call_value(name, call)
@@ -1037,6 +1039,8 @@ class ModuleAnalysis:
             return UNKNOWN
         short = name.rsplit(".", 1)[-1]
         namespace = name[: -len(short)]
+        if short[:1].isupper() and self._is_module_class(call.func):
+            return Value(Kind.MODULE)  # ``torch.nn.Linear(...)``: torch.nn is no tensor namespace
         if namespace not in _TENSOR_NAMESPACES:
             return UNKNOWN
         if short[:1].isupper() or short.startswith("_") or short in _TORCH_NON_TENSOR:
@@ -1142,6 +1146,15 @@ _DTYPES = {
     "int32", "int", "int16", "short", "int8", "uint8", "bool", "complex64", "complex128",
     "cfloat", "cdouble", "float8_e4m3fn", "float8_e5m2", "uint16", "uint32", "uint64",
 }
+
+
+def _through_call(expr: cst.BaseExpression) -> bool:
+    """Is there a call in the attribute/subscript chain ``expr`` (``a.b().c``)?"""
+    while isinstance(expr, (cst.Attribute, cst.Subscript, cst.Call)):
+        if isinstance(expr, cst.Call):
+            return True
+        expr = expr.value
+    return False
 
 
 def _is_none(arg: cst.Arg | None) -> bool:
@@ -1645,7 +1658,12 @@ class _ScalarFacts:
             if name.startswith(_NON_TENSOR_NAMESPACES) and name != "torch.nn.utils.clip_grad_norm_":
                 return None
             return self._one_origin([a.value for a in expr.args])
-        if isinstance(func, cst.Attribute) and self.is_tensor(func.value):
+        # ``x.to(device)`` of an ``x`` that may be a tensor (a batch of unknown origin) places it;
+        # if ``x`` is something else it is no tensor operand of what follows, so it decides nothing.
+        receiver_kind = self.value(func.value).kind if isinstance(func, cst.Attribute) else None
+        if receiver_kind in (Kind.TENSOR, Kind.BATCH, Kind.UNKNOWN) and isinstance(func, cst.Attribute) and (
+            receiver_kind is not Kind.UNKNOWN or func.attr.value in ("to", "cuda")
+        ):
             method = func.attr.value
             if method == "cuda":
                 return '"cuda"' if not expr.args else None
