@@ -151,6 +151,12 @@ class MergeScalarReads(Rule):
         a = self.analysis
         if any(isinstance(s, (cst.Assert, cst.Del, cst.Global, cst.Nonlocal)) for s in stmt.body):
             return []
+        if (
+            len(stmt.body) == 1
+            and isinstance(stmt.body[0], cst.AugAssign)
+            and a.enclosing_loop(stmt) is not None
+        ):
+            return []  # ``total += t.item()`` in a loop: SFX302 keeps the sum on the device
         found: list[HostRead] = []
 
         class V(cst.CSTVisitor):

@@ -106,10 +106,13 @@ class Value:
             return other
         if other.kind is Kind.BOTTOM:
             return self
+        kind = self.kind
         if self.kind is not other.kind:
-            return UNKNOWN
+            if {self.kind, other.kind} != {Kind.TENSOR, Kind.BATCH}:
+                return UNKNOWN
+            kind = Kind.BATCH  # a batch may be a tensor: the join of the two is a batch
         return Value(
-            self.kind,
+            kind,
             self.device.join(other.device),
             self.memory.join(other.memory),
             self.fresh and other.fresh,
@@ -1296,6 +1299,24 @@ def _stores(node: cst.CSTNode) -> set[str]:
     return found
 
 
+def _parallel_element(
+    target: cst.BaseExpression, value: cst.BaseExpression, name: str
+) -> cst.BaseExpression | None:
+    """``e2`` for ``b`` in ``a, b = e1, e2`` (same length, no starred items), else None."""
+    if not (isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List))):
+        return None
+    if len(target.elements) != len(value.elements):
+        return None
+    if any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements)):
+        return None
+    hits = [
+        v.value
+        for t, v in zip(target.elements, value.elements, strict=True)
+        if isinstance(t.value, cst.Name) and t.value.value == name
+    ]
+    return hits[0] if len(hits) == 1 else None
+
+
 def _literal_kind(expr: cst.BaseExpression) -> str | None:
     """``"pyint"``/``"pyfloat"``/``"pybool"`` for a Python number literal (``-1`` included)."""
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
@@ -1403,6 +1424,10 @@ class _ScalarFacts:
                     and isinstance(small.targets[0].target, cst.Name)
                 ):
                     return [small.value]
+                if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                    pair = _parallel_element(small.targets[0].target, small.value, name)
+                    if pair is not None:
+                        return [pair]
                 if isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
                     return [small.value]
             return []
@@ -1615,6 +1640,11 @@ class _ScalarFacts:
             return ()
         if name == "torch.linalg.vector_norm" and len(args) == 1 and keyword(call, "dim") is None:
             return ()
+        if name in ("torch.full", "torch.zeros", "torch.ones", "torch.empty") and args:
+            size = args[0].value
+            if isinstance(size, cst.Tuple) and not size.elements:
+                return ()
+            return None
         if name == "torch.tensor" and len(args) == 1:
             value = args[0].value
             if _literal_kind(value) is not None:
