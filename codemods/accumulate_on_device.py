@@ -218,8 +218,16 @@ class AccumulateOnDevice(Rule):
         if fn is None:
             acc.why_not = f"`{acc.total}` is a module global"
             return
-        if any(isinstance(n, cst.Try) for n in _ancestors_until(a, loop, fn)):
+        enclosing = list(_ancestors_until(a, loop, fn))
+        if any(isinstance(n, cst.Try) for n in enclosing):
             acc.why_not = "the loop is inside a `try` that could see a partial total"
+            return
+        if any(isinstance(n, cst.With) and not _plain_with(a, n) for n in enclosing):
+            # a context manager that swallows an exception would expose a partial total
+            acc.why_not = "the loop is inside a `with` that might suppress exceptions"
+            return
+        if origin[0] != '"' and not _bound_before(a, origin, loop):
+            acc.why_not = f"`{origin}` is not bound before the loop"
             return
         if _nested_scope_mentions(fn, acc.total) or _declared_global(fn, acc.total):
             acc.why_not = f"`{acc.total}` is shared with another scope"
@@ -406,7 +414,46 @@ def _start_value(a, fn: cst.FunctionDef, loop: cst.CSTNode, acc: _Acc) -> str | 
     index = body.index(start)
     if not any(id(s) in loop_ancestors for s in body[index + 1 :]):
         return None  # not in a block enclosing the loop, before it
-    return _literal_kind(small.value)
+    kind = _literal_kind(small.value)
+    if kind == "pyint":
+        text = cst.Module([]).code_for_node(small.value).replace("_", "")
+        if abs(int(text, 0)) >= 2**62:
+            return None  # torch.full would not take it as int64
+    return kind
+
+
+# Context managers that never suppress an exception.
+_PLAIN_CONTEXTS = {
+    "torch.no_grad", "torch.inference_mode", "torch.enable_grad", "torch.set_grad_enabled",
+    "torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast", "torch.cuda.device",
+}
+
+
+def _plain_with(a, node: cst.With) -> bool:
+    for item in node.items:
+        expr = item.item
+        if not isinstance(expr, cst.Call) or a.callee(expr) not in _PLAIN_CONTEXTS:
+            return False
+    return True
+
+
+def _bound_before(a, name: str, loop: cst.CSTNode) -> bool:
+    """Is every binding of ``name`` seen from the loop made before the loop starts?"""
+    scope = a.scope(loop)
+    if scope is None:
+        return False
+    try:
+        assignments = list(scope[name])
+    except Exception:
+        return False
+    start = a.positions[loop].start
+    for asg in assignments:
+        node = getattr(asg, "node", None)
+        if not isinstance(node, cst.CSTNode) or node not in a.positions:
+            return False
+        if asg.scope is scope and (a.positions[node].start.line, a.positions[node].start.column) >= (start.line, start.column):
+            return False
+    return bool(assignments)
 
 
 def _is_count(a, expr: cst.BaseExpression) -> bool:

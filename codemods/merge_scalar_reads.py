@@ -170,6 +170,11 @@ class MergeScalarReads(Rule):
                 return True
 
         stmt.visit(V())
+        if len(stmt.body) > 1 and found:
+            # ``x = t.mean(); print(x.item())``: the merged read goes before the whole line
+            receivers = set().union(*(a.effects(r.receiver).reads for r in found))
+            if a.effects(stmt).writes & receivers:
+                return []
         return found
 
     def _quiet(self, stmt: cst.SimpleStatementLine) -> bool:

@@ -1212,6 +1212,11 @@ _KIND_KEEPING = {
 }
 # Methods whose result is floating for any real input (or that raise for integers).
 _FLOATING_RESULT = {"softmax", "log_softmax", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt"}
+# Elementwise methods that keep a floating dtype floating (integers may stay integers).
+_FLOAT_KEEPING = {
+    "pow", "abs", "neg", "square", "clamp", "clip", "add", "sub", "mul", "div", "relu",
+    "sin", "cos", "reciprocal", "lerp", "nan_to_num",
+}
 _CAST_KIND = {
     "float": "float", "double": "float", "half": "float", "bfloat16": "float",
     "long": "int", "int": "int", "short": "int", "char": "int", "byte": "int", "bool": "bool",
@@ -1507,6 +1512,8 @@ class _ScalarFacts:
             if keyword(expr, "dtype") is not None or any(self.is_tensor(a.value) for a in expr.args):
                 return None  # a dtype we cannot name, or ``.to(other_tensor)``
             return self.dtype_kind(func.value) if method == "to" and expr.args else None
+        if method in _FLOAT_KEEPING:
+            return "float" if self.dtype_kind(func.value) == "float" else None
         if method in _FLOATING_RESULT:
             return "float" if self.dtype_kind(func.value) is not None else None
         return self._reduction_kind(method, func.value)

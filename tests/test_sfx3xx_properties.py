@@ -83,7 +83,7 @@ def _same(a, b) -> bool:
     return a == b
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_reads())
 def test_sfx301_merged_reads_are_exact(case):
     items, layout = case
@@ -159,7 +159,7 @@ def _loop_snippet(dtype: str, start: str, form: str) -> str:
     )
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_loops())
 def test_sfx302_device_total_is_exact(case):
     dtype, values, start, form = case
