@@ -1375,6 +1375,13 @@ class _ScalarFacts:
                 return HostRead(call, arg.value, name.rsplit(".", 1)[-1])
         return None
 
+    def _direct_callee(self: ModuleAnalysis, call: cst.Call) -> str | None:  # type: ignore[misc]
+        """:meth:`callee`, but None for a method of a call's result (``torch.ones(3).sum``)."""
+        func = call.func
+        if isinstance(func, cst.Attribute) and _through_call(func.value):
+            return None
+        return self.callee(call)
+
     def binding_values(self: ModuleAnalysis, name: cst.Name) -> list[cst.BaseExpression] | None:  # type: ignore[misc]
         """The right-hand sides of the bindings of ``name`` that can reach this use, or None
         when one of them is not a plain ``name = expr``.
@@ -1388,7 +1395,10 @@ class _ScalarFacts:
             if anc is stmt:
                 break
             if isinstance(anc, (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
-                return None  # may be a comprehension or lambda variable
+                if name.value in _stores(anc) or (
+                    isinstance(anc, cst.Lambda) and name.value in {p.name.value for p in anc.params.params}
+                ):
+                    return None  # a comprehension or lambda variable
         cur: cst.CSTNode | None = stmt
         while cur is not None and not isinstance(cur, (cst.FunctionDef, cst.ClassDef, cst.Module)):
             found = self._block_of_binding(cur, name.value)
@@ -1496,7 +1506,7 @@ class _ScalarFacts:
             return self._arith_kind(expr)
         if not isinstance(expr, cst.Call):
             return None
-        name = self.callee(expr)
+        name = self._direct_callee(expr)
         if name is not None and name.startswith("torch."):
             return self._torch_call_kind(name, expr)
         func = expr.func
@@ -1607,7 +1617,7 @@ class _ScalarFacts:
             return self.one_element_shape(expr.expression)
         if not isinstance(expr, cst.Call):
             return None
-        name = self.callee(expr)
+        name = self._direct_callee(expr)
         if name is not None and name.startswith("torch."):
             return self._torch_call_shape(name, expr)
         func = expr.func
@@ -1663,6 +1673,32 @@ class _ScalarFacts:
             return ()
         return None
 
+    def is_one_dim(self: ModuleAnalysis, expr: cst.BaseExpression) -> bool:  # type: ignore[misc]
+        """Is ``expr`` provably a 1-D tensor (``x.flatten()``, ``x.view(-1)``, ``torch.arange(n)``,
+        ``torch.randn(n)``, ``torch.tensor([...])`` of numbers)?"""
+        if isinstance(expr, cst.Name):
+            return self._fact_of_name(expr, self.is_one_dim) is True
+        if not isinstance(expr, cst.Call) or not self.is_tensor(expr):
+            return False
+        name = self._direct_callee(expr)
+        args = positional(expr)
+        if name in ("torch.arange", "torch.linspace", "torch.randperm"):
+            return True
+        if name in ("torch.zeros", "torch.ones", "torch.randn", "torch.rand", "torch.empty"):
+            return len(args) == 1 and not isinstance(args[0].value, (cst.Tuple, cst.List))
+        if name == "torch.tensor" and len(args) == 1 and isinstance(args[0].value, cst.List):
+            return all(_literal_kind(el.value) for el in args[0].value.elements)
+        func = expr.func
+        if isinstance(func, cst.Attribute) and self.is_tensor(func.value):
+            method = func.attr.value
+            if method in ("flatten", "ravel") and not expr.args:
+                return True
+            if method in ("view", "reshape"):
+                return _int_args(expr) == [-1]
+            if method in _SHAPE_KEEPING:
+                return self.is_one_dim(func.value)
+        return False
+
     def device_origin(self: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:  # type: ignore[misc]
         """The code of the one device expression a tensor was placed with (``device`` for
         ``x.to(device)``, ``"cuda"`` for ``x.cuda()``), or None when not provably one.
@@ -1687,7 +1723,7 @@ class _ScalarFacts:
         if not isinstance(expr, cst.Call):
             return None
         func = expr.func
-        name = self.callee(expr)
+        name = self._direct_callee(expr)
         if name is not None and name.startswith("torch."):
             dev = keyword(expr, "device")
             if dev is not None:

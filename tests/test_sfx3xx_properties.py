@@ -177,3 +177,24 @@ def test_sfx302_device_total_is_exact(case):
 def test_sfx302_int64_total_is_only_an_unsafe_fix_but_a_count_is_safe():
     assert "_acc" not in fix_code(_loop_snippet("int64", "0", "+= {}.item()"), select=["SFX302"])
     assert "_acc" in fix_code(_loop_snippet("count", "0", "+= {}.item()"), select=["SFX302"])
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from((*FLOATS, *INTS, "bool")).flatmap(
+        lambda d: st.tuples(st.just(d), st.lists(_value(d), max_size=5))
+    ),
+    st.sampled_from(("{v}.item()", "{v}.tolist()", "float({v})", "int({v})", "bool({v})")),
+)
+def test_sfx303_tolist_is_exact(data, form):
+    dtype, values = data
+    literals = [repr(float(v)) if KIND[dtype] == "float" else repr(v) for v in values]
+    source = HEADER + (
+        "def f():\n"
+        f"    x = torch.tensor([{', '.join(literals)}], dtype=torch.{dtype}, device=dev).flatten()\n"
+        f"    return [{form.format(v='v')} for v in x]\n"
+    )
+    fixed = fix_code(source, select=["SFX303"])
+    assert ".tolist()" in fixed and " for v in x]" not in fixed, source
+    before, after = _run(source), _run(fixed)
+    assert before[0] == after[0] and _same(before[1:], after[1:]), (source, fixed, before, after)
