@@ -108,6 +108,9 @@ class MergeScalarReads(Rule):
         "    a = loss.item()\n    opt.step()\n    b = norm.item()\n",
         # CPU tensors: nothing to sync
         "import torch\na = torch.tensor(1.0)\nb = torch.tensor(2.0)\nprint(a.item(), b.item())\n",
+        # a float and an int: one read of each kind, nothing exact to merge
+        "import torch\nx = torch.randn(8, device='cuda')\nm = x.mean()\nk = x.argmax()\n"
+        "print(m.item(), k.item())\n",
     ]
     INVALID = [
         Invalid(
@@ -117,10 +120,10 @@ class MergeScalarReads(Rule):
             "loss_value, norm_value = torch.stack([loss, norm]).tolist()\n"
             "print(f'{loss_value:.3f} {norm_value:.3f}')\n",
         ),
-        # a float and an int: one of each kind, nothing exact to merge
+        # the dtype is unknown: a finding without a fix
         Invalid(
-            "import torch\nx = torch.randn(8, device='cuda')\nm = x.mean()\nk = x.argmax()\n"
-            "print(m.item(), k.item())\n",
+            "import torch\ndef f(x: torch.Tensor):\n    x = x.cuda()\n    m = x.mean()\n"
+            "    k = x.sum()\n    print(m.item(), k.item())\n",
             None,
         ),
     ]
@@ -238,6 +241,9 @@ class MergeScalarReads(Rule):
         torch_name = a.torch_alias()
         first = items[0].read.node
         n = len(items)
+        kinds = [i.kind for i in items]
+        if not merged and None not in kinds and len(set(kinds)) == len(kinds):
+            return  # one read per dtype kind: nothing to merge exactly, nothing to report
         if not merged or torch_name is None:
             why = next((i.why_not for i in items if i.why_not), None) or (
                 "their dtypes differ in kind (float/int/bool); merging them exactly would need "
