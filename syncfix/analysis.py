@@ -310,6 +310,15 @@ class _EffectsVisitor(cst.CSTVisitor):
     def visit_Name(self, node: cst.Name) -> None:
         self.fx.reads.add(node.value)
 
+    # ``opt.step`` reads ``opt``, not a name ``step``; ``f(lr=x)`` reads ``x``, not ``lr``.
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)
+        return False
+
     def _store(self, target: cst.BaseExpression) -> None:
         for name in _target_names(target):
             self.fx.writes.add(name.value)
@@ -1057,6 +1066,9 @@ class ModuleAnalysis:
         )
         memory = Memory.PINNED if pinned else Memory.PAGEABLE
         args = [self.value(a.value) for a in call.args if a.keyword is None and not a.star]
+        for a in call.args:  # ``torch.stack([a, b])``, ``torch.cat((a, b))``: the items count
+            if a.keyword is None and isinstance(a.value, (cst.List, cst.Tuple)):
+                args += [self.value(el.value) for el in a.value.elements if isinstance(el, cst.Element)]
         tensor_args = [a for a in args if a.is_tensor]
         if dev_arg is not None:
             device = self.device_of(dev_arg.value)
@@ -1233,6 +1245,7 @@ _FLOAT_LOSSES = {
 }
 _SCALAR_LOSSES = _FLOAT_LOSSES | {"l1_loss", "kl_div"}
 _NORMS = {"torch.nn.utils.clip_grad_norm_", "torch.linalg.vector_norm", "torch.norm"}
+_LOG_LEVELS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log"}
 # Host reads of a tensor's value: ``t.item()``/``t.tolist()`` and the builtins.
 READ_METHODS = ("item", "tolist")
 READ_BUILTINS = ("builtins.float", "builtins.int", "builtins.bool")
@@ -1698,6 +1711,36 @@ class _ScalarFacts:
             if method in _SHAPE_KEEPING:
                 return self.is_one_dim(func.value)
         return False
+
+    def is_logging_call(self: ModuleAnalysis, call: cst.Call) -> bool:  # type: ignore[misc]
+        """Does ``call`` write a log line or a metric (``print``, ``logging``/``logger.*``, tqdm
+        ``set_postfix``/``write``, ``SummaryWriter.add_scalar(s)``, ``wandb.log``,
+        ``accelerator.log``, ``mlflow.log_metric(s)``, Lightning's ``self.log``)?"""
+        name = self._direct_callee(call)
+        if name == "builtins.print":
+            return True
+        if name is not None and (
+            name.startswith("logging.")
+            or name in ("wandb.log", "mlflow.log_metric", "mlflow.log_metrics", "tqdm.tqdm.write")
+        ):
+            return True
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return False
+        attr = func.attr.value
+        owner = dotted_name(func.value) or ""
+        last = owner.rsplit(".", 1)[-1].lower()
+        if attr in _LOG_LEVELS and "log" in last:
+            return True
+        if attr in ("add_scalar", "add_scalars") and ("writer" in last or last == "tb"):
+            return True
+        if attr in ("set_postfix", "set_postfix_str", "write", "set_description") and (
+            "bar" in last or "tqdm" in last
+        ):
+            return True
+        if attr == "log" and last in ("accelerator", "wandb", "run", "self"):
+            return True
+        return attr == "log_dict" and last == "self"
 
     def device_origin(self: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:  # type: ignore[misc]
         """The code of the one device expression a tensor was placed with (``device`` for
