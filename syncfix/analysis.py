@@ -610,7 +610,11 @@ class ModuleAnalysis:
             method = func.attr.value
             if is_inplace_method(method) or keyword(call, "out") is not None:
                 return False
-            return method not in ("backward", "register_hook", "record_stream", "apply_")
+            # ``numpy()``/storages hand out the same memory to code we do not follow
+            return method not in (
+                "backward", "register_hook", "record_stream", "apply_", "numpy", "untyped_storage",
+                "storage", "__array__", "__dlpack__",
+            )
         name = self.callee(call)
         if name is not None:
             if name.startswith("builtins."):
