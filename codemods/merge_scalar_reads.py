@@ -161,10 +161,14 @@ class MergeScalarReads(Rule):
         ):
             return []  # ``total += t.item()`` in a loop: SFX302 keeps the sum on the device
         found: list[HostRead] = []
+        # Assignment targets run after the value: their reads are out of textual order.
+        targets = {
+            id(small.target) for small in stmt.body if isinstance(small, (cst.AugAssign, cst.AnnAssign))
+        }
 
         class V(cst.CSTVisitor):
             def on_visit(self, node: cst.CSTNode) -> bool:
-                if isinstance(node, (*_NOT_STRAIGHT, cst.NamedExpr)):
+                if isinstance(node, (*_NOT_STRAIGHT, cst.NamedExpr, cst.AssignTarget)) or id(node) in targets:
                     return False
                 if isinstance(node, cst.Call):
                     read = a.host_read(node)
@@ -173,6 +177,15 @@ class MergeScalarReads(Rule):
                 return True
 
         stmt.visit(V())
+        walrus = []
+
+        class W(cst.CSTVisitor):
+            def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+                walrus.append(node)
+
+        stmt.visit(W())
+        if walrus:
+            return []  # a binding in the middle of the reads: their order matters
         if len(stmt.body) > 1 and found:
             # ``x = t.mean(); print(x.item())``: the merged read goes before the whole line
             receivers = set().union(*(a.effects(r.receiver).reads for r in found))
