@@ -69,8 +69,9 @@ class MoveLoggingToEnd(Rule):
     - the statement itself is moved unchanged (same format, level and arguments).
     What it cannot prove and accepts: an exception raised by the GPU work it moves past (an
     out-of-memory error in `backward()`) now comes before the log line, as does an asynchronous
-    CUDA error; log records get a later `created` timestamp. Use `--unsafe-fixes`-free review
-    if log timing matters to you.
+    CUDA error; log records get a later `created` timestamp. Other calls on the way (an
+    optimizer step, a custom hook) are assumed not to write output of their own. If any of
+    this matters to your logs, suppress the rule for that line (`# noqa: SFX401`).
     """
 
     CODE = "SFX401"

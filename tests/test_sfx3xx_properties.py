@@ -231,3 +231,16 @@ def test_sfx403_lazy_arguments_render_the_same_text(dtype):
     finally:
         logger.removeHandler(handler)
     assert len(messages) == 2 and messages[0] == messages[1]
+
+
+def test_sfx301_float_of_int64_past_2_53_rounds_like_the_tensor():
+    source = HEADER + (
+        "def f():\n"
+        f"    a = torch.tensor({2**53 + 1}, dtype=torch.int64, device=dev)\n"
+        f"    b = torch.tensor({2**63 - 1}, dtype=torch.int64, device=dev)\n"
+        "    return [float(a), a.item(), float(b), int(b), bool(a)]\n"
+    )
+    fixed = fix_code(source, select=["SFX301"])
+    assert ".stack([" in fixed
+    before, after = _run(source), _run(fixed)
+    assert _same(before, after) and before[1] == [9007199254740992.0, 2**53 + 1, 2.0**63, 2**63 - 1, True]
