@@ -108,8 +108,15 @@ class FormatSyncs(Rule):
                     return
 
     def _gpu_tensor(self, expr: cst.BaseExpression) -> bool:
-        v = self.analysis.value(expr)
-        return v.is_tensor and v.device is not Device.CPU
+        """A tensor provably (or by a cuda-or-cpu device choice) on the GPU, outside a ``raise``."""
+        a = self.analysis
+        v = a.value(expr)
+        if not (v.is_tensor and v.device in (Device.CUDA, Device.CUDA_OR_CPU)):
+            return False
+        stmt = a.statement_of(expr)
+        return not (
+            isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(s, cst.Raise) for s in stmt.body)
+        )
 
     def _lazy_fix(self, node: cst.FormattedString):
         a = self.analysis

@@ -152,8 +152,8 @@ class MergeScalarReads(Rule):
 
     def _reads(self, stmt: cst.SimpleStatementLine) -> list[HostRead]:
         a = self.analysis
-        if any(isinstance(s, (cst.Assert, cst.Del, cst.Global, cst.Nonlocal)) for s in stmt.body):
-            return []
+        if any(isinstance(s, (cst.Assert, cst.Del, cst.Global, cst.Nonlocal, cst.Raise)) for s in stmt.body):
+            return []  # an error path is no hot path; asserts may be compiled out
         if (
             len(stmt.body) == 1
             and isinstance(stmt.body[0], cst.AugAssign)
