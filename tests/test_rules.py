@@ -73,7 +73,9 @@ def test_every_fixture_folder_has_both_sides():
         by_code.setdefault(c.code, []).append(c)
     for code, group in by_code.items():
         assert code in RULES, f"fixtures for unknown rule {code}"
-        assert any(c.expected != c.source for c in group), f"{code}: no case that is rewritten"
+        assert any(
+            c.expected != c.source or c.expected_unsafe not in (None, c.source) for c in group
+        ), f"{code}: no case that is rewritten (safely, or with --unsafe-fixes)"
         assert any(c.expected == c.source for c in group), f"{code}: no must-not-touch case"
 
 
