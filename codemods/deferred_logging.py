@@ -56,7 +56,8 @@ class DeferredLogging(Rule):
     the loop, and a crash loses the line of the iteration before it. What it keeps: the text of
     every line (the same format with the same values: the tensors are detached, not cloned, so
     they must be fresh results that nothing writes later, and the Python values the line uses
-    are captured when it would have been written), the guard (a guarded log is deferred only
+    are captured when it would have been written; only Python numbers are captured, since a list
+    or an object of unknown type could change before the line is written), the guard (a guarded log is deferred only
     when its guard held), and lines before an early `break` (flushed after the loop). It applies
     only when every value read is a 0-d floating tensor on one device (one `torch.stack`, exact
     for floats, sync-semantics §3b) and the loop has no `return`/`yield`/`raise`/`try`, which
@@ -179,10 +180,12 @@ class DeferredLogging(Rule):
                 if isinstance(node, cst.Arg):
                     node.value.visit(self)
                     return False
-                if isinstance(node, cst.Name) and node is not root:
-                    if a.value(node).is_tensor:
-                        bad.append(node)  # held by reference: a later write would show
-                    elif node.value not in captured and not _is_builtin(a, node):
+                if isinstance(node, cst.Name) and node is not root and not _is_builtin(a, node):
+                    if a.value(node).kind is not Kind.NUMBER:
+                        # held by reference (a list, a tensor, an unknown object): a change
+                        # before the deferred line is written would show in it
+                        bad.append(node)
+                    elif node.value not in captured:
                         captured.append(node.value)
                 return True
 
