@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfix.analysis import Device, HostRead
+from syncfix.analysis import Device, HostRead, Kind
 from syncfix.rules import Invalid, Rule
 
 from ._libcst import codemod_for
@@ -82,10 +82,10 @@ class PerElementReads(Rule):
         self._comprehension(node, fixable=False)
 
     def visit_For(self, node: cst.For) -> None:
-        if not isinstance(node.target, cst.Name):
-            return
-        var = node.target.value
         a = self.analysis
+        if not isinstance(node.target, cst.Name) or a.value(node.iter).kind is not Kind.TENSOR:
+            return  # per-element reads of a tensor's rows; a loader's batches are SFX302's
+        var = node.target.value
         found: list[HostRead] = []
 
         class V(cst.CSTVisitor):
