@@ -1428,6 +1428,16 @@ class _ScalarFacts:
                 parent = self.parent(parent)
             if isinstance(parent, (cst.For, cst.While)) and name.value in _stores(parent):
                 return None  # a binding later in the loop may reach this use too
+            if isinstance(parent, cst.If) and name.value in _stores(parent.test):
+                return None  # a walrus in the condition
+            if isinstance(parent, cst.With) and any(name.value in _stores(i) for i in parent.items):
+                return None  # ``with ... as name``
+            if (
+                isinstance(parent, cst.BaseCompoundStatement)
+                and not isinstance(parent, (cst.If, cst.With, cst.For, cst.While, cst.FunctionDef))
+                and name.value in _stores(parent)
+            ):
+                return None  # try/except/finally, match: another branch may have bound it
             if isinstance(parent, cst.FunctionDef) and name.value in {
                 p.name.value for p in (*parent.params.params, *parent.params.posonly_params, *parent.params.kwonly_params)
             }:

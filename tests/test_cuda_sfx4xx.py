@@ -32,7 +32,7 @@ def train(dataset, model, opt):
         logits = model(x)
         loss = F.cross_entropy(logits, y)
         acc = (logits.argmax(dim=1) == y).float().mean()
-        print(f"step {step} loss {loss.item():.6f} acc {acc.item():.4f}")
+        print(f"step {step} loss {loss.item():.4f} acc {acc.item():.4f}")
         opt.zero_grad()
         loss.backward()
         opt.step()

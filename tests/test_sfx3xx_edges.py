@@ -140,3 +140,18 @@ def test_sfx402_deferred_lines_are_the_same_lines_in_the_same_order():
             outputs.append(out.getvalue())
     assert outputs[:4] == outputs[4:]
     assert torch is not None
+
+
+def test_bindings_in_a_try_body_reach_its_handler():
+    # in the handler, ``x`` may be the try body's int64 sum, not the float mean before the try
+    code = (
+        "def f(a: torch.Tensor):\n"
+        "    x = a.to(dev).float().mean()\n"
+        "    y = a.to(dev).float().std()\n"
+        "    try:\n"
+        "        x = a.to(dev).long().sum()\n"
+        "        a.foo()\n"
+        "    except ValueError:\n"
+        "        print(x.item(), y.item())\n"
+    )
+    assert _fix(code, "SFX301") == code
