@@ -1,0 +1,474 @@
+"""SFX302: ``total += loss.item()`` in a loop → a float64/int64 accumulator on the device."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from syncfix.analysis import Device, HostRead
+from syncfix.rules import Fix, Invalid, Rule
+
+from ._libcst import codemod_for
+
+_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+_USED_IN_LOOP = "the total is used elsewhere in the loop"
+
+
+@dataclass
+class _Acc:
+    stmt: cst.SimpleStatementLine
+    total: str
+    read: HostRead
+    kind: str | None = None
+    why_not: str | None = None
+    unsafe: str | None = None  # why the fix is only unsafe
+    origin: str | None = None
+
+
+class AccumulateOnDevice(Rule):
+    """
+    ## What it finds
+    A running total of GPU scalars kept on the host inside a loop: `total += loss.item()`,
+    `total += float(loss)`, `total = total + loss.item()`, `correct += (pred == y).sum().item()`,
+    `n += int(mask.sum())`, where `total` is not read anywhere in the loop.
+
+    ## Why it costs
+    Each `.item()` copies one value to the host and waits for the whole CUDA stream: one full
+    sync per iteration, so the CPU can never run ahead and queue the next batch's kernels while
+    the GPU works. A sum kept on the device costs no sync until it is read, once, after the loop.
+
+    ## Example
+    ```python
+    total_loss = 0.0
+    correct = 0
+    for x, y in loader:
+        ...
+        total_loss += loss.item()
+        correct += (logits.argmax(1) == y).sum().item()
+    ```
+
+    ## Use instead
+    ```python
+    total_loss = 0.0
+    correct = 0
+    total_loss_acc = torch.full((), total_loss, dtype=torch.float64, device=device)
+    correct_acc = torch.full((), correct, dtype=torch.int64, device=device)
+    for x, y in loader:
+        ...
+        total_loss_acc += loss.detach()
+        correct_acc += (logits.argmax(1) == y).sum()
+    total_loss = total_loss_acc.item()
+    correct = correct_acc.item()
+    ```
+
+    ## Fix safety
+    The fix is **safe** when syncfix proves the total comes out exactly as before, value and type:
+    - **float totals**: the summand is a floating tensor (float16, bfloat16, float32 or float64),
+      the total starts as a Python float (`0.0`, not `0`) and is a float64 accumulator started from
+      the total's current value. Every such value widens to float64 exactly, and float64 adds in
+      the same order as Python's floats do (IEEE double, round to nearest), so the result is
+      bit-identical; an empty loop gives back the start value, a float, as before.
+    - **integer totals**: the summand is an integer count (`.sum()` of a bool tensor,
+      `count_nonzero()`) added with `.item()`/`int()`, and the total starts as a Python int: an
+      int64 accumulator is exact up to 2**63, which counts can not reach. Other integer summands
+      get an **unsafe** fix: Python ints never overflow, int64 wraps past 2**63.
+    - the summand tensor provably holds one element (0-d, or one element reshaped to 0-d), and
+      its device is one expression (`device`, `"cuda"`) bound outside the loop, used to place the
+      accumulator;
+    - `total` is a local of a function, bound only by its start value (before the loop, in an
+      enclosing block) and by this statement; no other code in the loop (its `else` too) reads or
+      writes it, no nested function or lambda refers to it, it is not `global`/`nonlocal`, and the
+      loop is not inside a `try` of that function (a handler could see a partial total);
+    - the loop contains no `yield`/`await` (a suspended generator could expose the total).
+    Float summands are added as `loss.detach()` so the accumulator never joins the autograd graph.
+    No fix when the start value is an int and the summand a float (an empty loop must leave the
+    int `0`, a non-empty one gives a float), when the total is read in the loop (a running
+    mean printed every step still needs the host value), or for `meter.update(loss.item())`.
+    """
+
+    CODE = "SFX302"
+    NAME = "accumulate-on-device"
+    MESSAGE = "Running total of GPU values read to the host every iteration: one sync per step"
+    FIX = "sometimes"
+    TRIGGERS = (".item(", "float(", "int(")
+    VALID = [
+        # the total is read inside the loop
+        "import torch\ndef f(xs: torch.Tensor):\n    total = 0.0\n    for x in xs.cuda():\n"
+        "        total += x.sum().item()\n        print(total)\n    return total\n",
+        # not in a loop
+        "import torch\ndef f(x: torch.Tensor):\n    total = 0.0\n    total += x.cuda().float().sum().item()\n"
+        "    return total\n",
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\ndef f(ds):\n    total = 0.0\n    for x in torch.utils.data.DataLoader(ds):\n"
+            "        total += x.cuda().float().mean().item()\n    return total\n",
+            "import torch\ndef f(ds):\n    total = 0.0\n"
+            '    total_acc = torch.full((), total, dtype=torch.float64, device="cuda")\n'
+            "    for x in torch.utils.data.DataLoader(ds):\n"
+            "        total_acc += x.cuda().float().mean().detach()\n"
+            "    total = total_acc.item()\n    return total\n",
+        ),
+        # an int start with float summands: an empty loop must leave the int 0
+        Invalid(
+            "import torch\ndef f(ds):\n    total = 0\n    for x in torch.utils.data.DataLoader(ds):\n"
+            "        total += x.cuda().float().mean().item()\n    return total\n",
+            None,
+        ),
+    ]
+
+    def visit_For(self, node: cst.For) -> None:
+        self._loop(node)
+
+    def visit_While(self, node: cst.While) -> None:
+        self._loop(node)
+
+    def _loop(self, loop: cst.For | cst.While) -> None:
+        a = self.analysis
+        accs: list[_Acc] = []
+
+        rule = self
+
+        class V(cst.CSTVisitor):
+            def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
+                if a.enclosing_loop(node) is loop:
+                    acc = rule._candidate(node)
+                    if acc is not None:
+                        accs.append(acc)
+                return False
+
+        loop.body.visit(V())
+        if not accs:
+            return
+        for acc in accs:
+            self._check(loop, acc)
+        # a total the loop itself reads needs its host value every step: not this rule's case
+        accs = [acc for acc in accs if acc.why_not != _USED_IN_LOOP]
+        torch_name = a.torch_alias
+        fixable = [acc for acc in accs if acc.why_not is None]
+        for acc in accs:
+            if acc.why_not is not None:
+                self.report(acc.read.node, f"{self.MESSAGE}; no fix: {acc.why_not}")
+        if not fixable:
+            return
+        if torch_name is None:
+            for acc in fixable:
+                self.report(acc.read.node, f"{self.MESSAGE}; no fix: `torch` is not imported by name")
+            return
+        fix = self._fix(loop, fixable, torch_name)
+        for i, acc in enumerate(fixable):
+            # the one fix rewrites every total of the loop; it rides on the first finding
+            self.report(acc.read.node, fix=fix if i == 0 else None)
+
+    def _candidate(self, stmt: cst.SimpleStatementLine) -> _Acc | None:
+        a = self.analysis
+        if len(stmt.body) != 1:
+            return None
+        small = stmt.body[0]
+        if (
+            isinstance(small, cst.AugAssign)
+            and isinstance(small.operator, cst.AddAssign)
+            and isinstance(small.target, cst.Name)
+        ):
+            total, summand = small.target.value, small.value
+        elif (
+            isinstance(small, cst.Assign)
+            and len(small.targets) == 1
+            and isinstance(small.targets[0].target, cst.Name)
+            and isinstance(small.value, cst.BinaryOperation)
+            and isinstance(small.value.operator, cst.Add)
+            and isinstance(small.value.left, cst.Name)
+            and small.value.left.value == small.targets[0].target.value
+        ):
+            total, summand = small.value.left.value, small.value.right
+        else:
+            return None
+        if not isinstance(summand, cst.Call):
+            return None
+        read = a.host_read(summand)
+        if read is None or read.form not in ("item", "float", "int"):
+            return None
+        if a.value(read.receiver).device is Device.CPU:
+            return None
+        return _Acc(stmt, total, read)
+
+    def _check(self, loop: cst.For | cst.While, acc: _Acc) -> None:
+        a = self.analysis
+        if _mentions(loop, acc.total, skip=acc.stmt, header=isinstance(loop, cst.While)):
+            acc.why_not = _USED_IN_LOOP
+            return
+        receiver = acc.read.receiver
+        kind = a.dtype_kind(receiver)
+        if kind not in ("float", "int") or (acc.read.form != "item" and acc.read.form != kind):
+            acc.why_not = "the summand's dtype is not provably floating (or an integer count)"
+            return
+        acc.kind = kind
+        if a.one_element_shape(receiver) is None:
+            acc.why_not = "the summand is not provably a one-element tensor"
+            return
+        origin = a.device_origin(receiver)
+        if origin is None or (origin[0] != '"' and origin in _names_bound_in(loop)):
+            acc.why_not = "the summand's device is not provably one device bound outside the loop"
+            return
+        acc.origin = origin
+        fn = a.enclosing_function(loop)
+        if fn is None:
+            acc.why_not = f"`{acc.total}` is a module global"
+            return
+        enclosing = list(_ancestors_until(a, loop, fn))
+        if any(isinstance(n, cst.Try) for n in enclosing):
+            acc.why_not = "the loop is inside a `try` that could see a partial total"
+            return
+        if any(isinstance(n, cst.With) and not _plain_with(a, n) for n in enclosing):
+            # a context manager that swallows an exception would expose a partial total
+            acc.why_not = "the loop is inside a `with` that might suppress exceptions"
+            return
+        if origin[0] != '"' and not _bound_before(a, origin, loop):
+            acc.why_not = f"`{origin}` is not bound before the loop"
+            return
+        if _nested_scope_mentions(fn, acc.total) or _declared_global(fn, acc.total):
+            acc.why_not = f"`{acc.total}` is shared with another scope"
+            return
+        if any(a.effects(s).exits & {"yield", "await"} for s in loop.body.body):
+            acc.why_not = "the loop can suspend (`yield`/`await`)"
+            return
+        start = _start_value(a, fn, loop, acc)
+        if start is None:
+            acc.why_not = f"`{acc.total}` is not bound once, before the loop, to a number literal"
+            return
+        if start != ("pyfloat" if kind == "float" else "pyint"):
+            acc.why_not = (
+                f"`{acc.total}` starts as an int and sums floats (start it at 0.0 for a fix)"
+                if kind == "float"
+                else f"`{acc.total}` starts as a float and sums integers"
+            )
+            return
+        if kind == "int" and not _is_count(a, receiver):
+            acc.unsafe = "int64 wraps past 2**63 where Python ints do not"
+
+    def _fix(self, loop: cst.For | cst.While, accs: list[_Acc], torch_name: str) -> Fix:
+        a = self.analysis
+        taken = self.__dict__.setdefault("_taken", set())
+        before, after = [], []
+        replace: dict[cst.CSTNode, cst.CSTNode] = {}
+        for acc in accs:
+            name = a.fresh_name(f"{acc.total}_acc", taken)
+            taken.add(name)
+            dtype = "float64" if acc.kind == "float" else "int64"
+            before.append(
+                cst.parse_statement(
+                    f"{name} = {torch_name}.full((), {acc.total}, dtype={torch_name}.{dtype}, "
+                    f"device={acc.origin})\n"
+                )
+            )
+            after.append(cst.parse_statement(f"{acc.total} = {name}.item()\n"))
+            receiver = acc.read.receiver
+            shape = a.one_element_shape(receiver)
+            code = cst.Module([]).code_for_node(receiver)
+            if isinstance(receiver, (cst.BinaryOperation, cst.Comparison, cst.UnaryOperation, cst.IfExp)):
+                code = f"({code})"
+            if shape != ():
+                code += ".reshape(())"
+            if acc.kind == "float":
+                code += ".detach()"
+            new = cst.parse_statement(f"{name} += {code}\n")
+            replace[acc.stmt] = new.with_changes(
+                leading_lines=acc.stmt.leading_lines, trailing_whitespace=acc.stmt.trailing_whitespace
+            )
+
+        class R(cst.CSTTransformer):
+            def on_leave(self, original_node, updated_node):
+                return replace.get(original_node, updated_node)
+
+        new_loop = loop.visit(R())
+        before[0] = before[0].with_changes(leading_lines=loop.leading_lines)
+        new_loop = new_loop.with_changes(leading_lines=[])
+        names = ", ".join(f"`{acc.total}`" for acc in accs)
+        description = f"Accumulate {names} on the device; read once after the loop"
+        changes = {loop: cst.FlattenSentinel([*before, new_loop, *after])}
+        unsafe = [acc.unsafe for acc in accs if acc.unsafe]
+        if unsafe:
+            return self.unsafe_fix(changes, f"{description} (unsafe: {unsafe[0]})")
+        return self.safe_fix(changes, description)
+
+
+def _ancestors_until(a, node: cst.CSTNode, stop: cst.CSTNode):
+    for anc in a.ancestors(node):
+        if anc is stop:
+            return
+        yield anc
+
+
+def _names_bound_in(node: cst.CSTNode) -> set[str]:
+    from syncfix.analysis import _stores
+
+    return _stores(node)
+
+
+def _mentions(loop: cst.For | cst.While, name: str, *, skip: cst.CSTNode, header: bool) -> bool:
+    """Is ``name`` used in the loop (body, ``else``, a ``while`` test) outside ``skip``?"""
+    found = False
+
+    class V(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            nonlocal found
+            if node is skip:
+                return False
+            if isinstance(node, cst.Name) and node.value == name:
+                found = True
+            return not found
+
+    parts: list[cst.CSTNode] = [loop.body]
+    if loop.orelse is not None:
+        parts.append(loop.orelse)
+    if header and isinstance(loop, cst.While):
+        parts.append(loop.test)
+    for part in parts:
+        part.visit(V())
+    return found
+
+
+def _nested_scope_mentions(fn: cst.FunctionDef, name: str) -> bool:
+    found = False
+
+    class Inner(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            nonlocal found
+            found = found or node.value == name
+
+    class Outer(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if isinstance(node, _SCOPES) and node is not fn:
+                node.visit(Inner())
+                return False
+            return True
+
+    fn.body.visit(Outer())
+    return found
+
+
+def _declared_global(fn: cst.FunctionDef, name: str) -> bool:
+    found = False
+
+    class V(cst.CSTVisitor):
+        def visit_Global(self, node: cst.Global) -> None:
+            nonlocal found
+            found = found or any(n.name.value == name for n in node.names)
+
+        def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+            nonlocal found
+            found = found or any(n.name.value == name for n in node.names)
+
+    fn.body.visit(V())
+    return found
+
+
+def _start_value(a, fn: cst.FunctionDef, loop: cst.CSTNode, acc: _Acc) -> str | None:
+    """``"pyfloat"``/``"pyint"`` when ``total``'s only other binding is ``total = <literal>``
+    in a block enclosing the loop, before it; else None."""
+    from syncfix.analysis import _py_literal_kind, _stores
+
+    params = {p.name.value for p in (*fn.params.params, *fn.params.posonly_params, *fn.params.kwonly_params)}
+    if acc.total in params:
+        return None
+    starts = []
+
+    class V(cst.CSTVisitor):
+        def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
+            if node is not acc.stmt and acc.total in _stores(node):
+                starts.append(node)
+            return False
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is fn
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if isinstance(node, cst.BaseCompoundStatement) and not isinstance(node, cst.FunctionDef):
+                header_binds = isinstance(node, cst.For) and acc.total in _stores(node.target)
+                header_binds |= isinstance(node, cst.With) and any(
+                    item.asname is not None and acc.total in _stores(item.asname) for item in node.items
+                )
+                if header_binds:
+                    starts.append(node)
+            return super().on_visit(node)
+
+    fn.visit(V())
+    if len(starts) != 1 or not isinstance(starts[0], cst.SimpleStatementLine):
+        return None
+    start = starts[0]
+    small = start.body[0] if len(start.body) == 1 else None
+    if not (
+        isinstance(small, cst.Assign)
+        and len(small.targets) == 1
+        and isinstance(small.targets[0].target, cst.Name)
+    ):
+        return None
+    block = a.block_of(start)
+    if block is None:
+        return None
+    loop_ancestors = {id(loop), *(id(n) for n in a.ancestors(loop))}
+    body = list(block[1])
+    index = body.index(start)
+    if not any(id(s) in loop_ancestors for s in body[index + 1 :]):
+        return None  # not in a block enclosing the loop, before it
+    kind = _py_literal_kind(small.value)
+    if kind == "pyint":
+        text = cst.Module([]).code_for_node(small.value).replace("_", "")
+        if abs(int(text, 0)) >= 2**62:
+            return None  # torch.full would not take it as int64
+    return kind
+
+
+# Context managers that never suppress an exception.
+_PLAIN_CONTEXTS = {
+    "torch.no_grad", "torch.inference_mode", "torch.enable_grad", "torch.set_grad_enabled",
+    "torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast", "torch.cuda.device",
+}
+
+
+def _plain_with(a, node: cst.With) -> bool:
+    for item in node.items:
+        expr = item.item
+        if not isinstance(expr, cst.Call) or a.callee(expr) not in _PLAIN_CONTEXTS:
+            return False
+    return True
+
+
+def _bound_before(a, name: str, loop: cst.CSTNode) -> bool:
+    """Is every binding of ``name`` seen from the loop made before the loop starts?"""
+    scope = a.scope(loop)
+    if scope is None:
+        return False
+    try:
+        assignments = list(scope[name])
+    except Exception:
+        return False
+    start = a.positions[loop].start
+    for asg in assignments:
+        node = getattr(asg, "node", None)
+        if not isinstance(node, cst.CSTNode) or node not in a.positions:
+            return False
+        if asg.scope is scope and (a.positions[node].start.line, a.positions[node].start.column) >= (start.line, start.column):
+            return False
+    return bool(assignments)
+
+
+def _is_count(a, expr: cst.BaseExpression) -> bool:
+    """``mask.sum()``/``torch.sum(mask)`` of a bool tensor, or ``count_nonzero``: a count."""
+    if isinstance(expr, cst.Name):
+        values = a.binding_values(expr)
+        return bool(values) and all(_is_count(a, v) for v in values)
+    if not isinstance(expr, cst.Call):
+        return False
+    func = expr.func
+    if isinstance(func, cst.Attribute) and func.attr.value in ("sum", "count_nonzero") and not expr.args:
+        return func.attr.value == "count_nonzero" or a.dtype_kind(func.value) == "bool"
+    if a.callee(expr) in ("torch.sum", "torch.count_nonzero") and len(expr.args) == 1:
+        return a.callee(expr) == "torch.count_nonzero" or a.dtype_kind(expr.args[0].value) == "bool"
+    return False
+
+
+Codemod = codemod_for(AccumulateOnDevice)

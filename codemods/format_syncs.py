@@ -1,0 +1,160 @@
+"""SFX403: formatting a CUDA tensor (``f"{loss}"``, ``"%s" % t``) reads it to the host."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from syncfix.analysis import _LOG_LEVELS, Device
+from syncfix.rules import Invalid, Rule
+
+from ._libcst import codemod_for
+
+
+class FormatSyncs(Rule):
+    """
+    ## What it finds
+    A CUDA tensor formatted into text: an f-string field (`f"loss {loss}"`,
+    `logger.debug(f"{t}")`), a `%` format (`"%s" % t`, `"%.3f" % loss`) or `str.format`.
+
+    ## Why it costs
+    Formatting reads the values: `f"{t}"` of a 0-d tensor calls `item()` (1 sync), and `str(t)`
+    of a tensor walks it element by element (8 syncs for a 0-d tensor, 18 for 6 floats: see
+    sync-semantics §1.1). An f-string is built even when the log level filters the record out:
+    `logger.debug(f"{t}")` syncs with DEBUG off; `logger.debug("%s", t)` does not (0 syncs when
+    filtered; formatting happens only when a handler emits the record).
+
+    ## Example
+    ```python
+    logger.debug(f"gradients {grads}")
+    ```
+
+    ## Use instead
+    ```python
+    logger.debug("gradients %s", grads)
+    ```
+
+    ## Fix safety
+    The fix (f-string → lazy `%s` arguments of a `logging` call) is **safe** only where the text
+    is provably identical: every field of the f-string is a tensor provably of rank 1 (e.g.
+    `x.flatten()`), with no format spec and no conversion, and the call is a logger's level
+    method with the f-string as its only argument. For a tensor of rank ≥ 1, `format(t, "")` is
+    `str(t)`, which is what `%s` gives; literal `%` signs are doubled. For a **0-d** tensor
+    `f"{t}"` prints the Python number (`0.12345679104328156`) while `%s` prints
+    `tensor(0.1235, device='cuda:0')`, so 0-d tensors and tensors of unknown rank get a finding
+    only (read them explicitly, merged with other reads: SFX301). `record.msg`/`record.args`
+    change (the rendered message does not): a filter that inspects `record.msg` would see the
+    template.
+    """
+
+    CODE = "SFX403"
+    NAME = "format-syncs"
+    MESSAGE = "A CUDA tensor is formatted into text: every format reads it to the host"
+    FIX = "sometimes"
+    TRIGGERS = ("{", "%", ".format(")
+    VALID = [
+        # an explicit read: SFX301's business
+        "import torch\nloss = torch.ones(3, device='cuda').mean()\nprint(f'{loss.item():.3f}')\n",
+        # a CPU tensor
+        "import torch\nt = torch.ones(3)\nprint(f'{t}')\n",
+    ]
+    INVALID = [
+        Invalid(
+            "import logging\nimport torch\nlog = logging.getLogger()\n"
+            "g = torch.randn(4, 4, device='cuda').flatten()\nlog.debug(f'grads {g} (100%)')\n",
+            "import logging\nimport torch\nlog = logging.getLogger()\n"
+            "g = torch.randn(4, 4, device='cuda').flatten()\nlog.debug('grads %s (100%%)', g)\n",
+        ),
+        # a 0-d tensor: f"{t}" prints a number, "%s" would print tensor(...): finding only
+        Invalid(
+            "import torch\nloss = torch.ones(3, device='cuda').mean()\nprint(f'loss {loss}')\n",
+            None,
+        ),
+    ]
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        a = self.analysis
+        fields = [p for p in node.parts if isinstance(p, cst.FormattedStringExpression)]
+        gpu = [f for f in fields if self._gpu_tensor(f.expression)]
+        if not gpu:
+            return
+        fix = self._lazy_fix(node)
+        if fix is None:
+            self.report(gpu[0].expression, f"{self.MESSAGE} (f-string field `{a.module.code_for_node(gpu[0].expression)}`)")
+        else:
+            self.report(gpu[0].expression, fix=fix)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if not isinstance(node.operator, cst.Modulo):
+            return
+        if not isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString)):
+            return
+        right = node.right
+        items = [el.value for el in right.elements] if isinstance(right, cst.Tuple) else [right]
+        for item in items:
+            if self._gpu_tensor(item):
+                self.report(item, f"{self.MESSAGE} (`%` format)")
+                return
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "format"
+            and isinstance(func.value, (cst.SimpleString, cst.ConcatenatedString))
+        ):
+            for arg in node.args:
+                if self._gpu_tensor(arg.value):
+                    self.report(arg.value, f"{self.MESSAGE} (`str.format`)")
+                    return
+
+    def _gpu_tensor(self, expr: cst.BaseExpression) -> bool:
+        """A tensor provably (or by a cuda-or-cpu device choice) on the GPU, outside a ``raise``."""
+        a = self.analysis
+        v = a.value(expr)
+        if not (v.is_tensor and v.device in (Device.CUDA, Device.CUDA_OR_CPU)):
+            return False
+        stmt = a.statement_of(expr)
+        return not (
+            isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(s, cst.Raise) for s in stmt.body)
+        )
+
+    def _lazy_fix(self, node: cst.FormattedString):
+        a = self.analysis
+        call = a.parent(a.parent(node))
+        if not (isinstance(call, cst.Call) and len(call.args) == 1 and call.args[0].value is node):
+            return None
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value in _LOG_LEVELS - {"log"}):
+            return None
+        if not a.is_logging_call(call) or a.callee(call) == "builtins.print":
+            return None
+        if "b" in node.prefix.lower():
+            return None
+        text, args = [], []
+        for part in node.parts:
+            if isinstance(part, cst.FormattedStringText):
+                if "{" in part.value or "}" in part.value or "\\" in part.value:
+                    return None  # escaped braces or escapes: keep it simple
+                text.append(part.value.replace("%", "%%"))
+                continue
+            if part.format_spec is not None or part.conversion is not None or part.equal is not None:
+                return None
+            if not (self._gpu_tensor(part.expression) and a.is_one_dim(part.expression)):
+                return None
+            text.append("%s")
+            args.append(part.expression)
+        quote = node.end
+        template = cst.SimpleString(f"{node.prefix.replace('f', '').replace('F', '')}{quote}{''.join(text)}{quote}")
+        new_args = [cst.Arg(template, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))]
+        for i, expr in enumerate(args):
+            last = i == len(args) - 1
+            new_args.append(
+                cst.Arg(expr, comma=cst.MaybeSentinel.DEFAULT if last else cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            )
+        return self.safe_fix(
+            {call: call.with_changes(args=new_args)},
+            "Pass the tensors as lazy %s arguments (formatted only if the record is emitted)",
+        )
+
+
+Codemod = codemod_for(FormatSyncs)

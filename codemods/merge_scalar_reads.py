@@ -1,0 +1,368 @@
+"""SFX301: several host reads of GPU scalars in a row → one ``torch.stack([...]).tolist()``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from syncfix.analysis import Device, HostRead, Kind, ModuleAnalysis
+from syncfix.rules import Fix, Invalid, Rule
+
+from ._libcst import codemod_for
+
+# Receiver forms that cannot raise, so evaluating them earlier moves no exception.
+_SAFE_CHAIN = {"detach", "float", "double", "clone", "sum", "long", "int", "bool"}
+# Reads under these are conditional or deferred: not part of a straight line.
+_NOT_STRAIGHT = (
+    cst.Lambda, cst.IfExp, cst.BooleanOperation, cst.ListComp, cst.SetComp, cst.DictComp,
+    cst.GeneratorExp, cst.FunctionDef, cst.ClassDef,
+)
+
+
+@dataclass
+class _Read:
+    read: HostRead
+    stmt: cst.SimpleStatementLine
+    kind: str | None = None
+    shape: tuple[int, ...] | None = None
+    origin: str | None = None
+    why_not: str | None = None  # why it cannot be merged
+
+    @property
+    def code(self) -> str:
+        return cst.Module([]).code_for_node(self.read.receiver)
+
+
+class MergeScalarReads(Rule):
+    """
+    ## What it finds
+    Two or more host reads of GPU tensor values (`t.item()`, `float(t)`, `int(t)`, `bool(t)`,
+    `t.tolist()`) in one straight-line stretch of code: in one statement
+    (`print(f"{loss.item():.3f} {acc.item():.3f}")`, `log({"loss": loss.item(), "acc": acc.item()})`)
+    or in consecutive statements of one block with nothing in between that could change the
+    tensors (no call that may mutate anything, no in-place write to a tensor, no rebinding of the
+    names read, no control flow).
+
+    ## Why it costs
+    Every read copies one value to the host and waits for the whole CUDA stream
+    (`cudaStreamSynchronize`): N reads are N round trips, each one draining the queue the GPU
+    works from. One `torch.stack([...]).tolist()` costs one transfer and one sync whatever N is
+    (sync-semantics §1.1: `tolist()` is 1 sync at any size).
+
+    ## Example
+    ```python
+    print(f"step {step} loss {loss.item():.4f} acc {acc.item():.3f}")
+    ```
+
+    ## Use instead
+    ```python
+    loss_value, acc_value = torch.stack([loss, acc]).tolist()
+    print(f"step {step} loss {loss_value:.4f} acc {acc_value:.3f}")
+    ```
+
+    ## Fix safety
+    The fix is **safe**, and only offered where syncfix proves that every variable gets exactly
+    the Python value and type the separate reads gave (sync-semantics §3b measured how a naive
+    merge breaks: int64 16777217 read as 16777216.0, `True` read as `1`, 0-d and shape-(1,)
+    tensors that refuse to stack). Reads are merged only in groups of one *dtype kind*:
+    - all floating (float16, bfloat16, float32, float64 in any mix): `torch.stack` promotes to the
+      widest, which holds each value exactly, and `tolist()` gives the same Python float `item()`
+      gives; `int(t)`/`bool(t)` of a float tensor become `int(v)`/`bool(v)` of that float, which
+      truncate and test exactly as the tensor conversions do (NaN raises the same `ValueError`);
+    - all integer (int8 to int64, uint8): promotion to int64 is exact, `tolist()` gives ints;
+    - all bool: `tolist()` gives `True`/`False`.
+    Reads of different kinds are merged per kind (one transfer per kind present, not one overall):
+    a single transfer of mixed kinds is only exact as a byte-level pack, which is not code a person
+    would write or read. When no kind has two reads, the finding comes without a fix.
+
+    The other preconditions, each proven or no fix:
+    - every tensor provably holds **one element** with a known shape (a full reduction
+      `t.mean()`/`t.sum()`, a loss with the default/`"mean"`/`"sum"` reduction, `clip_grad_norm_`,
+      `torch.tensor(3.0)`, ...), so no read could raise "a Tensor with N elements cannot be
+      converted to Scalar"; shape-(1,) tensors are stacked as `t.reshape(())` and their `tolist()`
+      becomes `[v]`;
+    - every tensor provably lives on the **same device** (placed through the same device
+      expression, e.g. all derived from `.to(device)`), so the stack cannot fail;
+    - the tensors are plain names (or `.detach()`/`.float()`/`.sum()`... chains of them), which
+      cannot raise when read earlier, and nothing between the first and the last read writes them,
+      mutates anything, exits, or calls code that might (in one statement: no unknown call is
+      evaluated between the reads, other than calls that take the read values as arguments);
+    - values may be used between the reads only by code without side effects (they are the same
+      values, read earlier); a value logged or branched on between two reads ends the stretch.
+    The merged read happens where the first read was, so an asynchronous CUDA error is reported
+    there. Tensor subclasses, sparse and quantized tensors are not modelled (syncfix sees none of
+    them come out of the operations it proves dtypes and shapes for).
+    """
+
+    CODE = "SFX301"
+    NAME = "merge-scalar-reads"
+    MESSAGE = "Several host reads of GPU values in a row: one sync each"
+    FIX = "sometimes"
+    TRIGGERS = (".item(", ".tolist(", "float(", "int(", "bool(")
+    VALID = [
+        # one read only
+        "import torch\nx = torch.ones(3, device='cuda')\nprint(x.sum().item())\n",
+        # a call that may mutate the tensors between the reads
+        "import torch\ndef f(opt, loss: torch.Tensor, norm: torch.Tensor):\n"
+        "    a = loss.item()\n    opt.step()\n    b = norm.item()\n",
+        # CPU tensors: nothing to sync
+        "import torch\na = torch.tensor(1.0)\nb = torch.tensor(2.0)\nprint(a.item(), b.item())\n",
+        # a float and an int: one read of each kind, nothing exact to merge
+        "import torch\nx = torch.randn(8, device='cuda')\nm = x.mean()\nk = x.argmax()\n"
+        "print(m.item(), k.item())\n",
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nx = torch.randn(8, device='cuda')\nloss = x.mean()\nnorm = x.norm()\n"
+            "print(f'{loss.item():.3f} {norm.item():.3f}')\n",
+            "import torch\nx = torch.randn(8, device='cuda')\nloss = x.mean()\nnorm = x.norm()\n"
+            "loss_value, norm_value = torch.stack([loss, norm]).tolist()\n"
+            "print(f'{loss_value:.3f} {norm_value:.3f}')\n",
+        ),
+        # the dtype is unknown: a finding without a fix
+        Invalid(
+            "import torch\ndef f(x: torch.Tensor):\n    x = x.cuda()\n    m = x.mean()\n"
+            "    k = x.sum()\n    print(m.item(), k.item())\n",
+            None,
+        ),
+    ]
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._block(node.body)
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._block(node.body)
+
+    # ---- finding stretches of reads ---------------------------------------------------------
+    def _block(self, body) -> None:
+        run: list[tuple[cst.SimpleStatementLine, list[HostRead]]] = []
+        for stmt in body:
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                self._close(run)
+                run = []
+                continue
+            reads = self._reads(stmt)
+            if run and self._quiet(run[-1][0]) and not self._clash(run, reads):
+                run.append((stmt, reads))
+            else:
+                self._close(run)
+                run = [(stmt, reads)] if reads else []
+        self._close(run)
+
+    def _reads(self, stmt: cst.SimpleStatementLine) -> list[HostRead]:
+        a = self.analysis
+        if any(isinstance(s, (cst.Assert, cst.Del, cst.Global, cst.Nonlocal, cst.Raise)) for s in stmt.body):
+            return []  # an error path is no hot path; asserts may be compiled out
+        if (
+            len(stmt.body) == 1
+            and isinstance(stmt.body[0], cst.AugAssign)
+            and a.enclosing_loop(stmt) is not None
+        ):
+            return []  # ``total += t.item()`` in a loop: SFX302 keeps the sum on the device
+        found: list[HostRead] = []
+        # Assignment targets run after the value: their reads are out of textual order.
+        targets = {
+            id(small.target) for small in stmt.body if isinstance(small, (cst.AugAssign, cst.AnnAssign))
+        }
+
+        class V(cst.CSTVisitor):
+            def on_visit(self, node: cst.CSTNode) -> bool:
+                if isinstance(node, (*_NOT_STRAIGHT, cst.NamedExpr, cst.AssignTarget)) or id(node) in targets:
+                    return False
+                if isinstance(node, cst.Call):
+                    read = a.host_read(node)
+                    if read is not None and a.value(read.receiver).device is not Device.CPU:
+                        found.append(read)
+                return True
+
+        stmt.visit(V())
+        walrus = []
+
+        class W(cst.CSTVisitor):
+            def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+                walrus.append(node)
+
+        stmt.visit(W())
+        if walrus:
+            return []  # a binding in the middle of the reads: their order matters
+        if len(stmt.body) > 1 and found:
+            # ``x = t.mean(); print(x.item())``: the merged read goes before the whole line
+            receivers = set().union(*(a.effects(r.receiver).reads for r in found))
+            if a.effects(stmt).writes & receivers:
+                return []
+        return found
+
+    def _quiet(self, stmt: cst.SimpleStatementLine) -> bool:
+        """Nothing in ``stmt`` can change a tensor, exit, or run unknown code."""
+        fx = self.analysis.effects(stmt)
+        if fx.exits or fx.may_mutate_anything:
+            return False
+        return all(self._not_tensor_name(stmt, name) for name in fx.inplace)
+
+    def _not_tensor_name(self, stmt: cst.CSTNode, name: str) -> bool:
+        a = self.analysis
+        found = []
+
+        class V(cst.CSTVisitor):
+            def visit_Name(self, node: cst.Name) -> None:
+                if node.value == name:
+                    found.append(node)
+
+        stmt.visit(V())
+        return bool(found) and all(a.value(n).kind in (Kind.OTHER, Kind.NUMBER) for n in found)
+
+    def _clash(self, run, reads: list[HostRead]) -> bool:
+        """Does a statement of ``run`` rebind a name that ``reads`` read?"""
+        names = set()
+        for r in reads:
+            names |= self.analysis.effects(r.receiver).reads
+        return any(self.analysis.effects(s).writes & names for s, _ in run)
+
+    def _close(self, run) -> None:
+        while run and not run[-1][1]:
+            run.pop()  # trailing statements without reads
+        while run and not self._order_ok(run[-1][0], run[-1][1]):
+            run.pop()
+            while run and not run[-1][1]:
+                run.pop()
+        if sum(len(r) for _, r in run) >= 2:
+            self._handle(run)
+
+    def _order_ok(self, stmt: cst.SimpleStatementLine, reads: list[HostRead]) -> bool:
+        """In the last statement, no impure call runs between the reads (or before them)."""
+        a = self.analysis
+        last = max(reads, key=lambda r: _start(a, r.node)).node
+        enclosing = set(map(id, a.ancestors(last)))
+        read_nodes = {id(r.node) for r in reads}
+        for call in a.effects(stmt).calls:
+            if id(call) in enclosing or id(call) in read_nodes:
+                continue  # runs after its arguments are read, or is a read
+            if _start(a, call) < _start(a, last) and not a.is_pure_call(call):
+                return False
+        return True
+
+    # ---- the fix ----------------------------------------------------------------------------
+    def _handle(self, run) -> None:
+        a = self.analysis
+        items = [self._describe(r, stmt) for stmt, reads in run for r in reads]
+        groups: dict[tuple[str, str], list[_Read]] = {}
+        for item in items:
+            if item.why_not is None:
+                groups.setdefault((item.kind, item.origin), []).append(item)  # type: ignore[arg-type]
+        merged = [g for g in groups.values() if len({i.code for i in g}) >= 2]
+        torch_name = a.torch_alias
+        first = items[0].read.node
+        n = len(items)
+        kinds = [i.kind for i in items]
+        if not merged and None not in kinds and len(set(kinds)) == len(kinds):
+            return  # one read per dtype kind: nothing to merge exactly, nothing to report
+        if not merged or torch_name is None:
+            why = next((i.why_not for i in items if i.why_not), None) or (
+                "their dtypes differ in kind (float/int/bool); merging them exactly would need "
+                "one transfer per kind"
+            )
+            if torch_name is None:
+                why = "`torch` is not imported by name in this module"
+            self.report(first, f"{n} host reads in a row, one sync each; no fix: {why}")
+            return
+        self.report(first, f"{n} host reads in a row, one sync each", fix=self._fix(run, merged, torch_name))
+
+    def _describe(self, read: HostRead, stmt: cst.SimpleStatementLine) -> _Read:
+        a = self.analysis
+        item = _Read(read, stmt)
+        if not _safe_receiver(read.receiver):
+            item.why_not = "a tensor is computed in place (read it from a name)"
+            return item
+        item.shape = a.one_element_shape(read.receiver)
+        if item.shape is None:
+            item.why_not = "a tensor is not provably one-element"
+            return item
+        item.kind = a.dtype_kind(read.receiver)
+        if item.kind is None:
+            item.why_not = "a tensor's dtype is not provably floating, integer or bool"
+            return item
+        item.origin = a.device_origin(read.receiver)
+        if item.origin is None:
+            item.why_not = "the tensors are not provably on one device"
+        return item
+
+    def _fix(self, run, groups: list[list[_Read]], torch_name: str) -> Fix:
+        a = self.analysis
+        taken = self.__dict__.setdefault("_taken", set())  # names claimed by this pass's fixes
+        new_stmts: list[cst.SimpleStatementLine] = []
+        replace: dict[cst.CSTNode, cst.BaseExpression] = {}
+        for group in groups:
+            names: dict[str, str] = {}
+            elements = []
+            for item in group:
+                if item.code not in names:
+                    names[item.code] = a.fresh_name(_base_name(item.read.receiver), taken)
+                    taken.add(names[item.code])
+                    elements.append(_stack_element(item))
+                replace[item.read.node] = _replacement(item, names[item.code])
+            targets = ", ".join(names.values())
+            code = f"{targets} = {torch_name}.stack([{', '.join(elements)}]).tolist()\n"
+            new_stmts.append(cst.parse_statement(code))  # type: ignore[arg-type]
+        changes: dict = {}
+        merged_stmts = {id(i.stmt) for g in groups for i in g}
+        first_stmt = next(s for s, _ in run if id(s) in merged_stmts)
+        for stmt, _ in run:
+            if id(stmt) not in merged_stmts:
+                continue
+            new = stmt.visit(_Replace(replace))
+            if stmt is first_stmt:
+                new_stmts[0] = new_stmts[0].with_changes(leading_lines=stmt.leading_lines)
+                new = new.with_changes(leading_lines=[])
+                changes[stmt] = cst.FlattenSentinel([*new_stmts, new])
+            else:
+                changes[stmt] = new
+        count = sum(len(g) for g in groups)
+        return self.safe_fix(changes, f"Read {count} values with {len(groups)} transfer(s)")
+
+
+class _Replace(cst.CSTTransformer):
+    def __init__(self, mapping: dict[cst.CSTNode, cst.BaseExpression]) -> None:
+        super().__init__()
+        self.mapping = mapping
+
+    def on_leave(self, original_node, updated_node):
+        return self.mapping.get(original_node, updated_node)
+
+
+def _start(a: ModuleAnalysis, node: cst.CSTNode) -> tuple[int, int]:
+    pos = a.positions[node].start
+    return (pos.line, pos.column)
+
+
+def _safe_receiver(expr: cst.BaseExpression) -> bool:
+    while isinstance(expr, cst.Call):
+        func = expr.func
+        if expr.args or not isinstance(func, cst.Attribute) or func.attr.value not in _SAFE_CHAIN:
+            return False
+        expr = func.value
+    return isinstance(expr, cst.Name)
+
+
+def _base_name(expr: cst.BaseExpression) -> str:
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        expr = expr.func.value
+    return f"{expr.value}_value" if isinstance(expr, cst.Name) else "value"
+
+
+def _stack_element(item: _Read) -> str:
+    return item.code if item.shape == () else f"{item.code}.reshape(())"
+
+
+def _replacement(item: _Read, name: str) -> cst.BaseExpression:
+    value: cst.BaseExpression = cst.Name(name)
+    form = item.read.form
+    if form == "tolist":
+        for _ in item.shape or ():
+            value = cst.List([cst.Element(value)])
+    elif form in ("float", "int", "bool") and item.kind != form:
+        value = cst.Call(cst.Name(form), [cst.Arg(value)])
+    return value
+
+
+Codemod = codemod_for(MergeScalarReads)

@@ -1,0 +1,326 @@
+"""SFX401: a log of GPU values in the middle of an iteration → after the iteration's GPU work."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from syncfix.analysis import Device, Kind
+from syncfix.rules import Invalid, Rule
+
+from ._libcst import codemod_for
+
+# Builtins a moved log may call (they read Python values only).
+_PURE_FORMAT = {
+    "builtins.str", "builtins.repr", "builtins.format", "builtins.round", "builtins.len",
+    "builtins.float", "builtins.int", "builtins.bool", "builtins.abs",
+}
+
+
+class MoveLoggingToEnd(Rule):
+    """
+    ## What it finds
+    A logging statement in a loop body (`print`, `logging`/`logger.*`, tqdm `set_postfix`/`write`,
+    `SummaryWriter.add_scalar(s)`, `wandb.log`, `accelerator.log`, `mlflow.log_metric(s)`,
+    Lightning's `self.log`) that reads GPU values (`loss.item()`...) while more GPU work of the
+    same iteration follows (`backward()`, `optimizer.step()`...). A guarded log
+    (`if step % log_every == 0:`) counts, and so does a log together with the statements that
+    only prepare its values (e.g. SFX301's `a, b = torch.stack([...]).tolist()`).
+
+    ## Why it costs
+    The read waits for all GPU work queued so far, before the CPU has queued the backward pass
+    and the optimizer step: the GPU then idles while the CPU catches up. Read after the
+    iteration's last GPU work, the same sync lets the whole iteration be queued first, and the
+    reads at the end can be merged into one transfer (SFX301). Moving alone removes no sync
+    (sync-semantics §3d.6): it removes the bubble.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        loss = F.cross_entropy(model(x), y)
+        print(f"loss {loss.item():.4f}")
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    ```
+
+    ## Use instead
+    ```python
+    for x, y in loader:
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        print(f"loss {loss.item():.4f}")
+    ```
+
+    ## Fix safety
+    The fix is **safe** when all of sync-semantics §3d's conditions are proven; otherwise there
+    is no fix. The log (with its guard and the statements preparing its values) moves down the
+    same block, past the statements that follow it, up to the last one that does GPU work, only if:
+    - what it logs cannot change on the way: the tensors it reads are plain names of *fresh*
+      tensors (results of operations, not parameters, buffers or views of them), read with
+      `.item()`/`float()`/`.tolist()`... and nothing else (a parameter norm computed inside the
+      log would see `optimizer.step()`'s update: it does not move); none of the names it reads is
+      rebound, written in place, or passed to code that may mutate it (`loss.backward()` is
+      allowed: it does not change `loss`); the names it prepares are read by nothing else;
+    - nothing can skip it: no `break`/`continue`/`return`/`raise`/`yield`/`try` on the way;
+    - no other output on the way: it stops before any other logging call, so the order of
+      lines, records and metrics is kept;
+    - the statement itself is moved unchanged (same format, level and arguments).
+    What it cannot prove and accepts: an exception raised by the GPU work it moves past (an
+    out-of-memory error in `backward()`) now comes before the log line, as does an asynchronous
+    CUDA error; log records get a later `created` timestamp. Other calls on the way (an
+    optimizer step, a custom hook) are assumed not to write output of their own. If any of
+    this matters to your logs, suppress the rule for that line (`# noqa: SFX401`).
+    """
+
+    CODE = "SFX401"
+    NAME = "move-logging-to-end"
+    MESSAGE = "GPU values logged before the iteration's remaining GPU work is queued"
+    FIX = "sometimes"
+    TRIGGERS = (".item(", ".tolist(", "float(", "int(")
+    VALID = [
+        # already at the end of the iteration
+        "import torch\ndef f(xs: torch.Tensor, opt):\n    for x in xs.cuda():\n"
+        "        loss = x.pow(2).mean()\n        loss.backward()\n        opt.step()\n"
+        "        print(loss.item())\n",
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\ndef f(xs: torch.Tensor, opt):\n    for x in xs.cuda():\n"
+            "        loss = x.pow(2).mean()\n        print(loss.item())\n        loss.backward()\n"
+            "        opt.step()\n",
+            "import torch\ndef f(xs: torch.Tensor, opt):\n    for x in xs.cuda():\n"
+            "        loss = x.pow(2).mean()\n        loss.backward()\n"
+            "        opt.step()\n        print(loss.item())\n",
+        ),
+        # a parameter norm computed in the log would see the update: finding only
+        Invalid(
+            "import torch\ndef f(xs: torch.Tensor, model, opt):\n    for x in xs.cuda():\n"
+            "        loss = torch.nn.functional.mse_loss(model(x), x)\n"
+            "        print(loss.item(), model.weight.norm().item())\n"
+            "        loss.backward()\n        opt.step()\n",
+            None,
+        ),
+    ]
+
+    def visit_For(self, node: cst.For) -> None:
+        self._loop(node)
+
+    def visit_While(self, node: cst.While) -> None:
+        self._loop(node)
+
+    def _loop(self, loop: cst.For | cst.While) -> None:
+        body = list(loop.body.body)
+        for i, stmt in enumerate(body):
+            if not self._is_log(stmt):
+                continue
+            start = self._unit_start(body, i)
+            unit = body[start : i + 1]
+            reads = self._gpu_reads(unit)
+            if not reads:
+                continue
+            later_gpu = [j for j in range(i + 1, len(body)) if self._gpu_work(body[j])]
+            if not later_gpu:
+                continue  # nothing to queue first
+            why = self._unit_problem(unit)
+            target = self._target(body, i, unit) if why is None else None
+            if target is None:
+                self.report(reads[0], f"{self.MESSAGE}; no fix: {why or 'it cannot move past what follows'}")
+                continue
+            changes: dict = {s: cst.RemovalSentinel.REMOVE for s in unit}
+            changes[body[target]] = cst.FlattenSentinel([body[target], *unit])
+            self.report(
+                reads[0],
+                fix=self.safe_fix(changes, "Log after the iteration's last GPU work"),
+            )
+
+    # ---- what is a log ----------------------------------------------------------------------
+    def _is_log(self, stmt: cst.BaseStatement) -> bool:
+        a = self.analysis
+        if isinstance(stmt, cst.SimpleStatementLine):
+            return (
+                len(stmt.body) == 1
+                and isinstance(stmt.body[0], cst.Expr)
+                and isinstance(stmt.body[0].value, cst.Call)
+                and a.is_logging_call(stmt.body[0].value)
+                and not (a.callee(stmt.body[0].value) == "builtins.print" and any(
+                    arg.keyword is not None and arg.keyword.value == "file" for arg in stmt.body[0].value.args
+                ))
+            )
+        if isinstance(stmt, cst.If) and stmt.orelse is None and isinstance(stmt.body, cst.IndentedBlock):
+            return bool(stmt.body.body) and all(self._is_log(s) for s in stmt.body.body)
+        return False
+
+    def _unit_start(self, body, i: int) -> int:
+        """Include the statements right before the log that only prepare values for it."""
+        a = self.analysis
+        start = i
+        while start > 0:
+            prev = body[start - 1]
+            if not (
+                isinstance(prev, cst.SimpleStatementLine)
+                and len(prev.body) == 1
+                and isinstance(prev.body[0], cst.Assign)
+            ):
+                break
+            targets = a.effects(prev).writes
+            others = [s for k, s in enumerate(body) if not (start - 1 <= k <= i)]
+            if any(a.effects(s).reads & targets for s in others):
+                break  # the prepared values are used elsewhere too
+            if not self._pure_unit([prev]):
+                break
+            start -= 1
+        return start
+
+    def _gpu_reads(self, unit) -> list[cst.Call]:
+        a = self.analysis
+        found: list[cst.Call] = []
+
+        class V(cst.CSTVisitor):
+            def visit_Call(self, call: cst.Call) -> None:
+                read = a.host_read(call)
+                if read is not None and a.value(read.receiver).device is not Device.CPU:
+                    found.append(call)
+
+        for s in unit:
+            s.visit(V())
+        return found
+
+    def _gpu_work(self, stmt: cst.BaseStatement) -> bool:
+        """Does ``stmt`` queue work (an unknown call such as ``opt.step()``, a tensor op)?
+        Logging and host reads are not work worth moving past."""
+        a = self.analysis
+        fx = a.effects(stmt)
+        if _contains_output(a, stmt):
+            return False
+        calls = [c for c in fx.calls if a.host_read(c) is None]
+        if fx.may_mutate_anything and calls:
+            return True
+        return any(
+            isinstance(c.func, cst.Attribute) and a.is_tensor(c.func.value)
+            or (a.callee(c) or "").startswith("torch.")
+            for c in calls
+        )
+
+    # ---- can it move ------------------------------------------------------------------------
+    def _pure_unit(self, unit) -> bool:
+        return self._unit_problem(unit, log_calls_allowed=False) is None
+
+    def _unit_problem(self, unit, log_calls_allowed: bool = True) -> str | None:
+        """Why the values the unit logs could change if read later (None: they cannot)."""
+        a = self.analysis
+        problem: list[str] = []
+
+        class V(cst.CSTVisitor):
+            def visit_Call(self, call: cst.Call) -> None:
+                if problem:
+                    return
+                read = a.host_read(call)
+                if read is not None:
+                    if not _fresh_tensor_names(a, read.receiver):
+                        problem.append("it reads a tensor that is not a plain name of a fresh tensor")
+                    return
+                name = a._direct_callee(call)
+                if name in _PURE_FORMAT or name == "torch.stack":
+                    return
+                if isinstance(call.func, cst.Attribute) and call.func.attr.value == "reshape":
+                    return
+                if log_calls_allowed and a.is_logging_call(call):
+                    return
+                problem.append("it computes values with calls that could see later changes")
+
+            def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+                problem.append("it binds names")
+
+            def visit_Lambda(self, node: cst.Lambda) -> bool:
+                problem.append("it defers code")
+                return False
+
+        for s in unit:
+            s.visit(V())
+            if problem:
+                return problem[0]
+        if any(a.effects(s).exits for s in unit):
+            return "it can exit"
+        return None
+
+    def _target(self, body, i: int, unit) -> int | None:
+        """The index of the last statement to move past (None: no GPU work can be passed)."""
+        a = self.analysis
+        names: set[str] = set()
+        for s in unit:
+            names |= a.effects(s).reads | a.effects(s).writes
+        names -= _imported_modules(a)  # ``torch`` in ``torch.stack``: not a logged value
+        last = None
+        for j in range(i + 1, len(body)):
+            stmt = body[j]
+            fx = a.effects(stmt)
+            if fx.exits or _contains_output(a, stmt):
+                break
+            if (fx.writes | fx.inplace) & names:
+                break
+            if fx.may_mutate_anything and fx.reads & names and not _is_backward_of(stmt, names):
+                break
+            if self._gpu_work(stmt):
+                last = j
+        return last
+
+
+def _fresh_tensor_names(a, expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` a name of a fresh tensor, or ``torch.stack``/``reshape`` of such names?"""
+    if isinstance(expr, cst.Name):
+        v = a.value(expr)
+        return v.kind in (Kind.TENSOR,) and v.fresh
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "reshape":
+            return _fresh_tensor_names(a, func.value)
+        if a._direct_callee(expr) == "torch.stack" and len(expr.args) == 1:
+            items = expr.args[0].value
+            return isinstance(items, (cst.List, cst.Tuple)) and all(
+                _fresh_tensor_names(a, el.value) for el in items.elements
+            )
+    return False
+
+
+def _imported_modules(a) -> set[str]:
+    """Names bound by top-level ``import`` statements."""
+    from syncfix.analysis import _stores
+
+    found: set[str] = set()
+    for stmt in a.module.body:
+        if isinstance(stmt, cst.SimpleStatementLine) and all(
+            isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
+        ):
+            found |= _stores(stmt)
+    return found
+
+
+def _contains_output(a, stmt: cst.CSTNode) -> bool:
+    return any(a.is_logging_call(c) for c in a.effects(stmt).calls)
+
+
+def _is_backward_of(stmt: cst.CSTNode, names: set[str]) -> bool:
+    """``loss.backward()``: it fills gradients but leaves ``loss`` itself unchanged."""
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
+        return False
+    small = stmt.body[0]
+    if not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
+        return False
+    func = small.value.func
+    return (
+        isinstance(func, cst.Attribute)
+        and func.attr.value == "backward"
+        and isinstance(func.value, cst.Name)
+        and not any(isinstance(n, cst.Name) and n.value in names for n in _arg_names(small.value))
+    )
+
+
+def _arg_names(call: cst.Call):
+    for arg in call.args:
+        if isinstance(arg.value, cst.Name):
+            yield arg.value
+
+
+Codemod = codemod_for(MoveLoggingToEnd)

@@ -1,0 +1,154 @@
+"""SFX303: ``[v.item() for v in x]`` → ``x.tolist()``: one transfer instead of one per element."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from syncfix.analysis import Device, HostRead, Kind
+from syncfix.rules import Invalid, Rule
+
+from ._libcst import codemod_for
+
+
+class PerElementReads(Rule):
+    """
+    ## What it finds
+    A host read per element of a GPU tensor or of a collection of GPU tensors: a list
+    comprehension `[v.item() for v in x]`, `[float(t) for t in (loss, acc)]`, or a `for` loop
+    whose body reads its loop variable with `.item()`/`float()`/`int()`/`bool()`/`.tolist()`.
+
+    ## Why it costs
+    Each read is a device-to-host copy plus a full stream sync: a comprehension over N elements
+    syncs N times. One `x.tolist()` (or `torch.stack([...]).tolist()`) costs one (sync-semantics
+    §1.1: `tolist()` is one sync at any size).
+
+    ## Example
+    ```python
+    scores = [s.item() for s in logits.softmax(-1).max(-1).values.flatten()]
+    ```
+
+    ## Use instead
+    ```python
+    scores = logits.softmax(-1).max(-1).values.flatten().tolist()
+    ```
+
+    ## Fix safety
+    The fix is **safe** only for a list comprehension with one `for` and no `if`, whose element is
+    a read of the loop variable itself, over a tensor that is provably **1-D** (`flatten()`,
+    `view(-1)`, `reshape(-1)`, `torch.arange`...): iterating a 1-D tensor yields 0-d tensors, and
+    `x.tolist()` gives, element for element, the Python scalar `item()` gives (same type for every
+    dtype, an empty list for an empty tensor). `float(v)`/`int(v)`/`bool(v)` reads become
+    `[float(v) for v in x.tolist()]` unless the dtype kind already gives that type; the conversion
+    of the Python scalar equals the tensor conversion for real dtypes, so the dtype kind must be
+    provably floating, integer or bool (complex tensors convert differently). A tensor of
+    unknown rank gets no fix: iterating a 2-D tensor gives rows, whose `item()` raises while
+    `tolist()` would return nested lists.
+    Comprehensions over a list of separate tensors, and `for` loops, are findings only: a stack of
+    the elements is exact only when they provably share dtype kind, shape and device, and for an
+    empty list `torch.stack` raises where the comprehension gives `[]` (SFX301 merges reads of
+    named tensors written out one by one).
+    """
+
+    CODE = "SFX303"
+    NAME = "per-element-reads"
+    MESSAGE = "One host read per element: one sync each"
+    FIX = "sometimes"
+    TRIGGERS = (".item(", ".tolist(", "float(", "int(", "bool(")
+    VALID = [
+        # one read of a whole tensor
+        "import torch\nx = torch.arange(5, device='cuda')\nvals = x.tolist()\n",
+        # CPU tensor
+        "import torch\nx = torch.arange(5)\nvals = [v.item() for v in x]\n",
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nx = torch.randn(4, 3, device='cuda')\nvals = [v.item() for v in x.flatten()]\n",
+            "import torch\nx = torch.randn(4, 3, device='cuda')\nvals = x.flatten().tolist()\n",
+        ),
+        # rank unknown: rows would be read, and tolist() would nest
+        Invalid(
+            "import torch\ndef f(x: torch.Tensor):\n    return [v.item() for v in x.cuda()]\n",
+            None,
+        ),
+    ]
+
+    def visit_ListComp(self, node: cst.ListComp) -> None:
+        self._comprehension(node)
+
+    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
+        self._comprehension(node, fixable=False)
+
+    def visit_SetComp(self, node: cst.SetComp) -> None:
+        self._comprehension(node, fixable=False)
+
+    def visit_For(self, node: cst.For) -> None:
+        a = self.analysis
+        if not isinstance(node.target, cst.Name) or a.value(node.iter).kind is not Kind.TENSOR:
+            return  # per-element reads of a tensor's rows; a loader's batches are SFX302's
+        var = node.target.value
+        found: list[HostRead] = []
+
+        class V(cst.CSTVisitor):
+            def visit_Call(self, call: cst.Call) -> None:
+                read = a.host_read(call)
+                if read is not None and _reads_var(read, var) and a.enclosing_loop(call) is node:
+                    found.append(read)
+
+            def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+                return False
+
+        node.body.visit(V())
+        for read in found:
+            if a.value(read.receiver).device is not Device.CPU:
+                self.report(
+                    read.node,
+                    f"{self.MESSAGE}: `{var}` is read on every iteration; read the whole tensor "
+                    "once before the loop (`.tolist()`, or `torch.stack([...]).tolist()`)",
+                )
+
+    def _comprehension(self, node, fixable: bool = True) -> None:
+        a = self.analysis
+        elt = node.elt
+        comp = node.for_in
+        if not isinstance(elt, cst.Call) or not isinstance(comp.target, cst.Name):
+            return
+        read = a.host_read(elt)
+        if read is None or not _reads_var(read, comp.target.value):
+            return
+        if a.value(read.receiver).device is Device.CPU:
+            return
+        plain = read.receiver is not None and isinstance(read.receiver, cst.Name)
+        source = comp.iter
+        if not (fixable and plain and comp.inner_for_in is None and not comp.ifs and not comp.asynchronous):
+            self.report(node, self.MESSAGE)
+            return
+        if not a.is_tensor(source) or a.value(source).device is Device.CPU or not a.is_one_dim(source):
+            self.report(node, f"{self.MESSAGE}; no fix: the iterated tensor is not provably 1-D")
+            return
+        kind = a.dtype_kind(source)
+        if read.form in ("float", "int", "bool") and kind is None:
+            self.report(node, f"{self.MESSAGE}; no fix: the dtype is not provably real")
+            return
+        tolist = cst.Call(cst.Attribute(_paren(source), cst.Name("tolist")))
+        new: cst.BaseExpression = tolist
+        if read.form in ("float", "int", "bool") and kind != read.form:
+            var = comp.target
+            new = node.with_changes(for_in=comp.with_changes(iter=tolist), elt=elt.with_changes(args=[cst.Arg(var)]))
+        self.report(node, fix=self.safe_fix({node: new}, "Read the whole tensor with one .tolist()"))
+
+
+def _reads_var(read: HostRead, var: str) -> bool:
+    """Does the read's receiver start from the loop variable (``v``, ``v.grad.norm()``...)?"""
+    expr = read.receiver
+    while isinstance(expr, (cst.Attribute, cst.Subscript, cst.Call)):
+        expr = expr.func if isinstance(expr, cst.Call) else expr.value
+    return isinstance(expr, cst.Name) and expr.value == var
+
+
+def _paren(expr: cst.BaseExpression) -> cst.BaseExpression:
+    if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.IfExp, cst.BooleanOperation)):
+        return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return expr
+
+
+Codemod = codemod_for(PerElementReads)
