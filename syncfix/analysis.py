@@ -760,7 +760,9 @@ class ModuleAnalysis:
             if any(t.is_tensor for t in tensors):
                 device = _tensor_device(tensors)
                 return Value(Kind.TENSOR, device, Memory.PAGEABLE, True, "torch.bool")
-            return NUMBER
+            if all(t.kind in (Kind.NUMBER, Kind.OTHER) for t in tensors):
+                return NUMBER
+            return UNKNOWN  # ``a == b`` of unknown values may well be a tensor
         if isinstance(expr, cst.BooleanOperation):
             return self.value(expr.left).join(self.value(expr.right))
         if isinstance(expr, (cst.NamedExpr,)):

@@ -233,3 +233,9 @@ def test_streams_are_detected():
     assert a.uses_streams
     b, _ = analyse("import torch\nx = torch.ones(2)\n")
     assert not b.uses_streams
+
+
+def test_comparison_of_unknown_values_is_not_a_python_number():
+    a, module = analyse("def f(logits, y):\n    acc = (logits == y)\n    n = 3 > 2\n    use(acc, n)\n")
+    assert a.value(last_name(module, "acc")).kind is Kind.UNKNOWN
+    assert a.value(last_name(module, "n")).kind is Kind.NUMBER
