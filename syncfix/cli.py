@@ -360,9 +360,23 @@ def _execute(jobs: list[Job], settings: Settings) -> list[FileResult]:
     if len(jobs) < PARALLEL_THRESHOLD or workers == 1:
         return [process_file(job, settings) for job in _progress(jobs, len(jobs))]
     chunk = max(1, min(32, len(jobs) // (workers * 8)))
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(max_workers=workers, initializer=_die_with_parent) as pool:
         iterator = pool.map(process_file, jobs, [settings] * len(jobs), chunksize=chunk)
         return list(_progress(iterator, len(jobs)))
+
+
+def _die_with_parent() -> None:
+    """Workers end when the main process does, even if it is SIGKILLed (Linux; elsewhere a no-op)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def _progress(items, total: int):

@@ -41,6 +41,26 @@ def check_tree(root: Path) -> tuple[int, int]:
     return old, new
 
 
+def _assert_no_orphans(marker: str) -> None:
+    """Worker processes of a killed run must not outlive it (forked workers share its cmdline)."""
+    deadline = time.time() + 5
+    while True:
+        left = []
+        for pid in os.listdir("/proc") if os.path.isdir("/proc") else []:
+            if not pid.isdigit():
+                continue
+            try:
+                cmd = open(f"/proc/{pid}/cmdline", "rb").read()
+            except OSError:
+                continue
+            if b"syncfix" in cmd and marker.encode() in cmd:
+                left.append(pid)
+        if not left or time.time() > deadline:
+            break
+        time.sleep(0.2)
+    assert not left, f"workers outlived the killed run: {left}"
+
+
 def syncfix_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "syncfix", *args]
 
@@ -59,6 +79,7 @@ def test_sigkill_leaves_every_file_old_or_new(tmp_path):
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         check_tree(tmp_path)
+        _assert_no_orphans(str(tmp_path))
     subprocess.run(syncfix_cmd("apply", str(tmp_path)), capture_output=True, check=False)
     old, new = check_tree(tmp_path)
     assert (old, new) == (0, 60)
