@@ -7,11 +7,13 @@ Each arrow is one function below. Everything returned is plain data (:mod:`syncf
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from . import suppression
 from .analysis import ModuleAnalysis
@@ -35,6 +37,24 @@ class Analyzed:
     findings: list[RawFinding]
     wrapper: MetadataWrapper
     visitors: Sequence[Rule] = ()
+
+    @cached_property
+    def parents(self) -> dict:
+        return self.wrapper.resolve(ParentNodeProvider)
+
+    @cached_property
+    def top_lines(self) -> dict[cst.CSTNode, tuple[int, str]]:
+        """Each top-level statement's first line (leading comments included) and exact text."""
+        module = self.module
+        line = 1 + sum(len(split_lines(module.code_for_node(h))) for h in module.header)
+        out: dict[cst.CSTNode, tuple[int, str]] = {}
+        for i, stmt in enumerate(module.body):
+            text = module.code_for_node(stmt)
+            if i == len(module.body) - 1 and not module.has_trailing_newline:
+                break  # the module strips this statement's newline; leave it to the slow path
+            out[stmt] = (line, text)
+            line += len(split_lines(text))
+        return out
 
     def position(self, node: cst.CSTNode):
         # resolved on first use: a file without findings never pays for positions
@@ -154,16 +174,63 @@ def apply_fixes(module: cst.Module, fixes: Sequence[Fix]) -> cst.Module:
     return module.visit(_Apply(changes))
 
 
-def fix_edit(module: cst.Module, fix: Fix) -> Edit:
-    """The fix as a whole-line text edit (what rdjson/SARIF suggestions and previews need)."""
-    old = module.code.splitlines(keepends=True)
-    new = apply_fixes(module, [fix]).code.splitlines(keepends=True)
-    ops = [op for op in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes() if op[0] != "equal"]
+def fix_edit(analyzed: Analyzed, fix: Fix) -> Edit:
+    """The fix as a whole-line text edit (what rdjson/SARIF suggestions and previews need).
+
+    Fast path: when every node the fix changes sits inside one top-level statement (not the
+    statement itself), only that statement is transformed and regenerated: ``code_for_node`` of a
+    module-level statement is exactly its slice of the file. Otherwise the whole module is.
+    """
+    module = analyzed.module
+    top = _single_top_statement(analyzed, fix)
+    if top is not None:
+        start, old_text = analyzed.top_lines[top]
+        new_text = module.code_for_node(top.visit(_Apply(dict(fix.changes))))
+        return _line_edit(split_lines(old_text), split_lines(new_text), start)
+    return fix_edit_slow(module, fix)
+
+
+def fix_edit_slow(module: cst.Module, fix: Fix) -> Edit:
+    """The reference the fast path is tested against: transform and diff the whole module."""
+    old = split_lines(module.code)
+    new = split_lines(apply_fixes(module, [fix]).code)
+    return _line_edit(old, new, 1)
+
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their endings, split only where Python ends a line (not at form feeds...)."""
+    return _LINE.findall(text)
+
+
+def _line_edit(old: list[str], new: list[str], first_line: int) -> Edit:
+    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    ops = [op for op in matcher.get_opcodes() if op[0] != "equal"]
     if not ops:
-        return Edit(1, 0, "", "")
+        return Edit(first_line, first_line - 1, "", "")
     i1, j1 = ops[0][1], ops[0][3]
     i2, j2 = ops[-1][2], ops[-1][4]
-    return Edit(i1 + 1, i2, "".join(new[j1:j2]), "".join(old[i1:i2]))
+    return Edit(first_line + i1, first_line + i2 - 1, "".join(new[j1:j2]), "".join(old[i1:i2]))
+
+
+def _single_top_statement(analyzed: Analyzed, fix: Fix) -> cst.CSTNode | None:
+    module = analyzed.module
+    tops = set()
+    for node in fix.changes:
+        child, parent = node, analyzed.parents.get(node)
+        while parent is not None and parent is not module:
+            child, parent = parent, analyzed.parents.get(parent)
+        if parent is None or child is node:
+            return None  # the module itself, or a whole top-level statement, changes
+        tops.add(child)
+    if len(tops) != 1:
+        return None
+    top = tops.pop()
+    if top not in analyzed.top_lines:
+        return None  # the last statement of a file without a final newline: regenerate all
+    return top
 
 
 def to_finding(raw: RawFinding, analyzed: Analyzed, path: str, settings: Settings, with_edits: bool) -> Finding:
@@ -173,7 +240,7 @@ def to_finding(raw: RawFinding, analyzed: Analyzed, path: str, settings: Setting
         fix = FixInfo(
             applicability(raw, settings),
             raw.fix.description,
-            fix_edit(analyzed.module, raw.fix) if with_edits else None,
+            fix_edit(analyzed, raw.fix) if with_edits else None,
         )
     return Finding(
         code=raw.rule.CODE,
@@ -213,9 +280,9 @@ def process_source(
     module = parse(data, settings)
     applied: list[Finding] = []
     declined: set[tuple] = set()
+    text = decode(data, module.encoding)  # the source as it stands in each round
     for _round in range(MAX_ROUNDS):
         analyzed = analyze(module, rules, settings)
-        text = module.code
         sup = suppression.parse(text)
         raws = apply_suppressions(analyzed, sup, {r.CODE for r in enabled})
         if not fix:
@@ -242,8 +309,10 @@ def process_source(
             raise FileError("LibCST does not reproduce this file byte for byte; left untouched")
         applied.extend(to_finding(r, analyzed, path, settings, False) for r in chosen)
         new_module = apply_fixes(module, [r.fix for r in chosen])
+        new_bytes = new_module.bytes
+        text = new_bytes.decode(new_module.encoding).removeprefix("\ufeff")
         try:
-            module = cst.parse_module(new_module.bytes, _config(settings))
+            module = cst.parse_module(new_bytes, _config(settings))
         except Exception as exc:
             raise InternalError(
                 f"a fix by {', '.join(sorted({r.rule.CODE for r in chosen}))} produced code that does not parse ({exc})"

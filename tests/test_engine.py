@@ -186,3 +186,33 @@ def test_file_libcst_cannot_reproduce_is_left_untouched(tmp_path):
     result, data = apply_file(p)
     assert "byte for byte" in result.error
     assert data == src.encode()
+
+
+def _all_sources():
+    from syncfix.rules import all_rules
+
+    from .fixtures import cases
+
+    for case in cases():
+        yield case.id, case.source
+    for code, rule in all_rules().items():
+        for i, example in enumerate(rule.INVALID):
+            yield f"{code}-{i}", example.code
+    yield "crlf", "import torch\r\n\r\nx = torch.ones(3).cuda()\r\n"
+    yield "formfeed", "import torch\n\x0c\nx = 1  # \x0c\nif True:\n    y = torch.ones(3).cuda()\n"
+    yield "no-final-newline", "import torch\nx = torch.ones(3).cuda()"
+
+
+@pytest.mark.parametrize("name,source", list(_all_sources()))
+def test_fast_fix_edits_equal_the_whole_module_reference(name, source):
+    """The per-statement edit must be exactly what regenerating the whole module gives."""
+    import libcst as cst
+
+    from syncfix.engine import analyze, enabled_rules, fix_edit, fix_edit_slow
+
+    settings = Settings(select=("ALL",), unsafe_fixes=True)
+    module = cst.parse_module(source)
+    analyzed = analyze(module, enabled_rules(settings, "f.py"), settings)
+    fixes = [raw.fix for raw in analyzed.findings if raw.fix is not None]
+    for fix in fixes:
+        assert fix_edit(analyzed, fix) == fix_edit_slow(module, fix), name
