@@ -299,3 +299,16 @@ def test_readme_main_command_runs_on_examples():
     assert r.exit_code == 1
     assert "+++ b/examples/train_classifier.py" in r.stdout
     assert textwrap.dedent("").strip() == ""
+
+
+def test_readme_example_is_real_output(project):
+    """The README's before/after diff is what `syncfix apply` produces."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    readme = open(os.path.join(root, "README.md"), encoding="utf-8").read()
+    block = readme.split("```diff\n", 1)[1].split("```", 1)[0]
+    head = "import torch\nimport torch.nn.functional as F\nfrom torch.utils.data import DataLoader\n\n\n"
+    before = head + "".join(line[1:] + "\n" for line in block.splitlines() if line[:1] in (" ", "-"))
+    after = head + "".join(line[1:] + "\n" for line in block.splitlines() if line[:1] in (" ", "+"))
+    project("ex.py", before)
+    run("apply", "ex.py")
+    assert open("ex.py").read() == after

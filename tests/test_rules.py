@@ -102,3 +102,11 @@ def test_marked_fixture_lines_are_exactly_the_findings(case):
     }
     found = {(f.line, f.code) for f in check_code(case.source, select=[case.code])}
     assert found == expected
+
+
+def test_readme_lists_every_rule():
+    from pathlib import Path
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    for code, rule in RULES.items():
+        assert f"| {code} | {rule.NAME} |" in readme, f"README's rules table lacks {code}"
