@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util as _importlib_util
+
+import pytest
+
 from syncfix import check_code, fix_code
+
+NEEDS_TORCH = pytest.mark.skipif(
+    _importlib_util.find_spec("torch") is None, reason="needs torch (pip install -e '.[verify]')"
+)
 
 HEAD = "import torch\n\ndev = 'cuda'\n\n\n"
 
@@ -103,6 +111,7 @@ def test_sfx301_reads_in_an_assignment_target_are_not_merged():
     assert _fix(code, "SFX301") == code
 
 
+@NEEDS_TORCH
 def test_sfx402_deferred_lines_are_the_same_lines_in_the_same_order():
     import contextlib
     import io

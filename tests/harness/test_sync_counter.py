@@ -6,6 +6,7 @@ calls them; the CUDA tests check the real hooks.
 
 from __future__ import annotations
 
+import importlib.util as _importlib_util
 import os
 import sys
 
@@ -13,6 +14,10 @@ import pytest
 
 from syncfix.harness import counter
 from syncfix.harness.counter import SyncRecorder, allow_sync
+
+NEEDS_TORCH = pytest.mark.skipif(
+    _importlib_util.find_spec("torch") is None, reason="needs torch (pip install -e '.[verify]')"
+)
 
 
 def this_line() -> int:
@@ -128,6 +133,7 @@ def test_cross_check_report_compares_line_by_line():
     ]
 
 
+@NEEDS_TORCH
 def test_install_without_cuda_says_why(monkeypatch):
     import torch
 
@@ -144,6 +150,7 @@ def test_format_sites_names_file_line_and_code():
     assert "test_sync_counter.py" in text and "the line to report" in text and "[device] x1" in text
 
 
+@NEEDS_TORCH
 def test_child_counts_only_where_it_can(tmp_path):
     """The child's count phase says why it skipped (no CUDA here), even as the first run."""
     import torch

@@ -7,6 +7,7 @@ bodies drive the sync callbacks by hand; ``test_harness_cuda.py`` runs the real 
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util as _importlib_util
 import subprocess
 import sys
 import textwrap
@@ -14,6 +15,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+
+NEEDS_TORCH = pytest.mark.skipif(
+    _importlib_util.find_spec("torch") is None, reason="needs torch (pip install -e '.[verify]')"
+)
 
 TESTS = """
 import pytest
@@ -69,6 +74,7 @@ def test_own_failure_wins():
 
 FAKE_CUDA = """
 from syncfix.harness import counter
+
 
 counter.cuda_available = lambda: True
 counter.install = lambda: "fake"
@@ -142,6 +148,7 @@ def test_with_cuda_faked(tmp_path):
     assert outcome == "failure" and "own failure" in msg
 
 
+@NEEDS_TORCH
 def test_without_cuda_everything_skips_cleanly(tmp_path):
     import torch
 

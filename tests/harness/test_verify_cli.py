@@ -6,10 +6,15 @@ one test runs the full torch set-up.
 
 from __future__ import annotations
 
+import importlib.util as _importlib_util
 import sys
 
 import pytest
 from conftest import tree_snapshot
+
+NEEDS_TORCH = pytest.mark.skipif(
+    _importlib_util.find_spec("torch") is None, reason="needs torch (pip install -e '.[verify]')"
+)
 
 FAST = ("--no-deterministic", "--repeats", "2", "--json")
 
@@ -156,6 +161,7 @@ def test_nondeterministic_original_is_pointed_out(make_file, tmp_path, run_cli):
     assert any("not deterministic" in n for n in r.report["notes"])
 
 
+@NEEDS_TORCH
 def test_torch_program_with_deterministic_settings(make_file, tmp_path, run_cli):
     make_file(
         "t.py",
@@ -228,6 +234,7 @@ def test_usage_errors_exit_2(tmp_path, run_cli):
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="posix only")
+@NEEDS_TORCH
 def test_trace_without_cuda_says_so(make_file, tmp_path, run_cli):
     import torch
 

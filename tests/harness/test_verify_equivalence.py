@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
-import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -19,6 +17,9 @@ from syncfix.harness.equivalence import (
     snapshot,
     split_numbers,
 )
+
+np = pytest.importorskip("numpy")
+torch = pytest.importorskip("torch")
 
 
 def diff(a, b, tol=BITWISE, path="return"):
