@@ -461,7 +461,494 @@ _CLOCKS = {"time.time", "time.perf_counter", "time.monotonic", "time.time_ns",
 # --------------------------------------------------------------------------------------------
 
 
-class ModuleAnalysis:
+class _ScalarFacts:
+    """Scalar facts (SFX3xx/4xx), a mixin of :class:`ModuleAnalysis` (kept together as one unit)."""
+
+    def host_read(self: ModuleAnalysis, call: cst.Call) -> HostRead | None:  # type: ignore[misc]
+        """``call`` as a host read of a tensor's value (``t.item()``, ``t.tolist()``,
+        ``float(t)``, ``int(t)``, ``bool(t)``), or None. The receiver is provably a tensor."""
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in READ_METHODS and not call.args:
+            if self.is_tensor(func.value):
+                return HostRead(call, func.value, func.attr.value)
+            return None
+        name = self.callee(call)
+        if name in READ_BUILTINS and len(call.args) == 1:
+            arg = call.args[0]
+            if arg.keyword is None and not arg.star and self.is_tensor(arg.value):
+                return HostRead(call, arg.value, name.rsplit(".", 1)[-1])
+        return None
+
+    def _direct_callee(self: ModuleAnalysis, call: cst.Call) -> str | None:  # type: ignore[misc]
+        """:meth:`callee`, but None for a method of a call's result (``torch.ones(3).sum``)."""
+        func = call.func
+        if isinstance(func, cst.Attribute) and _through_call(func.value):
+            return None
+        return self.callee(call)
+
+    def binding_values(self: ModuleAnalysis, name: cst.Name) -> list[cst.BaseExpression] | None:  # type: ignore[misc]
+        """The right-hand sides of the bindings of ``name`` that can reach this use, or None
+        when one of them is not a plain ``name = expr``.
+
+        Flow-sensitive for straight-line code: the nearest preceding statement that binds the
+        name in this block or an enclosing one (not crossing a loop that binds it) decides. Past
+        the function's start, every binding in the name's scope counts (module-level names).
+        """
+        stmt = self.statement_of(name)
+        for anc in self.ancestors(name):
+            if anc is stmt:
+                break
+            if isinstance(anc, (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+                if name.value in _stores(anc) or (
+                    isinstance(anc, cst.Lambda) and name.value in {p.name.value for p in anc.params.params}
+                ):
+                    return None  # a comprehension or lambda variable
+        cur: cst.CSTNode | None = stmt
+        while cur is not None and not isinstance(cur, (cst.FunctionDef, cst.ClassDef, cst.Module)):
+            found = self._block_of_binding(cur, name.value)
+            if found is not None:
+                return found or None
+            parent = self.parent(cur)
+            while parent is not None and not isinstance(
+                parent, (cst.BaseCompoundStatement, cst.FunctionDef, cst.Module)
+            ):
+                parent = self.parent(parent)
+            if isinstance(parent, (cst.For, cst.While)) and name.value in _stores(parent):
+                return None  # a binding later in the loop may reach this use too
+            if isinstance(parent, cst.If) and name.value in _stores(parent.test):
+                return None  # a walrus in the condition
+            if isinstance(parent, cst.With) and any(name.value in _stores(i) for i in parent.items):
+                return None  # ``with ... as name``
+            if (
+                isinstance(parent, cst.BaseCompoundStatement)
+                and not isinstance(parent, (cst.If, cst.With, cst.For, cst.While, cst.FunctionDef))
+                and name.value in _stores(parent)
+            ):
+                return None  # try/except/finally, match: another branch may have bound it
+            if isinstance(parent, cst.FunctionDef) and name.value in {
+                p.name.value for p in (*parent.params.params, *parent.params.posonly_params, *parent.params.kwonly_params)
+            }:
+                return None  # a parameter
+            cur = parent
+        return self._scope_binding_values(name)
+
+    def _block_of_binding(self: ModuleAnalysis, stmt: cst.CSTNode, name: str) -> list | None:  # type: ignore[misc]
+        """Look back from ``stmt`` in its block: ``[expr]`` for a plain binding, ``[]`` for any
+        other binding (unknown), None when no preceding statement of the block binds ``name``."""
+        block = self.block_of(stmt)
+        if block is None:
+            return None
+        body = list(block[1])
+        index = next((i for i, s in enumerate(body) if s is stmt), None)
+        if index is None:
+            return None
+        for prev in reversed(body[:index]):
+            if name not in _stores(prev):
+                continue
+            if isinstance(prev, cst.SimpleStatementLine) and len(prev.body) == 1:
+                small = prev.body[0]
+                if (
+                    isinstance(small, cst.Assign)
+                    and len(small.targets) == 1
+                    and isinstance(small.targets[0].target, cst.Name)
+                ):
+                    return [small.value]
+                if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                    pair = _parallel_element(small.targets[0].target, small.value, name)
+                    if pair is not None:
+                        return [pair]
+                if isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
+                    return [small.value]
+            return []
+        return None
+
+    def _scope_binding_values(self: ModuleAnalysis, name: cst.Name) -> list[cst.BaseExpression] | None:  # type: ignore[misc]
+        scope = self.scope(name)
+        if scope is None:
+            return None
+        try:
+            assignments = list(scope[name.value])
+        except Exception:
+            return None
+        if not assignments:
+            return None
+        out = []
+        for asg in assignments:
+            node = asg.node if isinstance(asg, Assignment) else None
+            parent = self.parent(node) if isinstance(node, cst.Name) else None
+            if isinstance(parent, cst.AssignTarget):
+                assign = self.parent(parent)
+                if isinstance(assign, cst.Assign) and len(assign.targets) == 1:
+                    out.append(assign.value)
+                    continue
+            if isinstance(parent, cst.AnnAssign) and parent.value is not None:
+                out.append(parent.value)
+                continue
+            return None
+        return out
+
+    def _fact_of_name(self, name: cst.Name, fact) -> object | None:
+        """The fact shared by every binding of ``name`` (None when they differ or in a cycle)."""
+        guard = self.__dict__.setdefault("_fact_guard", set())
+        key = (id(name), fact.__name__)
+        if key in guard:
+            return None
+        guard.add(key)
+        try:
+            values = self.binding_values(name)
+            if not values:
+                return None
+            facts = {fact(v) for v in values}
+            return facts.pop() if len(facts) == 1 else None
+        finally:
+            guard.discard(key)
+
+    def dtype_kind(self: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:  # type: ignore[misc]
+        """``"float"``, ``"int"`` or ``"bool"``: the kind of a tensor's dtype, when provable.
+
+        ``"float"`` means a real floating dtype no wider than float64 (float16, bfloat16,
+        float32, float64), ``"int"`` a signed integer dtype or uint8; None when unknown.
+        """
+        if isinstance(expr, cst.Name):
+            return self._fact_of_name(expr, self.dtype_kind)  # type: ignore[return-value]
+        if isinstance(expr, cst.Comparison):
+            return "bool" if self.is_tensor(expr) else None
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+            kind = self.dtype_kind(expr.expression)
+            return kind if kind in ("float", "int") else None
+        if isinstance(expr, cst.BinaryOperation):
+            return self._arith_kind(expr)
+        if not isinstance(expr, cst.Call):
+            return None
+        name = self._direct_callee(expr)
+        if name is not None and name.startswith("torch."):
+            return self._torch_call_kind(name, expr)
+        func = expr.func
+        if not isinstance(func, cst.Attribute) or not self.is_tensor(func.value):
+            return None
+        method = func.attr.value
+        if method in _CAST_KIND:
+            return _CAST_KIND[method]
+        if method in ("to", "type"):
+            dtypes = [a.value for a in expr.args if self._is_dtype(a.value)]
+            if dtypes:
+                return self._dtype_name_kind(dtypes[0]) if len(dtypes) == 1 else None
+            if keyword(expr, "dtype") is not None or any(self.is_tensor(a.value) for a in expr.args):
+                return None  # a dtype we cannot name, or ``.to(other_tensor)``
+            return self.dtype_kind(func.value) if method == "to" and expr.args else None
+        if method in _FLOAT_KEEPING:
+            return "float" if self.dtype_kind(func.value) == "float" else None
+        if method in _FLOATING_RESULT:
+            return "float" if self.dtype_kind(func.value) is not None else None
+        return self._reduction_kind(method, func.value)
+
+    def _dtype_name_kind(self: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:  # type: ignore[misc]
+        name = self.qualname(expr)
+        return _DTYPE_KIND.get(name.rsplit(".", 1)[-1]) if name else None
+
+    def _reduction_kind(self: ModuleAnalysis, method: str, receiver: cst.BaseExpression) -> str | None:  # type: ignore[misc]
+        base = self.dtype_kind(receiver)
+        if method in _KIND_KEEPING:
+            return base
+        if method in ("sum", "nansum", "cumsum"):
+            return "float" if base == "float" else "int" if base in ("int", "bool") else None
+        if method in ("mean", "nanmean", "std", "var"):
+            return "float" if base == "float" else None  # integers raise; complex stays complex
+        if method in ("argmax", "argmin", "count_nonzero"):
+            return "int"
+        if method in ("all", "any"):
+            return "bool"
+        if method == "norm":
+            return "float" if base == "float" else None
+        return None
+
+    def _torch_call_kind(self: ModuleAnalysis, name: str, call: cst.Call) -> str | None:  # type: ignore[misc]
+        short = name.rsplit(".", 1)[-1]
+        dtype = keyword(call, "dtype")
+        if dtype is not None:
+            return self._dtype_name_kind(dtype.value)
+        args = positional(call)
+        if name in ("torch.tensor", "torch.full"):
+            fill = args[-1].value if args else None
+            lit = _py_literal_kind(fill) if fill is not None else None
+            return {"pyint": "int", "pyfloat": "float", "pybool": "bool"}.get(lit or "")
+        if name in ("torch.zeros", "torch.ones", "torch.rand", "torch.randn"):
+            return "float"  # the default dtype is always a floating one
+        if name.startswith("torch.nn.functional.") and short in _FLOAT_LOSSES:
+            return "float"
+        if name in _NORMS:
+            return "float"
+        if args and name.startswith("torch.") and short in _FULL_REDUCTIONS | {"nansum", "cumsum"}:
+            return self._reduction_kind(short, args[0].value)
+        return None
+
+    def _arith_kind(self: ModuleAnalysis, expr: cst.BinaryOperation) -> str | None:  # type: ignore[misc]
+        kinds = []
+        for side in (expr.left, expr.right):
+            lit = _py_literal_kind(side)
+            if lit is not None:
+                kinds.append(lit)
+            elif self.is_tensor(side):
+                kinds.append(self.dtype_kind(side))
+            else:
+                return None
+        if None in kinds or not any(k in ("float", "int", "bool") for k in kinds):
+            return None
+        if isinstance(expr.operator, cst.Divide):
+            return "float"
+        if not isinstance(expr.operator, (cst.Add, cst.Subtract, cst.Multiply)):
+            return None
+        if "float" in kinds:
+            return "float"
+        if "bool" in kinds or "pybool" in kinds:
+            return None  # bool arithmetic has its own rules (bool + bool is bool)
+        return "float" if "pyfloat" in kinds else "int"
+
+    def one_element_shape(self: ModuleAnalysis, expr: cst.BaseExpression) -> tuple[int, ...] | None:  # type: ignore[misc]
+        """The shape of a tensor that provably holds exactly one element (``()``, ``(1,)``,
+        ``(1, 1)``...), or None. 0-d: full reductions (``t.sum()``, ``t.mean()``,
+        ``torch.sum(t)``), default- or sum-reduced losses, ``clip_grad_norm_``, ``torch.tensor(3.0)``."""
+        if isinstance(expr, cst.Name):
+            return self._fact_of_name(expr, self.one_element_shape)  # type: ignore[return-value]
+        if isinstance(expr, (cst.BinaryOperation, cst.Comparison)):
+            operands = (
+                [expr.left, expr.right]
+                if isinstance(expr, cst.BinaryOperation)
+                else [expr.left, *(c.comparator for c in expr.comparisons)]
+            )
+            ndim = 0
+            for o in operands:
+                if _py_literal_kind(o) is not None:
+                    continue
+                if not self.is_tensor(o):
+                    return None
+                shape = self.one_element_shape(o)
+                if shape is None:
+                    return None
+                ndim = max(ndim, len(shape))
+            return (1,) * ndim  # one-element shapes broadcast to all-ones
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+            return self.one_element_shape(expr.expression)
+        if not isinstance(expr, cst.Call):
+            return None
+        name = self._direct_callee(expr)
+        if name is not None and name.startswith("torch."):
+            return self._torch_call_shape(name, expr)
+        func = expr.func
+        if not isinstance(func, cst.Attribute) or not self.is_tensor(func.value):
+            return None
+        method = func.attr.value
+        if method in _FULL_REDUCTIONS:
+            return () if _only_dtype_args(expr) else None
+        if method in _SHAPE_KEEPING:
+            return self.one_element_shape(func.value)
+        base = self.one_element_shape(func.value)
+        if base is None:
+            return None
+        if method in ("squeeze",) and not expr.args:
+            return ()
+        if method in ("flatten", "ravel") and not expr.args:
+            return (1,)
+        if method == "unsqueeze":
+            dims = _int_args(expr)
+            return (1, *base) if dims is not None and len(dims) == 1 and -len(base) - 1 <= dims[0] <= len(base) else None
+        if method in ("reshape", "view"):
+            dims = _int_args(expr)
+            if dims is not None and all(d in (1, -1) for d in dims) and dims.count(-1) <= 1:
+                return (1,) * len(dims)
+        return None
+
+    def _torch_call_shape(self: ModuleAnalysis, name: str, call: cst.Call) -> tuple[int, ...] | None:  # type: ignore[misc]
+        short = name.rsplit(".", 1)[-1]
+        args = positional(call)
+        if name.startswith("torch.nn.functional.") and short in _SCALAR_LOSSES:
+            reduction = keyword(call, "reduction")
+            if reduction is None:
+                return () if short != "kl_div" else None
+            text = getattr(reduction.value, "evaluated_value", None)
+            return () if text in ("mean", "sum") else None
+        if name == "torch.nn.utils.clip_grad_norm_":
+            return ()
+        if name == "torch.linalg.vector_norm" and len(args) == 1 and keyword(call, "dim") is None:
+            return ()
+        if name in ("torch.full", "torch.zeros", "torch.ones", "torch.empty") and args:
+            size = args[0].value
+            if isinstance(size, cst.Tuple) and not size.elements:
+                return ()
+            return None
+        if name == "torch.tensor" and len(args) == 1:
+            value = args[0].value
+            if _py_literal_kind(value) is not None:
+                return ()
+            if isinstance(value, cst.List) and len(value.elements) == 1 and _py_literal_kind(value.elements[0].value):
+                return (1,)
+            return None
+        if short in _FULL_REDUCTIONS and len(args) == 1 and _only_dtype_args(call.with_changes(args=call.args[1:])):
+            return ()
+        return None
+
+    def is_one_dim(self: ModuleAnalysis, expr: cst.BaseExpression) -> bool:  # type: ignore[misc]
+        """Is ``expr`` provably a 1-D tensor (``x.flatten()``, ``x.view(-1)``, ``torch.arange(n)``,
+        ``torch.randn(n)``, ``torch.tensor([...])`` of numbers)?"""
+        if isinstance(expr, cst.Name):
+            return self._fact_of_name(expr, self.is_one_dim) is True
+        if not isinstance(expr, cst.Call) or not self.is_tensor(expr):
+            return False
+        name = self._direct_callee(expr)
+        args = positional(expr)
+        if name in ("torch.arange", "torch.linspace", "torch.randperm"):
+            return True
+        if name in ("torch.zeros", "torch.ones", "torch.randn", "torch.rand", "torch.empty"):
+            return len(args) == 1 and not isinstance(args[0].value, (cst.Tuple, cst.List))
+        if name == "torch.tensor" and len(args) == 1 and isinstance(args[0].value, cst.List):
+            return all(_py_literal_kind(el.value) for el in args[0].value.elements)
+        func = expr.func
+        if isinstance(func, cst.Attribute) and self.is_tensor(func.value):
+            method = func.attr.value
+            if method in ("flatten", "ravel") and not expr.args:
+                return True
+            if method in ("view", "reshape"):
+                return _int_args(expr) == [-1]
+            if method in _SHAPE_KEEPING:
+                return self.is_one_dim(func.value)
+        return False
+
+    def is_logging_call(self: ModuleAnalysis, call: cst.Call) -> bool:  # type: ignore[misc]
+        """Does ``call`` write a log line or a metric (``print``, ``logging``/``logger.*``, tqdm
+        ``set_postfix``/``write``, ``SummaryWriter.add_scalar(s)``, ``wandb.log``,
+        ``accelerator.log``, ``mlflow.log_metric(s)``, Lightning's ``self.log``)?"""
+        name = self._direct_callee(call)
+        if name == "builtins.print":
+            return True
+        if name is not None and (
+            name.startswith("logging.")
+            or name in ("wandb.log", "mlflow.log_metric", "mlflow.log_metrics", "tqdm.tqdm.write")
+        ):
+            return True
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return False
+        attr = func.attr.value
+        owner = dotted_name(func.value) or ""
+        last = owner.rsplit(".", 1)[-1].lower()
+        if attr in _LOG_LEVELS and "log" in last:
+            return True
+        if attr in ("add_scalar", "add_scalars") and ("writer" in last or last == "tb"):
+            return True
+        if attr in ("set_postfix", "set_postfix_str", "write", "set_description") and (
+            "bar" in last or "tqdm" in last
+        ):
+            return True
+        if attr == "log" and last in ("accelerator", "wandb", "run", "self"):
+            return True
+        return attr == "log_dict" and last == "self"
+
+    def device_origin(self: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:  # type: ignore[misc]
+        """The code of the one device expression a tensor was placed with (``device`` for
+        ``x.to(device)``, ``"cuda"`` for ``x.cuda()``), or None when not provably one.
+
+        Tensors with the same origin are on the same device. Operations keep the origin of their
+        tensor operands; operands of unknown origin are ignored (a PyTorch op with tensors on two
+        devices raises, except CPU 0-d operands, which do not decide the result's device).
+        """
+        if isinstance(expr, cst.Name):
+            return self._fact_of_name(expr, self.device_origin)  # type: ignore[return-value]
+        if isinstance(expr, cst.Subscript):
+            return self.device_origin(expr.value)
+        if isinstance(expr, (cst.BinaryOperation, cst.Comparison, cst.UnaryOperation)):
+            operands: list[cst.BaseExpression]
+            if isinstance(expr, cst.BinaryOperation):
+                operands = [expr.left, expr.right]
+            elif isinstance(expr, cst.Comparison):
+                operands = [expr.left, *(c.comparator for c in expr.comparisons)]
+            else:
+                operands = [expr.expression]
+            return self._one_origin(operands)
+        if not isinstance(expr, cst.Call):
+            return None
+        func = expr.func
+        name = self._direct_callee(expr)
+        if name is not None and name.startswith("torch."):
+            dev = keyword(expr, "device")
+            if dev is not None:
+                return self._device_code(dev.value)
+            if name.startswith(_NON_TENSOR_NAMESPACES) and name != "torch.nn.utils.clip_grad_norm_":
+                return None
+            return self._one_origin([a.value for a in expr.args])
+        # ``x.to(device)`` of an ``x`` that may be a tensor (a batch of unknown origin) places it;
+        # if ``x`` is something else it is no tensor operand of what follows, so it decides nothing.
+        receiver_kind = self.value(func.value).kind if isinstance(func, cst.Attribute) else None
+        if receiver_kind in (Kind.TENSOR, Kind.BATCH, Kind.UNKNOWN) and isinstance(func, cst.Attribute) and (
+            receiver_kind is not Kind.UNKNOWN or func.attr.value in ("to", "cuda")
+        ):
+            method = func.attr.value
+            if method == "cuda":
+                return '"cuda"' if not expr.args else None
+            if method == "cpu":
+                return '"cpu"'
+            if method == "to":
+                target = self.to_target(expr)
+                if target is None:
+                    return self.device_origin(func.value)
+                dev = keyword(expr, "device") or next(iter(positional(expr)), None)
+                return self._device_code(dev.value) if dev is not None else None
+            return self.device_origin(func.value)
+        if self.value(func).kind is Kind.MODULE:
+            return self._one_origin([a.value for a in expr.args])
+        return None
+
+    def _one_origin(self: ModuleAnalysis, operands: Sequence[cst.BaseExpression]) -> str | None:  # type: ignore[misc]
+        # Only tensors have an origin, so Python numbers among the operands drop out here.
+        origins = {self.device_origin(o) for o in operands}
+        origins.discard(None)
+        return origins.pop() if len(origins) == 1 else None  # type: ignore[return-value]
+
+    def _device_code(self: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:  # type: ignore[misc]
+        """A device expression as stable code: a string literal, or a name bound once."""
+        if self.value(expr).kind is not Kind.DEVICE:
+            return None
+        if isinstance(expr, cst.SimpleString):
+            return '"' + expr.evaluated_value + '"' if isinstance(expr.evaluated_value, str) else None
+        if isinstance(expr, cst.Name) and self.bound_once(expr):
+            return expr.value
+        return None
+
+    def bound_once(self: ModuleAnalysis, name: cst.Name) -> bool:  # type: ignore[misc]
+        """Is ``name`` bound exactly once where it is used (so every use sees one value)?"""
+        scope = self.scope(name)
+        if scope is None:
+            return False
+        try:
+            return len(scope[name.value]) == 1
+        except Exception:
+            return False
+
+    def all_names(self: ModuleAnalysis) -> frozenset[str]:  # type: ignore[misc]
+        """Every identifier in the module (to pick new names that clash with nothing)."""
+        cached = self.__dict__.get("_all_names")
+        if cached is not None:
+            return cached
+        found: set[str] = set()
+
+        class V(cst.CSTVisitor):
+            def visit_Name(self, node: cst.Name) -> None:
+                found.add(node.value)
+
+        self.module.visit(V())
+        self.__dict__["_all_names"] = result = frozenset(found)
+        return result
+
+    def fresh_name(self: ModuleAnalysis, base: str, taken: set[str] | None = None) -> str:  # type: ignore[misc]
+        """``base``, or ``base_2``, ``base_3``... whichever clashes with no name in the module."""
+        taken = taken or set()
+        candidate, n = base, 1
+        while candidate in self.all_names() or candidate in taken:
+            n += 1
+            candidate = f"{base}_{n}"
+        return candidate
+
+
+class ModuleAnalysis(_ScalarFacts):
     """Answers for one parsed module. Built by the engine; rules receive it."""
 
     def __init__(
@@ -2383,497 +2870,3 @@ def _int_args(call: cst.Call) -> list[int] | None:
             return None
         out.append(-int(inner.value) if neg else int(inner.value))
     return out
-
-
-class _ScalarFacts:
-    """Mixin for :class:`ModuleAnalysis` (kept apart so the facts read as one unit)."""
-
-    def host_read(self: ModuleAnalysis, call: cst.Call) -> HostRead | None:  # type: ignore[misc]
-        """``call`` as a host read of a tensor's value (``t.item()``, ``t.tolist()``,
-        ``float(t)``, ``int(t)``, ``bool(t)``), or None. The receiver is provably a tensor."""
-        func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value in READ_METHODS and not call.args:
-            if self.is_tensor(func.value):
-                return HostRead(call, func.value, func.attr.value)
-            return None
-        name = self.callee(call)
-        if name in READ_BUILTINS and len(call.args) == 1:
-            arg = call.args[0]
-            if arg.keyword is None and not arg.star and self.is_tensor(arg.value):
-                return HostRead(call, arg.value, name.rsplit(".", 1)[-1])
-        return None
-
-    def _direct_callee(self: ModuleAnalysis, call: cst.Call) -> str | None:  # type: ignore[misc]
-        """:meth:`callee`, but None for a method of a call's result (``torch.ones(3).sum``)."""
-        func = call.func
-        if isinstance(func, cst.Attribute) and _through_call(func.value):
-            return None
-        return self.callee(call)
-
-    def binding_values(self: ModuleAnalysis, name: cst.Name) -> list[cst.BaseExpression] | None:  # type: ignore[misc]
-        """The right-hand sides of the bindings of ``name`` that can reach this use, or None
-        when one of them is not a plain ``name = expr``.
-
-        Flow-sensitive for straight-line code: the nearest preceding statement that binds the
-        name in this block or an enclosing one (not crossing a loop that binds it) decides. Past
-        the function's start, every binding in the name's scope counts (module-level names).
-        """
-        stmt = self.statement_of(name)
-        for anc in self.ancestors(name):
-            if anc is stmt:
-                break
-            if isinstance(anc, (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
-                if name.value in _stores(anc) or (
-                    isinstance(anc, cst.Lambda) and name.value in {p.name.value for p in anc.params.params}
-                ):
-                    return None  # a comprehension or lambda variable
-        cur: cst.CSTNode | None = stmt
-        while cur is not None and not isinstance(cur, (cst.FunctionDef, cst.ClassDef, cst.Module)):
-            found = self._block_of_binding(cur, name.value)
-            if found is not None:
-                return found or None
-            parent = self.parent(cur)
-            while parent is not None and not isinstance(
-                parent, (cst.BaseCompoundStatement, cst.FunctionDef, cst.Module)
-            ):
-                parent = self.parent(parent)
-            if isinstance(parent, (cst.For, cst.While)) and name.value in _stores(parent):
-                return None  # a binding later in the loop may reach this use too
-            if isinstance(parent, cst.If) and name.value in _stores(parent.test):
-                return None  # a walrus in the condition
-            if isinstance(parent, cst.With) and any(name.value in _stores(i) for i in parent.items):
-                return None  # ``with ... as name``
-            if (
-                isinstance(parent, cst.BaseCompoundStatement)
-                and not isinstance(parent, (cst.If, cst.With, cst.For, cst.While, cst.FunctionDef))
-                and name.value in _stores(parent)
-            ):
-                return None  # try/except/finally, match: another branch may have bound it
-            if isinstance(parent, cst.FunctionDef) and name.value in {
-                p.name.value for p in (*parent.params.params, *parent.params.posonly_params, *parent.params.kwonly_params)
-            }:
-                return None  # a parameter
-            cur = parent
-        return self._scope_binding_values(name)
-
-    def _block_of_binding(self: ModuleAnalysis, stmt: cst.CSTNode, name: str) -> list | None:  # type: ignore[misc]
-        """Look back from ``stmt`` in its block: ``[expr]`` for a plain binding, ``[]`` for any
-        other binding (unknown), None when no preceding statement of the block binds ``name``."""
-        block = self.block_of(stmt)
-        if block is None:
-            return None
-        body = list(block[1])
-        index = next((i for i, s in enumerate(body) if s is stmt), None)
-        if index is None:
-            return None
-        for prev in reversed(body[:index]):
-            if name not in _stores(prev):
-                continue
-            if isinstance(prev, cst.SimpleStatementLine) and len(prev.body) == 1:
-                small = prev.body[0]
-                if (
-                    isinstance(small, cst.Assign)
-                    and len(small.targets) == 1
-                    and isinstance(small.targets[0].target, cst.Name)
-                ):
-                    return [small.value]
-                if isinstance(small, cst.Assign) and len(small.targets) == 1:
-                    pair = _parallel_element(small.targets[0].target, small.value, name)
-                    if pair is not None:
-                        return [pair]
-                if isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
-                    return [small.value]
-            return []
-        return None
-
-    def _scope_binding_values(self: ModuleAnalysis, name: cst.Name) -> list[cst.BaseExpression] | None:  # type: ignore[misc]
-        scope = self.scope(name)
-        if scope is None:
-            return None
-        try:
-            assignments = list(scope[name.value])
-        except Exception:
-            return None
-        if not assignments:
-            return None
-        out = []
-        for asg in assignments:
-            node = asg.node if isinstance(asg, Assignment) else None
-            parent = self.parent(node) if isinstance(node, cst.Name) else None
-            if isinstance(parent, cst.AssignTarget):
-                assign = self.parent(parent)
-                if isinstance(assign, cst.Assign) and len(assign.targets) == 1:
-                    out.append(assign.value)
-                    continue
-            if isinstance(parent, cst.AnnAssign) and parent.value is not None:
-                out.append(parent.value)
-                continue
-            return None
-        return out
-
-    def _fact_of_name(self, name: cst.Name, fact) -> object | None:
-        """The fact shared by every binding of ``name`` (None when they differ or in a cycle)."""
-        guard = self.__dict__.setdefault("_fact_guard", set())
-        key = (id(name), fact.__name__)
-        if key in guard:
-            return None
-        guard.add(key)
-        try:
-            values = self.binding_values(name)
-            if not values:
-                return None
-            facts = {fact(v) for v in values}
-            return facts.pop() if len(facts) == 1 else None
-        finally:
-            guard.discard(key)
-
-    def dtype_kind(self: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:  # type: ignore[misc]
-        """``"float"``, ``"int"`` or ``"bool"``: the kind of a tensor's dtype, when provable.
-
-        ``"float"`` means a real floating dtype no wider than float64 (float16, bfloat16,
-        float32, float64), ``"int"`` a signed integer dtype or uint8; None when unknown.
-        """
-        if isinstance(expr, cst.Name):
-            return self._fact_of_name(expr, self.dtype_kind)  # type: ignore[return-value]
-        if isinstance(expr, cst.Comparison):
-            return "bool" if self.is_tensor(expr) else None
-        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-            kind = self.dtype_kind(expr.expression)
-            return kind if kind in ("float", "int") else None
-        if isinstance(expr, cst.BinaryOperation):
-            return self._arith_kind(expr)
-        if not isinstance(expr, cst.Call):
-            return None
-        name = self._direct_callee(expr)
-        if name is not None and name.startswith("torch."):
-            return self._torch_call_kind(name, expr)
-        func = expr.func
-        if not isinstance(func, cst.Attribute) or not self.is_tensor(func.value):
-            return None
-        method = func.attr.value
-        if method in _CAST_KIND:
-            return _CAST_KIND[method]
-        if method in ("to", "type"):
-            dtypes = [a.value for a in expr.args if self._is_dtype(a.value)]
-            if dtypes:
-                return self._dtype_name_kind(dtypes[0]) if len(dtypes) == 1 else None
-            if keyword(expr, "dtype") is not None or any(self.is_tensor(a.value) for a in expr.args):
-                return None  # a dtype we cannot name, or ``.to(other_tensor)``
-            return self.dtype_kind(func.value) if method == "to" and expr.args else None
-        if method in _FLOAT_KEEPING:
-            return "float" if self.dtype_kind(func.value) == "float" else None
-        if method in _FLOATING_RESULT:
-            return "float" if self.dtype_kind(func.value) is not None else None
-        return self._reduction_kind(method, func.value)
-
-    def _dtype_name_kind(self: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:  # type: ignore[misc]
-        name = self.qualname(expr)
-        return _DTYPE_KIND.get(name.rsplit(".", 1)[-1]) if name else None
-
-    def _reduction_kind(self: ModuleAnalysis, method: str, receiver: cst.BaseExpression) -> str | None:  # type: ignore[misc]
-        base = self.dtype_kind(receiver)
-        if method in _KIND_KEEPING:
-            return base
-        if method in ("sum", "nansum", "cumsum"):
-            return "float" if base == "float" else "int" if base in ("int", "bool") else None
-        if method in ("mean", "nanmean", "std", "var"):
-            return "float" if base == "float" else None  # integers raise; complex stays complex
-        if method in ("argmax", "argmin", "count_nonzero"):
-            return "int"
-        if method in ("all", "any"):
-            return "bool"
-        if method == "norm":
-            return "float" if base == "float" else None
-        return None
-
-    def _torch_call_kind(self: ModuleAnalysis, name: str, call: cst.Call) -> str | None:  # type: ignore[misc]
-        short = name.rsplit(".", 1)[-1]
-        dtype = keyword(call, "dtype")
-        if dtype is not None:
-            return self._dtype_name_kind(dtype.value)
-        args = positional(call)
-        if name in ("torch.tensor", "torch.full"):
-            fill = args[-1].value if args else None
-            lit = _py_literal_kind(fill) if fill is not None else None
-            return {"pyint": "int", "pyfloat": "float", "pybool": "bool"}.get(lit or "")
-        if name in ("torch.zeros", "torch.ones", "torch.rand", "torch.randn"):
-            return "float"  # the default dtype is always a floating one
-        if name.startswith("torch.nn.functional.") and short in _FLOAT_LOSSES:
-            return "float"
-        if name in _NORMS:
-            return "float"
-        if args and name.startswith("torch.") and short in _FULL_REDUCTIONS | {"nansum", "cumsum"}:
-            return self._reduction_kind(short, args[0].value)
-        return None
-
-    def _arith_kind(self: ModuleAnalysis, expr: cst.BinaryOperation) -> str | None:  # type: ignore[misc]
-        kinds = []
-        for side in (expr.left, expr.right):
-            lit = _py_literal_kind(side)
-            if lit is not None:
-                kinds.append(lit)
-            elif self.is_tensor(side):
-                kinds.append(self.dtype_kind(side))
-            else:
-                return None
-        if None in kinds or not any(k in ("float", "int", "bool") for k in kinds):
-            return None
-        if isinstance(expr.operator, cst.Divide):
-            return "float"
-        if not isinstance(expr.operator, (cst.Add, cst.Subtract, cst.Multiply)):
-            return None
-        if "float" in kinds:
-            return "float"
-        if "bool" in kinds or "pybool" in kinds:
-            return None  # bool arithmetic has its own rules (bool + bool is bool)
-        return "float" if "pyfloat" in kinds else "int"
-
-    def one_element_shape(self: ModuleAnalysis, expr: cst.BaseExpression) -> tuple[int, ...] | None:  # type: ignore[misc]
-        """The shape of a tensor that provably holds exactly one element (``()``, ``(1,)``,
-        ``(1, 1)``...), or None. 0-d: full reductions (``t.sum()``, ``t.mean()``,
-        ``torch.sum(t)``), default- or sum-reduced losses, ``clip_grad_norm_``, ``torch.tensor(3.0)``."""
-        if isinstance(expr, cst.Name):
-            return self._fact_of_name(expr, self.one_element_shape)  # type: ignore[return-value]
-        if isinstance(expr, (cst.BinaryOperation, cst.Comparison)):
-            operands = (
-                [expr.left, expr.right]
-                if isinstance(expr, cst.BinaryOperation)
-                else [expr.left, *(c.comparator for c in expr.comparisons)]
-            )
-            ndim = 0
-            for o in operands:
-                if _py_literal_kind(o) is not None:
-                    continue
-                if not self.is_tensor(o):
-                    return None
-                shape = self.one_element_shape(o)
-                if shape is None:
-                    return None
-                ndim = max(ndim, len(shape))
-            return (1,) * ndim  # one-element shapes broadcast to all-ones
-        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-            return self.one_element_shape(expr.expression)
-        if not isinstance(expr, cst.Call):
-            return None
-        name = self._direct_callee(expr)
-        if name is not None and name.startswith("torch."):
-            return self._torch_call_shape(name, expr)
-        func = expr.func
-        if not isinstance(func, cst.Attribute) or not self.is_tensor(func.value):
-            return None
-        method = func.attr.value
-        if method in _FULL_REDUCTIONS:
-            return () if _only_dtype_args(expr) else None
-        if method in _SHAPE_KEEPING:
-            return self.one_element_shape(func.value)
-        base = self.one_element_shape(func.value)
-        if base is None:
-            return None
-        if method in ("squeeze",) and not expr.args:
-            return ()
-        if method in ("flatten", "ravel") and not expr.args:
-            return (1,)
-        if method == "unsqueeze":
-            dims = _int_args(expr)
-            return (1, *base) if dims is not None and len(dims) == 1 and -len(base) - 1 <= dims[0] <= len(base) else None
-        if method in ("reshape", "view"):
-            dims = _int_args(expr)
-            if dims is not None and all(d in (1, -1) for d in dims) and dims.count(-1) <= 1:
-                return (1,) * len(dims)
-        return None
-
-    def _torch_call_shape(self: ModuleAnalysis, name: str, call: cst.Call) -> tuple[int, ...] | None:  # type: ignore[misc]
-        short = name.rsplit(".", 1)[-1]
-        args = positional(call)
-        if name.startswith("torch.nn.functional.") and short in _SCALAR_LOSSES:
-            reduction = keyword(call, "reduction")
-            if reduction is None:
-                return () if short != "kl_div" else None
-            text = getattr(reduction.value, "evaluated_value", None)
-            return () if text in ("mean", "sum") else None
-        if name == "torch.nn.utils.clip_grad_norm_":
-            return ()
-        if name == "torch.linalg.vector_norm" and len(args) == 1 and keyword(call, "dim") is None:
-            return ()
-        if name in ("torch.full", "torch.zeros", "torch.ones", "torch.empty") and args:
-            size = args[0].value
-            if isinstance(size, cst.Tuple) and not size.elements:
-                return ()
-            return None
-        if name == "torch.tensor" and len(args) == 1:
-            value = args[0].value
-            if _py_literal_kind(value) is not None:
-                return ()
-            if isinstance(value, cst.List) and len(value.elements) == 1 and _py_literal_kind(value.elements[0].value):
-                return (1,)
-            return None
-        if short in _FULL_REDUCTIONS and len(args) == 1 and _only_dtype_args(call.with_changes(args=call.args[1:])):
-            return ()
-        return None
-
-    def is_one_dim(self: ModuleAnalysis, expr: cst.BaseExpression) -> bool:  # type: ignore[misc]
-        """Is ``expr`` provably a 1-D tensor (``x.flatten()``, ``x.view(-1)``, ``torch.arange(n)``,
-        ``torch.randn(n)``, ``torch.tensor([...])`` of numbers)?"""
-        if isinstance(expr, cst.Name):
-            return self._fact_of_name(expr, self.is_one_dim) is True
-        if not isinstance(expr, cst.Call) or not self.is_tensor(expr):
-            return False
-        name = self._direct_callee(expr)
-        args = positional(expr)
-        if name in ("torch.arange", "torch.linspace", "torch.randperm"):
-            return True
-        if name in ("torch.zeros", "torch.ones", "torch.randn", "torch.rand", "torch.empty"):
-            return len(args) == 1 and not isinstance(args[0].value, (cst.Tuple, cst.List))
-        if name == "torch.tensor" and len(args) == 1 and isinstance(args[0].value, cst.List):
-            return all(_py_literal_kind(el.value) for el in args[0].value.elements)
-        func = expr.func
-        if isinstance(func, cst.Attribute) and self.is_tensor(func.value):
-            method = func.attr.value
-            if method in ("flatten", "ravel") and not expr.args:
-                return True
-            if method in ("view", "reshape"):
-                return _int_args(expr) == [-1]
-            if method in _SHAPE_KEEPING:
-                return self.is_one_dim(func.value)
-        return False
-
-    def is_logging_call(self: ModuleAnalysis, call: cst.Call) -> bool:  # type: ignore[misc]
-        """Does ``call`` write a log line or a metric (``print``, ``logging``/``logger.*``, tqdm
-        ``set_postfix``/``write``, ``SummaryWriter.add_scalar(s)``, ``wandb.log``,
-        ``accelerator.log``, ``mlflow.log_metric(s)``, Lightning's ``self.log``)?"""
-        name = self._direct_callee(call)
-        if name == "builtins.print":
-            return True
-        if name is not None and (
-            name.startswith("logging.")
-            or name in ("wandb.log", "mlflow.log_metric", "mlflow.log_metrics", "tqdm.tqdm.write")
-        ):
-            return True
-        func = call.func
-        if not isinstance(func, cst.Attribute):
-            return False
-        attr = func.attr.value
-        owner = dotted_name(func.value) or ""
-        last = owner.rsplit(".", 1)[-1].lower()
-        if attr in _LOG_LEVELS and "log" in last:
-            return True
-        if attr in ("add_scalar", "add_scalars") and ("writer" in last or last == "tb"):
-            return True
-        if attr in ("set_postfix", "set_postfix_str", "write", "set_description") and (
-            "bar" in last or "tqdm" in last
-        ):
-            return True
-        if attr == "log" and last in ("accelerator", "wandb", "run", "self"):
-            return True
-        return attr == "log_dict" and last == "self"
-
-    def device_origin(self: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:  # type: ignore[misc]
-        """The code of the one device expression a tensor was placed with (``device`` for
-        ``x.to(device)``, ``"cuda"`` for ``x.cuda()``), or None when not provably one.
-
-        Tensors with the same origin are on the same device. Operations keep the origin of their
-        tensor operands; operands of unknown origin are ignored (a PyTorch op with tensors on two
-        devices raises, except CPU 0-d operands, which do not decide the result's device).
-        """
-        if isinstance(expr, cst.Name):
-            return self._fact_of_name(expr, self.device_origin)  # type: ignore[return-value]
-        if isinstance(expr, cst.Subscript):
-            return self.device_origin(expr.value)
-        if isinstance(expr, (cst.BinaryOperation, cst.Comparison, cst.UnaryOperation)):
-            operands: list[cst.BaseExpression]
-            if isinstance(expr, cst.BinaryOperation):
-                operands = [expr.left, expr.right]
-            elif isinstance(expr, cst.Comparison):
-                operands = [expr.left, *(c.comparator for c in expr.comparisons)]
-            else:
-                operands = [expr.expression]
-            return self._one_origin(operands)
-        if not isinstance(expr, cst.Call):
-            return None
-        func = expr.func
-        name = self._direct_callee(expr)
-        if name is not None and name.startswith("torch."):
-            dev = keyword(expr, "device")
-            if dev is not None:
-                return self._device_code(dev.value)
-            if name.startswith(_NON_TENSOR_NAMESPACES) and name != "torch.nn.utils.clip_grad_norm_":
-                return None
-            return self._one_origin([a.value for a in expr.args])
-        # ``x.to(device)`` of an ``x`` that may be a tensor (a batch of unknown origin) places it;
-        # if ``x`` is something else it is no tensor operand of what follows, so it decides nothing.
-        receiver_kind = self.value(func.value).kind if isinstance(func, cst.Attribute) else None
-        if receiver_kind in (Kind.TENSOR, Kind.BATCH, Kind.UNKNOWN) and isinstance(func, cst.Attribute) and (
-            receiver_kind is not Kind.UNKNOWN or func.attr.value in ("to", "cuda")
-        ):
-            method = func.attr.value
-            if method == "cuda":
-                return '"cuda"' if not expr.args else None
-            if method == "cpu":
-                return '"cpu"'
-            if method == "to":
-                target = self.to_target(expr)
-                if target is None:
-                    return self.device_origin(func.value)
-                dev = keyword(expr, "device") or next(iter(positional(expr)), None)
-                return self._device_code(dev.value) if dev is not None else None
-            return self.device_origin(func.value)
-        if self.value(func).kind is Kind.MODULE:
-            return self._one_origin([a.value for a in expr.args])
-        return None
-
-    def _one_origin(self: ModuleAnalysis, operands: Sequence[cst.BaseExpression]) -> str | None:  # type: ignore[misc]
-        # Only tensors have an origin, so Python numbers among the operands drop out here.
-        origins = {self.device_origin(o) for o in operands}
-        origins.discard(None)
-        return origins.pop() if len(origins) == 1 else None  # type: ignore[return-value]
-
-    def _device_code(self: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:  # type: ignore[misc]
-        """A device expression as stable code: a string literal, or a name bound once."""
-        if self.value(expr).kind is not Kind.DEVICE:
-            return None
-        if isinstance(expr, cst.SimpleString):
-            return '"' + expr.evaluated_value + '"' if isinstance(expr.evaluated_value, str) else None
-        if isinstance(expr, cst.Name) and self.bound_once(expr):
-            return expr.value
-        return None
-
-    def bound_once(self: ModuleAnalysis, name: cst.Name) -> bool:  # type: ignore[misc]
-        """Is ``name`` bound exactly once where it is used (so every use sees one value)?"""
-        scope = self.scope(name)
-        if scope is None:
-            return False
-        try:
-            return len(scope[name.value]) == 1
-        except Exception:
-            return False
-
-    def all_names(self: ModuleAnalysis) -> frozenset[str]:  # type: ignore[misc]
-        """Every identifier in the module (to pick new names that clash with nothing)."""
-        cached = self.__dict__.get("_all_names")
-        if cached is not None:
-            return cached
-        found: set[str] = set()
-
-        class V(cst.CSTVisitor):
-            def visit_Name(self, node: cst.Name) -> None:
-                found.add(node.value)
-
-        self.module.visit(V())
-        self.__dict__["_all_names"] = result = frozenset(found)
-        return result
-
-    def fresh_name(self: ModuleAnalysis, base: str, taken: set[str] | None = None) -> str:  # type: ignore[misc]
-        """``base``, or ``base_2``, ``base_3``... whichever clashes with no name in the module."""
-        taken = taken or set()
-        candidate, n = base, 1
-        while candidate in self.all_names() or candidate in taken:
-            n += 1
-            candidate = f"{base}_{n}"
-        return candidate
-
-
-# The scalar facts are methods of ModuleAnalysis; they are attached here, in one appended block,
-# so that branches adding other facts to the class do not collide with this one.
-for _name, _member in list(vars(_ScalarFacts).items()):
-    if not _name.startswith("__"):
-        setattr(ModuleAnalysis, _name, _member)
