@@ -8,6 +8,7 @@ import libcst as cst
 
 from syncfix.analysis import Device, HostRead
 from syncfix.rules import Fix, Invalid, Rule
+from syncfix.walk import walk
 
 from ._libcst import codemod_for
 
@@ -140,7 +141,7 @@ class AccumulateOnDevice(Rule):
                         accs.append(acc)
                 return False
 
-        loop.body.visit(V())
+        walk(loop.body, V())
         if not accs:
             return
         for acc in accs:
@@ -327,7 +328,7 @@ def _mentions(loop: cst.For | cst.While, name: str, *, skip: cst.CSTNode, header
     if header and isinstance(loop, cst.While):
         parts.append(loop.test)
     for part in parts:
-        part.visit(V())
+        walk(part, V())
     return found
 
 
@@ -342,11 +343,11 @@ def _nested_scope_mentions(fn: cst.FunctionDef, name: str) -> bool:
     class Outer(cst.CSTVisitor):
         def on_visit(self, node: cst.CSTNode) -> bool:
             if isinstance(node, _SCOPES) and node is not fn:
-                node.visit(Inner())
+                walk(node, Inner())
                 return False
             return True
 
-    fn.body.visit(Outer())
+    walk(fn.body, Outer())
     return found
 
 
@@ -362,7 +363,7 @@ def _declared_global(fn: cst.FunctionDef, name: str) -> bool:
             nonlocal found
             found = found or any(n.name.value == name for n in node.names)
 
-    fn.body.visit(V())
+    walk(fn.body, V())
     return found
 
 
@@ -395,7 +396,7 @@ def _start_value(a, fn: cst.FunctionDef, loop: cst.CSTNode, acc: _Acc) -> str | 
                     starts.append(node)
             return super().on_visit(node)
 
-    fn.visit(V())
+    walk(fn, V())
     if len(starts) != 1 or not isinstance(starts[0], cst.SimpleStatementLine):
         return None
     start = starts[0]

@@ -6,6 +6,7 @@ import libcst as cst
 
 from syncfix.analysis import TORCH_VIEWS, Device, Kind, Memory, root_name
 from syncfix.rules import Fix, Invalid, Rule
+from syncfix.walk import walk
 
 from ._libcst import codemod_for
 
@@ -310,7 +311,7 @@ def _simple_statements(node: cst.CSTNode):
         def visit_ClassDef(self, n: cst.ClassDef) -> bool:
             return False
 
-    node.visit(V())
+    walk(node, V())
     return found
 
 
@@ -360,7 +361,7 @@ def _iteration_bindings(node: cst.CSTNode):
         def visit_ClassDef(self, n: cst.ClassDef) -> bool:
             return False
 
-    node.visit(V())
+    walk(node, V())
     return found
 
 

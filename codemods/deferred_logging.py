@@ -6,6 +6,7 @@ import libcst as cst
 
 from syncfix.analysis import Device, Kind
 from syncfix.rules import Invalid, Rule
+from syncfix.walk import walk
 
 from ._libcst import codemod_for
 
@@ -132,7 +133,7 @@ class DeferredLogging(Rule):
                 if read is not None and a.value(read.receiver).device is not Device.CPU:
                     found.append(read)
 
-        line.visit(V())
+        walk(line, V())
         return found
 
     def _fix(self, loop, stmt, guard, line, reads):
@@ -175,10 +176,10 @@ class DeferredLogging(Rule):
                     bad.append(node)
                     return False
                 if isinstance(node, cst.Attribute):
-                    node.value.visit(self)
+                    walk(node.value, self)
                     return False
                 if isinstance(node, cst.Arg):
-                    node.value.visit(self)
+                    walk(node.value, self)
                     return False
                 if isinstance(node, cst.Name) and node is not root and not _is_builtin(a, node):
                     if a.value(node).kind is not Kind.NUMBER:
@@ -191,7 +192,7 @@ class DeferredLogging(Rule):
 
         call = line.body[0].value
         for arg in call.args:
-            arg.visit(Names())
+            walk(arg, Names())
         if bad or (root is not None and isinstance(root, cst.Name) and any(
             root.value in a.effects(s).writes for s in loop.body.body
         )):

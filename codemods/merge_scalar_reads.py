@@ -8,6 +8,7 @@ import libcst as cst
 
 from syncfix.analysis import Device, HostRead, Kind, ModuleAnalysis
 from syncfix.rules import Fix, Invalid, Rule
+from syncfix.walk import walk
 
 from ._libcst import codemod_for
 
@@ -176,14 +177,14 @@ class MergeScalarReads(Rule):
                         found.append(read)
                 return True
 
-        stmt.visit(V())
+        walk(stmt, V())
         walrus = []
 
         class W(cst.CSTVisitor):
             def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
                 walrus.append(node)
 
-        stmt.visit(W())
+        walk(stmt, W())
         if walrus:
             return []  # a binding in the middle of the reads: their order matters
         if len(stmt.body) > 1 and found:
@@ -209,7 +210,7 @@ class MergeScalarReads(Rule):
                 if node.value == name:
                     found.append(node)
 
-        stmt.visit(V())
+        walk(stmt, V())
         return bool(found) and all(a.value(n).kind in (Kind.OTHER, Kind.NUMBER) for n in found)
 
     def _clash(self, run, reads: list[HostRead]) -> bool:

@@ -6,6 +6,7 @@ import libcst as cst
 
 from syncfix.analysis import Device, Kind
 from syncfix.rules import Invalid, Rule
+from syncfix.walk import walk
 
 from ._libcst import codemod_for
 
@@ -184,7 +185,7 @@ class MoveLoggingToEnd(Rule):
                     found.append(call)
 
         for s in unit:
-            s.visit(V())
+            walk(s, V())
         return found
 
     def _gpu_work(self, stmt: cst.BaseStatement) -> bool:
@@ -238,7 +239,7 @@ class MoveLoggingToEnd(Rule):
                 return False
 
         for s in unit:
-            s.visit(V())
+            walk(s, V())
             if problem:
                 return problem[0]
         if any(a.effects(s).exits for s in unit):

@@ -6,6 +6,7 @@ import libcst as cst
 
 from syncfix.analysis import Device, HostRead, Kind
 from syncfix.rules import Invalid, Rule
+from syncfix.walk import walk
 
 from ._libcst import codemod_for
 
@@ -97,7 +98,7 @@ class PerElementReads(Rule):
             def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
                 return False
 
-        node.body.visit(V())
+        walk(node.body, V())
         for read in found:
             if a.value(read.receiver).device is not Device.CPU:
                 self.report(

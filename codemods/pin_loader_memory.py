@@ -6,6 +6,7 @@ import libcst as cst
 
 from syncfix.analysis import Device, Kind, keyword, positional, root_name
 from syncfix.rules import Fix, Invalid, Rule
+from syncfix.walk import walk
 
 from ._libcst import codemod_for
 from .blocking_host_to_device import BlockingHostToDevice
@@ -219,7 +220,7 @@ class PinLoaderMemory(Rule):
                 if device in (Device.CUDA, Device.CUDA_OR_CPU):
                     found.append((call, device))
 
-        loop.body.visit(V())
+        walk(loop.body, V())
         return found
 
 
@@ -245,7 +246,7 @@ def _non_blocking_copies(loop: cst.For) -> list[cst.Call]:
             if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda") and _non_blocking(call):
                 found.append(call)
 
-    loop.body.visit(V())
+    walk(loop.body, V())
     return found
 
 

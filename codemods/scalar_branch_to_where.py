@@ -6,6 +6,7 @@ import libcst as cst
 
 from syncfix.analysis import Device, ModuleAnalysis
 from syncfix.rules import Fix, Invalid, Rule
+from syncfix.walk import walk
 
 from ._conditions import as_tensor_condition, assignments, code, is_new_tensor, syncs_on_gpu
 from ._libcst import codemod_for
@@ -243,7 +244,7 @@ def _read_of(a: ModuleAnalysis, target: str, exprs) -> cst.Name | None:
                 found.append(node)
 
     for e in exprs:
-        e.visit(V())
+        walk(e, V())
     return found[0] if found else None
 
 

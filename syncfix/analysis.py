@@ -53,11 +53,12 @@ import libcst as cst
 from libcst.metadata import (
     Assignment,
     MetadataWrapper,
-    ParentNodeProvider,
     PositionProvider,
     Scope,
     ScopeProvider,
 )
+
+from .walk import Structure, memo, walk
 
 # --------------------------------------------------------------------------------------------
 # Abstract values
@@ -324,11 +325,11 @@ class _EffectsVisitor(cst.CSTVisitor):
 
     # ``opt.step`` reads ``opt``, not a name ``step``; ``f(lr=x)`` reads ``x``, not ``lr``.
     def visit_Attribute(self, node: cst.Attribute) -> bool:
-        node.value.visit(self)
+        walk(node.value, self)
         return False
 
     def visit_Arg(self, node: cst.Arg) -> bool:
-        node.value.visit(self)
+        walk(node.value, self)
         return False
 
     def _store(self, target: cst.BaseExpression) -> None:
@@ -934,7 +935,7 @@ class _ScalarFacts:
             def visit_Name(self, node: cst.Name) -> None:
                 found.add(node.value)
 
-        self.module.visit(V())
+        self.walk(self.module, V())
         self.__dict__["_all_names"] = result = frozenset(found)
         return result
 
@@ -967,8 +968,16 @@ class ModuleAnalysis(_ScalarFacts):
 
     # ---- metadata -------------------------------------------------------------------------
     @cached_property
+    def structure(self) -> Structure:
+        return Structure(self.module)
+
+    @cached_property
     def _parents(self):
-        return self.wrapper.resolve(ParentNodeProvider)
+        return self.structure.parent
+
+    def walk(self, node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+        """``node.visit(visitor)`` for a read-only visitor, without rebuilding the tree."""
+        self.structure.walk(node, visitor)
 
     @cached_property
     def _scopes(self):
@@ -1085,7 +1094,7 @@ class ModuleAnalysis(_ScalarFacts):
                 ):
                     found = True
 
-        fn.body.visit(V())
+        self.walk(fn.body, V())
         return found
 
     @cached_property
@@ -1119,7 +1128,7 @@ class ModuleAnalysis(_ScalarFacts):
                 if node.value in words:
                     found.append(node)
 
-        self.module.visit(V())
+        self.walk(self.module, V())
         return found
 
     # ---- effects ----------------------------------------------------------------------------
@@ -1127,7 +1136,7 @@ class ModuleAnalysis(_ScalarFacts):
         fx = self._effects.get(stmt)
         if fx is None:
             v = _EffectsVisitor(self)
-            stmt.visit(v)
+            self.walk(stmt, v)
             fx = self._effects[stmt] = v.fx
         return fx
 
@@ -1472,7 +1481,7 @@ class ModuleAnalysis(_ScalarFacts):
                 if isinstance(tgt, cst.Attribute):
                     found.setdefault(tgt.attr.value, []).append(node.value)
 
-        cls.body.visit(V())
+        self.walk(cls.body, V())
         cache[cls] = found
         return found
 
@@ -1940,7 +1949,7 @@ class ModuleAnalysis(_ScalarFacts):
                 if analysis.qualnames(call.func) & _CLOCKS:
                     found = True
 
-        node.visit(V())
+        walk(node, V())
         return found
 
 
@@ -2403,7 +2412,7 @@ class ModuleAnalysis(_ScalarFacts):
 
         if truth:
             truthy(expr)
-        expr.visit(V())
+        walk(expr, V())
         return list({id(n): n for n in found}.values())
 
     def flows_to_host(self, name: str, after: cst.CSTNode) -> bool:
@@ -2427,7 +2436,7 @@ class ModuleAnalysis(_ScalarFacts):
                 if (later or in_loop) and a._is_host_use(node):
                     found = True
 
-        scope_node.visit(V())
+        walk(scope_node, V())
         return found
 
     def _is_host_use(self, node: cst.CSTNode) -> bool:
@@ -2469,7 +2478,7 @@ class ModuleAnalysis(_ScalarFacts):
                 nonlocal bad
                 bad = True
 
-        expr.visit(V())
+        walk(expr, V())
         if bad:
             return False
         for call in fx.calls:  # random ops advance the generator: running them twice changes later draws
@@ -2765,6 +2774,11 @@ class HostRead:
 
 def _stores(node: cst.CSTNode) -> set[str]:
     """Names bound anywhere in ``node`` (targets, loop variables, imports; not nested defs)."""
+    cache = memo("stores", node)
+    if cache is not None:
+        hit = cache.get(("stores", node))
+        if hit is not None:
+            return hit  # type: ignore[return-value]
     found: set[str] = set()
 
     class V(cst.CSTVisitor):
@@ -2815,7 +2829,9 @@ def _stores(node: cst.CSTNode) -> set[str]:
                     if isinstance(target, cst.Name):
                         found.add(target.value)
 
-    node.visit(V())
+    walk(node, V())
+    if cache is not None:
+        cache[("stores", node)] = frozenset(found)
     return found
 
 

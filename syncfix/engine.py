@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
+from libcst.metadata import MetadataWrapper, PositionProvider
 
 from . import suppression
 from .analysis import ModuleAnalysis
@@ -22,6 +22,7 @@ from .config import Settings
 from .fileio import FileError, decode, read_source, write_atomic
 from .model import Applicability, Edit, FileResult, Finding, FixInfo
 from .rules import Fix, RawFinding, Rule, all_rules
+from .walk import Structure
 
 MAX_ROUNDS = 8  # fix rounds per file before giving up on a fixpoint
 TORCH_MARKER = b"torch"
@@ -37,10 +38,13 @@ class Analyzed:
     findings: list[RawFinding]
     wrapper: MetadataWrapper
     visitors: Sequence[Rule] = ()
+    analysis: ModuleAnalysis | None = None
 
     @cached_property
     def parents(self) -> dict:
-        return self.wrapper.resolve(ParentNodeProvider)
+        if self.analysis is not None:
+            return self.analysis.structure.parent
+        return Structure(self.module).parent
 
     @cached_property
     def top_lines(self) -> dict[cst.CSTNode, tuple[int, str]]:
@@ -112,11 +116,11 @@ def analyze(module: cst.Module, rules: Sequence[type[Rule]], settings: Settings)
     analysis = ModuleAnalysis(wrapper, hot_functions=settings.hot_functions)
     visitors = [rule(analysis) for rule in rules]
     try:
-        wrapper.visit_batched(visitors)
+        analysis.structure.visit_batched(visitors)
     except Exception as exc:
         raise InternalError(f"rule crashed: {type(exc).__name__}: {exc}") from exc
     findings = [f for v in visitors for f in v.findings]
-    return Analyzed(module, findings, wrapper, visitors)
+    return Analyzed(module, findings, wrapper, visitors, analysis)
 
 
 def fix_allowed(raw: RawFinding, settings: Settings) -> bool:

@@ -1,0 +1,150 @@
+"""Read-only tree walks that do not rebuild the tree.
+
+LibCST's ``node.visit(visitor)`` rebuilds every node it passes (each one is constructed and
+validated again, even for a read-only ``CSTVisitor``); in a profile of ``syncfix check`` that
+rebuilding was most of the run. So the module is walked with LibCST once, recording each node's
+parent and its children in visit order, and every later read-only walk (the batched rule visit,
+the analysis layer's and the rules' sub-walks) runs over that record instead.
+
+A node the record does not hold (one a fix built, or one of another module) falls back to
+LibCST's own ``visit``. The record of the module analysed last is the one ``walk`` consults, so
+helpers need not be handed it; nodes are keyed by identity and the record keeps them alive, so a
+stale record can only miss, never answer wrongly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+
+import libcst as cst
+
+_Fn = Callable[[cst.CSTNode], object]
+
+
+class _Recorder(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.parent: dict[cst.CSTNode, cst.CSTNode] = {}
+        self.children: dict[cst.CSTNode, list[cst.CSTNode]] = {}
+        self._stack: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self._stack:
+            up = self._stack[-1]
+            self.parent[node] = up
+            self.children[up].append(node)
+        self.children[node] = []
+        self._stack.append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self._stack.pop()
+
+
+class Structure:
+    """Parents and ordered children of every node of one module (one LibCST walk)."""
+
+    def __init__(self, module: cst.Module) -> None:
+        rec = _Recorder()
+        module.visit(rec)
+        self.root = module
+        self.parent = rec.parent
+        self.children = rec.children
+        self.memo: dict[tuple[str, cst.CSTNode], object] = {}  # per-node facts helpers cache
+        global _active
+        _active = self
+
+    def walk(self, node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+        """``node.visit(visitor)`` for a read-only visitor, same calls in the same order."""
+        children = self.children.get(node)
+        if children is None:
+            node.visit(visitor)
+            return
+        if visitor.on_visit(node):
+            for child in children:
+                self.walk(child, visitor)
+        visitor.on_leave(node)
+
+    def descendants(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        """``node`` and everything under it, in visit (source) order."""
+        stack = [node]
+        children = self.children
+        while stack:
+            cur = stack.pop()
+            yield cur
+            below = children.get(cur)
+            if below:
+                stack.extend(reversed(below))
+
+    def visit_batched(self, visitors: Sequence[cst.BatchableCSTVisitor]) -> None:
+        """What ``MetadataWrapper.visit_batched`` does (``visit_<Type>`` before the children,
+        ``leave_<Type>`` after, visitors in order), without rebuilding or resolving metadata up
+        front: the analysis resolves what a rule asks for, when it asks."""
+        enter: dict[type, list[_Fn]] = {}
+        leave: dict[type, list[_Fn]] = {}
+        table = [_methods(type(v)) for v in visitors]
+
+        def lookup(kind: type, which: int, into: dict[type, list[_Fn]]) -> list[_Fn]:
+            fns = into[kind] = [
+                getattr(v, names[which][kind.__name__])
+                for v, names in zip(visitors, table, strict=True)
+                if kind.__name__ in names[which]
+            ]
+            return fns
+
+        children = self.children
+
+        def go(node: cst.CSTNode) -> None:
+            kind = type(node)
+            fns = enter.get(kind)
+            if fns is None:
+                fns = lookup(kind, 0, enter)
+            for fn in fns:
+                fn(node)
+            for child in children[node]:
+                go(child)
+            fns = leave.get(kind)
+            if fns is None:
+                fns = lookup(kind, 1, leave)
+            for fn in fns:
+                fn(node)
+
+        go(self.root)
+
+
+_METHODS: dict[type, tuple[dict[str, str], dict[str, str]]] = {}
+
+
+def _methods(cls: type) -> tuple[dict[str, str], dict[str, str]]:
+    """Node type name → method name, for the class's ``visit_<Type>`` and ``leave_<Type>``."""
+    cached = _METHODS.get(cls)
+    if cached is None:
+        enter, leave = {}, {}
+        for name in dir(cls):
+            if getattr(getattr(cls, name), "_is_no_op", False):
+                continue  # LibCST's empty stubs
+            for prefix, into in (("visit_", enter), ("leave_", leave)):
+                if name.startswith(prefix):
+                    rest = name[len(prefix):]
+                    if "_" in rest:
+                        raise TypeError(f"{cls.__name__}.{name}: attribute visits are not supported")
+                    into[rest] = name
+        cached = _METHODS[cls] = (enter, leave)
+    return cached
+
+
+_active: Structure | None = None
+
+
+def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+    """``node.visit(visitor)`` for a read-only visitor, over the record when it holds ``node``."""
+    if _active is not None and node in _active.children:
+        _active.walk(node, visitor)
+    else:
+        node.visit(visitor)
+
+
+def memo(kind: str, node: cst.CSTNode) -> dict[tuple[str, cst.CSTNode], object] | None:
+    """The cache for facts about ``node`` (None when no record holds it: do not cache)."""
+    if _active is not None and node in _active.children:
+        return _active.memo
+    return None
