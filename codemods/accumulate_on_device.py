@@ -447,12 +447,12 @@ def _bound_before(a, name: str, loop: cst.CSTNode) -> bool:
         assignments = list(scope[name])
     except Exception:
         return False
-    start = a.positions[loop].start
+    order = a.structure.order  # source order (a binding never contains the loop)
     for asg in assignments:
         node = getattr(asg, "node", None)
-        if not isinstance(node, cst.CSTNode) or node not in a.positions:
+        if not isinstance(node, cst.CSTNode) or node not in order:
             return False
-        if asg.scope is scope and (a.positions[node].start.line, a.positions[node].start.column) >= (start.line, start.column):
+        if asg.scope is scope and order[node] >= order[loop]:
             return False
     return bool(assignments)
 

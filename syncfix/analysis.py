@@ -1330,10 +1330,9 @@ class ModuleAnalysis(_ScalarFacts):
         result = join_all(values)
         return UNKNOWN if result.kind is Kind.BOTTOM and not self._in_progress else result
 
-    def _assignment_order(self, asg) -> tuple[int, int]:
+    def _assignment_order(self, asg) -> int:
         node = getattr(asg, "node", None)
-        pos = self.positions.get(node) if isinstance(node, cst.CSTNode) else None
-        return (pos.start.line, pos.start.column) if pos else (0, 0)
+        return self.structure.order.get(node, -1) if isinstance(node, cst.CSTNode) else -1
 
     def _assignment_value(self, asg: Assignment) -> Value:
         node = asg.node

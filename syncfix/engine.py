@@ -160,9 +160,24 @@ def choose_fixes(candidates: Sequence[RawFinding], analyzed: Analyzed) -> list[R
 
 
 class _Apply(cst.CSTTransformer):
-    def __init__(self, changes: dict[cst.CSTNode, object]) -> None:
+    """Put each fix's replacements in place. Given the parent map, it descends only along the
+    paths to the changed nodes, so the rest of the tree is reused instead of rebuilt."""
+
+    def __init__(self, changes: dict[cst.CSTNode, object], parents: dict | None = None) -> None:
         super().__init__()
         self.changes = changes
+        self.path: set[cst.CSTNode] | None = None
+        if parents is not None and all(n in parents for n in changes):
+            path: set[cst.CSTNode] = set()
+            for node in changes:
+                up = parents.get(node)
+                while up is not None and up not in path:
+                    path.add(up)
+                    up = parents.get(up)
+            self.path = path
+
+    def on_visit(self, node) -> bool:
+        return self.path is None or node in self.path
 
     def on_leave(self, original_node, updated_node):
         replacement = self.changes.get(original_node)
@@ -171,11 +186,11 @@ class _Apply(cst.CSTTransformer):
         return updated_node
 
 
-def apply_fixes(module: cst.Module, fixes: Sequence[Fix]) -> cst.Module:
+def apply_fixes(module: cst.Module, fixes: Sequence[Fix], parents: dict | None = None) -> cst.Module:
     changes: dict = {}
     for fix in fixes:
         changes.update(fix.changes)
-    return module.visit(_Apply(changes))
+    return module.visit(_Apply(changes, parents))
 
 
 def fix_edit(analyzed: Analyzed, fix: Fix) -> Edit:
@@ -189,7 +204,7 @@ def fix_edit(analyzed: Analyzed, fix: Fix) -> Edit:
     top = _single_top_statement(analyzed, fix)
     if top is not None:
         start, old_text = analyzed.top_lines[top]
-        new_text = module.code_for_node(top.visit(_Apply(dict(fix.changes))))
+        new_text = module.code_for_node(top.visit(_Apply(dict(fix.changes), analyzed.parents)))
         return _line_edit(split_lines(old_text), split_lines(new_text), start)
     return fix_edit_slow(module, fix)
 
@@ -312,7 +327,7 @@ def process_source(
             # comment without a newline): rewriting such a file would change bytes outside the fix.
             raise FileError("LibCST does not reproduce this file byte for byte; left untouched")
         applied.extend(to_finding(r, analyzed, path, settings, False) for r in chosen)
-        new_module = apply_fixes(module, [r.fix for r in chosen])
+        new_module = apply_fixes(module, [r.fix for r in chosen], analyzed.parents)
         new_bytes = new_module.bytes
         text = new_bytes.decode(new_module.encoding).removeprefix("\ufeff")
         try:

@@ -25,6 +25,7 @@ class _Recorder(cst.CSTVisitor):
     def __init__(self) -> None:
         self.parent: dict[cst.CSTNode, cst.CSTNode] = {}
         self.children: dict[cst.CSTNode, list[cst.CSTNode]] = {}
+        self.order: dict[cst.CSTNode, int] = {}
         self._stack: list[cst.CSTNode] = []
 
     def on_visit(self, node: cst.CSTNode) -> bool:
@@ -32,6 +33,7 @@ class _Recorder(cst.CSTVisitor):
             up = self._stack[-1]
             self.parent[node] = up
             self.children[up].append(node)
+        self.order[node] = len(self.order)
         self.children[node] = []
         self._stack.append(node)
         return True
@@ -49,6 +51,9 @@ class Structure:
         self.root = module
         self.parent = rec.parent
         self.children = rec.children
+        # Pre-order rank: source order for nodes that do not contain one another, without
+        # resolving positions (a codegen pass over the whole module).
+        self.order = rec.order
         self.memo: dict[tuple[str, cst.CSTNode], object] = {}  # per-node facts helpers cache
         global _active
         _active = self
