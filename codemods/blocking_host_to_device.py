@@ -75,6 +75,7 @@ class BlockingHostToDevice(Rule):
     MESSAGE = "Blocking host-to-device copy: the CPU waits for all queued GPU work"
     FIX = "sometimes"
     TRIGGERS = (".cuda(", ".to(")
+    NEEDS_TORCH = False  # ``x.cuda()`` in a loop is reported even when nothing proves x a tensor
     VALID = [
         # already non-blocking
         "import torch\nx = torch.ones(3).to('cuda', non_blocking=True)\n",

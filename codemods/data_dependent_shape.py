@@ -101,8 +101,10 @@ class DataDependentShape(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         a = self.analysis
-        name = a.callee(node)
         func = node.func
+        if not a.may_end_in(func, _ADVICE):
+            return  # neither ``torch.<op>`` nor ``x.<op>`` for an op this rule knows
+        name = a.callee(node)
         args = positional(node)
         if name is not None and name.startswith("torch."):
             op = name.rsplit(".", 1)[-1]

@@ -473,6 +473,8 @@ class _ScalarFacts:
             if self.is_tensor(func.value):
                 return HostRead(call, func.value, func.attr.value)
             return None
+        if not self.may_end_in(func, _READ_BUILTIN_NAMES):
+            return None
         name = self.callee(call)
         if name in READ_BUILTINS and len(call.args) == 1:
             arg = call.args[0]
@@ -1023,6 +1025,25 @@ class ModuleAnalysis(_ScalarFacts):
 
     def callee(self, call: cst.Call) -> str | None:
         return self.qualname(call.func)
+
+    def may_end_in(self, node: cst.CSTNode, last_parts: Iterable[str]) -> bool:
+        """Could a qualified name of ``node`` end in one of ``last_parts``? A syntactic test that
+        needs no scopes, so callers can skip resolving them for the many calls that cannot
+        match. A qualified name keeps the expression's last part, except for a name an
+        ``import ... as`` binds (``from torch import nonzero as nz``), which is always let pass."""
+        if isinstance(node, cst.Attribute):
+            return node.attr.value in last_parts
+        if isinstance(node, cst.Name):
+            return node.value in last_parts or node.value in self._import_aliases
+        return True
+
+    @cached_property
+    def _import_aliases(self) -> frozenset[str]:
+        out = set()
+        for node in self.structure.descendants(self.module):
+            if isinstance(node, cst.ImportAlias) and node.asname is not None:
+                out.update(n.value for n in _target_names(node.asname.name))
+        return frozenset(out)
 
     # ---- structure --------------------------------------------------------------------------
     def statement_of(self, node: cst.CSTNode) -> cst.BaseStatement | None:
@@ -2759,6 +2780,7 @@ _LOG_LEVELS = {"debug", "info", "warning", "warn", "error", "exception", "critic
 # Host reads of a tensor's value: ``t.item()``/``t.tolist()`` and the builtins.
 READ_METHODS = ("item", "tolist")
 READ_BUILTINS = ("builtins.float", "builtins.int", "builtins.bool")
+_READ_BUILTIN_NAMES = frozenset(n.rsplit(".", 1)[-1] for n in READ_BUILTINS)
 
 
 @dataclass(frozen=True)

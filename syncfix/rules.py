@@ -69,6 +69,9 @@ class Rule(cst.BatchableCSTVisitor):
     FIX: ClassVar[str] = "never"  # "always" | "sometimes" | "never" (as in ruff's docs)
     # Substrings of which at least one must occur in a file for the rule to have anything to do.
     TRIGGERS: ClassVar[tuple[str, ...]] = ()
+    # Whether the rule can only fire in a file that imports torch (the engine then skips the
+    # others unparsed); tests/test_engine.py checks it on every example with the imports removed.
+    NEEDS_TORCH: ClassVar[bool] = True
     VALID: ClassVar[list[str]] = []
     INVALID: ClassVar[list[Invalid]] = []
     # Positions are resolved by the engine only for files with findings, and qualified names

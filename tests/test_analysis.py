@@ -239,3 +239,20 @@ def test_comparison_of_unknown_values_is_not_a_python_number():
     a, module = analyse("def f(logits, y):\n    acc = (logits == y)\n    n = 3 > 2\n    use(acc, n)\n")
     assert a.value(last_name(module, "acc")).kind is Kind.UNKNOWN
     assert a.value(last_name(module, "n")).kind is Kind.NUMBER
+
+
+@pytest.mark.parametrize(
+    "call",
+    ["torch.nonzero(x)", "x.nonzero()", "nz(x)", "tnz(x)"],
+)
+def test_syntactic_precheck_keeps_aliased_callees(call):
+    """``may_end_in`` lets the rules skip scope resolution for calls that cannot match; an
+    ``import ... as`` alias must still reach the qualified-name check."""
+    from syncfix.api import check_code
+
+    src = (
+        "import torch\nfrom torch import nonzero as nz\nimport torch as T\ntnz = T.nonzero\n"
+        f"x = torch.ones(3, device='cuda')\nfor _ in range(3):\n    y = {call}\n"
+    )
+    codes = {f.code for f in check_code(src, select=["SFX205"])}
+    assert codes == ({"SFX205"} if call != "tnz(x)" else set())

@@ -6,12 +6,15 @@ import os
 import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from syncfix.config import Settings
 from syncfix.engine import Job, process_file, process_source
 from syncfix.fileio import FileError, read_source, write_atomic
+
+ROOT = Path(__file__).resolve().parent.parent
 
 SAFE = "import torch\nx = torch.ones(3).cuda()\n"
 FIXED_LINE = 'x = torch.ones(3).to("cuda", non_blocking=True)'
@@ -216,3 +219,64 @@ def test_fast_fix_edits_equal_the_whole_module_reference(name, source):
     fixes = [raw.fix for raw in analyzed.findings if raw.fix is not None]
     for fix in fixes:
         assert fix_edit(analyzed, fix) == fix_edit_slow(module, fix), name
+
+
+# ---- the prefilter's torch gate ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("import torch\n", True),
+        ("import os, torch.nn as nn\n", True),
+        ("from torch.utils.data import DataLoader\n", True),
+        ("def f():\n    import torch\n", True),
+        ("from . import torch_helpers\n", True),  # anything named torch-ish is let through
+        ("x = 1\n", False),
+        ('"""No torch here."""\nimport json\n', False),  # a mention is not an import
+        ("y = torch.randn(3)\n", False),  # an unbound name proves nothing
+        ("import torch\ndef f(:\n", True),  # unparsable: LibCST decides
+    ],
+)
+def test_imports_torch(source, expected):
+    from syncfix.engine import imports_torch
+
+    assert imports_torch(source.encode()) is expected
+
+
+def _without_torch_imports(source: str) -> str:
+    """Every import statement that names torch replaced by ``pass`` (line numbers kept)."""
+    import ast
+    import re
+
+    lines = source.splitlines(keepends=True)
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and "torch" in ast.get_source_segment(source, node):
+            for i in range(node.lineno - 1, node.end_lineno):
+                lines[i] = re.match(r"[ \t]*", lines[i]).group(0) + "pass\n"
+    return "".join(lines)
+
+
+def _examples():
+    from syncfix.rules import all_rules
+
+    for code, rule in sorted(all_rules().items()):
+        for i, src in enumerate([*rule.VALID, *(inv.code for inv in rule.INVALID)]):
+            yield pytest.param(src, id=f"{code}-{i}")
+    for path in sorted((ROOT / "tests" / "fixtures").rglob("*.in.py")):
+        yield pytest.param(path.read_text(), id=path.parent.name + "/" + path.name)
+
+
+@pytest.mark.parametrize("source", list(_examples()))
+def test_rules_that_need_torch_find_nothing_without_its_imports(source):
+    """The engine skips a file without torch imports for every rule with NEEDS_TORCH: that is
+    only right if such a rule, run anyway, would find nothing there."""
+    from syncfix import engine
+    from syncfix.rules import all_rules
+
+    stripped = _without_torch_imports(source)
+    if engine.imports_torch(stripped.encode()):
+        pytest.skip("still imports torch")
+    rules = [r for r in all_rules().values() if r.NEEDS_TORCH]
+    found = engine.analyze(engine.parse(stripped.encode(), Settings()), rules, Settings()).findings
+    assert [(f.rule.CODE, f.message) for f in found] == []
