@@ -3,13 +3,30 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from typing import Any
 
 import libcst as cst
-from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
+
+
+def lazy_codemod(rule) -> Callable[[str], Any]:
+    """A module ``__getattr__`` that builds ``Codemod`` on first use: importing
+    ``libcst.codemod`` costs half a second, which a warm ``syncfix check`` should not pay."""
+    built: list = []
+
+    def __getattr__(name: str) -> Any:
+        if name != "Codemod":
+            raise AttributeError(name)
+        if not built:
+            built.append(codemod_for(rule))
+        return built[0]
+
+    return __getattr__
 
 
 def codemod_for(rule):
     """A codemod command that applies ``rule``'s fixes (safe ones unless ``--unsafe-fixes``)."""
+    from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 
     class Command(VisitorBasedCodemodCommand):
         DESCRIPTION = f"{rule.CODE} {rule.NAME}: {rule.MESSAGE}"

@@ -10,7 +10,7 @@ from syncfix.analysis import Device, HostRead
 from syncfix.rules import Fix, Invalid, Rule
 from syncfix.walk import walk
 
-from ._libcst import codemod_for
+from ._libcst import lazy_codemod
 
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
@@ -472,4 +472,4 @@ def _is_count(a, expr: cst.BaseExpression) -> bool:
     return False
 
 
-Codemod = codemod_for(AccumulateOnDevice)
+__getattr__ = lazy_codemod(AccumulateOnDevice)  # ``Codemod``, the LibCST command

@@ -7,7 +7,7 @@ import libcst as cst
 from syncfix.rules import Fix, Invalid, Rule
 
 from ._conditions import as_tensor_condition, syncs_on_gpu
-from ._libcst import codemod_for
+from ._libcst import lazy_codemod
 
 
 class AssertOnGpuValue(Rule):
@@ -159,4 +159,4 @@ def _raise_message(node: cst.Raise) -> str | None:
     return None
 
 
-Codemod = codemod_for(AssertOnGpuValue)
+__getattr__ = lazy_codemod(AssertOnGpuValue)  # ``Codemod``, the LibCST command

@@ -8,7 +8,7 @@ from syncfix.analysis import TORCH_VIEWS, Device, Kind, Memory, root_name
 from syncfix.rules import Fix, Invalid, Rule
 from syncfix.walk import walk
 
-from ._libcst import codemod_for
+from ._libcst import lazy_codemod
 
 
 class BlockingHostToDevice(Rule):
@@ -366,4 +366,4 @@ def _iteration_bindings(node: cst.CSTNode):
     return found
 
 
-Codemod = codemod_for(BlockingHostToDevice)
+__getattr__ = lazy_codemod(BlockingHostToDevice)  # ``Codemod``, the LibCST command

@@ -8,7 +8,7 @@ from syncfix.analysis import Device, _number_kind
 from syncfix.rules import Invalid, Rule
 
 from ._conditions import code
-from ._libcst import codemod_for
+from ._libcst import lazy_codemod
 
 _MAYBE_CUDA = (Device.CUDA, Device.CUDA_OR_CPU)
 
@@ -113,4 +113,4 @@ class BuiltinMinMaxOnTensor(Rule):
         self.report(node, fix=fix)
 
 
-Codemod = codemod_for(BuiltinMinMaxOnTensor)
+__getattr__ = lazy_codemod(BuiltinMinMaxOnTensor)  # ``Codemod``, the LibCST command

@@ -7,7 +7,7 @@ import libcst as cst
 from syncfix.analysis import Device, Memory, positional
 from syncfix.rules import Fix, Invalid, Rule
 
-from ._libcst import codemod_for
+from ._libcst import lazy_codemod
 
 # torch factories whose integer result is always 1-d (so it indexes like a list, never like an int)
 _ONE_DIM = {"torch.arange", "torch.randperm"}
@@ -238,4 +238,4 @@ def _kwarg(name: str, value: cst.BaseExpression) -> cst.Arg:
     )
 
 
-Codemod = codemod_for(CpuIndexOnDevice)
+__getattr__ = lazy_codemod(CpuIndexOnDevice)  # ``Codemod``, the LibCST command

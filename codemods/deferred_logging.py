@@ -8,7 +8,7 @@ from syncfix.analysis import Device, Kind
 from syncfix.rules import Invalid, Rule
 from syncfix.walk import walk
 
-from ._libcst import codemod_for
+from ._libcst import lazy_codemod
 
 
 class DeferredLogging(Rule):
@@ -252,4 +252,4 @@ def _is_builtin(a, node: cst.Name) -> bool:
     return bool(name and name.startswith("builtins."))
 
 
-Codemod = codemod_for(DeferredLogging)
+__getattr__ = lazy_codemod(DeferredLogging)  # ``Codemod``, the LibCST command

@@ -7,7 +7,7 @@ import libcst as cst
 from syncfix.analysis import Device, keyword
 from syncfix.rules import Invalid, Rule
 
-from ._libcst import codemod_for
+from ._libcst import lazy_codemod
 
 # Calls that only collect a value for later (the loop does not look at it now).
 _COLLECTORS = {"append", "extend", "put", "put_nowait"}
@@ -134,4 +134,4 @@ class DeviceToHostInLoop(Rule):
         return False
 
 
-Codemod = codemod_for(DeviceToHostInLoop)
+__getattr__ = lazy_codemod(DeviceToHostInLoop)  # ``Codemod``, the LibCST command

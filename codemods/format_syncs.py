@@ -7,7 +7,7 @@ import libcst as cst
 from syncfix.analysis import _LOG_LEVELS, Device
 from syncfix.rules import Invalid, Rule
 
-from ._libcst import codemod_for
+from ._libcst import lazy_codemod
 
 
 class FormatSyncs(Rule):
@@ -157,4 +157,4 @@ class FormatSyncs(Rule):
         )
 
 
-Codemod = codemod_for(FormatSyncs)
+__getattr__ = lazy_codemod(FormatSyncs)  # ``Codemod``, the LibCST command

@@ -8,7 +8,7 @@ from syncfix.analysis import Device, ModuleAnalysis, _number_kind
 from syncfix.rules import Invalid, Rule
 
 from ._conditions import code, is_new_tensor
-from ._libcst import codemod_for
+from ._libcst import lazy_codemod
 
 _MAYBE_CUDA = (Device.CUDA, Device.CUDA_OR_CPU)
 
@@ -172,4 +172,4 @@ def _mask_index(a: ModuleAnalysis, target: cst.BaseExpression) -> cst.BaseExpres
     return mask
 
 
-Codemod = codemod_for(MaskedStoreToWhere)
+__getattr__ = lazy_codemod(MaskedStoreToWhere)  # ``Codemod``, the LibCST command

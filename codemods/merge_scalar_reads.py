@@ -10,7 +10,7 @@ from syncfix.analysis import Device, HostRead, Kind, ModuleAnalysis
 from syncfix.rules import Fix, Invalid, Rule
 from syncfix.walk import walk
 
-from ._libcst import codemod_for
+from ._libcst import lazy_codemod
 
 # Receiver forms that cannot raise, so evaluating them earlier moves no exception.
 _SAFE_CHAIN = {"detach", "float", "double", "clone", "sum", "long", "int", "bool"}
@@ -366,4 +366,4 @@ def _replacement(item: _Read, name: str) -> cst.BaseExpression:
     return value
 
 
-Codemod = codemod_for(MergeScalarReads)
+__getattr__ = lazy_codemod(MergeScalarReads)  # ``Codemod``, the LibCST command

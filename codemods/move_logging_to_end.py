@@ -8,7 +8,7 @@ from syncfix.analysis import Device, Kind
 from syncfix.rules import Invalid, Rule
 from syncfix.walk import walk
 
-from ._libcst import codemod_for
+from ._libcst import lazy_codemod
 
 # Builtins a moved log may call (they read Python values only).
 _PURE_FORMAT = {
@@ -324,4 +324,4 @@ def _arg_names(call: cst.Call):
             yield arg.value
 
 
-Codemod = codemod_for(MoveLoggingToEnd)
+__getattr__ = lazy_codemod(MoveLoggingToEnd)  # ``Codemod``, the LibCST command

@@ -8,7 +8,7 @@ from syncfix.analysis import Device, HostRead, Kind
 from syncfix.rules import Invalid, Rule
 from syncfix.walk import walk
 
-from ._libcst import codemod_for
+from ._libcst import lazy_codemod
 
 
 class PerElementReads(Rule):
@@ -152,4 +152,4 @@ def _paren(expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr
 
 
-Codemod = codemod_for(PerElementReads)
+__getattr__ = lazy_codemod(PerElementReads)  # ``Codemod``, the LibCST command

@@ -8,7 +8,7 @@ from syncfix.analysis import Device, Kind, keyword, positional, root_name
 from syncfix.rules import Fix, Invalid, Rule
 from syncfix.walk import walk
 
-from ._libcst import codemod_for
+from ._libcst import lazy_codemod
 from .blocking_host_to_device import BlockingHostToDevice
 
 _DATALOADER = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
@@ -278,4 +278,4 @@ def _append_kwarg(node: cst.Call, name: str, value: cst.BaseExpression) -> cst.C
     return node.with_changes(args=args)
 
 
-Codemod = codemod_for(PinLoaderMemory)
+__getattr__ = lazy_codemod(PinLoaderMemory)  # ``Codemod``, the LibCST command

@@ -9,7 +9,7 @@ from syncfix.rules import Fix, Invalid, Rule
 from syncfix.walk import walk
 
 from ._conditions import as_tensor_condition, assignments, code, is_new_tensor, syncs_on_gpu
-from ._libcst import codemod_for
+from ._libcst import lazy_codemod
 
 
 class ScalarBranchToWhere(Rule):
@@ -248,4 +248,4 @@ def _read_of(a: ModuleAnalysis, target: str, exprs) -> cst.Name | None:
     return found[0] if found else None
 
 
-Codemod = codemod_for(ScalarBranchToWhere)
+__getattr__ = lazy_codemod(ScalarBranchToWhere)  # ``Codemod``, the LibCST command

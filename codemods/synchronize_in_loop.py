@@ -6,7 +6,7 @@ import libcst as cst
 
 from syncfix.rules import Invalid, Rule
 
-from ._libcst import codemod_for
+from ._libcst import lazy_codemod
 
 _DEVICE_SYNC = {"torch.cuda.synchronize", "torch.accelerator.synchronize"}
 _STREAMS = {"torch.cuda.Stream", "torch.cuda.current_stream", "torch.cuda.default_stream",
@@ -140,4 +140,4 @@ def _code(node: cst.CSTNode) -> str:
     return cst.Module(body=[]).code_for_node(node)
 
 
-Codemod = codemod_for(SynchronizeInLoop)
+__getattr__ = lazy_codemod(SynchronizeInLoop)  # ``Codemod``, the LibCST command

@@ -9,7 +9,7 @@ import libcst as cst
 from syncfix.analysis import Device, keyword, positional
 from syncfix.rules import Fix, Invalid, Rule
 
-from ._libcst import codemod_for
+from ._libcst import lazy_codemod
 
 _FLOAT_DTYPES = {"float32", "float", "float64", "double", "float16", "half", "bfloat16",
                  "complex64", "complex128", "cfloat", "cdouble"}
@@ -243,4 +243,4 @@ def _kwarg(name: str, value: cst.BaseExpression) -> cst.Arg:
     )
 
 
-Codemod = codemod_for(TensorCreationOnDevice)
+__getattr__ = lazy_codemod(TensorCreationOnDevice)  # ``Codemod``, the LibCST command

@@ -8,7 +8,7 @@ from syncfix.analysis import keyword
 from syncfix.rules import Invalid, Rule
 
 from ._conditions import assignments, syncs_on_gpu
-from ._libcst import codemod_for
+from ._libcst import lazy_codemod
 
 _GRAD_SCALERS = {
     "torch.amp.GradScaler", "torch.cuda.amp.GradScaler", "torch.amp.grad_scaler.GradScaler",
@@ -206,4 +206,4 @@ def _made_by(a, name: cst.Name, classes: set[str]) -> bool:
     return call is not None and a.callee(call) in classes
 
 
-Codemod = codemod_for(TrueHostDependency)
+__getattr__ = lazy_codemod(TrueHostDependency)  # ``Codemod``, the LibCST command

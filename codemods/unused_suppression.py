@@ -9,7 +9,7 @@ import libcst as cst
 from syncfix import suppression
 from syncfix.rules import Invalid, Replacement, Rule
 
-from ._libcst import codemod_for
+from ._libcst import lazy_codemod
 
 
 class UnusedSuppression(Rule):
@@ -107,4 +107,4 @@ def _known_codes() -> list[str]:
     return list(all_rules())
 
 
-Codemod = codemod_for(UnusedSuppression)
+__getattr__ = lazy_codemod(UnusedSuppression)  # ``Codemod``, the LibCST command

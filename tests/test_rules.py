@@ -110,3 +110,22 @@ def test_readme_lists_every_rule():
     readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
     for code, rule in RULES.items():
         assert f"| {code} | {rule.NAME} |" in readme, f"README's rules table lacks {code}"
+
+
+def test_each_rule_is_a_libcst_codemod_built_on_first_use():
+    """``codemods.<module>.Codemod`` is a LibCST ``VisitorBasedCodemodCommand`` that applies the
+    rule's fixes; it is built lazily so that importing the rules does not import
+    ``libcst.codemod``."""
+    import importlib
+
+    import libcst as cst
+    from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
+
+    mod = importlib.import_module("codemods.blocking_host_to_device")
+    command = mod.Codemod
+    assert issubclass(command, VisitorBasedCodemodCommand) and mod.Codemod is command
+    src = "import torch\nx = torch.ones(3)\ny = x.cuda()\n"
+    out = command(CodemodContext()).transform_module(cst.parse_module(src))
+    assert out.code == 'import torch\nx = torch.ones(3)\ny = x.to("cuda", non_blocking=True)\n'
+    with pytest.raises(AttributeError):
+        mod.NoSuchThing  # noqa: B018
