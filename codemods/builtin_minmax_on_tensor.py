@@ -71,6 +71,8 @@ class BuiltinMinMaxOnTensor(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         a = self.analysis
+        if not a.may_end_in(node.func, ("max", "min")):
+            return
         name = a.callee(node)
         if name not in ("builtins.max", "builtins.min"):
             return

@@ -58,7 +58,7 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
-from .walk import Structure, memo, walk
+from .walk import Structure, memo, replaying, walk
 
 # --------------------------------------------------------------------------------------------
 # Abstract values
@@ -983,7 +983,9 @@ class ModuleAnalysis(_ScalarFacts):
 
     @cached_property
     def _scopes(self):
-        return self.wrapper.resolve(ScopeProvider)
+        self.structure  # noqa: B018 (recorded first, so that the scope visitors replay it)
+        with replaying():
+            return self.wrapper.resolve(ScopeProvider)
 
     @cached_property
     def _qname_cache(self) -> dict[cst.CSTNode, frozenset[str]]:

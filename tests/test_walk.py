@@ -1,0 +1,99 @@
+"""The record-and-replay walks (syncfix/walk.py) must be indistinguishable from LibCST's visits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, ScopeProvider
+
+from syncfix.walk import Structure, replaying, walk
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = sorted(
+    [*(ROOT / "tests" / "fixtures").rglob("*.py"), *(ROOT / "examples").rglob("*.py"), ROOT / "syncfix" / "engine.py", ROOT / "codemods" / "accumulate_on_device.py"]
+)
+MODERN = (
+    "def f[T](x: T) -> T:\n    match x:\n        case [1, *rest] if rest:\n            return x\n"
+    "try:\n    pass\nexcept* ValueError:\n    pass\n"
+    "class C(B, metaclass=M):\n    async def g(self):\n        return [y async for y in self]\n"
+    'z = f"{a!r:>{w}} {b=}"\nlambda *a, k=1, **kw: (yield)\n'
+)
+
+
+class Log(cst.CSTVisitor):
+    """Logs every callback, so two walks can be compared event by event."""
+
+    def __init__(self, stop_at: type | None = None) -> None:
+        self.log: list[tuple] = []
+        self.stop_at = stop_at
+
+    def on_visit(self, node):
+        self.log.append(("visit", id(node)))
+        return not isinstance(node, self.stop_at) if self.stop_at else True
+
+    def on_leave(self, node):
+        self.log.append(("leave", id(node)))
+
+    def on_visit_attribute(self, node, attribute):
+        self.log.append(("+", id(node), attribute))
+
+    def on_leave_attribute(self, node, attribute):
+        self.log.append(("-", id(node), attribute))
+
+
+def _sources():
+    for p in SOURCES:
+        yield pytest.param(p.read_text(), id=str(p.relative_to(ROOT)))
+    yield pytest.param(MODERN, id="modern-syntax")
+
+
+@pytest.mark.parametrize("source", list(_sources()))
+@pytest.mark.parametrize("stop_at", [None, cst.Call])
+def test_walk_and_replay_make_the_same_calls_as_libcst(source, stop_at):
+    module = cst.parse_module(source)
+    reference = Log(stop_at)
+    module.visit(reference)
+    Structure(module)
+    fast = Log(stop_at)
+    walk(module, fast)
+    with replaying():
+        replayed = Log(stop_at)
+        module.visit(replayed)
+    assert fast.log == [e for e in reference.log if e[0] in ("visit", "leave")]
+    assert replayed.log == reference.log
+
+
+@pytest.mark.parametrize("source", list(_sources()))
+def test_scopes_resolved_over_the_replay_are_libcsts(source):
+    def summary(replay: bool):
+        module = cst.parse_module(source)
+        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+        Structure(module)
+        if replay:
+            with replaying():
+                scopes = wrapper.resolve(ScopeProvider)
+        else:
+            scopes = wrapper.resolve(ScopeProvider)
+        out = []
+        for i, (node, scope) in enumerate(scopes.items()):
+            if scope is None:
+                out.append((i, type(node).__name__, None))
+                continue
+            names = sorted(q.name for q in scope.get_qualified_names_for(node)) if isinstance(node, (cst.Name, cst.Attribute)) else []
+            out.append((i, type(node).__name__, type(scope).__name__, names,
+                        sorted((a.name, len(scope.accesses[a.name])) for a in scope.assignments)))
+        return out
+
+    assert summary(True) == summary(False)
+
+
+def test_a_node_outside_the_record_is_visited_by_libcst():
+    module = cst.parse_module("x = f(1)\n")
+    Structure(cst.parse_module("y = 2\n"))  # another module's record is active
+    log = Log()
+    walk(module, log)
+    reference = Log()
+    module.visit(reference)
+    assert log.log == reference.log
