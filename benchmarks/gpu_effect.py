@@ -30,6 +30,14 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 WORKLOADS = ["train_loop", "eval_loop", "decode_loop", "scalar_branch", "data_loading"]
+# "<workload>:typed" is the same script with its ``state`` parameter annotated, as typed code
+# is written: syncfix trusts ``torch.Tensor`` annotations (and the items of ``tuple[...]``).
+TYPED = {
+    "train_loop": "tuple[torch.nn.Module, torch.optim.Optimizer, torch.Tensor, torch.Tensor]",
+    "eval_loop": "tuple[torch.nn.Module, torch.Tensor, torch.Tensor]",
+    "scalar_branch": "tuple[torch.Tensor, torch.Tensor]",
+}
+WORKLOADS += [f"{w}:typed" for w in TYPED]
 
 
 def load(path: Path, name: str):
@@ -42,12 +50,17 @@ def load(path: Path, name: str):
 def variants(workload: str, tmp: Path) -> tuple[dict, dict]:
     from syncfix import check_code, fix_code
 
-    src = (HERE / "workloads" / f"{workload}.py").read_text()
+    base, _, typed = workload.partition(":")
+    src = (HERE / "workloads" / f"{base}.py").read_text()
+    if typed:
+        signature = "def run(state, steps):"
+        assert signature in src, f"{base}: no `{signature}` to annotate"
+        src = src.replace(signature, f"def run(state: {TYPED[base]}, steps: int):")
     texts = {
         "original": src,
         "safe": fix_code(src),
         "unsafe": fix_code(src, unsafe_fixes=True),
-        "ideal": (HERE / "workloads" / f"{workload}_ideal.py").read_text(),
+        "ideal": (HERE / "workloads" / f"{base}_ideal.py").read_text(),
     }
     findings = check_code(src, unsafe_fixes=True)
     fixes = {
@@ -57,9 +70,10 @@ def variants(workload: str, tmp: Path) -> tuple[dict, dict]:
     }
     modules = {}
     for name, text in texts.items():
-        path = tmp / f"{workload}_{name}.py"
+        stem = workload.replace(":", "_")
+        path = tmp / f"{stem}_{name}.py"
         path.write_text(text)
-        modules[name] = load(path, f"{workload}_{name}")
+        modules[name] = load(path, f"{stem}_{name}")
     return modules, fixes
 
 
@@ -161,7 +175,7 @@ def main() -> int:
                         row["syncs_per_step"] = max(0, rec.total() - 1) / args.steps  # minus our own final sync
     # 3. Report.
     print(f"device: {device_name}; torch {torch.__version__}; {args.steps} steps x {args.rounds} rounds, interleaved")
-    head = f"{'workload':14} {'scale':6} {'variant':9} {'syncs/step':>10} {'ms/step':>9} {'min-max':>15} {'speed-up':>9} {'of ideal':>9} {'avoid. syncs':>12} {'values':>9}  rules"
+    head = f"{'workload':20} {'scale':6} {'variant':9} {'syncs/step':>10} {'ms/step':>9} {'min-max':>15} {'speed-up':>9} {'of ideal':>9} {'avoid. syncs':>12} {'values':>9}  rules"
     print(head)
     by = {(r["workload"], r["scale"], r["variant"]): r for r in rows}
     for r in rows:
@@ -177,7 +191,7 @@ def main() -> int:
             avoid = (base["syncs_per_step"] - syncs) / avoidable if avoidable > 0 else float("nan")
         r.update(speedup=speed, share_of_ideal=share, avoidable_removed=avoid)
         print(
-            f"{r['workload']:14} {r['scale']:6} {r['variant']:9} "
+            f"{r['workload']:20} {r['scale']:6} {r['variant']:9} "
             f"{'-' if syncs is None else f'{syncs:.2f}':>10} {r['ms_per_step']:9.3f} "
             f"{r['ms_min']:7.3f}-{r['ms_max']:<7.3f} {speed:8.2f}x "
             f"{'-' if math.isnan(share) else f'{share:.0%}':>9} "

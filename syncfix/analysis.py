@@ -1446,8 +1446,22 @@ class ModuleAnalysis(_ScalarFacts):
         return UNKNOWN
 
     def _annotation_value(self, ann: cst.Annotation) -> Value:
-        if self.qualname(ann.annotation) in ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor"):
+        return self._type_value(ann.annotation)
+
+    def _type_value(self, expr: cst.BaseExpression) -> Value:
+        """What an annotation promises: a tensor (device unknown, maybe pinned, not fresh) for
+        ``torch.Tensor``; a fixed-length tuple's items for ``tuple[...]``/``Tuple[...]``."""
+        if self.qualname(expr) in _TENSOR_TYPES:
             return Value(Kind.TENSOR)
+        if isinstance(expr, cst.Subscript) and self.qualname(expr.value) in ("builtins.tuple", "typing.Tuple"):
+            items = []
+            for el in expr.slice:
+                if not isinstance(el.slice, cst.Index) or getattr(el.slice, "star", None) is not None:
+                    return UNKNOWN
+                if isinstance(el.slice.value, cst.Ellipsis):
+                    return UNKNOWN  # ``tuple[T, ...]``: any length
+                items.append(self._type_value(el.slice.value))
+            return _Tuple(tuple(items))
         return UNKNOWN
 
     def _attribute_value(self, expr: cst.Attribute) -> Value:
@@ -2536,6 +2550,9 @@ class ModuleAnalysis(_ScalarFacts):
                                 if isinstance(alias.asname.name, cst.Name):
                                     return alias.asname.name.value
         return None
+
+
+_TENSOR_TYPES = ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor")
 
 
 class _Tuple(Value):

@@ -256,3 +256,21 @@ def test_syntactic_precheck_keeps_aliased_callees(call):
     )
     codes = {f.code for f in check_code(src, select=["SFX205"])}
     assert codes == ({"SFX205"} if call != "tnz(x)" else set())
+
+
+@pytest.mark.parametrize(
+    "annotation, unpack, expected",
+    [
+        ("tuple[torch.nn.Module, torch.Tensor]", "a, b", Kind.TENSOR),
+        ("typing.Tuple[int, torch.Tensor]", "a, b", Kind.TENSOR),
+        ("tuple[torch.Tensor, torch.Tensor, int]", "a, b, c", Kind.TENSOR),
+        ("tuple[torch.Tensor, int]", "a, b", Kind.UNKNOWN),  # b is the int
+        ("tuple[torch.Tensor, ...]", "a, b", Kind.UNKNOWN),  # any length: items unknown
+        ("list[torch.Tensor]", "a, b", Kind.UNKNOWN),
+        ('"tuple[int, torch.Tensor]"', "a, b", Kind.UNKNOWN),  # a string annotation is not read
+    ],
+)
+def test_fixed_length_tuple_annotations_type_their_items(annotation, unpack, expected):
+    src = f"import typing\nimport torch\ndef f(state: {annotation}):\n    {unpack} = state\n    return b\n"
+    a, module = analyse(src)
+    assert a.value(last_name(module, "b")).kind is expected
