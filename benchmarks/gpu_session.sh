@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
 # Everything syncfix runs on a GPU, in one go (used through the device tool; see docs/benchmarks.md).
-#   bash benchmarks/gpu_session.sh OUT_DIR
+#   bash benchmarks/gpu_session.sh OUT_DIR [PARTS]   (PARTS: any of "tests verify effect"; default all)
 # Needs: torch with CUDA, and syncfix's dependencies (or wheels in .whl/, installed to /tmp/site).
 set -u
 OUT=${1:-${OUT:-/tmp/syncfix-gpu}}; mkdir -p "$OUT"
+PARTS=${2:-tests verify effect}
+want() { case " $PARTS " in *" $1 "*) return 0;; esac; return 1; }
 export PYTHONUNBUFFERED=1 COLUMNS=200
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
   export PYTHONPATH=/tmp/site:$PWD
 fi
 nvidia-smi -L; python3 -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name())"
+if want tests; then
 echo "== CUDA tests"
 timeout 240 python3 -m pytest -p no:cacheprovider -p no:syncfix -q -rA -s -m cuda \
   tests/test_cuda_sfx1xx.py tests/test_cuda_sfx2xx.py tests/test_cuda_sfx3xx.py \
   tests/test_cuda_sfx4xx.py tests/harness/test_harness_cuda.py > "$OUT/cuda_tests.log" 2>&1
 echo "pytest rc=$?"; grep -E "passed|failed|error" "$OUT/cuda_tests.log" | tail -3
+fi
+if want verify; then
 echo "== syncfix verify on the examples"
 for f in train_classifier evaluate decode scalar_branch; do
   for mode in safe unsafe; do
@@ -23,7 +28,10 @@ for f in train_classifier evaluate decode scalar_branch; do
     echo "$f $mode rc=$?" | tee -a "$OUT/verify.log"
   done
 done
+fi
+if want effect; then
 echo "== GPU effect benchmark"
-timeout 200 python3 benchmarks/gpu_effect.py --steps 50 --rounds 5 --json "$OUT/gpu_effect.json" \
+timeout 420 python3 benchmarks/gpu_effect.py --steps 50 --rounds 5 --json "$OUT/gpu_effect.json" \
   > "$OUT/gpu_effect.log" 2>&1; echo "gpu_effect rc=$?"
-cat "$OUT/gpu_effect.log" | grep -v Warning | tail -45
+grep -v Warning "$OUT/gpu_effect.log" | tail -70
+fi

@@ -4,7 +4,7 @@
 
 For each size a corpus is generated (benchmarks/corpus.py), then each command runs REPEAT times
 and we report the median wall time, lines per second, peak memory (the child's max RSS, from
-``os.wait4``), and the ratio to syncfix's cold ``check -j1``. Peers live in another virtual
+``os.wait4``: the largest single process, workers included), and the ratio to syncfix's cold ``check -j1``. Peers live in another virtual
 environment (``--peers``: the folder holding their ``torchfix``/``fixit``/``ruff`` executables).
 Runs of the variants are interleaved so a noisy neighbour hits all of them alike.
 """
@@ -66,6 +66,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--peers", type=Path, help="bin/ folder of a venv with torchfix, fixit, ruff")
+    ap.add_argument("--peers-up-to", type=int, default=None,
+                    help="run the peers only at sizes up to this many lines (they take ~25 min per 1M)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     cmds = commands(args.peers, args.jobs)
@@ -75,10 +77,13 @@ def main() -> int:
             root = Path(tmp)
             files, lines = generate(root / "corpus", size)
             cwd = root / "corpus"
-            runs: dict[str, list[tuple[float, int, int]]] = {name: [] for name, c in cmds.items() if c}
+            peers_too = args.peers_up_to is None or size <= args.peers_up_to
+            runs: dict[str, list[tuple[float, int, int]]] = {
+                name: [] for name, c in cmds.items() if c and (peers_too or name.startswith("syncfix"))
+            }
             for _ in range(args.repeat):
                 for name, cmd in cmds.items():
-                    if cmd is None:
+                    if cmd is None or name not in runs:
                         continue
                     if "warm" in name:  # fill the cache first, then time the re-run
                         subprocess.run(cmd, cwd=cwd, capture_output=True, check=False)
