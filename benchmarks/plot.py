@@ -21,7 +21,7 @@ def gpu(path: Path, out: Path) -> None:
     data = json.loads(path.read_text())
     rows = data["rows"]
     cases = sorted({(r["workload"], r["scale"]) for r in rows}, key=lambda c: (c[0], c[1] != "small"))
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(11, 7), sharex=True)
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(15, 7), sharex=True)
     width = 0.2
     for i, v in enumerate(VARIANTS):
         by = {(r["workload"], r["scale"]): r for r in rows if r["variant"] == v}

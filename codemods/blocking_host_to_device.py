@@ -8,6 +8,7 @@ from syncfix.analysis import TORCH_VIEWS, Device, Kind, Memory, root_name
 from syncfix.rules import Fix, Invalid, Rule
 from syncfix.walk import walk
 
+from ._build import kwarg
 from ._libcst import lazy_codemod
 
 
@@ -272,29 +273,22 @@ def _non_blocking_call(node: cst.Call) -> cst.Call:
     if func.attr.value == "cuda" and not node.args:
         return node.with_changes(
             func=func.with_changes(attr=cst.Name("to")),
-            args=[cst.Arg(cst.SimpleString('"cuda"')), _kwarg("non_blocking", true)],
+            args=[cst.Arg(cst.SimpleString('"cuda"')), kwarg("non_blocking", true)],
         )
     args = list(node.args)
     last = args[-1]
     if isinstance(last.comma, cst.MaybeSentinel):
         args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        args.append(_kwarg("non_blocking", true))
+        args.append(kwarg("non_blocking", true))
     else:  # keep a trailing comma (and a multi-line layout) as the author had it
         # the new separator indents like the first argument does
         indent = node.whitespace_before_args
         if not isinstance(indent, cst.ParenthesizedWhitespace):
             indent = last.comma.whitespace_after
-        args.append(_kwarg("non_blocking", true).with_changes(comma=last.comma))
+        args.append(kwarg("non_blocking", true).with_changes(comma=last.comma))
         args[-2] = last.with_changes(comma=last.comma.with_changes(whitespace_after=indent))
     return node.with_changes(args=args)
 
-
-def _kwarg(name: str, value: cst.BaseExpression) -> cst.Arg:
-    return cst.Arg(
-        value=value,
-        keyword=cst.Name(name),
-        equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
-    )
 
 
 def _simple_statements(node: cst.CSTNode):

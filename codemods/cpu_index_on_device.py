@@ -7,6 +7,7 @@ import libcst as cst
 from syncfix.analysis import Device, Memory, positional
 from syncfix.rules import Fix, Invalid, Rule
 
+from ._build import comma, kwarg
 from ._libcst import lazy_codemod
 
 # torch factories whose integer result is always 1-d (so it indexes like a list, never like an int)
@@ -173,13 +174,13 @@ class CpuIndexOnDevice(Rule):
         if kind in ("list", "int-list"):
             pinned: cst.BaseExpression = cst.Call(
                 cst.Attribute(cst.Name("torch"), cst.Name("tensor")),
-                [cst.Arg(index, comma=_comma()), _kwarg("pin_memory", cst.Name("True"))],
+                [cst.Arg(index, comma=comma()), kwarg("pin_memory", cst.Name("True"))],
             )
         else:
             pinned = cst.Call(cst.Attribute(index, cst.Name("pin_memory")))
         return cst.Call(
             cst.Attribute(pinned, cst.Name("to")),
-            [cst.Arg(device, comma=_comma()), _kwarg("non_blocking", cst.Name("True"))],
+            [cst.Arg(device, comma=comma()), kwarg("non_blocking", cst.Name("True"))],
         )
 
     def _fix(self, node: cst.Subscript, changes: dict, *, unsafe: bool) -> Fix | None:
@@ -226,16 +227,6 @@ def _torch_is_imported(a, node: cst.CSTNode) -> bool:
     return True
 
 
-def _comma() -> cst.Comma:
-    return cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-
-
-def _kwarg(name: str, value: cst.BaseExpression) -> cst.Arg:
-    return cst.Arg(
-        value=value,
-        keyword=cst.Name(name),
-        equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
-    )
 
 
 __getattr__ = lazy_codemod(CpuIndexOnDevice)  # ``Codemod``, the LibCST command

@@ -9,6 +9,7 @@ import libcst as cst
 from syncfix.analysis import Device, keyword, positional
 from syncfix.rules import Fix, Invalid, Rule
 
+from ._build import comma, kwarg
 from ._libcst import lazy_codemod
 
 _FLOAT_DTYPES = {"float32", "float", "float64", "double", "float16", "half", "bfloat16",
@@ -151,7 +152,7 @@ class TensorCreationOnDevice(Rule):
                 return None
             new = node.with_changes(
                 func=func.with_changes(attr=cst.Name("full")),
-                args=[cst.Arg(cst.Tuple([]), comma=_comma()), *node.args],
+                args=[cst.Arg(cst.Tuple([]), comma=comma()), *node.args],
             )
             exact = self._scalar_exact(node, data, scalar)
             what = "Fill on the device with torch.full((), v): the same value and dtype"
@@ -177,7 +178,7 @@ class TensorCreationOnDevice(Rule):
             )
         new = cst.Call(
             to.with_changes(value=built),
-            [cst.Arg(dev, comma=_comma()), _kwarg("non_blocking", cst.Name("True"))],
+            [cst.Arg(dev, comma=comma()), kwarg("non_blocking", cst.Name("True"))],
         )
         return self.safe_fix(
             {node: new}, "Build in pinned memory and copy with non_blocking=True (no wait)"
@@ -231,16 +232,6 @@ def _without(args: Sequence[cst.Arg], dropped: cst.Arg) -> list[cst.Arg]:
     return kept
 
 
-def _comma() -> cst.Comma:
-    return cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-
-
-def _kwarg(name: str, value: cst.BaseExpression) -> cst.Arg:
-    return cst.Arg(
-        value=value,
-        keyword=cst.Name(name),
-        equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
-    )
 
 
 __getattr__ = lazy_codemod(TensorCreationOnDevice)  # ``Codemod``, the LibCST command

@@ -7,8 +7,10 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -42,11 +44,18 @@ def reporter(name: str) -> Callable[[Reporter], Reporter]:
     return register
 
 
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
 def rel(path: str, root: str) -> str:
     """A repo-relative, forward-slash path (absolute paths outside the root stay absolute)."""
     if path in ("-", "<stdin>", "<string>"):
         return path
-    absolute = os.path.abspath(path)
+    return _rel(os.path.abspath(path), root)
+
+
+@functools.lru_cache(maxsize=4096)
+def _rel(absolute: str, root: str) -> str:
     try:
         relative = os.path.relpath(absolute, root)
     except ValueError:
@@ -75,11 +84,15 @@ def concise(findings: Sequence[Finding], ctx: ReportContext) -> str:
 @reporter("full")
 def full(findings: Sequence[Finding], ctx: ReportContext) -> str:
     out: list[str] = []
+    split: dict[str, list[str]] = {}  # each file's lines, split once
     for f in findings:
         out.append(f"{rel(f.path, ctx.root)}:{f.line}:{f.column}: {f.code}{marker(f, ctx)} {f.message}\n")
         text = ctx.sources.get(f.path)
         if text is not None:
-            lines = text.splitlines()
+            lines = split.get(f.path)
+            if lines is None:
+                # only real newlines end a line (str.splitlines also breaks at form feeds)
+                lines = split[f.path] = [ln.rstrip("\r\n") for ln in _LINE.findall(text)]
             width = len(str(f.end_line))
             pad = " " * width
             out.append(f"{pad} |\n")

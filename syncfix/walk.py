@@ -8,8 +8,9 @@ the analysis layer's and the rules' sub-walks) runs over that record instead.
 
 A node the record does not hold (one a fix built, or one of another module) falls back to
 LibCST's own ``visit``. The record of the module analysed last is the one ``walk`` consults, so
-helpers need not be handed it; nodes are keyed by identity and the record keeps them alive, so a
-stale record can only miss, never answer wrongly.
+helpers need not be handed it. Nodes are keyed by identity and immutable, and the record keeps
+them alive: a node's recorded children are its children in any module that shares it (a fixed
+module reuses the unchanged subtrees), so an old record answers rightly or not at all.
 """
 
 from __future__ import annotations
