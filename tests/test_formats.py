@@ -280,3 +280,13 @@ def test_step_summary_stays_under_githubs_size_limit(monkeypatch):
     md = github_summary(findings, ctx)
     assert len(md) < 4_000
     assert "more not listed" in md or "more fixes not shown" in md
+
+
+def test_full_output_shows_the_finding_line_after_a_form_feed(tmp_path):
+    """The snippet is cut at real newlines only, as the engine numbers lines (a form feed or a
+    ``\\x1c`` in a comment must not shift the line shown)."""
+    src = "import torch\n# page\x0c break \x1c here\nx = torch.ones(3)\ny = x.cuda()\n"
+    (tmp_path / "m.py").write_text(src)
+    result = CliRunner().invoke(cli, ["check", str(tmp_path / "m.py"), "--no-cache", "--output-format", "full"])
+    assert "4 | y = x.cuda()" in result.output
+    assert "    ^^^^^^^^" in result.output
