@@ -853,6 +853,13 @@ class _ScalarFacts:
         Tensors with the same origin are on the same device. Operations keep the origin of their
         tensor operands; operands of unknown origin are ignored (a PyTorch op with tensors on two
         devices raises, except CPU 0-d operands, which do not decide the result's device).
+
+        Known gap: if the operand with the known origin is itself a CPU 0-d tensor (its origin a
+        device that may be the CPU) and the unknown one is on CUDA, an element-wise op runs on
+        CUDA and the origin is wrong. A rewrite built on it then raises a device mismatch where
+        the original ran; it never changes a number. Ruling it out needs a "not 0-d" fact the
+        analysis does not track yet (requiring a CUDA origin instead loses the common
+        ``x.to(device)`` evaluation loops).
         """
         if isinstance(expr, cst.Name):
             return self._fact_of_name(expr, self.device_origin)  # type: ignore[return-value]
