@@ -31,7 +31,7 @@ def gpu(path: Path, out: Path) -> None:
     ax1.axhline(1, color="k", lw=0.5)
     ax1.set_ylabel("speed-up over original")
     ax2.set_ylabel("syncs per step")
-    ax2.set_xticks(range(len(cases)), [f"{w}\n{s}" for w, s in cases], fontsize=8)
+    ax2.set_xticks(range(len(cases)), [f"{w.replace(':', chr(10))}\n{s}" for w, s in cases], fontsize=8)
     ax1.legend(ncol=4)
     ax1.set_title(f"Effect of syncfix's rewrites — {data['device']}, torch {data['torch']}")
     fig.tight_layout()
