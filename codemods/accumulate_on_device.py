@@ -26,7 +26,7 @@ class _Acc:
     kind: str | None = None
     why_not: str | None = None
     unsafe: str | None = None  # why the fix is only unsafe
-    origin: str | None = None
+    origin: str | None = None  # None: placed on the summand's device at the first iteration
 
 
 class AccumulateOnDevice(Rule):
@@ -78,7 +78,12 @@ class AccumulateOnDevice(Rule):
       get an **unsafe** fix: Python ints never overflow, int64 wraps past 2**63.
     - the summand tensor provably holds one element (0-d, or one element reshaped to 0-d), and
       its device is one expression (`device`, `"cuda"`) bound outside the loop, used to place the
-      accumulator;
+      accumulator. When the device is not provable (tensors from parameters) and the summand is a
+      plain name, the accumulator starts as `None` and is made on that tensor's device at the
+      first step (`torch.full((), total, ..., device=loss.device)`); each summand is added as
+      `loss.detach().to(total_acc.device)`, a no-op on the same device and an exact copy
+      otherwise, and the total is read back only if the loop ran, so an empty loop leaves it as
+      it was;
     - `total` is a local of a function, bound only by its start value (before the loop, in an
       enclosing block) and by this statement; no other code in the loop (its `else` too) reads or
       writes it, no nested function or lambda refers to it, it is not `global`/`nonlocal`, and the
@@ -212,8 +217,13 @@ class AccumulateOnDevice(Rule):
             return
         origin = a.device_origin(receiver)
         if origin is None or (origin[0] != '"' and origin in _names_bound_in(loop)):
-            acc.why_not = "the summand's device is not provably one device bound outside the loop"
-            return
+            if not isinstance(receiver, cst.Name):
+                acc.why_not = (
+                    "the summand's device is not provably one device bound outside the loop "
+                    "(and it is no plain name, to place the total on its device)"
+                )
+                return
+            origin = None  # the accumulator follows the summand's device (see ``_fix``)
         acc.origin = origin
         fn = a.enclosing_function(loop)
         if fn is None:
@@ -227,7 +237,7 @@ class AccumulateOnDevice(Rule):
             # a context manager that swallows an exception would expose a partial total
             acc.why_not = "the loop is inside a `with` that might suppress exceptions"
             return
-        if origin[0] != '"' and not _bound_before(a, origin, loop):
+        if origin is not None and origin[0] != '"' and not _bound_before(a, origin, loop):
             acc.why_not = f"`{origin}` is not bound before the loop"
             return
         if _nested_scope_mentions(fn, acc.total) or _declared_global(fn, acc.total):
@@ -259,14 +269,17 @@ class AccumulateOnDevice(Rule):
             name = a.fresh_name(f"{acc.total}_acc", taken)
             taken.add(name)
             dtype = "float64" if acc.kind == "float" else "int64"
-            before.append(
-                cst.parse_statement(
-                    f"{name} = {torch_name}.full((), {acc.total}, dtype={torch_name}.{dtype}, "
-                    f"device={acc.origin})\n"
-                )
-            )
-            after.append(cst.parse_statement(f"{acc.total} = {name}.item()\n"))
             receiver = acc.read.receiver
+            full = f"{torch_name}.full((), {acc.total}, dtype={torch_name}.{dtype}, device={{}})"
+            if acc.origin is not None:
+                before.append(cst.parse_statement(f"{name} = {full.format(acc.origin)}\n"))
+                after.append(cst.parse_statement(f"{acc.total} = {name}.item()\n"))
+            else:
+                # Device unknown: start on the summand's device at the first step; later summands
+                # are moved to it (a no-op on the same device), and an empty loop leaves the total.
+                device = f"{receiver.value}.device"  # type: ignore[attr-defined]
+                before.append(cst.parse_statement(f"{name} = None\n"))
+                after.append(cst.parse_statement(f"if {name} is not None:\n    {acc.total} = {name}.item()\n"))
             shape = a.one_element_shape(receiver)
             code = cst.Module([]).code_for_node(receiver)
             if isinstance(receiver, (cst.BinaryOperation, cst.Comparison, cst.UnaryOperation, cst.IfExp)):
@@ -275,6 +288,14 @@ class AccumulateOnDevice(Rule):
                 code += ".reshape(())"
             if acc.kind == "float":
                 code += ".detach()"
+            if acc.origin is None:
+                start = cst.parse_statement(f"if {name} is None:\n    {name} = {full.format(device)}\n")
+                new = cst.parse_statement(f"{name} += {code}.to({name}.device)\n")
+                replace[acc.stmt] = cst.FlattenSentinel([
+                    start.with_changes(leading_lines=acc.stmt.leading_lines),
+                    new.with_changes(trailing_whitespace=acc.stmt.trailing_whitespace),
+                ])
+                continue
             new = cst.parse_statement(f"{name} += {code}\n")
             replace[acc.stmt] = new.with_changes(
                 leading_lines=acc.stmt.leading_lines, trailing_whitespace=acc.stmt.trailing_whitespace

@@ -112,3 +112,45 @@ def test_sfx302_one_sync_per_loop_instead_of_per_iteration():
     assert before == after  # float64 sums in the same order as Python's floats
     assert n_before == 2 * steps
     assert n_after == 2  # one read of each total after the loop
+
+
+LOOP_UNKNOWN_DEVICE = '''\
+import torch
+import torch.nn.functional as F
+
+
+@torch.no_grad()
+def evaluate(model, batches):
+    total = 0.0
+    correct = 0
+    for x, y in batches:
+        logits = model(x)
+        loss = F.cross_entropy(logits, y)
+        total += loss.item()
+        hits = torch.count_nonzero(logits.argmax(1) == y)
+        correct += hits.item()
+    return total, correct
+'''
+
+
+def test_sfx302_total_follows_the_summands_device_when_it_is_unknown():
+    """Model and batches arrive as parameters: the accumulator is made on the summand's device
+    at the first step, so the loop still syncs once per total, after the loop."""
+    import torch
+
+    fixed = fix_code(LOOP_UNKNOWN_DEVICE, select=["SFX302"])
+    assert "device=loss.device" in fixed and ".to(correct_acc.device)" in fixed
+    torch.manual_seed(0)
+    model = torch.nn.Linear(32, 4).to("cuda")
+    steps = 20
+    batches = [
+        (torch.randn(64, 32, device="cuda"), torch.randint(0, 4, (64,), device="cuda")) for _ in range(steps)
+    ]
+    before, n_before = _count_syncs(_load(LOOP_UNKNOWN_DEVICE, "evaluate"), model, batches)
+    after, n_after = _count_syncs(_load(fixed, "evaluate"), model, batches)
+    empty, _ = _count_syncs(_load(fixed, "evaluate"), model, [])
+    print(f"\nSFX302 (unknown device): {n_before} syncs for {steps} iterations before, {n_after} after")
+    assert type(before[0]) is type(after[0]) is float and type(before[1]) is type(after[1]) is int
+    assert before == after and empty == (0.0, 0)
+    assert n_before == 2 * steps
+    assert n_after == 2
