@@ -4,8 +4,9 @@
 
 For each size a corpus is generated (benchmarks/corpus.py), then each command runs REPEAT times
 and we report the median wall time, lines per second, peak memory (the child's max RSS, from
-``os.wait4``: the largest single process, workers included), and the ratio to syncfix's cold ``check -j1``. Peers live in another virtual
-environment (``--peers``: the folder holding their ``torchfix``/``fixit``/``ruff`` executables).
+``os.wait4``: the largest single process, workers included), and the ratio to syncfix's cold
+``check`` on as many cores. Peers live in another virtual environment (``--peers``: the folder
+holding their ``torchfix``/``fixit``/``ruff`` executables).
 Runs of the variants are interleaved so a noisy neighbour hits all of them alike.
 """
 
@@ -35,17 +36,20 @@ def timed(cmd: list[str], cwd: Path) -> tuple[float, int, int]:
     return seconds, usage.ru_maxrss // 1024, os.waitstatus_to_exitcode(status)
 
 
-def commands(peers: Path | None, jobs: int) -> dict[str, list[str] | None]:
+def commands(peers: Path | None, jobs: int) -> dict[str, tuple[list[str] | None, int]]:
+    """Each variant's command line and the number of cores it uses."""
     syncfix = [sys.executable, "-m", "syncfix"]
     has_cache = "--no-cache" in subprocess.run(
         [*syncfix, "check", "--help"], capture_output=True, text=True, check=False
     ).stdout
     no_cache = ["--no-cache"] if has_cache else []
-    out: dict[str, list[str] | None] = {
-        "syncfix check -j1 (cold)": [*syncfix, "check", ".", "-j", "1", "-q", *no_cache],
-        f"syncfix check -j{jobs} (cold)": [*syncfix, "check", ".", "-j", str(jobs), "-q", *no_cache],
-        f"syncfix apply --diff -j{jobs} (cold)": [*syncfix, "apply", "--diff", ".", "-j", str(jobs), "-q", *no_cache],
-        f"syncfix check -j{jobs} (warm cache)": [*syncfix, "check", ".", "-j", str(jobs), "-q"] if has_cache else None,
+    out: dict[str, tuple[list[str] | None, int]] = {
+        "syncfix check -j1 (cold)": ([*syncfix, "check", ".", "-j", "1", "-q", *no_cache], 1),
+        f"syncfix check -j{jobs} (cold)": ([*syncfix, "check", ".", "-j", str(jobs), "-q", *no_cache], jobs),
+        f"syncfix apply --diff -j{jobs} (cold)":
+            ([*syncfix, "apply", "--diff", ".", "-j", str(jobs), "-q", *no_cache], jobs),
+        f"syncfix check -j{jobs} (warm cache)":
+            ([*syncfix, "check", ".", "-j", str(jobs), "-q"] if has_cache else None, jobs),
     }
 
     def peer(name: str) -> str | None:
@@ -53,10 +57,14 @@ def commands(peers: Path | None, jobs: int) -> dict[str, list[str] | None]:
             return str(peers / name)
         return shutil.which(name)
 
+    # TorchFix and Fixit use every core unless told otherwise (a process pool each); Fixit has no
+    # option to limit it, so it runs only at its default. ruff uses every core too.
     torchfix, fixit, ruff = peer("torchfix"), peer("fixit"), peer("ruff")
-    out["torchfix (-j1)"] = [torchfix, "--select", "ALL", "."] if torchfix else None
-    out["fixit lint"] = [fixit, "lint", "."] if fixit else None
-    out["ruff check --select ALL"] = [ruff, "check", "--select", "ALL", "--no-cache", "--exit-zero", "-q", "."] if ruff else None
+    out["torchfix -j1"] = ([torchfix, "--select", "ALL", "-j", "1", "."] if torchfix else None, 1)
+    out[f"torchfix -j{jobs}"] = ([torchfix, "--select", "ALL", "-j", str(jobs), "."] if torchfix else None, jobs)
+    out[f"fixit lint ({jobs} cores)"] = ([fixit, "lint", "."] if fixit else None, jobs)
+    ruff_cmd = [ruff, "check", "--select", "ALL", "--no-cache", "--exit-zero", "-q", "."] if ruff else None
+    out[f"ruff check --select ALL ({jobs} cores)"] = (ruff_cmd, jobs)
     return out
 
 
@@ -79,10 +87,10 @@ def main() -> int:
             cwd = root / "corpus"
             peers_too = args.peers_up_to is None or size <= args.peers_up_to
             runs: dict[str, list[tuple[float, int, int]]] = {
-                name: [] for name, c in cmds.items() if c and (peers_too or name.startswith("syncfix"))
+                name: [] for name, (c, _) in cmds.items() if c and (peers_too or name.startswith("syncfix"))
             }
             for _ in range(args.repeat):
-                for name, cmd in cmds.items():
+                for name, (cmd, _) in cmds.items():
                     if cmd is None or name not in runs:
                         continue
                     if "warm" in name:  # fill the cache first, then time the re-run
@@ -91,17 +99,22 @@ def main() -> int:
                     cache = cwd / ".syncfix_cache"
                     if "cold" in name and cache.exists():
                         shutil.rmtree(cache)
-            base = statistics.median(r[0] for r in runs["syncfix check -j1 (cold)"])
+            # each variant against syncfix's cold check on as many cores
+            base = {cores: statistics.median(r[0] for r in runs[f"syncfix check -j{cores} (cold)"])
+                    for cores in {1, args.jobs}}
             print(f"\n== {lines} lines in {files} files (median of {args.repeat}, {args.jobs} cores)")
-            print(f"{'command':40} {'seconds':>9} {'lines/s':>9} {'peak MiB':>9} {'vs syncfix -j1':>15} rc")
+            print(f"{'command':40} {'seconds':>9} {'lines/s':>9} {'peak MiB':>9} "
+                  f"{'vs syncfix check, same cores':>29} rc")
             for name, rs in runs.items():
+                cores = cmds[name][1]
                 sec = statistics.median(r[0] for r in rs)
                 mem = max(r[1] for r in rs)
                 rc = rs[-1][2]
-                print(f"{name:40} {sec:9.2f} {lines / sec:9.0f} {mem:9d} {sec / base:14.2f}x {rc}")
-                results.append({"lines": lines, "files": files, "command": name, "seconds": sec,
-                                "all_seconds": [r[0] for r in rs], "peak_mib": mem, "exit_code": rc})
-    for name, cmd in cmds.items():
+                print(f"{name:40} {sec:9.2f} {lines / sec:9.0f} {mem:9d} {sec / base[cores]:28.2f}x {rc}")
+                results.append({"lines": lines, "files": files, "command": name, "cores": cores,
+                                "seconds": sec, "all_seconds": [r[0] for r in rs], "peak_mib": mem,
+                                "vs_syncfix_check_same_cores": sec / base[cores], "exit_code": rc})
+    for name, (cmd, _) in cmds.items():
         if cmd is None:
             print(f"(not run: {name} — not installed)")
     if args.json:
