@@ -48,7 +48,7 @@ def throughput(path: Path, out: Path) -> None:
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=c)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xticks(sizes, [f"{s // 1000}k" for s in sizes])
+    ax.set_xticks(sizes, [f"{s / 1e6:.1f}M" if s >= 10**6 else f"{s // 1000}k" for s in sizes])
     ax.set_xlabel("lines of code")
     ax.set_ylabel("wall seconds (median)")
     ax.set_title("Tool throughput on a generated PyTorch code base (2 cores)")
