@@ -21,7 +21,7 @@ from . import __version__, formats
 from . import cache as results_cache
 from .config import ConfigError, Settings, load_settings, load_table, validate_codes
 from .discovery import discover
-from .engine import InternalError, Job, process_file, process_source
+from .engine import InternalError, Job, cached_result, process_file, process_source
 from .fileio import FileError, decode, read_source, write_atomic
 from .model import FileResult, Finding
 from .noqa import add_noqa
@@ -359,10 +359,20 @@ def _execute(jobs: list[Job], settings: Settings) -> list[FileResult]:
     workers = settings.jobs or os.cpu_count() or 1
     if len(jobs) < PARALLEL_THRESHOLD or workers == 1:
         return [process_file(job, settings) for job in _progress(jobs, len(jobs))]
-    chunk = max(1, min(32, len(jobs) // (workers * 8)))
+    # Cache hits are answered here: an unchanged tree starts no pool and pickles nothing.
+    results: list[FileResult | None] = [cached_result(job, settings) for job in jobs]
+    misses = [i for i, r in enumerate(results) if r is None]
+    if len(misses) < PARALLEL_THRESHOLD:
+        for i in misses:
+            results[i] = process_file(jobs[i], settings)
+        return results  # type: ignore[return-value]  # every slot is filled
+    chunk = max(1, min(32, len(misses) // (workers * 8)))
     with ProcessPoolExecutor(max_workers=workers, initializer=_die_with_parent) as pool:
-        iterator = pool.map(process_file, jobs, [settings] * len(jobs), chunksize=chunk)
-        return list(_progress(iterator, len(jobs)))
+        todo = [jobs[i] for i in misses]
+        iterator = pool.map(process_file, todo, [settings] * len(todo), chunksize=chunk)
+        for i, result in zip(misses, _progress(iterator, len(todo)), strict=True):
+            results[i] = result
+    return results  # type: ignore[return-value]
 
 
 def _die_with_parent() -> None:

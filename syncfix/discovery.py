@@ -31,6 +31,7 @@ class _Ignores:
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
         self._cache: dict[Path, pathspec.PathSpec | None] = {}
+        self._chains: dict[Path, list[Path]] = {}  # folder -> it and its parents up to the repo
 
     def _spec(self, folder: Path) -> pathspec.PathSpec | None:
         if folder not in self._cache:
@@ -48,7 +49,10 @@ class _Ignores:
     def ignored(self, path: Path, is_dir: bool) -> bool:
         if not self.enabled:
             return False
-        for folder in _folders_up_to_repo(path.parent):
+        chain = self._chains.get(path.parent)
+        if chain is None:  # one walk up per folder, not per file: each step stats a .git
+            chain = self._chains[path.parent] = _folders_up_to_repo(path.parent)
+        for folder in chain:
             spec = self._spec(folder)
             if spec is None:
                 continue

@@ -425,16 +425,33 @@ class Job:
     cache: Cache | None = None  # check results of unchanged files (see syncfix/cache.py)
 
 
+def _cache_hit(job: Job, data: bytes, settings: Settings) -> list[Finding] | None:
+    if job.cache is None or not job.with_edits:
+        return None
+    hit = job.cache.get(data, job.path, settings)
+    if hit is None or (job.fix and any(would_fix(f, settings) for f in hit)):
+        return None
+    return hit
+
+
+def cached_result(job: Job, settings: Settings) -> FileResult | None:
+    """The file's result from the cache, or None (a miss, or a read error: ``process_file`` reports it)."""
+    try:
+        hit = _cache_hit(job, read_source(job.path).data, settings)
+    except FileError:
+        return None
+    return None if hit is None else FileResult(job.path, findings=hit)
+
+
 def process_file(job: Job, settings: Settings) -> FileResult:
     result = FileResult(job.path)
     cache = job.cache if job.with_edits else None
     try:
         snap = read_source(job.path)
-        if cache is not None:
-            hit = cache.get(snap.data, job.path, settings)
-            if hit is not None and not (job.fix and any(would_fix(f, settings) for f in hit)):
-                result.findings = hit
-                return result
+        hit = _cache_hit(job, snap.data, settings)
+        if hit is not None:
+            result.findings = hit
+            return result
         new, remaining, applied = process_source(
             snap.data, job.path, settings, fix=job.fix, with_edits=job.with_edits
         )

@@ -141,3 +141,33 @@ def test_a_corrupt_entry_is_a_miss(project):
         entry.write_text("{not json", encoding="utf-8")
     _, after = _check()
     assert after == before
+
+
+def test_parallel_warm_run_answers_hits_without_a_pool(project, monkeypatch):
+    for i in range(40):
+        (project / f"p{i:02}.py").write_text(SAFE if i % 2 else UNSAFE, encoding="utf-8")
+    args = ["check", ".", "-j", "2", "-o", "json"]
+    cold = CliRunner().invoke(cli, args)
+    import syncfix.cli as cli_module
+    import syncfix.engine as engine
+
+    class NoPool:
+        def __init__(self, *a, **k):
+            raise AssertionError("started a process pool for a tree the cache covers")
+
+    monkeypatch.setattr(cli_module, "ProcessPoolExecutor", NoPool)
+    warm = CliRunner().invoke(cli, args)
+    assert warm.exit_code == cold.exit_code == 1 and warm.stdout == cold.stdout
+    # a few changed files are processed in this process, in their place in the output
+    (project / "p03.py").write_text(UNSAFE, encoding="utf-8")
+    seen = []
+    real = engine.process_source
+    monkeypatch.setattr(
+        engine, "process_source", lambda data, path, *a, **k: seen.append(path) or real(data, path, *a, **k)
+    )
+    again = CliRunner().invoke(cli, args)
+    assert seen == ["./p03.py"]
+    after = json.loads(again.stdout)
+    assert [f["filename"] for f in after] == [f["filename"] for f in json.loads(cold.stdout)]
+    p03 = next(f for f in after if f["filename"].endswith("p03.py"))
+    assert p03["location"]["row"] == 3 and p03["fix"]["applicability"] == "unsafe"  # its new text
