@@ -362,17 +362,17 @@ def _execute(jobs: list[Job], settings: Settings) -> list[FileResult]:
     # Cache hits are answered here: an unchanged tree starts no pool and pickles nothing.
     results: list[FileResult | None] = [cached_result(job, settings) for job in jobs]
     misses = [i for i, r in enumerate(results) if r is None]
-    if len(misses) < PARALLEL_THRESHOLD:
-        for i in misses:
-            results[i] = process_file(jobs[i], settings)
-        return results  # type: ignore[return-value]  # every slot is filled
-    chunk = max(1, min(32, len(misses) // (workers * 8)))
-    with ProcessPoolExecutor(max_workers=workers, initializer=_die_with_parent) as pool:
-        todo = [jobs[i] for i in misses]
-        iterator = pool.map(process_file, todo, [settings] * len(todo), chunksize=chunk)
-        for i, result in zip(misses, _progress(iterator, len(todo)), strict=True):
-            results[i] = result
-    return results  # type: ignore[return-value]
+    todo = [replace(jobs[i], looked_up=True) for i in misses]  # a miss is not looked up again
+    if len(todo) < PARALLEL_THRESHOLD:
+        done = [process_file(job, settings) for job in todo]
+    else:
+        chunk = max(1, min(32, len(todo) // (workers * 8)))
+        with ProcessPoolExecutor(max_workers=workers, initializer=_die_with_parent) as pool:
+            iterator = pool.map(process_file, todo, [settings] * len(todo), chunksize=chunk)
+            done = list(_progress(iterator, len(todo)))
+    for i, result in zip(misses, done, strict=True):
+        results[i] = result
+    return results  # type: ignore[return-value]  # every slot is filled
 
 
 def _die_with_parent() -> None:

@@ -423,10 +423,15 @@ class Job:
     want_source: bool  # keep the texts for a diff
     with_edits: bool = True
     cache: Cache | None = None  # check results of unchanged files (see syncfix/cache.py)
+    looked_up: bool = False  # the main process already missed in the cache: only store
+
+
+def _uses_cache(job: Job) -> bool:
+    return job.cache is not None and job.with_edits
 
 
 def _cache_hit(job: Job, data: bytes, settings: Settings) -> list[Finding] | None:
-    if job.cache is None or not job.with_edits:
+    if not _uses_cache(job) or job.looked_up:
         return None
     hit = job.cache.get(data, job.path, settings)
     if hit is None or (job.fix and any(would_fix(f, settings) for f in hit)):
@@ -436,6 +441,8 @@ def _cache_hit(job: Job, data: bytes, settings: Settings) -> list[Finding] | Non
 
 def cached_result(job: Job, settings: Settings) -> FileResult | None:
     """The file's result from the cache, or None (a miss, or a read error: ``process_file`` reports it)."""
+    if not _uses_cache(job):
+        return None  # nothing to look up: don't read the file here too
     try:
         hit = _cache_hit(job, read_source(job.path).data, settings)
     except FileError:

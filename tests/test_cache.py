@@ -165,8 +165,12 @@ def test_parallel_warm_run_answers_hits_without_a_pool(project, monkeypatch):
     monkeypatch.setattr(
         engine, "process_source", lambda data, path, *a, **k: seen.append(path) or real(data, path, *a, **k)
     )
+    lookups = []
+    real_get = results_cache.Cache.get
+    monkeypatch.setattr(results_cache.Cache, "get", lambda self, d, path, st: lookups.append(path) or real_get(self, d, path, st))
     again = CliRunner().invoke(cli, args)
     assert seen == ["./p03.py"]
+    assert len(lookups) == len(set(lookups)) == 41  # every file (m.py too) once: a miss is not looked up again
     after = json.loads(again.stdout)
     assert [f["filename"] for f in after] == [f["filename"] for f in json.loads(cold.stdout)]
     p03 = next(f for f in after if f["filename"].endswith("p03.py"))
