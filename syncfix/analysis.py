@@ -58,6 +58,7 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
+from .fixpoint import FactSolver
 from .walk import Structure, memo, replaying, walk
 
 # --------------------------------------------------------------------------------------------
@@ -592,19 +593,15 @@ class _ScalarFacts:
 
     def _fact_of_name(self, name: cst.Name, fact) -> object | None:
         """The fact shared by every binding of ``name`` (None when they differ or in a cycle)."""
-        guard = self.__dict__.setdefault("_fact_guard", set())
-        key = (id(name), fact.__name__)
-        if key in guard:
-            return None
-        guard.add(key)
-        try:
+
+        def compute(name: cst.Name) -> object | None:
             values = self.binding_values(name)
             if not values:
                 return None
             facts = {fact(v) for v in values}
             return facts.pop() if len(facts) == 1 else None
-        finally:
-            guard.discard(key)
+
+        return self._solver.get(fact.__name__, name, compute, None, None)  # type: ignore[attr-defined]
 
     def dtype_kind(self: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:  # type: ignore[misc]
         """``"float"``, ``"int"`` or ``"bool"``: the kind of a tensor's dtype, when provable.
@@ -970,10 +967,9 @@ class ModuleAnalysis(_ScalarFacts):
         self.wrapper = wrapper
         self.module = wrapper.module
         self.hot_functions = set(hot_functions)
-        self._values: dict[cst.CSTNode, Value] = {}
         self._effects: dict[cst.CSTNode, Effects] = {}
-        self._in_progress: set[cst.CSTNode] = set()
-        self._cycles = 0  # how many times a cycle was cut (results below one are not cached)
+        self._solver = FactSolver()
+        self._loop_bindings: dict[tuple[Scope, str, cst.CSTNode], frozenset] = {}
 
     # ---- metadata -------------------------------------------------------------------------
     @cached_property
@@ -1206,23 +1202,9 @@ class ModuleAnalysis(_ScalarFacts):
 
     # ---- values -----------------------------------------------------------------------------
     def value(self, expr: cst.CSTNode) -> Value:
-        cached = self._values.get(expr)
-        if cached is not None:
-            return cached
-        if expr in self._in_progress:
-            # A cycle through a loop-carried binding (``x = x.cuda()`` in a loop): assume nothing
-            # yet (bottom), which gives the least fixpoint for these monotone transfer functions.
-            self._cycles += 1
-            return BOTTOM
-        cycles_before = self._cycles
-        self._in_progress.add(expr)
-        try:
-            result = self._value(expr)
-        finally:
-            self._in_progress.discard(expr)
-        if self._cycles == cycles_before or not self._in_progress:
-            self._values[expr] = result  # not computed under an assumption: safe to keep
-        return result
+        # A loop-carried binding (``x = x.cuda()`` in a loop) starts from nothing (bottom) and is
+        # iterated to the least fixpoint of these monotone transfer functions (see fixpoint.py).
+        return self._solver.get("value", expr, self._value, BOTTOM, UNKNOWN)
 
     def is_tensor(self, expr: cst.CSTNode) -> bool:
         return self.value(expr).is_tensor
@@ -1334,31 +1316,55 @@ class ModuleAnalysis(_ScalarFacts):
         return OTHER
 
     def _name_value(self, name: cst.Name) -> Value:
+        bindings = self.bindings(name)
+        if not bindings:
+            return UNKNOWN
+        # Many uses share one set of bindings (every later use in straight-line code): join once.
+        return self._solver.get("join", bindings, self._join_bindings, BOTTOM, UNKNOWN)
+
+    def _join_bindings(self, bindings: frozenset) -> Value:
+        if not all(isinstance(asg, Assignment) for asg in bindings):
+            return UNKNOWN  # a builtin or import-star
+        return join_all(
+            self._solver.get("binding", asg, self._assignment_value, BOTTOM, UNKNOWN)
+            for asg in sorted(bindings, key=self._assignment_order)
+        )
+
+    @cached_property
+    def _accesses_of(self) -> dict[cst.CSTNode, list]:
+        """Each name node's scope accesses (LibCST answers per name string, not per node)."""
+        out: dict[cst.CSTNode, list] = {}
+        for scope in {s for s in self._scopes.values() if s is not None}:
+            for acc in scope.accesses:
+                out.setdefault(acc.node, []).append(acc)
+        return out
+
+    def bindings(self, name: cst.Name) -> frozenset:
+        """The scope bindings (LibCST assignments) that may reach this use of ``name``: those
+        before it in its scope, and loop-carried ones (later in a loop around the use)."""
         scope = self.scope(name)
         if scope is None:
-            return UNKNOWN
-        accesses = [a for a in scope.accesses[name.value] if a.node is name]
-        assignments: set = set()
-        if accesses:
-            for acc in accesses:
-                assignments |= set(acc.referents)
-        # Loop-carried bindings: an assignment later in an enclosing loop reaches this use too.
+            return frozenset()
+        found: set = set()
+        for acc in self._accesses_of.get(name, ()):
+            found |= acc.referents
         loops = self.carrying_loops(name)
         if loops:
-            outermost = loops[-1]
-            for asg in scope.assignments[name.value]:
-                if isinstance(asg, Assignment) and isinstance(asg.node, cst.CSTNode):
-                    if any(anc is outermost for anc in self.ancestors(asg.node)):
-                        assignments.add(asg)
-        if not assignments:
-            return UNKNOWN
-        values: list[Value] = []
-        for asg in sorted(assignments, key=self._assignment_order):
-            if not isinstance(asg, Assignment):
-                return UNKNOWN  # a builtin or import-star
-            values.append(self._assignment_value(asg))
-        result = join_all(values)
-        return UNKNOWN if result.kind is Kind.BOTTOM and not self._in_progress else result
+            found |= self._bindings_in_loop(scope, name.value, loops[-1])
+        return frozenset(found)
+
+    def _bindings_in_loop(self, scope: Scope, name: str, loop: cst.CSTNode) -> frozenset:
+        key = (scope, name, loop)
+        found = self._loop_bindings.get(key)
+        if found is None:
+            found = self._loop_bindings[key] = frozenset(
+                asg
+                for asg in scope.assignments[name]
+                if isinstance(asg, Assignment)
+                and isinstance(asg.node, cst.CSTNode)
+                and any(anc is loop for anc in self.ancestors(asg.node))
+            )
+        return found
 
     def _assignment_order(self, asg) -> int:
         node = getattr(asg, "node", None)
@@ -1772,7 +1778,7 @@ class ModuleAnalysis(_ScalarFacts):
         side of ``n = expr`` / ``n: T = expr``, or the ``AugAssign`` node itself for ``n op= expr``
         (loop-carried bindings included). None when some binding is anything else (a parameter, a
         tuple target, ``for``, an import, a global...), so callers know they cannot prove anything."""
-        bindings = self._reaching_bindings(name)
+        bindings = self.bindings(name)
         if not bindings:
             return None
         out: list[cst.CSTNode] = []
@@ -1792,24 +1798,9 @@ class ModuleAnalysis(_ScalarFacts):
                 return None
         return out
 
-    def _reaching_bindings(self, name: cst.Name) -> set:
-        scope = self.scope(name)
-        if scope is None:
-            return set()
-        bindings: set = set()
-        for acc in scope.accesses[name.value]:
-            if acc.node is name:
-                bindings |= set(acc.referents)
-        loops = self.carrying_loops(name)
-        if loops:
-            for asg in scope.assignments[name.value]:
-                if isinstance(asg, Assignment) and any(a is loops[-1] for a in self.ancestors(asg.node)):
-                    bindings.add(asg)
-        return bindings
-
     def _is_range_counter(self, name: cst.Name) -> bool:
         """Is every binding reaching ``name`` the plain target of ``for name in range(...)``?"""
-        bindings = self._reaching_bindings(name)
+        bindings = self.bindings(name)
         for asg in bindings:
             node = getattr(asg, "node", None)
             parent = self.parent(node) if isinstance(node, cst.CSTNode) else None
@@ -1837,14 +1828,13 @@ class ModuleAnalysis(_ScalarFacts):
                 return loops[:i]
         return loops
 
-    def python_number_type(self, expr: cst.BaseExpression, _seen=None) -> str | None:
+    def python_number_type(self, expr: cst.BaseExpression) -> str | None:
         """``"bool"``, ``"int"`` or ``"float"`` when ``expr`` is *provably* a Python number of that
         exact built-in type (a literal, ``-3``, ``float(x)``/``int(x)``/``bool(x)``/``len(x)``,
         ``not x``, arithmetic and comparisons of such, a name whose every binding is one); else None.
         Unlike ``value(expr).kind is Kind.NUMBER`` this never answers for what may be a numpy scalar
         (``arr.sum()``, ``max(arr)``) or for a parameter annotated ``int`` (annotations are not
         enforced)."""
-        seen = _seen if _seen is not None else set()
         if isinstance(expr, cst.Integer):
             return "int"
         if isinstance(expr, cst.Float):
@@ -1852,18 +1842,11 @@ class ModuleAnalysis(_ScalarFacts):
         if isinstance(expr, cst.Name):
             if expr.value in ("True", "False"):
                 return "bool"
-            if expr in seen:
-                return None
-            seen.add(expr)
-            values = self.reaching_values(expr)
-            if not values:
-                return "int" if self._is_range_counter(expr) else None  # range() yields ints
-            types = {self.python_number_type(v, seen) for v in values}
-            return types.pop() if len(types) == 1 else None
+            return self._solver.get("pynumber", expr, self._name_number_type, None, None)
         if isinstance(expr, cst.UnaryOperation):
             if isinstance(expr.operator, cst.Not):
                 return "bool"
-            inner = self.python_number_type(expr.expression, seen)
+            inner = self.python_number_type(expr.expression)
             if isinstance(expr.operator, (cst.Minus, cst.Plus)) and inner in ("int", "float"):
                 return inner
             return None
@@ -1871,12 +1854,12 @@ class ModuleAnalysis(_ScalarFacts):
             return _PY_NUMBER_BUILTINS.get(self.callee(expr) or "")
         if isinstance(expr, cst.Comparison):
             operands = [expr.left, *(c.comparator for c in expr.comparisons)]
-            if all(self.python_number_type(o, seen) for o in operands):
+            if all(self.python_number_type(o) for o in operands):
                 return "bool"
             return None
         if isinstance(expr, cst.BinaryOperation):
-            left = self.python_number_type(expr.left, seen)
-            right = self.python_number_type(expr.right, seen)
+            left = self.python_number_type(expr.left)
+            right = self.python_number_type(expr.right)
             if not left or not right or isinstance(expr.operator, (cst.MatrixMultiply, cst.Power)):
                 return None  # int ** -1 is a float, (-8.0) ** 0.5 a complex
             if isinstance(expr.operator, cst.Divide) or "float" in (left, right):
@@ -1885,6 +1868,13 @@ class ModuleAnalysis(_ScalarFacts):
                 return "bool"
             return "int"
         return None
+
+    def _name_number_type(self, name: cst.Name) -> str | None:
+        values = self.reaching_values(name)
+        if not values:
+            return "int" if self._is_range_counter(name) else None  # range() yields ints
+        types = {self.python_number_type(v) for v in values}
+        return types.pop() if len(types) == 1 else None
 
     def literal_number(self, expr: cst.BaseExpression) -> bool | int | float | None:
         """The value of a number literal (``3``, ``-2.5``, ``True``), else None."""
@@ -1898,22 +1888,17 @@ class ModuleAnalysis(_ScalarFacts):
                 return -inner if isinstance(expr.operator, cst.Minus) else inner
         return None
 
-    def is_integer_tensor(self, expr: cst.BaseExpression, _seen=None) -> bool:
+    def is_integer_tensor(self, expr: cst.BaseExpression) -> bool:
         """Is ``expr`` provably a tensor of an integer dtype (not bool)? From a ``dtype=`` keyword,
         ``.long()``/``.int()``, ``torch.arange`` of int literals, int64 factories (``randint``,
         ``argsort``...), ``torch.tensor`` of a list of int literals, or a name bound only to these."""
-        seen = _seen if _seen is not None else set()
         if not self.is_tensor(expr):
             return False
         dtype = self.value(expr).dtype
         if dtype is not None:
             return dtype in _INT_DTYPES
         if isinstance(expr, cst.Name):
-            if expr in seen:
-                return False
-            seen.add(expr)
-            values = self.reaching_values(expr)
-            return bool(values) and all(self.is_integer_tensor(v, seen) for v in values)
+            return self._solver.get("int-tensor", expr, self._name_is_integer_tensor, False, False)
         if not isinstance(expr, cst.Call):
             return False
         if keyword(expr, "dtype") is not None:
@@ -1937,31 +1922,30 @@ class ModuleAnalysis(_ScalarFacts):
             )
         return False
 
-    def is_host_data(self, expr: cst.BaseExpression, _seen=None) -> bool:
+    def _name_is_integer_tensor(self, name: cst.Name) -> bool:
+        values = self.reaching_values(name)
+        return bool(values) and all(self.is_integer_tensor(v) for v in values)
+
+    def is_host_data(self, expr: cst.BaseExpression) -> bool:
         """Is ``expr`` provably host data and never a tensor: a provable Python number, a
         list/tuple of such (nested), an array or numpy scalar from a numpy constructor
         (``np.array``, ``np.arange``, ``np.float32(...)``, ``np.random.*``...), a method result,
         element or arithmetic of such, or a name bound only to these? Stricter than
         ``value(expr).kind is Kind.NDARRAY``: numpy functions such as ``np.round(t)`` call the
         tensor's own method and return a tensor."""
-        seen = _seen if _seen is not None else set()
         if self.python_number_type(expr) is not None or self.literal_number(expr) is not None:
             return True
         if isinstance(expr, (cst.List, cst.Tuple)):
             return all(
-                not isinstance(el, cst.StarredElement) and self.is_host_data(el.value, seen)
+                not isinstance(el, cst.StarredElement) and self.is_host_data(el.value)
                 for el in expr.elements
             )
         if isinstance(expr, cst.Name):
-            if expr in seen:
-                return False
-            seen.add(expr)
-            values = self.reaching_values(expr)
-            return bool(values) and all(self.is_host_data(v, seen) for v in values)
+            return self._solver.get("host-data", expr, self._name_is_host_data, False, False)
         if isinstance(expr, cst.Subscript):
-            return self.is_host_data(expr.value, seen)
+            return self.is_host_data(expr.value)
         if isinstance(expr, cst.BinaryOperation):
-            return self.is_host_data(expr.left, seen) and self.is_host_data(expr.right, seen)
+            return self.is_host_data(expr.left) and self.is_host_data(expr.right)
         if isinstance(expr, cst.Call):
             name = self.callee(expr) if dotted_name(expr.func) is not None else None
             if name is not None and name.startswith("numpy."):
@@ -1970,15 +1954,19 @@ class ModuleAnalysis(_ScalarFacts):
             func = expr.func
             if isinstance(func, cst.Attribute) and not isinstance(func.value, (cst.List, cst.Tuple)):
                 # a method of an ndarray gives arrays, numpy scalars or Python objects
-                return self._is_ndarray_source(func.value, seen)
+                return self._is_ndarray_source(func.value)
         return False
 
-    def _is_ndarray_source(self, expr: cst.BaseExpression, seen: set) -> bool:
+    def _name_is_host_data(self, name: cst.Name) -> bool:
+        values = self.reaching_values(name)
+        return bool(values) and all(self.is_host_data(v) for v in values)
+
+    def _is_ndarray_source(self, expr: cst.BaseExpression) -> bool:
         """Host data that is an ndarray (not a Python number or list, whose methods differ)."""
         return (
             self.python_number_type(expr) is None
             and not isinstance(expr, (cst.List, cst.Tuple))
-            and self.is_host_data(expr, seen)
+            and self.is_host_data(expr)
         )
 
     def is_clock_read(self, node: cst.CSTNode) -> bool:
@@ -2001,23 +1989,9 @@ class ModuleAnalysis(_ScalarFacts):
 
     def _fixpoint(self, key: str, node: cst.CSTNode, compute, cycle):
         """Memoised recursive facts with a value for cycles (loop-carried bindings)."""
-        cache = self.__dict__.setdefault("_facts", {})
-        busy = self.__dict__.setdefault("_facts_busy", set())
-        if (key, node) in cache:
-            return cache[(key, node)]
-        if (key, node) in busy:
-            self.__dict__["_facts_cycles"] = self.__dict__.get("_facts_cycles", 0) + 1
-            return cycle
-        before = self.__dict__.get("_facts_cycles", 0)
-        busy.add((key, node))
-        try:
-            result = compute(node)
-        finally:
-            busy.discard((key, node))
-        if result is _CYCLE and not busy:
-            result = None  # only cyclic bindings (``x = x * 2`` and nothing else): unknown
-        if self.__dict__.get("_facts_cycles", 0) == before or not busy:
-            cache[(key, node)] = result
+        result = self._solver.get(key, node, compute, cycle, None)
+        if result is _CYCLE and not self._solver.active:
+            return None  # only cyclic bindings (``x = x * 2`` and nothing else): unknown
         return result
 
     @cached_property

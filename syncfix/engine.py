@@ -20,6 +20,7 @@ from . import suppression
 from .analysis import ModuleAnalysis
 from .cache import Cache, would_fix
 from .config import Settings
+from .deepstack import call_deep
 from .fileio import FileError, decode, read_source, write_atomic
 from .model import Applicability, Edit, FileResult, Finding, FixInfo
 from .rules import Fix, RawFinding, Rule, all_rules
@@ -318,6 +319,20 @@ def process_source(
 
     ``accept`` (interactive mode) is asked about each fix before it is applied.
     """
+    return call_deep(
+        _process_source, data, path, settings, fix=fix, with_edits=with_edits, accept=accept
+    )
+
+
+def _process_source(
+    data: bytes,
+    path: str,
+    settings: Settings,
+    *,
+    fix: bool,
+    with_edits: bool,
+    accept: Accept | None,
+) -> tuple[bytes, list[Finding], list[Finding]]:
     enabled = enabled_rules(settings, path)
     rules = prefilter(data, enabled)
     if not rules:

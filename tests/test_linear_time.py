@@ -1,0 +1,84 @@
+"""The analysis answers in work linear in the file: long chains of loop-carried updates (running
+offsets, ``x = x + ...``) once made the value inference re-walk shared definitions on every
+path, exponential in the chain's length (a 16-line loop took minutes)."""
+
+from __future__ import annotations
+
+import pytest
+
+from syncfix.config import Settings
+from syncfix.deepstack import call_deep
+from syncfix.engine import analyze, parse
+from syncfix.rules import all_rules
+
+
+def chained_loop(n: int) -> str:
+    """A function whose loop body is ``n`` chained, loop-carried updates of four names."""
+    body = []
+    for i in range(n):
+        body.append(
+            (
+                f"seek += {i}",
+                f"x = x + seek * {i}",
+                "y = y * 0.9 + x",
+                "total = total + y.sum() + seek",
+            )[i % 4]
+        )
+    lines = [
+        "import torch",
+        "",
+        "def f(x, data):",
+        "    seek = 0",
+        "    total = 0",
+        "    y = torch.zeros(3, device='cuda')",
+        "    for step in range(10):",
+        *(f"        {b}" for b in body),
+        "        print(total.item())",
+        "    return y",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def many_loops(n: int) -> str:
+    """``n`` small functions, each with a loop of carried updates and a host read."""
+    parts = ["import torch", ""]
+    for i in range(n):
+        parts += [
+            f"def f{i}(loader, model):",
+            "    total = torch.zeros((), device='cuda')",
+            "    seen = 0",
+            "    for x, y in loader:",
+            "        x = x.cuda()",
+            "        loss = model(x).sum()",
+            "        total = total + loss",
+            "        seen += 1",
+            "        if seen % 10 == 0:",
+            "            print(total.item() / seen)",
+            "    return total",
+            "",
+        ]
+    return "\n".join(parts)
+
+
+def work(source: str) -> int:
+    """Facts the analysis computed while every rule visited ``source``."""
+    settings = Settings()
+
+    def run() -> int:
+        analyzed = analyze(parse(source.encode(), settings), list(all_rules().values()), settings)
+        return analyzed.analysis._solver.work
+
+    return call_deep(run)
+
+
+@pytest.mark.parametrize("make, n", [(chained_loop, 200), (many_loops, 20)])
+def test_work_grows_linearly(make, n):
+    small, large = work(make(n)), work(make(2 * n))
+    assert small > n  # the facts were asked for at all
+    assert large <= 2.2 * small, (small, large)
+
+
+def test_long_chain_of_carried_updates_finishes():
+    # 2,000 chained updates: recursion as deep as the chain, answered on a deep stack.
+    source = chained_loop(2000)
+    assert work(source) < 40 * source.count("\n")
