@@ -10,8 +10,6 @@ from syncfix.analysis import Device, HostRead
 from syncfix.rules import Fix, Invalid, Rule
 from syncfix.walk import walk
 
-from ._libcst import lazy_codemod
-
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
 
@@ -491,6 +489,3 @@ def _is_count(a, expr: cst.BaseExpression) -> bool:
     if a.callee(expr) in ("torch.sum", "torch.count_nonzero") and len(expr.args) == 1:
         return a.callee(expr) == "torch.count_nonzero" or a.dtype_kind(expr.args[0].value) == "bool"
     return False
-
-
-__getattr__ = lazy_codemod(AccumulateOnDevice)  # ``Codemod``, the LibCST command

@@ -9,7 +9,6 @@ from syncfix.rules import Fix, Invalid, Rule
 from syncfix.walk import walk
 
 from ._build import kwarg
-from ._libcst import lazy_codemod
 
 
 class BlockingHostToDevice(Rule):
@@ -358,6 +357,3 @@ def _iteration_bindings(node: cst.CSTNode):
 
     walk(node, V())
     return found
-
-
-__getattr__ = lazy_codemod(BlockingHostToDevice)  # ``Codemod``, the LibCST command

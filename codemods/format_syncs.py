@@ -7,8 +7,6 @@ import libcst as cst
 from syncfix.analysis import _LOG_LEVELS, Device
 from syncfix.rules import Invalid, Rule
 
-from ._libcst import lazy_codemod
-
 
 class FormatSyncs(Rule):
     """
@@ -155,6 +153,3 @@ class FormatSyncs(Rule):
             {call: call.with_changes(args=new_args)},
             "Pass the tensors as lazy %s arguments (formatted only if the record is emitted)",
         )
-
-
-__getattr__ = lazy_codemod(FormatSyncs)  # ``Codemod``, the LibCST command

@@ -8,7 +8,6 @@ from syncfix.analysis import Device, Kind, keyword, positional, root_name
 from syncfix.rules import Fix, Invalid, Rule
 from syncfix.walk import walk
 
-from ._libcst import lazy_codemod
 from .blocking_host_to_device import BlockingHostToDevice
 
 _DATALOADER = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
@@ -276,6 +275,3 @@ def _append_kwarg(node: cst.Call, name: str, value: cst.BaseExpression) -> cst.C
         args.append(new_arg.with_changes(comma=last.comma))
         args[-2] = last.with_changes(comma=last.comma.with_changes(whitespace_after=indent))
     return node.with_changes(args=args)
-
-
-__getattr__ = lazy_codemod(PinLoaderMemory)  # ``Codemod``, the LibCST command

@@ -9,7 +9,6 @@ from syncfix.rules import Fix, Invalid, Rule
 from syncfix.walk import walk
 
 from ._conditions import as_tensor_condition, assignments, code, is_new_tensor, syncs_on_gpu
-from ._libcst import lazy_codemod
 
 
 class ScalarBranchToWhere(Rule):
@@ -246,6 +245,3 @@ def _read_of(a: ModuleAnalysis, target: str, exprs) -> cst.Name | None:
     for e in exprs:
         walk(e, V())
     return found[0] if found else None
-
-
-__getattr__ = lazy_codemod(ScalarBranchToWhere)  # ``Codemod``, the LibCST command

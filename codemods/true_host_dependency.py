@@ -8,7 +8,6 @@ from syncfix.analysis import keyword
 from syncfix.rules import Invalid, Rule
 
 from ._conditions import assignments, syncs_on_gpu
-from ._libcst import lazy_codemod
 
 _GRAD_SCALERS = {
     "torch.amp.GradScaler", "torch.cuda.amp.GradScaler", "torch.amp.grad_scaler.GradScaler",
@@ -204,6 +203,3 @@ def _constructor(a, name: cst.Name) -> cst.Call | None:
 def _made_by(a, name: cst.Name, classes: set[str]) -> bool:
     call = _constructor(a, name)
     return call is not None and a.callee(call) in classes
-
-
-__getattr__ = lazy_codemod(TrueHostDependency)  # ``Codemod``, the LibCST command

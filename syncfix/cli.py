@@ -17,8 +17,8 @@ from pathlib import Path
 
 import click
 
-from . import __version__, formats
 from . import cache as results_cache
+from . import formats
 from .config import ConfigError, Settings, load_settings, load_table, validate_codes
 from .discovery import discover
 from .engine import InternalError, Job, cached_result, process_file, process_source
@@ -35,6 +35,7 @@ from .reporting import (
     unified_diff,
 )
 from .rules import all_rules
+from .version import __version__
 
 PARALLEL_THRESHOLD = 16  # below this many files a process pool costs more than it saves
 PROGRESS_THRESHOLD = 200

@@ -106,13 +106,13 @@ class Rule(cst.BatchableCSTVisitor):
 
 
 def _discover() -> dict[str, type[Rule]]:
-    import codemods
+    from . import codemods
 
     found: dict[str, type[Rule]] = {}
     for info in sorted(pkgutil.iter_modules(codemods.__path__), key=lambda i: i.name):
         if info.name.startswith("_"):
             continue
-        module = importlib.import_module(f"codemods.{info.name}")
+        module = importlib.import_module(f"{codemods.__name__}.{info.name}")
         for obj in vars(module).values():
             if (
                 inspect.isclass(obj)
