@@ -507,7 +507,6 @@ def _interactive(jobs: list[Job], settings: Settings, color: str) -> list[FileRe
     console = make_console(sys.stdout, color)
     accept_all: set[str] = set()
     state = {"quit": False}
-    results: list[FileResult] = []
 
     def ask(finding: Finding) -> bool:
         if state["quit"]:
@@ -535,22 +534,7 @@ def _interactive(jobs: list[Job], settings: Settings, color: str) -> list[FileRe
             return False
         return choice == "y"
 
-    for job in jobs:
-        result = FileResult(job.path)
-        try:
-            snap = read_source(job.path)
-            new, remaining, applied = process_source(snap.data, job.path, settings, fix=True, accept=ask)
-            result.findings, result.fixed = remaining, applied
-            if new != snap.data:
-                result.source = decode(snap.data, snap.encoding)
-                result.new_source = decode(new, snap.encoding)
-                write_atomic(job.path, new, snap)
-                result.written = True
-        except (FileError, InternalError) as exc:
-            result.error = str(exc) if isinstance(exc, FileError) else f"internal error: {exc}"
-            result.fixed = []
-        results.append(result)
-    return results
+    return [process_file(job, settings, accept=ask) for job in jobs]
 
 
 def main() -> None:

@@ -23,7 +23,7 @@ from .config import Settings
 from .fileio import FileError, decode, read_source, write_atomic
 from .model import Applicability, Edit, FileResult, Finding, FixInfo
 from .rules import Fix, RawFinding, Rule, all_rules
-from .walk import Structure
+from .walk import Structure, replaying
 
 MAX_ROUNDS = 8  # fix rounds per file before giving up on a fixpoint
 TORCH_MARKER = b"torch"
@@ -142,6 +142,12 @@ def analyze(module: cst.Module, rules: Sequence[type[Rule]], settings: Settings)
     analysis = ModuleAnalysis(wrapper, hot_functions=settings.hot_functions)
     visitors = [rule(analysis) for rule in rules]
     try:
+        for visitor in visitors:
+            wanted = visitor.get_inherited_dependencies()
+            if wanted:
+                analysis.structure  # noqa: B018 (recorded first, so that the providers replay it)
+                with replaying():
+                    visitor.metadata = wrapper.resolve_many(wanted)
         analysis.structure.visit_batched(visitors)
     except Exception as exc:
         raise InternalError(f"rule crashed: {type(exc).__name__}: {exc}") from exc
@@ -450,7 +456,11 @@ def cached_result(job: Job, settings: Settings) -> FileResult | None:
     return None if hit is None else FileResult(job.path, findings=hit)
 
 
-def process_file(job: Job, settings: Settings) -> FileResult:
+def process_file(job: Job, settings: Settings, accept: Accept | None = None) -> FileResult:
+    """Check (and fix, and write) one file; any failure becomes the result's ``error``.
+
+    ``accept`` (interactive mode) is asked about each fix before it is applied.
+    """
     result = FileResult(job.path)
     cache = job.cache if job.with_edits else None
     try:
@@ -460,7 +470,7 @@ def process_file(job: Job, settings: Settings) -> FileResult:
             result.findings = hit
             return result
         new, remaining, applied = process_source(
-            snap.data, job.path, settings, fix=job.fix, with_edits=job.with_edits
+            snap.data, job.path, settings, fix=job.fix, with_edits=job.with_edits, accept=accept
         )
         result.findings, result.fixed = remaining, applied
         if cache is not None and new == snap.data:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, ScopeProvider
+from libcst.metadata import ProviderT
 
 from .model import Applicability
 
@@ -74,9 +74,11 @@ class Rule(cst.BatchableCSTVisitor):
     NEEDS_TORCH: ClassVar[bool] = True
     VALID: ClassVar[list[str]] = []
     INVALID: ClassVar[list[Invalid]] = []
-    # Positions are resolved by the engine only for files with findings, and qualified names
-    # lazily through the analysis (``self.analysis.qualname(node)``): both are costly.
-    METADATA_DEPENDENCIES = (ParentNodeProvider, ScopeProvider)
+    # Parents, scopes and qualified names come from the analysis (``self.analysis.parent(node)``,
+    # ``self.analysis.qualname(node)``), resolved lazily and shared by every rule. A rule that
+    # needs another LibCST provider declares it here and the engine resolves it for that rule
+    # alone (``self.get_metadata(Provider, node)``); a rule that declares none costs nothing.
+    METADATA_DEPENDENCIES: ClassVar[tuple[ProviderT, ...]] = ()
 
     def __init__(self, analysis: ModuleAnalysis) -> None:
         super().__init__()
