@@ -262,7 +262,7 @@ class AccumulateOnDevice(Rule):
         a = self.analysis
         taken = self.__dict__.setdefault("_taken", set())
         before, after = [], []
-        replace: dict[cst.CSTNode, cst.CSTNode] = {}
+        replace: dict[cst.CSTNode, cst.CSTNode | cst.FlattenSentinel[cst.BaseStatement]] = {}
         for acc in accs:
             name = a.fresh_name(f"{acc.total}_acc", taken)
             taken.add(name)
@@ -304,6 +304,7 @@ class AccumulateOnDevice(Rule):
                 return replace.get(original_node, updated_node)
 
         new_loop = loop.visit(R())
+        assert isinstance(new_loop, (cst.For, cst.While))  # only statements inside it are replaced
         before[0] = before[0].with_changes(leading_lines=loop.leading_lines)
         new_loop = new_loop.with_changes(leading_lines=[])
         names = ", ".join(f"`{acc.total}`" for acc in accs)
@@ -394,7 +395,7 @@ def _start_value(a, fn: cst.FunctionDef, loop: cst.CSTNode, acc: _Acc) -> str | 
     params = {p.name.value for p in (*fn.params.params, *fn.params.posonly_params, *fn.params.kwonly_params)}
     if acc.total in params:
         return None
-    starts = []
+    starts: list[cst.CSTNode] = []
 
     class V(cst.CSTVisitor):
         def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:

@@ -98,7 +98,7 @@ class DeferredLogging(Rule):
         if len(logs) != 1:
             return  # several deferred logs would need one pending slot each: keep it simple
         stmt = logs[0]
-        guard, line = self._log_parts(stmt)  # type: ignore[misc]
+        guard, line = self._log_parts(stmt)
         reads = self._reads(line)
         if not reads:
             return

@@ -116,9 +116,9 @@ class DeviceToHostInLoop(Rule):
         while (  # ``x.cpu().detach()`` is still just the copy
             isinstance(parent, cst.Attribute)
             and parent.attr.value in _NO_READ
-            and isinstance(a.parent(parent), cst.Call)
+            and isinstance(call := a.parent(parent), cst.Call)
         ):
-            cur = a.parent(parent)
+            cur = call
             parent = a.parent(cur)
         if isinstance(parent, cst.Arg):
             call = a.parent(parent)

@@ -110,6 +110,8 @@ class MoveLoggingToEnd(Rule):
         self._loop(node)
 
     def _loop(self, loop: cst.For | cst.While) -> None:
+        if not isinstance(loop.body, cst.IndentedBlock):
+            return  # ``for ...: stmt`` holds small statements, never a log statement line
         body = list(loop.body.body)
         for i, stmt in enumerate(body):
             if not self._is_log(stmt):

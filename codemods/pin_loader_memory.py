@@ -178,7 +178,7 @@ class PinLoaderMemory(Rule):
         a = self.analysis
         if isinstance(expr, cst.Name):
             values = a.reaching_values(expr)
-            if values is None or len(values) != 1:
+            if values is None or len(values) != 1 or not isinstance(values[0], cst.BaseExpression):
                 return []
             expr = values[0]
         if not isinstance(expr, cst.Call):

@@ -99,7 +99,7 @@ class SynchronizeInLoop(Rule):
         if not isinstance(func, cst.Attribute) or func.attr.value != "synchronize" or node.args:
             return None
         receiver = func.value
-        makers = [receiver]
+        makers: list[cst.CSTNode] = [receiver]
         if isinstance(receiver, cst.Name):
             makers = a.reaching_values(receiver) or []
         kinds = set()

@@ -217,7 +217,8 @@ def _is_simple(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, (cst.Name, cst.SimpleString, cst.Integer)) or (
         isinstance(expr, cst.FormattedString)
         and all(
-            isinstance(p, cst.FormattedStringText) or isinstance(p.expression, cst.Name)
+            isinstance(p, cst.FormattedStringText)
+            or (isinstance(p, cst.FormattedStringExpression) and isinstance(p.expression, cst.Name))
             for p in expr.parts
         )
     )

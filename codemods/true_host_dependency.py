@@ -127,7 +127,7 @@ class TrueHostDependency(Rule):
         opt = node.args[0].value
         ctor = _constructor(a, opt) if isinstance(opt, cst.Name) else None
         name = a.callee(ctor) if ctor is not None else None
-        if name is not None and name.startswith("torch.optim."):
+        if ctor is not None and name is not None and name.startswith("torch.optim."):
             fused = keyword(ctor, "fused")
             if fused is not None and not (isinstance(fused.value, cst.Name) and fused.value.value == "False"):
                 return

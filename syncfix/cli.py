@@ -316,6 +316,7 @@ def _run(opts: dict, mode: str) -> int:
         console = make_console(out, opts["color"])
         diffs = [r for r in results if r.changed and r.source is not None]
         for r in diffs:
+            assert r.source is not None and r.new_source is not None  # as chosen above
             text = unified_diff(r.path, r.source, r.new_source, root)
             if console.is_terminal or opts["color"] == "always":
                 console.print(diff_text(text), end="")

@@ -177,17 +177,17 @@ def span(fix: Fix, analyzed: Analyzed) -> tuple[tuple[int, int], tuple[int, int]
 def choose_fixes(candidates: Sequence[RawFinding], analyzed: Analyzed) -> list[RawFinding]:
     """Non-overlapping fixes in source order; the rest wait for the next round."""
     chosen: list[RawFinding] = []
-    taken: list[tuple] = []
+    taken: list[tuple[tuple[int, int], tuple[int, int]]] = []
     seen_nodes: set[int] = set()
-    for raw in sorted(candidates, key=lambda r: (span(r.fix, analyzed), r.rule.CODE)):
-        s, e = span(raw.fix, analyzed)
+    fixes = [(span(r.fix, analyzed), r.rule.CODE, r, r.fix) for r in candidates if r.fix is not None]
+    for (s, e), _code, raw, fix in sorted(fixes, key=lambda c: c[:2]):
         if any(s < te and ts < e for ts, te in taken):
             continue
-        if any(id(n) in seen_nodes for n in raw.fix.changes):
+        if any(id(n) in seen_nodes for n in fix.changes):
             continue
         chosen.append(raw)
         taken.append((s, e))
-        seen_nodes.update(id(n) for n in raw.fix.changes)
+        seen_nodes.update(id(n) for n in fix.changes)
     return chosen
 
 
@@ -235,9 +235,11 @@ def fix_edit(analyzed: Analyzed, fix: Fix) -> Edit:
     module = analyzed.module
     top = _single_top_statement(analyzed, fix)
     if top is not None:
-        start, old_text = analyzed.top_lines[top]
-        new_text = module.code_for_node(top.visit(_Apply(dict(fix.changes), analyzed.parents)))
-        return _line_edit(split_lines(old_text), split_lines(new_text), start)
+        new_top = top.visit(_Apply(dict(fix.changes), analyzed.parents))
+        if isinstance(new_top, cst.CSTNode):  # always: the statement itself is not replaced
+            start, old_text = analyzed.top_lines[top]
+            new_text = module.code_for_node(new_top)
+            return _line_edit(split_lines(old_text), split_lines(new_text), start)
     return fix_edit_slow(module, fix)
 
 
@@ -343,6 +345,7 @@ def process_source(
             wanted = []
             for r in candidates:
                 finding = to_finding(r, analyzed, path, settings, True)
+                assert finding.fix is not None  # a candidate's fix is allowed, so fixable
                 key = (finding.code, finding.message, finding.fix.edit)
                 if key in declined:
                     continue
@@ -359,7 +362,7 @@ def process_source(
             # comment without a newline): rewriting such a file would change bytes outside the fix.
             raise FileError("LibCST does not reproduce this file byte for byte; left untouched")
         applied.extend(to_finding(r, analyzed, path, settings, False) for r in chosen)
-        new_module = apply_fixes(module, [r.fix for r in chosen], analyzed.parents)
+        new_module = apply_fixes(module, [r.fix for r in chosen if r.fix], analyzed.parents)
         new_bytes = new_module.bytes
         text = new_bytes.decode(new_module.encoding).removeprefix("\ufeff")
         try:
@@ -437,7 +440,7 @@ def _uses_cache(job: Job) -> bool:
 
 
 def _cache_hit(job: Job, data: bytes, settings: Settings) -> list[Finding] | None:
-    if not _uses_cache(job) or job.looked_up:
+    if job.cache is None or not _uses_cache(job) or job.looked_up:
         return None
     hit = job.cache.get(data, job.path, settings)
     if hit is None or (job.fix and any(would_fix(f, settings) for f in hit)):

@@ -191,6 +191,7 @@ def github_summary(findings: Sequence[Finding], ctx: ReportContext) -> str:
             if size > SUMMARY_BUDGET:
                 out.append(f"{len(diffs) - i} more fixes not shown (the summary is size-limited).\n\n")
                 break
+            assert f.fix is not None and f.fix.edit is not None  # as chosen above
             edit = f.fix.edit
             body = "".join(f"-{x}" for x in _with_eol(edit.original))
             body += "".join(f"+{x}" for x in _with_eol(edit.content))

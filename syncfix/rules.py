@@ -18,7 +18,7 @@ import pkgutil
 import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar, cast
 
 import libcst as cst
 from libcst.metadata import ProviderT
@@ -28,7 +28,8 @@ from .model import Applicability
 if TYPE_CHECKING:
     from .analysis import ModuleAnalysis
 
-Replacement = cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel
+Replacement = cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel[cst.CSTNode]
+_Node = TypeVar("_Node", bound=cst.CSTNode)
 
 
 @dataclass(frozen=True)
@@ -89,11 +90,11 @@ class Rule(cst.BatchableCSTVisitor):
         self.findings.append(RawFinding(type(self), node, message or self.MESSAGE, fix))
 
     # Helpers every rule wants.
-    def safe_fix(self, changes: Mapping[cst.CSTNode, Replacement], description: str) -> Fix:
-        return Fix(changes, Applicability.SAFE, description)
+    def safe_fix(self, changes: Mapping[_Node, Replacement], description: str) -> Fix:
+        return Fix(_nodes(changes), Applicability.SAFE, description)
 
-    def unsafe_fix(self, changes: Mapping[cst.CSTNode, Replacement], description: str) -> Fix:
-        return Fix(changes, Applicability.UNSAFE, description)
+    def unsafe_fix(self, changes: Mapping[_Node, Replacement], description: str) -> Fix:
+        return Fix(_nodes(changes), Applicability.UNSAFE, description)
 
     @classmethod
     def doc(cls) -> str:
@@ -105,6 +106,12 @@ class Rule(cst.BatchableCSTVisitor):
             "never": "Fix is not available.",
         }[cls.FIX]
         return f"# {cls.NAME} ({cls.CODE})\n\n{availability}\n\n{body}\n"
+
+
+def _nodes(changes: Mapping[_Node, Replacement]) -> Mapping[cst.CSTNode, Replacement]:
+    # ``{call: new_call}`` is a Mapping[Call, ...]: Mapping's key type is invariant, yet the engine
+    # only reads the keys, so any node type will do.
+    return cast("Mapping[cst.CSTNode, Replacement]", changes)
 
 
 def _discover() -> dict[str, type[Rule]]:
