@@ -9,7 +9,7 @@ from __future__ import annotations
 import fnmatch
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -223,7 +223,3 @@ def validate_codes(codes: Iterable[str], known: Iterable[str]) -> None:
             continue
         if not any(k.startswith(code) for k in known):
             raise ConfigError(f"unknown rule selector '{code}'")
-
-
-def settings_fields() -> list[str]:
-    return [f.name for f in fields(Settings)]

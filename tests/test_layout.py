@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -67,9 +68,15 @@ def test_rule_modules_are_imported_as_syncfix_codemods():
 @pytest.mark.slow
 def test_the_wheel_installs_the_rules_under_syncfix(tmp_path):
     """Build the wheel, unpack it as pip would install it, and run it from the user project."""
+    source = tmp_path / "source"  # a copy: setuptools writes build/ beside the sources
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        source.mkdir(exist_ok=True)
+        shutil.copy(ROOT / name, source / name)
+    for name in ("syncfix", "codemods"):
+        shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
     built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(tmp_path / "dist"), str(ROOT)],
+         "-w", str(tmp_path / "dist"), str(source)],
         capture_output=True, text=True, timeout=300, check=False,
     )
     if built.returncode != 0 and "No module named pip" in built.stderr:
@@ -80,6 +87,7 @@ def test_the_wheel_installs_the_rules_under_syncfix(tmp_path):
     rule_files = sorted(p.name for p in (ROOT / "codemods").glob("*.py"))
     assert sorted(n.split("/")[-1] for n in names if n.startswith("syncfix/codemods/")) == rule_files
     assert not [n for n in names if n.startswith("codemods/")]
+    assert [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
     # the stand-in __init__.py of the checkout is not what was packed
     packed = zipfile.ZipFile(wheel).read("syncfix/codemods/__init__.py")
     assert packed == (ROOT / "codemods" / "__init__.py").read_bytes()
