@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Everything syncfix runs on a GPU, in one go (used through the device tool; see docs/benchmarks.md).
-#   bash benchmarks/gpu_session.sh OUT_DIR [PARTS]   (PARTS: any of "tests verify effect"; default all)
+#   bash benchmarks/gpu_session.sh OUT_DIR [PARTS]
+# PARTS: any of "tests verify effect logging" (default all):
+#   tests    the CUDA-marked tests          verify   syncfix verify on the examples
+#   effect   benchmarks/gpu_effect.py       logging  the logging rewrites on examples/train_logged.py
 # Needs: torch with CUDA, and syncfix's dependencies (or wheels in .whl/, installed to /tmp/site).
 set -u
 OUT=${1:-${OUT:-/tmp/syncfix-gpu}}; mkdir -p "$OUT"
-PARTS=${2:-tests verify effect}
+PARTS=${2:-tests verify effect logging}
+for part in $PARTS; do
+  case $part in tests|verify|effect|logging) ;; *) echo "unknown part '$part'" >&2; exit 2;; esac
+done
 want() { case " $PARTS " in *" $1 "*) return 0;; esac; return 1; }
 export PYTHONUNBUFFERED=1 COLUMNS=200
 if ls .whl/*.whl >/dev/null 2>&1; then
@@ -34,4 +40,12 @@ echo "== GPU effect benchmark"
 timeout 420 python3 benchmarks/gpu_effect.py --steps 50 --rounds 5 --json "$OUT/gpu_effect.json" \
   > "$OUT/gpu_effect.log" 2>&1; echo "gpu_effect rc=$?"
 grep -v Warning "$OUT/gpu_effect.log" | tail -70
+fi
+if want logging; then
+echo "== logging rewrites: original vs SFX301+SFX401 (safe) vs SFX402 (unsafe)"
+for args in "--select SFX301,SFX401" "--unsafe-fixes --select SFX402"; do
+  echo "== verify examples/train_logged.py $args"
+  timeout 150 python3 -m syncfix verify examples/train_logged.py $args --repeats 7 2>&1 | tee -a "$OUT/logging.log" \
+    | grep -E "Numbers|total|Time|OK|FAIL|rc"
+done
 fi

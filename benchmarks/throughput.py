@@ -42,7 +42,7 @@ def timed(cmd: list[str], cwd: Path) -> tuple[float, int, int]:
 def precompile() -> None:
     """Write syncfix's bytecode once, as an installed package has it: from an editable checkout
     under PYTHONDONTWRITEBYTECODE every run would otherwise compile ~50 modules (~0.3 s)."""
-    for name in ("syncfix", "codemods"):
+    for name in ("syncfix", "syncfix.codemods"):
         spec = importlib.util.find_spec(name)
         for folder in (spec.submodule_search_locations or []) if spec else []:
             compileall.compile_dir(folder, quiet=1)

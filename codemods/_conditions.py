@@ -228,7 +228,8 @@ def is_new_tensor(a: ModuleAnalysis, e: cst.BaseExpression, *, follow_names: boo
     if isinstance(e, cst.Name) and follow_names:
         values = a.reaching_values(e)
         return bool(values) and all(
-            isinstance(v, cst.BaseExpression) and is_new_tensor(a, v, follow_names=False) for v in values
+            isinstance(v, cst.BaseExpression) and is_new_tensor(a, v, follow_names=False)
+            for v in values or ()
         )
     if isinstance(e, (cst.BinaryOperation, cst.Comparison)):
         return True

@@ -10,8 +10,6 @@ from syncfix.analysis import Device, HostRead
 from syncfix.rules import Fix, Invalid, Rule
 from syncfix.walk import walk
 
-from ._libcst import lazy_codemod
-
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
 
@@ -264,7 +262,7 @@ class AccumulateOnDevice(Rule):
         a = self.analysis
         taken = self.__dict__.setdefault("_taken", set())
         before, after = [], []
-        replace: dict[cst.CSTNode, cst.CSTNode] = {}
+        replace: dict[cst.CSTNode, cst.CSTNode | cst.FlattenSentinel[cst.BaseStatement]] = {}
         for acc in accs:
             name = a.fresh_name(f"{acc.total}_acc", taken)
             taken.add(name)
@@ -306,6 +304,7 @@ class AccumulateOnDevice(Rule):
                 return replace.get(original_node, updated_node)
 
         new_loop = loop.visit(R())
+        assert isinstance(new_loop, (cst.For, cst.While))  # only statements inside it are replaced
         before[0] = before[0].with_changes(leading_lines=loop.leading_lines)
         new_loop = new_loop.with_changes(leading_lines=[])
         names = ", ".join(f"`{acc.total}`" for acc in accs)
@@ -396,7 +395,7 @@ def _start_value(a, fn: cst.FunctionDef, loop: cst.CSTNode, acc: _Acc) -> str | 
     params = {p.name.value for p in (*fn.params.params, *fn.params.posonly_params, *fn.params.kwonly_params)}
     if acc.total in params:
         return None
-    starts = []
+    starts: list[cst.CSTNode] = []
 
     class V(cst.CSTVisitor):
         def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
@@ -491,6 +490,3 @@ def _is_count(a, expr: cst.BaseExpression) -> bool:
     if a.callee(expr) in ("torch.sum", "torch.count_nonzero") and len(expr.args) == 1:
         return a.callee(expr) == "torch.count_nonzero" or a.dtype_kind(expr.args[0].value) == "bool"
     return False
-
-
-__getattr__ = lazy_codemod(AccumulateOnDevice)  # ``Codemod``, the LibCST command

@@ -7,7 +7,6 @@ import libcst as cst
 from syncfix.rules import Fix, Invalid, Rule
 
 from ._conditions import as_tensor_condition, syncs_on_gpu
-from ._libcst import lazy_codemod
 
 
 class AssertOnGpuValue(Rule):
@@ -157,6 +156,3 @@ def _raise_message(node: cst.Raise) -> str | None:
             if isinstance(value, str):
                 return f"{exc.func.value}: {value}"
     return None
-
-
-__getattr__ = lazy_codemod(AssertOnGpuValue)  # ``Codemod``, the LibCST command

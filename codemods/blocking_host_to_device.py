@@ -9,7 +9,6 @@ from syncfix.rules import Fix, Invalid, Rule
 from syncfix.walk import walk
 
 from ._build import kwarg
-from ._libcst import lazy_codemod
 
 
 class BlockingHostToDevice(Rule):
@@ -130,6 +129,7 @@ class BlockingHostToDevice(Rule):
         if receiver.kind is Kind.MODULE:
             return
         method = func.attr.value
+        target: Device | None
         if method == "cuda":
             target = Device.CUDA  # .cuda(i) targets a CUDA device whatever i is
         else:
@@ -179,8 +179,8 @@ class BlockingHostToDevice(Rule):
         a = self.analysis
         assert isinstance(call.func, cst.Attribute)
         source = call.func.value
-        while isinstance(source, cst.Call) and (a.callee(source) or "").startswith("torch."):
-            if a.callee(source).rsplit(".", 1)[-1] not in TORCH_VIEWS:
+        while isinstance(source, cst.Call) and (callee := a.callee(source) or "").startswith("torch."):
+            if callee.rsplit(".", 1)[-1] not in TORCH_VIEWS:
                 return False  # a torch op's result owns new storage: nothing else can reach it
             args = [arg for arg in source.args if arg.keyword is None]
             if not args:
@@ -206,14 +206,14 @@ class BlockingHostToDevice(Rule):
         changed = True
         while changed:
             changed = False
-            for target, source in pairs:
-                if source is None:
+            for target, origin in pairs:
+                if origin is None:
                     continue
-                if source in aliases and target not in aliases:
+                if origin in aliases and target not in aliases:
                     aliases.add(target)
                     changed = True
-                elif target in aliases and source not in aliases:
-                    aliases.add(source)
+                elif target in aliases and origin not in aliases:
+                    aliases.add(origin)
                     changed = True
         # ``x = x.cuda()`` rebinds x: later uses of x are the copy, not the source.
         rebinds = stmt is not None and root in a.effects(stmt).writes
@@ -358,6 +358,3 @@ def _iteration_bindings(node: cst.CSTNode):
 
     walk(node, V())
     return found
-
-
-__getattr__ = lazy_codemod(BlockingHostToDevice)  # ``Codemod``, the LibCST command

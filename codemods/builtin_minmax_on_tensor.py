@@ -8,7 +8,6 @@ from syncfix.analysis import Device, _number_kind
 from syncfix.rules import Invalid, Rule
 
 from ._conditions import code
-from ._libcst import lazy_codemod
 
 _MAYBE_CUDA = (Device.CUDA, Device.CUDA_OR_CPU)
 
@@ -113,6 +112,3 @@ class BuiltinMinMaxOnTensor(Rule):
                     f"from builtin {fn})",
                 )
         self.report(node, fix=fix)
-
-
-__getattr__ = lazy_codemod(BuiltinMinMaxOnTensor)  # ``Codemod``, the LibCST command

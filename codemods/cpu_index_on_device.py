@@ -8,7 +8,6 @@ from syncfix.analysis import Device, Memory, positional
 from syncfix.rules import Fix, Invalid, Rule
 
 from ._build import comma, kwarg
-from ._libcst import lazy_codemod
 
 # torch factories whose integer result is always 1-d (so it indexes like a list, never like an int)
 _ONE_DIM = {"torch.arange", "torch.randperm"}
@@ -225,8 +224,3 @@ def _torch_is_imported(a, node: cst.CSTNode) -> bool:
         ):
             return False
     return True
-
-
-
-
-__getattr__ = lazy_codemod(CpuIndexOnDevice)  # ``Codemod``, the LibCST command

@@ -8,7 +8,6 @@ from syncfix.analysis import Device, ModuleAnalysis, keyword, positional, root_n
 from syncfix.rules import Fix, Invalid, Rule
 
 from ._conditions import code
-from ._libcst import lazy_codemod
 
 _MAYBE_CUDA = (Device.CUDA, Device.CUDA_OR_CPU)
 _ADVICE = {
@@ -285,6 +284,3 @@ def _add_kwarg(call: cst.Call, name: str, value: str) -> cst.Call:
         )
     )
     return call.with_changes(args=args)
-
-
-__getattr__ = lazy_codemod(DataDependentShape)  # ``Codemod``, the LibCST command

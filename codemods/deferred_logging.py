@@ -8,8 +8,6 @@ from syncfix.analysis import Device, Kind
 from syncfix.rules import Invalid, Rule
 from syncfix.walk import walk
 
-from ._libcst import lazy_codemod
-
 
 class DeferredLogging(Rule):
     """
@@ -100,7 +98,7 @@ class DeferredLogging(Rule):
         if len(logs) != 1:
             return  # several deferred logs would need one pending slot each: keep it simple
         stmt = logs[0]
-        guard, line = self._log_parts(stmt)  # type: ignore[misc]
+        guard, line = self._log_parts(stmt)
         reads = self._reads(line)
         if not reads:
             return
@@ -250,6 +248,3 @@ def _func_root(line: cst.SimpleStatementLine) -> cst.CSTNode | None:
 def _is_builtin(a, node: cst.Name) -> bool:
     name = a.qualname(node)
     return bool(name and name.startswith("builtins."))
-
-
-__getattr__ = lazy_codemod(DeferredLogging)  # ``Codemod``, the LibCST command

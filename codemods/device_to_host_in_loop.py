@@ -7,8 +7,6 @@ import libcst as cst
 from syncfix.analysis import Device, keyword
 from syncfix.rules import Invalid, Rule
 
-from ._libcst import lazy_codemod
-
 # Calls that only collect a value for later (the loop does not look at it now).
 _COLLECTORS = {"append", "extend", "put", "put_nowait"}
 # Applied to the copy without reading its bytes (``.numpy()``/``.tolist()``/``.float()`` read them).
@@ -118,9 +116,9 @@ class DeviceToHostInLoop(Rule):
         while (  # ``x.cpu().detach()`` is still just the copy
             isinstance(parent, cst.Attribute)
             and parent.attr.value in _NO_READ
-            and isinstance(a.parent(parent), cst.Call)
+            and isinstance(call := a.parent(parent), cst.Call)
         ):
-            cur = a.parent(parent)
+            cur = call
             parent = a.parent(cur)
         if isinstance(parent, cst.Arg):
             call = a.parent(parent)
@@ -132,6 +130,3 @@ class DeviceToHostInLoop(Rule):
         if isinstance(parent, cst.Assign):
             return all(isinstance(t.target, cst.Subscript) for t in parent.targets)
         return False
-
-
-__getattr__ = lazy_codemod(DeviceToHostInLoop)  # ``Codemod``, the LibCST command

@@ -7,8 +7,6 @@ import libcst as cst
 from syncfix.analysis import _LOG_LEVELS, Device
 from syncfix.rules import Invalid, Rule
 
-from ._libcst import lazy_codemod
-
 
 class FormatSyncs(Rule):
     """
@@ -120,7 +118,8 @@ class FormatSyncs(Rule):
 
     def _lazy_fix(self, node: cst.FormattedString):
         a = self.analysis
-        call = a.parent(a.parent(node))
+        arg = a.parent(node)
+        call = a.parent(arg) if arg is not None else None
         if not (isinstance(call, cst.Call) and len(call.args) == 1 and call.args[0].value is node):
             return None
         func = call.func
@@ -137,6 +136,8 @@ class FormatSyncs(Rule):
                     return None  # escaped braces or escapes: keep it simple
                 text.append(part.value.replace("%", "%%"))
                 continue
+            if not isinstance(part, cst.FormattedStringExpression):
+                return None  # no other kind of part exists
             if part.format_spec is not None or part.conversion is not None or part.equal is not None:
                 return None
             if not (self._gpu_tensor(part.expression) and a.is_one_dim(part.expression)):
@@ -155,6 +156,3 @@ class FormatSyncs(Rule):
             {call: call.with_changes(args=new_args)},
             "Pass the tensors as lazy %s arguments (formatted only if the record is emitted)",
         )
-
-
-__getattr__ = lazy_codemod(FormatSyncs)  # ``Codemod``, the LibCST command

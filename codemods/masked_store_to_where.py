@@ -8,7 +8,6 @@ from syncfix.analysis import Device, ModuleAnalysis, _number_kind
 from syncfix.rules import Invalid, Rule
 
 from ._conditions import code, is_new_tensor
-from ._libcst import lazy_codemod
 
 _MAYBE_CUDA = (Device.CUDA, Device.CUDA_OR_CPU)
 
@@ -170,6 +169,3 @@ def _mask_index(a: ModuleAnalysis, target: cst.BaseExpression) -> cst.BaseExpres
     if not a.is_tensor(target.value):
         return None
     return mask
-
-
-__getattr__ = lazy_codemod(MaskedStoreToWhere)  # ``Codemod``, the LibCST command

@@ -10,8 +10,6 @@ from syncfix.analysis import Device, HostRead, Kind, ModuleAnalysis
 from syncfix.rules import Fix, Invalid, Rule
 from syncfix.walk import walk
 
-from ._libcst import lazy_codemod
-
 # Receiver forms that cannot raise, so evaluating them earlier moves no exception.
 _SAFE_CHAIN = {"detach", "float", "double", "clone", "sum", "long", "int", "bool"}
 # Reads under these are conditional or deferred: not part of a straight line.
@@ -364,6 +362,3 @@ def _replacement(item: _Read, name: str) -> cst.BaseExpression:
     elif form in ("float", "int", "bool") and item.kind != form:
         value = cst.Call(cst.Name(form), [cst.Arg(value)])
     return value
-
-
-__getattr__ = lazy_codemod(MergeScalarReads)  # ``Codemod``, the LibCST command

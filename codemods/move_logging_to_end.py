@@ -8,8 +8,6 @@ from syncfix.analysis import Device, Kind
 from syncfix.rules import Invalid, Rule
 from syncfix.walk import walk
 
-from ._libcst import lazy_codemod
-
 # Builtins a moved log may call (they read Python values only).
 _PURE_FORMAT = {
     "builtins.str", "builtins.repr", "builtins.format", "builtins.round", "builtins.len",
@@ -112,6 +110,8 @@ class MoveLoggingToEnd(Rule):
         self._loop(node)
 
     def _loop(self, loop: cst.For | cst.While) -> None:
+        if not isinstance(loop.body, cst.IndentedBlock):
+            return  # ``for ...: stmt`` holds small statements, never a log statement line
         body = list(loop.body.body)
         for i, stmt in enumerate(body):
             if not self._is_log(stmt):
@@ -322,6 +322,3 @@ def _arg_names(call: cst.Call):
     for arg in call.args:
         if isinstance(arg.value, cst.Name):
             yield arg.value
-
-
-__getattr__ = lazy_codemod(MoveLoggingToEnd)  # ``Codemod``, the LibCST command

@@ -8,8 +8,6 @@ from syncfix.analysis import Device, HostRead, Kind
 from syncfix.rules import Invalid, Rule
 from syncfix.walk import walk
 
-from ._libcst import lazy_codemod
-
 
 class PerElementReads(Rule):
     """
@@ -150,6 +148,3 @@ def _paren(expr: cst.BaseExpression) -> cst.BaseExpression:
     if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.IfExp, cst.BooleanOperation)):
         return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
     return expr
-
-
-__getattr__ = lazy_codemod(PerElementReads)  # ``Codemod``, the LibCST command

@@ -8,7 +8,6 @@ from syncfix.analysis import Device, Kind, keyword, positional, root_name
 from syncfix.rules import Fix, Invalid, Rule
 from syncfix.walk import walk
 
-from ._libcst import lazy_codemod
 from .blocking_host_to_device import BlockingHostToDevice
 
 _DATALOADER = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
@@ -179,7 +178,7 @@ class PinLoaderMemory(Rule):
         a = self.analysis
         if isinstance(expr, cst.Name):
             values = a.reaching_values(expr)
-            if values is None or len(values) != 1:
+            if values is None or len(values) != 1 or not isinstance(values[0], cst.BaseExpression):
                 return []
             expr = values[0]
         if not isinstance(expr, cst.Call):
@@ -276,6 +275,3 @@ def _append_kwarg(node: cst.Call, name: str, value: cst.BaseExpression) -> cst.C
         args.append(new_arg.with_changes(comma=last.comma))
         args[-2] = last.with_changes(comma=last.comma.with_changes(whitespace_after=indent))
     return node.with_changes(args=args)
-
-
-__getattr__ = lazy_codemod(PinLoaderMemory)  # ``Codemod``, the LibCST command

@@ -5,11 +5,10 @@ from __future__ import annotations
 import libcst as cst
 
 from syncfix.analysis import Device, ModuleAnalysis
-from syncfix.rules import Fix, Invalid, Rule
+from syncfix.rules import Fix, Invalid, Replacement, Rule
 from syncfix.walk import walk
 
 from ._conditions import as_tensor_condition, assignments, code, is_new_tensor, syncs_on_gpu
-from ._libcst import lazy_codemod
 
 
 class ScalarBranchToWhere(Rule):
@@ -211,13 +210,14 @@ class ScalarBranchToWhere(Rule):
                 )
             result = code(a, exprs[-1]) if not implicit else target
             for cond, e in reversed(list(zip(conds, taken, strict=True))):
-                result = f"{torch}.where({cond.code}, {code(a, e)}, {result})"  # type: ignore[union-attr]
+                result = f"{torch}.where({cond.code}, {code(a, e)}, {result})"
             new_code[target] = result
         if devices != {Device.CUDA} or a.may_use_several_devices:
             why.append("not every operand is provably on the one CUDA device")
         if isinstance(node, cst.If) and "#" in code(a, node.with_changes(leading_lines=())):
             why.append("comments inside the `if` would be dropped")
         exact = exact and not why
+        changes: dict[cst.CSTNode, Replacement]
         if isinstance(node, cst.IfExp):
             new = cst.parse_expression(new_code[next(iter(new_code))])
             if node.lpar:
@@ -246,6 +246,3 @@ def _read_of(a: ModuleAnalysis, target: str, exprs) -> cst.Name | None:
     for e in exprs:
         walk(e, V())
     return found[0] if found else None
-
-
-__getattr__ = lazy_codemod(ScalarBranchToWhere)  # ``Codemod``, the LibCST command

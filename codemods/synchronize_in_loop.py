@@ -6,8 +6,6 @@ import libcst as cst
 
 from syncfix.rules import Invalid, Rule
 
-from ._libcst import lazy_codemod
-
 _DEVICE_SYNC = {"torch.cuda.synchronize", "torch.accelerator.synchronize"}
 _STREAMS = {"torch.cuda.Stream", "torch.cuda.current_stream", "torch.cuda.default_stream",
             "torch.cuda.streams.Stream", "torch.Stream"}
@@ -101,7 +99,7 @@ class SynchronizeInLoop(Rule):
         if not isinstance(func, cst.Attribute) or func.attr.value != "synchronize" or node.args:
             return None
         receiver = func.value
-        makers = [receiver]
+        makers: list[cst.CSTNode] = [receiver]
         if isinstance(receiver, cst.Name):
             makers = a.reaching_values(receiver) or []
         kinds = set()
@@ -138,6 +136,3 @@ class SynchronizeInLoop(Rule):
 
 def _code(node: cst.CSTNode) -> str:
     return cst.Module(body=[]).code_for_node(node)
-
-
-__getattr__ = lazy_codemod(SynchronizeInLoop)  # ``Codemod``, the LibCST command

@@ -10,7 +10,6 @@ from syncfix.analysis import Device, keyword, positional
 from syncfix.rules import Fix, Invalid, Rule
 
 from ._build import comma, kwarg
-from ._libcst import lazy_codemod
 
 _FLOAT_DTYPES = {"float32", "float", "float64", "double", "float16", "half", "bfloat16",
                  "complex64", "complex128", "cfloat", "cdouble"}
@@ -218,7 +217,8 @@ def _is_simple(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, (cst.Name, cst.SimpleString, cst.Integer)) or (
         isinstance(expr, cst.FormattedString)
         and all(
-            isinstance(p, cst.FormattedStringText) or isinstance(p.expression, cst.Name)
+            isinstance(p, cst.FormattedStringText)
+            or (isinstance(p, cst.FormattedStringExpression) and isinstance(p.expression, cst.Name))
             for p in expr.parts
         )
     )
@@ -230,8 +230,3 @@ def _without(args: Sequence[cst.Arg], dropped: cst.Arg) -> list[cst.Arg]:
     if args and args[-1] is dropped and kept:
         kept[-1] = kept[-1].with_changes(comma=dropped.comma)
     return kept
-
-
-
-
-__getattr__ = lazy_codemod(TensorCreationOnDevice)  # ``Codemod``, the LibCST command

@@ -8,7 +8,6 @@ from syncfix.analysis import keyword
 from syncfix.rules import Invalid, Rule
 
 from ._conditions import assignments, syncs_on_gpu
-from ._libcst import lazy_codemod
 
 _GRAD_SCALERS = {
     "torch.amp.GradScaler", "torch.cuda.amp.GradScaler", "torch.amp.grad_scaler.GradScaler",
@@ -128,7 +127,7 @@ class TrueHostDependency(Rule):
         opt = node.args[0].value
         ctor = _constructor(a, opt) if isinstance(opt, cst.Name) else None
         name = a.callee(ctor) if ctor is not None else None
-        if name is not None and name.startswith("torch.optim."):
+        if ctor is not None and name is not None and name.startswith("torch.optim."):
             fused = keyword(ctor, "fused")
             if fused is not None and not (isinstance(fused.value, cst.Name) and fused.value.value == "False"):
                 return
@@ -204,6 +203,3 @@ def _constructor(a, name: cst.Name) -> cst.Call | None:
 def _made_by(a, name: cst.Name, classes: set[str]) -> bool:
     call = _constructor(a, name)
     return call is not None and a.callee(call) in classes
-
-
-__getattr__ = lazy_codemod(TrueHostDependency)  # ``Codemod``, the LibCST command

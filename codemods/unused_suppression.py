@@ -9,8 +9,6 @@ import libcst as cst
 from syncfix import suppression
 from syncfix.rules import Invalid, Replacement, Rule
 
-from ._libcst import lazy_codemod
-
 
 class UnusedSuppression(Rule):
     """
@@ -105,6 +103,3 @@ def _known_codes() -> list[str]:
     from syncfix.rules import all_rules
 
     return list(all_rules())
-
-
-__getattr__ = lazy_codemod(UnusedSuppression)  # ``Codemod``, the LibCST command

@@ -2,12 +2,26 @@
 
 The public API is small: :func:`check_code` and :func:`fix_code` work on source text; the CLI
 (``syncfix check|apply|rule|verify|trace``) works on files.
+
+The two functions are imported on first use: ``syncfix.verify`` and the pytest plugin (loaded by
+every pytest run once syncfix is installed) import this package, and must not pay for LibCST.
 """
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from typing import TYPE_CHECKING, Any
 
-from .api import check_code, fix_code  # noqa: E402
+from .version import __version__
+
+if TYPE_CHECKING:
+    from .api import check_code, fix_code
 
 __all__ = ["__version__", "check_code", "fix_code"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("check_code", "fix_code"):
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

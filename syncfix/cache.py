@@ -6,7 +6,7 @@ sha256 of:
 
 - the file's bytes and its path (as given on the command line);
 - syncfix's version, libcst's version, and the contents of every module of ``syncfix`` and
-  ``codemods`` (so an editable install whose rules change never reads stale results; contents,
+  ``syncfix.codemods`` (so an editable install whose rules change never reads stale results; contents,
   not mtimes, so a fresh ``pip install`` of the same version in CI still hits);
 - every setting that can change findings (all of them except discovery and output ones), and the
   rule codes enabled for this path.
@@ -27,10 +27,10 @@ import tempfile
 from dataclasses import asdict, fields
 from pathlib import Path
 
-from . import __version__
 from .config import Settings
 from .model import Applicability, Edit, Finding, FixInfo
 from .rules import all_rules
+from .version import __version__
 
 DEFAULT_DIR = ".syncfix_cache"
 TAG_NAME = "CACHEDIR.TAG"
@@ -49,13 +49,17 @@ _NOT_RESULTS = frozenset(
 def _code_fingerprint() -> str:
     import libcst
 
-    import codemods
+    from . import codemods
 
     h = hashlib.sha256(f"{__version__}\n{getattr(libcst, '__version__', '?')}\n".encode())
-    for package in (Path(__file__).parent, Path(codemods.__file__).parent):
-        for module in sorted(package.rglob("*.py")):  # ~20 small files: a millisecond or two
-            h.update(module.relative_to(package.parent).as_posix().encode() + b"\0")
-            h.update(module.read_bytes())
+    # syncfix/ holds the rules when installed; a source checkout keeps them in codemods/ beside it
+    names: dict[Path, str] = {}
+    for package in (Path(__file__).parent, *map(Path, codemods.__path__)):
+        for module in package.rglob("*.py"):  # ~50 small files: a millisecond or two
+            names.setdefault(module.resolve(), module.relative_to(package.parent).as_posix())
+    for module, name in sorted(names.items(), key=lambda item: item[1]):
+        h.update(name.encode() + b"\0")
+        h.update(module.read_bytes())
     return h.hexdigest()
 
 

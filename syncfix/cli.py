@@ -17,8 +17,8 @@ from pathlib import Path
 
 import click
 
-from . import __version__, formats
 from . import cache as results_cache
+from . import formats
 from .config import ConfigError, Settings, load_settings, load_table, validate_codes
 from .discovery import discover
 from .engine import InternalError, Job, cached_result, process_file, process_source
@@ -35,6 +35,7 @@ from .reporting import (
     unified_diff,
 )
 from .rules import all_rules
+from .version import __version__
 
 PARALLEL_THRESHOLD = 16  # below this many files a process pool costs more than it saves
 PROGRESS_THRESHOLD = 200
@@ -315,6 +316,7 @@ def _run(opts: dict, mode: str) -> int:
         console = make_console(out, opts["color"])
         diffs = [r for r in results if r.changed and r.source is not None]
         for r in diffs:
+            assert r.source is not None and r.new_source is not None  # as chosen above
             text = unified_diff(r.path, r.source, r.new_source, root)
             if console.is_terminal or opts["color"] == "always":
                 console.print(diff_text(text), end="")
@@ -506,7 +508,6 @@ def _interactive(jobs: list[Job], settings: Settings, color: str) -> list[FileRe
     console = make_console(sys.stdout, color)
     accept_all: set[str] = set()
     state = {"quit": False}
-    results: list[FileResult] = []
 
     def ask(finding: Finding) -> bool:
         if state["quit"]:
@@ -534,22 +535,7 @@ def _interactive(jobs: list[Job], settings: Settings, color: str) -> list[FileRe
             return False
         return choice == "y"
 
-    for job in jobs:
-        result = FileResult(job.path)
-        try:
-            snap = read_source(job.path)
-            new, remaining, applied = process_source(snap.data, job.path, settings, fix=True, accept=ask)
-            result.findings, result.fixed = remaining, applied
-            if new != snap.data:
-                result.source = decode(snap.data, snap.encoding)
-                result.new_source = decode(new, snap.encoding)
-                write_atomic(job.path, new, snap)
-                result.written = True
-        except (FileError, InternalError) as exc:
-            result.error = str(exc) if isinstance(exc, FileError) else f"internal error: {exc}"
-            result.fixed = []
-        results.append(result)
-    return results
+    return [process_file(job, settings, accept=ask) for job in jobs]
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import fnmatch
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +18,6 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from .analysis import DEFAULT_HOT_FUNCTIONS
-
 DEFAULT_SELECT = ("SFX",)
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
@@ -27,6 +25,10 @@ DEFAULT_EXCLUDE = (
     ".venv", ".vscode", "__pypackages__", "_build", "buck-out", "build", "dist", "node_modules",
     "site-packages", "venv", ".syncfix_cache",
 )
+# Functions whose bodies count as hot paths (``hot-functions``). Settings sit below the analysis
+# (import-linter's layers in pyproject.toml), so the default lives here; syncfix/analysis.py still
+# spells the same tuple for its own default until it imports this one.
+DEFAULT_HOT_FUNCTIONS = ("forward", "training_step", "validation_step", "train_step", "step")
 TARGET_VERSIONS = ("3.9", "3.10", "3.11", "3.12", "3.13", "3.14", "3.15")
 
 
@@ -221,7 +223,3 @@ def validate_codes(codes: Iterable[str], known: Iterable[str]) -> None:
             continue
         if not any(k.startswith(code) for k in known):
             raise ConfigError(f"unknown rule selector '{code}'")
-
-
-def settings_fields() -> list[str]:
-    return [f.name for f in fields(Settings)]

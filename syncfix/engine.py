@@ -24,7 +24,7 @@ from .deepstack import call_deep
 from .fileio import FileError, decode, read_source, write_atomic
 from .model import Applicability, Edit, FileResult, Finding, FixInfo
 from .rules import Fix, RawFinding, Rule, all_rules
-from .walk import Structure
+from .walk import Structure, replaying
 
 MAX_ROUNDS = 8  # fix rounds per file before giving up on a fixpoint
 TORCH_MARKER = b"torch"
@@ -143,6 +143,12 @@ def analyze(module: cst.Module, rules: Sequence[type[Rule]], settings: Settings)
     analysis = ModuleAnalysis(wrapper, hot_functions=settings.hot_functions)
     visitors = [rule(analysis) for rule in rules]
     try:
+        for visitor in visitors:
+            wanted = visitor.get_inherited_dependencies()
+            if wanted:
+                analysis.structure  # noqa: B018 (recorded first, so that the providers replay it)
+                with replaying():
+                    visitor.metadata = wrapper.resolve_many(wanted)
         analysis.structure.visit_batched(visitors)
     except Exception as exc:
         raise InternalError(f"rule crashed: {type(exc).__name__}: {exc}") from exc
@@ -172,17 +178,17 @@ def span(fix: Fix, analyzed: Analyzed) -> tuple[tuple[int, int], tuple[int, int]
 def choose_fixes(candidates: Sequence[RawFinding], analyzed: Analyzed) -> list[RawFinding]:
     """Non-overlapping fixes in source order; the rest wait for the next round."""
     chosen: list[RawFinding] = []
-    taken: list[tuple] = []
+    taken: list[tuple[tuple[int, int], tuple[int, int]]] = []
     seen_nodes: set[int] = set()
-    for raw in sorted(candidates, key=lambda r: (span(r.fix, analyzed), r.rule.CODE)):
-        s, e = span(raw.fix, analyzed)
+    fixes = [(span(r.fix, analyzed), r.rule.CODE, r, r.fix) for r in candidates if r.fix is not None]
+    for (s, e), _code, raw, fix in sorted(fixes, key=lambda c: c[:2]):
         if any(s < te and ts < e for ts, te in taken):
             continue
-        if any(id(n) in seen_nodes for n in raw.fix.changes):
+        if any(id(n) in seen_nodes for n in fix.changes):
             continue
         chosen.append(raw)
         taken.append((s, e))
-        seen_nodes.update(id(n) for n in raw.fix.changes)
+        seen_nodes.update(id(n) for n in fix.changes)
     return chosen
 
 
@@ -230,9 +236,11 @@ def fix_edit(analyzed: Analyzed, fix: Fix) -> Edit:
     module = analyzed.module
     top = _single_top_statement(analyzed, fix)
     if top is not None:
-        start, old_text = analyzed.top_lines[top]
-        new_text = module.code_for_node(top.visit(_Apply(dict(fix.changes), analyzed.parents)))
-        return _line_edit(split_lines(old_text), split_lines(new_text), start)
+        new_top = top.visit(_Apply(dict(fix.changes), analyzed.parents))
+        if isinstance(new_top, cst.CSTNode):  # always: the statement itself is not replaced
+            start, old_text = analyzed.top_lines[top]
+            new_text = module.code_for_node(new_top)
+            return _line_edit(split_lines(old_text), split_lines(new_text), start)
     return fix_edit_slow(module, fix)
 
 
@@ -352,6 +360,7 @@ def _process_source(
             wanted = []
             for r in candidates:
                 finding = to_finding(r, analyzed, path, settings, True)
+                assert finding.fix is not None  # a candidate's fix is allowed, so fixable
                 key = (finding.code, finding.message, finding.fix.edit)
                 if key in declined:
                     continue
@@ -368,7 +377,7 @@ def _process_source(
             # comment without a newline): rewriting such a file would change bytes outside the fix.
             raise FileError("LibCST does not reproduce this file byte for byte; left untouched")
         applied.extend(to_finding(r, analyzed, path, settings, False) for r in chosen)
-        new_module = apply_fixes(module, [r.fix for r in chosen], analyzed.parents)
+        new_module = apply_fixes(module, [r.fix for r in chosen if r.fix], analyzed.parents)
         new_bytes = new_module.bytes
         text = new_bytes.decode(new_module.encoding).removeprefix("\ufeff")
         try:
@@ -446,7 +455,7 @@ def _uses_cache(job: Job) -> bool:
 
 
 def _cache_hit(job: Job, data: bytes, settings: Settings) -> list[Finding] | None:
-    if not _uses_cache(job) or job.looked_up:
+    if job.cache is None or not _uses_cache(job) or job.looked_up:
         return None
     hit = job.cache.get(data, job.path, settings)
     if hit is None or (job.fix and any(would_fix(f, settings) for f in hit)):
@@ -465,7 +474,11 @@ def cached_result(job: Job, settings: Settings) -> FileResult | None:
     return None if hit is None else FileResult(job.path, findings=hit)
 
 
-def process_file(job: Job, settings: Settings) -> FileResult:
+def process_file(job: Job, settings: Settings, accept: Accept | None = None) -> FileResult:
+    """Check (and fix, and write) one file; any failure becomes the result's ``error``.
+
+    ``accept`` (interactive mode) is asked about each fix before it is applied.
+    """
     result = FileResult(job.path)
     cache = job.cache if job.with_edits else None
     try:
@@ -475,7 +488,7 @@ def process_file(job: Job, settings: Settings) -> FileResult:
             result.findings = hit
             return result
         new, remaining, applied = process_source(
-            snap.data, job.path, settings, fix=job.fix, with_edits=job.with_edits
+            snap.data, job.path, settings, fix=job.fix, with_edits=job.with_edits, accept=accept
         )
         result.findings, result.fixed = remaining, applied
         if cache is not None and new == snap.data:

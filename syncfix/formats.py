@@ -22,10 +22,10 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Sequence
 
-from . import __version__
 from .model import Applicability, Edit, Finding
 from .reporting import ReportContext, finding_json, fix_available, marker, rel, reporter
 from .rules import Rule, all_rules
+from .version import __version__
 
 TOOL = "syncfix"
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -191,6 +191,7 @@ def github_summary(findings: Sequence[Finding], ctx: ReportContext) -> str:
             if size > SUMMARY_BUDGET:
                 out.append(f"{len(diffs) - i} more fixes not shown (the summary is size-limited).\n\n")
                 break
+            assert f.fix is not None and f.fix.edit is not None  # as chosen above
             edit = f.fix.edit
             body = "".join(f"-{x}" for x in _with_eol(edit.original))
             body += "".join(f"+{x}" for x in _with_eol(edit.content))

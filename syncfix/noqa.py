@@ -20,6 +20,12 @@ from .suppression import _NOQA
 _EOL = re.compile(r"(\r\n|\r|\n)?\Z")
 
 
+def _eol(line: str) -> str:
+    """The line's ending ("" for none): ``_EOL`` matches every string."""
+    match = _EOL.search(line)
+    return (match.group(1) if match else None) or ""
+
+
 def add_noqa(text: str, findings: Sequence[Finding]) -> tuple[str, int]:
     """``text`` with the findings' codes added to noqa comments; returns (text, lines changed)."""
     lines = text.splitlines(keepends=True)
@@ -43,7 +49,7 @@ def add_noqa(text: str, findings: Sequence[Finding]) -> tuple[str, int]:
     for n in sorted(above, reverse=True):  # bottom-up: earlier line numbers stay valid
         line = lines[n - 1]
         indent = line[: len(line) - len(line.lstrip(" \t"))]
-        eol = _EOL.search(line).group(1) or "\n"
+        eol = _eol(line) or "\n"
         lines.insert(n - 1, f"{indent}# noqa: {', '.join(sorted(above[n]))}{eol}")
         changed += 1
     return "".join(lines), changed
@@ -68,7 +74,7 @@ def _scan(text: str) -> tuple[set[int], dict[int, int]] | None:
 
 
 def _merge(line: str, comment_col: int | None, codes: set[str]) -> str:
-    eol = _EOL.search(line).group(1) or ""
+    eol = _eol(line)
     body = line[: len(line) - len(eol)]
     if comment_col is not None:
         code_part, comment = body[:comment_col], body[comment_col:]

@@ -18,17 +18,18 @@ import pkgutil
 import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar, cast
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, ScopeProvider
+from libcst.metadata import ProviderT
 
 from .model import Applicability
 
 if TYPE_CHECKING:
     from .analysis import ModuleAnalysis
 
-Replacement = cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel
+Replacement = cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel[cst.CSTNode]
+_Node = TypeVar("_Node", bound=cst.CSTNode)
 
 
 @dataclass(frozen=True)
@@ -74,9 +75,11 @@ class Rule(cst.BatchableCSTVisitor):
     NEEDS_TORCH: ClassVar[bool] = True
     VALID: ClassVar[list[str]] = []
     INVALID: ClassVar[list[Invalid]] = []
-    # Positions are resolved by the engine only for files with findings, and qualified names
-    # lazily through the analysis (``self.analysis.qualname(node)``): both are costly.
-    METADATA_DEPENDENCIES = (ParentNodeProvider, ScopeProvider)
+    # Parents, scopes and qualified names come from the analysis (``self.analysis.parent(node)``,
+    # ``self.analysis.qualname(node)``), resolved lazily and shared by every rule. A rule that
+    # needs another LibCST provider declares it here and the engine resolves it for that rule
+    # alone (``self.get_metadata(Provider, node)``); a rule that declares none costs nothing.
+    METADATA_DEPENDENCIES: ClassVar[tuple[ProviderT, ...]] = ()
 
     def __init__(self, analysis: ModuleAnalysis) -> None:
         super().__init__()
@@ -87,11 +90,11 @@ class Rule(cst.BatchableCSTVisitor):
         self.findings.append(RawFinding(type(self), node, message or self.MESSAGE, fix))
 
     # Helpers every rule wants.
-    def safe_fix(self, changes: Mapping[cst.CSTNode, Replacement], description: str) -> Fix:
-        return Fix(changes, Applicability.SAFE, description)
+    def safe_fix(self, changes: Mapping[_Node, Replacement], description: str) -> Fix:
+        return Fix(_nodes(changes), Applicability.SAFE, description)
 
-    def unsafe_fix(self, changes: Mapping[cst.CSTNode, Replacement], description: str) -> Fix:
-        return Fix(changes, Applicability.UNSAFE, description)
+    def unsafe_fix(self, changes: Mapping[_Node, Replacement], description: str) -> Fix:
+        return Fix(_nodes(changes), Applicability.UNSAFE, description)
 
     @classmethod
     def doc(cls) -> str:
@@ -105,14 +108,20 @@ class Rule(cst.BatchableCSTVisitor):
         return f"# {cls.NAME} ({cls.CODE})\n\n{availability}\n\n{body}\n"
 
 
+def _nodes(changes: Mapping[_Node, Replacement]) -> Mapping[cst.CSTNode, Replacement]:
+    # ``{call: new_call}`` is a Mapping[Call, ...]: Mapping's key type is invariant, yet the engine
+    # only reads the keys, so any node type will do.
+    return cast("Mapping[cst.CSTNode, Replacement]", changes)
+
+
 def _discover() -> dict[str, type[Rule]]:
-    import codemods
+    from . import codemods
 
     found: dict[str, type[Rule]] = {}
     for info in sorted(pkgutil.iter_modules(codemods.__path__), key=lambda i: i.name):
         if info.name.startswith("_"):
             continue
-        module = importlib.import_module(f"codemods.{info.name}")
+        module = importlib.import_module(f"{codemods.__name__}.{info.name}")
         for obj in vars(module).values():
             if (
                 inspect.isclass(obj)

@@ -42,14 +42,7 @@ class Unused:
 
 @dataclass
 class Suppressions:
-    by_line: dict[int, frozenset[str]] = field(default_factory=dict)  # "*" = every code
-    file_codes: frozenset[str] = frozenset()
     directives: list[Directive] = field(default_factory=list)
-
-    def suppresses(self, code: str, line: int, end_line: int) -> bool:
-        if _covers(self.file_codes, code):
-            return True
-        return any(_covers(self.by_line.get(n, frozenset()), code) for n in {line, end_line})
 
     def covering(self, code: str, line: int, end_line: int) -> list[int]:
         """Indices of the directives that suppress ``code`` on a finding at ``line..end_line``."""
@@ -100,12 +93,10 @@ def parse(text: str) -> Suppressions:
             for n, line in enumerate(text.splitlines(), 1)
             if "#" in line
         ]
-    file_codes: set[str] = set()
     for line, comment, own_line in comments:
         if own_line:
             fm = _FILE.match(comment.strip())
             if fm:
-                file_codes |= _codes(fm)
                 result.directives.append(Directive(line, _codes(fm), (), file_level=True))
                 continue
         codes: frozenset[str] = frozenset()
@@ -115,10 +106,7 @@ def parse(text: str) -> Suppressions:
         if not codes:
             continue
         targets = [line, line + 1] if own_line else [line]
-        for n in targets:
-            result.by_line[n] = result.by_line.get(n, frozenset()) | codes
         result.directives.append(Directive(line, codes, tuple(targets)))
-    result.file_codes = frozenset(file_codes)
     return result
 
 

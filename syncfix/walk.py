@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 import libcst as cst
 
@@ -136,7 +137,8 @@ def _methods(cls: type) -> tuple[dict[str, str], dict[str, str]]:
     """Node type name → method name, for the class's ``visit_<Type>`` and ``leave_<Type>``."""
     cached = _METHODS.get(cls)
     if cached is None:
-        enter, leave = {}, {}
+        enter: dict[str, str] = {}
+        leave: dict[str, str] = {}
         for name in dir(cls):
             if getattr(getattr(cls, name), "_is_no_op", False):
                 continue  # LibCST's empty stubs
@@ -173,7 +175,7 @@ def memo(kind: str, node: cst.CSTNode) -> dict[tuple[str, cst.CSTNode], object] 
 _original_visit = cst.CSTNode.visit
 
 
-def _replaying_visit(self: cst.CSTNode, visitor):  # type: ignore[no-untyped-def]
+def _replaying_visit(self: cst.CSTNode, visitor: Any) -> Any:
     """``CSTNode.visit`` for a read-only visitor over a recorded node: the same callbacks, in
     the same order (field marks included), with no node rebuilt."""
     record = _active
@@ -182,7 +184,7 @@ def _replaying_visit(self: cst.CSTNode, visitor):  # type: ignore[no-untyped-def
         if events is not None:
             if visitor.on_visit(self):
                 for e in events:
-                    if type(e) is tuple:
+                    if isinstance(e, tuple):
                         if e[0]:
                             visitor.on_visit_attribute(self, e[1])
                         else:

@@ -113,17 +113,17 @@ def test_readme_lists_every_rule():
 
 
 def test_each_rule_is_a_libcst_codemod_built_on_first_use():
-    """``codemods.<module>.Codemod`` is a LibCST ``VisitorBasedCodemodCommand`` that applies the
-    rule's fixes; it is built lazily so that importing the rules does not import
-    ``libcst.codemod``."""
-    import importlib
-
+    """``syncfix.codemod_commands.<RuleClass or code>`` is a LibCST ``VisitorBasedCodemodCommand``
+    that applies the rule's fixes; it is built on first use."""
     import libcst as cst
     from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 
-    mod = importlib.import_module("codemods.blocking_host_to_device")
-    command = mod.Codemod
-    assert issubclass(command, VisitorBasedCodemodCommand) and mod.Codemod is command
+    import syncfix.codemod_commands as mod
+
+    command = mod.BlockingHostToDevice
+    assert issubclass(command, VisitorBasedCodemodCommand)
+    assert mod.BlockingHostToDevice is command and mod.SFX101 is command
+    assert all(issubclass(getattr(mod, code), VisitorBasedCodemodCommand) for code in RULES)
     src = "import torch\nx = torch.ones(3)\ny = x.cuda()\n"
     out = command(CodemodContext()).transform_module(cst.parse_module(src))
     assert out.code == 'import torch\nx = torch.ones(3)\ny = x.to("cuda", non_blocking=True)\n'

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from codemods._conditions import representable
 from syncfix import check_code, fix_code
+from syncfix.codemods._conditions import representable
 
 from . import sfx2xx_snippets as S
 

@@ -245,7 +245,9 @@ class Child:
             if reason:
                 return {"ok": True, "skipped": reason}
         self.runs_done += 1
-        capture = {"stdout": "", "records": [], "return": None} if phase == "capture" else None
+        capture: dict[str, Any] | None = (
+            {"stdout": "", "records": [], "return": None} if phase == "capture" else None
+        )
         sink = io.StringIO()
         self._seed_all()
         self._cuda_sync()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from typing import Any
 
 import click
@@ -303,4 +302,4 @@ def main() -> (
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    main()

@@ -361,7 +361,7 @@ class SyncRecorder:
         warnings.filterwarnings("always", message=_DEBUG_MODE_MESSAGE)
         recorder = self
 
-        def showwarning(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
+        def showwarning(message, category, filename, lineno, file=None, line=None):
             if _SUSPENDED.depth == 0 and "synchronizing CUDA operation" in str(message):
                 recorder.add_debug_warning(sys._getframe(1))
                 return

@@ -200,7 +200,7 @@ def _show(v: Any, limit: int = 300) -> str:
 def _tensor_text(v: TensorValue) -> str:
     import torch
 
-    with torch._tensor_str.printoptions(threshold=20, edgeitems=3, precision=8):  # type: ignore[attr-defined]
+    with torch._tensor_str.printoptions(threshold=20, edgeitems=3, precision=8):
         body = repr(v.data)
     return f"{body} (dtype={v.dtype}, shape={tuple(v.shape)}, device={v.device})"
 

@@ -227,10 +227,6 @@ class Rewriter:
             return filename, line
         return rf.path, rf.original_line(line)
 
-    def source_for(self, filename: str) -> str | None:
-        rf = self._by_code_name.get(filename)
-        return rf.new_source if rf else None
-
     def changed_files(self) -> list[RewrittenFile]:
         return [rf for rf in self.files.values() if rf.changed or rf.error]
 

@@ -22,10 +22,6 @@ class Target:
     attr: str | None = None  # the function (dotted attributes allowed)
     args: tuple[str, ...] = ()  # the script's arguments
 
-    @property
-    def display(self) -> str:
-        return " ".join([self.spec, *self.args]) if self.args else self.spec
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": self.kind,

@@ -1,30 +1,40 @@
-"""Wrap a syncfix rule as a LibCST ``VisitorBasedCodemodCommand`` (for ``python -m libcst.tool``)."""
+"""Every rule as a LibCST codemod command, for LibCST's own tool::
+
+    python -m libcst.tool codemod -x syncfix.codemod_commands.BlockingHostToDevice src/
+
+The attribute is a rule's class name or its code (``SFX101``); the command applies that rule's
+safe fixes (``--unsafe-fixes`` for the rest) through the engine, so it rewrites exactly what
+``syncfix apply --select <code>`` would. Commands are built on first use: importing
+``libcst.codemod`` costs half a second, which a ``syncfix check`` should not pay.
+"""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from typing import Any
 
 import libcst as cst
 
+from .config import Settings
+from .engine import process_source
+from .rules import Rule, all_rules
 
-def lazy_codemod(rule) -> Callable[[str], Any]:
-    """A module ``__getattr__`` that builds ``Codemod`` on first use: importing
-    ``libcst.codemod`` costs half a second, which a warm ``syncfix check`` should not pay."""
-    built: list = []
-
-    def __getattr__(name: str) -> Any:
-        if name != "Codemod":
-            raise AttributeError(name)
-        if not built:
-            built.append(codemod_for(rule))
-        return built[0]
-
-    return __getattr__
+_BUILT: dict[str, type] = {}
 
 
-def codemod_for(rule):
+def __getattr__(name: str) -> Any:
+    rule = next(
+        (r for code, r in all_rules().items() if name in (code, r.__name__)),
+        None,
+    )
+    if rule is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if rule.CODE not in _BUILT:
+        _BUILT[rule.CODE] = codemod_for(rule)
+    return _BUILT[rule.CODE]
+
+
+def codemod_for(rule: type[Rule]) -> type:
     """A codemod command that applies ``rule``'s fixes (safe ones unless ``--unsafe-fixes``)."""
     from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 
@@ -40,9 +50,6 @@ def codemod_for(rule):
             arg_parser.add_argument("--unsafe-fixes", action="store_true", default=False)
 
         def transform_module_impl(self, tree: cst.Module) -> cst.Module:
-            from syncfix.config import Settings
-            from syncfix.engine import process_source
-
             settings = Settings(select=(rule.CODE,), unsafe_fixes=self.unsafe_fixes)
             new, remaining, _ = process_source(
                 tree.bytes, self.context.filename or "<stdin>", settings, fix=True, with_edits=False
@@ -51,6 +58,5 @@ def codemod_for(rule):
                 self.warn(f"{finding.line}:{finding.column} {finding.code} {finding.message}")
             return cst.parse_module(new) if new != tree.bytes else tree
 
-    Command.__name__ = Command.__qualname__ = f"{rule.__name__}Codemod"
-    Command.__module__ = rule.__module__
+    Command.__name__ = Command.__qualname__ = rule.__name__
     return Command
