@@ -242,28 +242,29 @@ def _longest_backticks(text: str) -> int:
 
 
 def _region(old: list[str], new: list[str], start: int, end: int) -> Edit:
-    """Lines ``start..end`` of ``old`` and what they became in ``new``, widened until no change
-    between the two texts straddles the range's edges."""
+    """The smallest run of ``old``'s lines holding every change between ``old`` and ``new`` that
+    touches lines ``start..end``, and what it became in ``new`` (no change straddles its edges).
+    Unchanged lines give an edit whose content equals its original."""
     a0, a1 = start - 1, end  # 0-based, half-open
-    ops = difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+    ops = [op for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes() if op[0] != "equal"]
 
     def touches(i1: int, i2: int) -> bool:
         return (i1 < a1 and i2 > a0) or (i1 == i2 and a0 <= i1 <= a1)
 
+    hit = [op for op in ops if touches(op[1], op[2])]
+    if not hit:
+        return Edit(start, end, "".join(old[a0:a1]), "".join(old[a0:a1]))
+    a0, a1 = min(op[1] for op in hit), max(op[2] for op in hit)
     grown = True
-    while grown:
+    while grown:  # a change that starts inside and ends outside (or the reverse) joins in
         grown = False
-        for tag, i1, i2, _, _ in ops:
-            if tag != "equal" and touches(i1, i2) and (i1 < a0 or i2 > a1):
+        for _, i1, i2, _, _ in ops:
+            if touches(i1, i2) and (i1 < a0 or i2 > a1):
                 a0, a1, grown = min(a0, i1), max(a1, i2), True
-    j0 = j1 = None
-    for tag, i1, i2, b1, b2 in ops:
-        if j0 is None and ((i1 == i2 == a0) or i1 <= a0 < i2):
-            j0 = b1 + (a0 - i1) if tag == "equal" else b1
-        if (i1 < a1 <= i2) or (i1 == i2 == a1 and tag != "equal"):
-            j1 = b1 + (a1 - i1) if tag == "equal" else b2
-    j0 = len(new) if j0 is None else j0
-    j1 = len(new) if j1 is None else j1
+    inside = [op for op in ops if touches(op[1], op[2])]
+    shift = sum((op[4] - op[3]) - (op[2] - op[1]) for op in ops if op not in inside and op[2] <= a0)
+    grow = sum((op[4] - op[3]) - (op[2] - op[1]) for op in inside)
+    j0, j1 = a0 + shift, a1 + shift + grow
     return Edit(a0 + 1, a1, "".join(new[j0:j1]), "".join(old[a0:a1]))
 
 
@@ -281,14 +282,17 @@ def _clusters(spans: list[tuple[int, int, int]]) -> list[list[tuple[int, int, in
     return groups
 
 
-def rd_suggestions(findings: Sequence[Finding], ctx: ReportContext) -> dict[int, tuple[Edit, bool, list[int]]]:
-    """index of a finding -> (its whole-line suggestion, unsafe?, the other findings it covers).
+def rd_suggestions(
+    findings: Sequence[Finding], ctx: ReportContext
+) -> dict[int, tuple[Edit, bool, list[int], list[int]]]:
+    """index of a finding -> (its whole-line suggestion, unsafe?, the other findings whose fixes
+    it holds, the findings whose fixes overlap it but are not in it).
 
     GitHub takes one suggestion per line in a review, so fixes whose lines overlap (SFX301, SFX401
     and SFX402 on one log line) become one suggestion: the text ``apply`` writes for those lines
     (with --unsafe-fixes only when no safe fix changes them), carried by the first finding.
     """
-    out: dict[int, tuple[Edit, bool, list[int]]] = {}
+    out: dict[int, tuple[Edit, bool, list[int], list[int]]] = {}
     by_path: dict[str, list[int]] = {}
     for i, f in enumerate(findings):
         if f.fix is not None and f.fix.edit is not None:
@@ -304,8 +308,9 @@ def rd_suggestions(findings: Sequence[Finding], ctx: ReportContext) -> dict[int,
             for group in groups:
                 members = [k for _, _, k in sorted(group, key=lambda s: s[2])]
                 start, end = min(s[0] for s in group), max(s[1] for s in group)
-                edit, unsafe = _merged(members, findings, edits, lines, start, end, fixed)
-                results.append((edit, unsafe, members))
+                results.append(
+                    _merged(members, findings, edits, lines, start, end, fixed, ctx.unsafe_fixes)
+                )
             # A merged text may reach past its group's lines into another group's: merge those too.
             regrouped = _clusters(
                 [(r[0].start_line, r[0].end_line, n) for n, r in enumerate(results)]
@@ -313,8 +318,8 @@ def rd_suggestions(findings: Sequence[Finding], ctx: ReportContext) -> dict[int,
             if len(regrouped) == len(groups):
                 break
             groups = [[s for _, _, n in g for s in groups[n]] for g in regrouped]
-        for edit, unsafe, members in results:
-            out[members[0]] = (edit, unsafe, members[1:])
+        for edit, unsafe, applied, members in results:
+            out[applied[0]] = (edit, unsafe, applied[1:], [k for k in members if k not in applied])
     return out
 
 
@@ -333,30 +338,33 @@ class _FixedLines:
         return self.done[unsafe]
 
 
-def _merged(members, findings, edits, lines, start, end, fixed) -> tuple[Edit, bool]:
-    first = edits[members[0]]
-    unsafe_first = is_unsafe(findings[members[0]])
-    if len(members) == 1 or lines is None:
-        return first, unsafe_first
-    for unsafe in (False, True):
-        if unsafe and not any(is_unsafe(findings[k]) for k in members):
-            break
-        new = fixed(unsafe)
-        if new is None:
-            break
-        edit = _region(lines, new, start, end)
-        if edit.content != edit.original:
-            return line_edit(edit, lines) or edit, unsafe
-    return first, unsafe_first
+def _merged(
+    members, findings, edits, lines, start, end, fixed, unsafe_fixes: bool
+) -> tuple[Edit, bool, list[int], list[int]]:
+    """One suggestion for overlapping fixes: (edit, unsafe?, the findings whose fixes it holds,
+    the first of which carries it, every finding of the group)."""
+    first = members[0]
+    if len(members) > 1 and lines is not None:
+        for unsafe in sorted({unsafe_fixes, True}):
+            if unsafe and not unsafe_fixes and not any(is_unsafe(findings[k]) for k in members):
+                break
+            new = fixed(unsafe)
+            if new is None:
+                break
+            edit = _region(lines, new, start, end)
+            if edit.content != edit.original:
+                applied = [k for k in members if unsafe or not is_unsafe(findings[k])]
+                return line_edit(edit, lines) or edit, unsafe, applied, members
+    return edits[first], is_unsafe(findings[first]), [first], members
 
 
-_OWN_FIX: tuple[Edit, bool, list[int]] = (Edit(0, 0, "", ""), False, [])  # the finding's own fix
+_OWN_FIX: tuple[Edit, bool, list[int], list[int]] = (Edit(0, 0, "", ""), False, [], [])  # own fix
 
 
 def rd_diagnostic(
     f: Finding,
     ctx: ReportContext,
-    suggestion: tuple[Edit, bool, list[int]] | None = _OWN_FIX,
+    suggestion: tuple[Edit, bool, list[int], list[int]] | None = _OWN_FIX,
     message: str | None = None,
 ) -> dict:
     """One reviewdog Diagnostic: 1-based lines, UTF-8 byte columns, exclusive end.
@@ -410,6 +418,7 @@ def rd_diagnostics(findings: Sequence[Finding], ctx: ReportContext) -> list[dict
     """Every finding as a diagnostic; at most one suggestion touches any line."""
     suggestions = rd_suggestions(findings, ctx)
     carried_by: dict[int, int] = {k: i for i, s in suggestions.items() for k in s[2]}
+    overlaps: dict[int, int] = {k: i for i, s in suggestions.items() for k in s[3]}
     message = Explainer(findings, ctx.unsafe_fixes)
     out = []
     for i, f in enumerate(findings):
@@ -423,6 +432,12 @@ def rd_diagnostics(findings: Sequence[Finding], ctx: ReportContext) -> list[dict
             if i in carried_by:
                 host = findings[carried_by[i]]
                 text += f"; its fix is in the {host.code} suggestion at line {host.line}"
+            elif i in overlaps:
+                host = findings[overlaps[i]]
+                text += (
+                    f"; its fix overlaps the {host.code} suggestion at line {host.line} "
+                    "(one suggestion per line: commit that one, then run syncfix again)"
+                )
             out.append(rd_diagnostic(f, ctx, None, text))
     return out
 
