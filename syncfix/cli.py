@@ -2,7 +2,7 @@
 
 Exit codes (one contract for every command, as in ruff): 0 clean or everything fixed; 1 findings
 remain, a ``--diff`` is non-empty, or a file could not be processed; 2 usage, configuration or
-internal error.
+internal error, or a given path that does not exist.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from .reporting import (
     FORMATS,
     ReportContext,
     diff_text,
+    edit_hunks,
     make_console,
     rel,
     summary,
@@ -572,9 +573,7 @@ def _interactive(jobs: list[Job], settings: Settings, color: str) -> list[FileRe
         safety = finding.fix.applicability.value if finding.fix else "?"
         click.echo(f"\n{rel(finding.path, os.getcwd())}:{finding.line}:{finding.column}: {finding.code} [{safety}] {finding.message}")
         if edit is not None:
-            hunk = "".join(f"-{line}" for line in edit.original.splitlines(keepends=True))
-            hunk += "".join(f"+{line}" for line in edit.content.splitlines(keepends=True))
-            console.print(diff_text(f"@@ -{edit.start_line} @@\n" + hunk), end="")
+            console.print(diff_text(edit_hunks(edit)), end="")
         choice = click.prompt(
             "Apply this fix? [y]es, [n]o, [a]ll of this rule, [q]uit",
             type=click.Choice(["y", "n", "a", "q"]),

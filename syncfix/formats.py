@@ -460,6 +460,14 @@ def rdjsonl(findings: Sequence[Finding], ctx: ReportContext) -> str:
 # ---- SARIF 2.1.0 -------------------------------------------------------------------------------
 
 
+def sarif_schema() -> dict:
+    """The SARIF 2.1.0 schema the output's ``$schema`` names (shipped in ``syncfix/data``)."""
+    from importlib.resources import files
+
+    return json.loads(files("syncfix").joinpath("data/sarif-schema-2.1.0.json").read_text("utf-8"))
+
+
+
 def _uri(path: str, ctx: ReportContext) -> str:
     return urllib.parse.quote(repo_rel(path, ctx), safe="/")
 
