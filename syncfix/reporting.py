@@ -249,9 +249,9 @@ def summary(findings: Sequence[Finding], ctx: ReportContext) -> str:
     unchecked = ""
     if ctx.errors:
         n = ctx.errors
-        unchecked = f"{n} path{'s' if n != 1 else ''} could not be checked (see the errors above).\n"
+        unchecked = f"{n} path{'s' if n != 1 else ''} could not be processed (see the errors above).\n"
     if ctx.errors and remaining == 0 and ctx.fixed == 0:
-        return "No findings in what was checked; " + unchecked
+        return "No findings in what was processed; " + unchecked
     if ctx.mode == "apply":
         if remaining == 0 and ctx.fixed == 0:
             return "All checks passed!\n"
