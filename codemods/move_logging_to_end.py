@@ -66,11 +66,13 @@ class MoveLoggingToEnd(Rule):
     - no other output on the way: it stops before any other logging call, so the order of
       lines, records and metrics is kept;
     - the statement itself is moved unchanged (same format, level and arguments).
-    What it cannot prove and accepts: an exception raised by the GPU work it moves past (an
-    out-of-memory error in `backward()`) now comes before the log line, as does an asynchronous
-    CUDA error; log records get a later `created` timestamp. Other calls on the way (an
-    optimizer step, a custom hook) are assumed not to write output of their own. If any of
-    this matters to your logs, suppress the rule for that line (`# noqa: SFX401`).
+    The one exception to "safe keeps errors and side effects exactly", accepted and stated: a
+    log line moved to the end of its iteration is not printed when the iteration raises before
+    reaching the end (an out-of-memory error in `backward()`, an asynchronous CUDA error); the
+    original printed it, then raised. Values, types and the exception itself are unchanged.
+    Log records also get a later `created` timestamp, and other calls on the way (an optimizer
+    step, a custom hook) are assumed not to write output of their own. If any of this matters
+    to your logs, suppress the rule for that line (`# noqa: SFX401`).
     """
 
     CODE = "SFX401"

@@ -1,6 +1,7 @@
 """syncfix: find and rewrite needless CPU-GPU synchronizations in PyTorch code.
 
-The public API is small: :func:`check_code` and :func:`fix_code` work on source text; the CLI
+The public API is small: :func:`check_code`, :func:`fix_code` and
+:func:`fix_code_with_findings` work on source text; the CLI
 (``syncfix check|apply|rule|verify|trace``) works on files.
 
 The two functions are imported on first use: ``syncfix.verify`` and the pytest plugin (loaded by
@@ -14,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 from .version import __version__
 
 if TYPE_CHECKING:
-    from .api import check_code, fix_code
+    from .api import check_code, fix_code, fix_code_with_findings
 
-__all__ = ["__version__", "check_code", "fix_code"]
+__all__ = ["__version__", "check_code", "fix_code", "fix_code_with_findings"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("check_code", "fix_code"):
+    if name in ("check_code", "fix_code", "fix_code_with_findings"):
         from . import api
 
         return getattr(api, name)

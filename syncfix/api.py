@@ -34,6 +34,21 @@ def check_code(
     return findings
 
 
+def fix_code_with_findings(
+    source: str,
+    *,
+    path: str = "<string>",
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+    unsafe_fixes: bool = False,
+) -> tuple[str, list[Finding]]:
+    """``source`` with syncfix's fixes applied, and the findings whose fixes were applied."""
+    new, _, applied = process_source(
+        source.encode("utf-8"), path, _settings(select, ignore, unsafe_fixes), fix=True
+    )
+    return new.decode("utf-8"), applied
+
+
 def fix_code(
     source: str,
     *,

@@ -2,7 +2,7 @@
 
 Exit codes (one contract for every command, as in ruff): 0 clean or everything fixed; 1 findings
 remain, a ``--diff`` is non-empty, or a file could not be processed; 2 usage, configuration or
-internal error.
+internal error, or a given path that does not exist.
 """
 
 from __future__ import annotations
@@ -25,10 +25,12 @@ from .engine import InternalError, Job, cached_result, process_file, process_sou
 from .fileio import FileError, decode, read_source, write_atomic
 from .model import FileResult, Finding
 from .noqa import add_noqa
+from .progress import Tick, no_tick, progress_bar
 from .reporting import (
     FORMATS,
     ReportContext,
     diff_text,
+    edit_hunks,
     make_console,
     rel,
     summary,
@@ -38,7 +40,6 @@ from .rules import all_rules
 from .version import __version__
 
 PARALLEL_THRESHOLD = 16  # below this many files a process pool costs more than it saves
-PROGRESS_THRESHOLD = 200
 
 
 class Failure(click.ClickException):
@@ -170,28 +171,50 @@ def cli() -> None:
     """Find and rewrite needless CPU-GPU synchronizations in PyTorch code."""
 
 
-@cli.command()
+def _apply_options_hidden(fn):
+    return _apply_options(fn, hidden=True)
+
+
+def _apply_options(fn, hidden: bool = False):
+    """The options that make a run write fixes (``apply``; hidden on ``check``, for ``--fix``)."""
+    options = [
+        click.option("--diff", is_flag=True, hidden=hidden, help="Write nothing; print a unified diff of the fixes."),
+        click.option("--fix-only", is_flag=True, hidden=hidden, help="Apply fixes without reporting what is left."),
+        click.option(
+            "--exit-non-zero-on-fix",
+            is_flag=True,
+            hidden=hidden,
+            help="Exit 1 when any file was changed, even if no finding is left.",
+        ),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+@cli.command(short_help="Report findings; change nothing.")
 @_shared_options
 @click.option(
     "--add-noqa",
     is_flag=True,
     help="Add '# noqa: SFXnnn' comments that suppress every finding (merging with existing ones).",
 )
+# ruff's habit: `check --fix` (and --diff, --fix-only) is `apply`.
+@click.option("--fix", is_flag=True, hidden=True, help="Same as `syncfix apply`.")
+@_apply_options_hidden
 def check(**opts) -> None:
     """Report findings; change nothing (except comments, with --add-noqa)."""
-    sys.exit(_run(opts, mode="check"))
+    fixing = opts.pop("fix") or opts["diff"] or opts["fix_only"]
+    if fixing and opts.get("add_noqa"):
+        raise click.UsageError("--add-noqa cannot be combined with --fix")
+    opts.setdefault("interactive", False)
+    sys.exit(_run(opts, mode="apply" if fixing else "check"))
 
 
-@cli.command()
+@cli.command(short_help="Write safe fixes in place; report what is left.")
 @_shared_options
-@click.option("--diff", is_flag=True, help="Write nothing; print a unified diff of the fixes.")
-@click.option("--fix-only", is_flag=True, help="Apply fixes without reporting what is left.")
+@_apply_options
 @click.option("-i", "--interactive", is_flag=True, help="Review each fix before it is written.")
-@click.option(
-    "--exit-non-zero-on-fix",
-    is_flag=True,
-    help="Exit 1 when any file was changed, even if no finding is left.",
-)
 def apply(**opts) -> None:
     """Write safe fixes in place (and unsafe ones with --unsafe-fixes); report what is left."""
     if opts["diff"] and opts["interactive"]:
@@ -199,7 +222,7 @@ def apply(**opts) -> None:
     sys.exit(_run(opts, mode="apply"))
 
 
-@cli.command()
+@cli.command(short_help="Explain a rule: what it finds, why it costs, how to fix it.")
 @click.argument("code", required=False)
 @click.option("--all", "show_all", is_flag=True, help="Every rule.")
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
@@ -225,7 +248,7 @@ def rule(code: str | None, show_all: bool, output_format: str) -> None:
         click.echo("\n".join(r.doc() for r in chosen), nl=False)
 
 
-@cli.command()
+@cli.command(short_help="Remove the results cache.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), envvar="SYNCFIX_CACHE_DIR")
 @click.option("--config", type=click.Path(exists=True, dir_okay=False))
 @click.option("--isolated", is_flag=True)
@@ -280,6 +303,7 @@ def _run(opts: dict, mode: str) -> int:
         if opts.get("add_noqa"):
             raise click.UsageError("--add-noqa writes files; it cannot work on stdin")
         return _run_stdin(opts, settings, mode, root)
+    missing = [p for p in paths if p != "-" and not os.path.lexists(p)]
     found = discover(paths, settings, force_exclude=opts["force_exclude"] or None)
     if opts["show_files"]:
         for f in found.files:
@@ -294,10 +318,14 @@ def _run(opts: dict, mode: str) -> int:
     use_cache = not opts.get("no_cache") and not interactive
     cache = results_cache.Cache(_cache_dir(settings, opts), settings) if use_cache else None
     jobs = [Job(f, fix=fix, write=write, want_source=want_source, cache=cache) for f in found.files]
+    if not found.files and not found.errors:
+        click.echo("syncfix: warning: No Python files found under the given path(s)", err=True)
     if interactive:
         results = _interactive(jobs, settings, opts["color"])
     else:
-        results = _execute(jobs, settings)
+        show = diff or (fmt in HUMAN_FORMATS and not opts.get("statistics"))
+        with progress_bar("Checking" if mode == "check" else "Fixing", enabled=show) as tick:
+            results = _execute(jobs, settings, tick)
 
     for path, reason in found.notes:
         if reason != "excluded":
@@ -343,6 +371,10 @@ def _run(opts: dict, mode: str) -> int:
             fixed=fixed,
             mode=mode,
             repo_root=repo_root(root, settings),
+            color=_colour(opts),
+            step_summary=bool(os.environ.get("GITHUB_STEP_SUMMARY")),
+            errors=len(errors),
+            fixed_text=_fixed_text(settings),
         )
         _report(shown, ctx, fmt, opts)
         code = 1 if shown else 0
@@ -352,26 +384,64 @@ def _run(opts: dict, mode: str) -> int:
         code = 1
     if opts["exit_zero"] and code == 1:
         code = 0
-    if internal:
+    if internal or missing:  # as ruff: a path that does not exist is a usage error
         code = 2
     return code
 
 
-def _execute(jobs: list[Job], settings: Settings) -> list[FileResult]:
+def _colour(opts: dict) -> bool:
+    """Colour the findings: --color always, or auto on a terminal (not into --output-file)."""
+    if opts["color"] == "always":
+        return True
+    if opts["color"] == "never" or opts.get("output_file"):
+        return False
+    return make_console(sys.stdout, "auto").color_system is not None
+
+
+def _fixed_text(settings: Settings):
+    """(path, unsafe) -> the file's text after ``apply`` (for rdjson's merged suggestions)."""
+
+    def fixed(path: str, unsafe: bool) -> str | None:
+        try:
+            snap = read_source(path)
+            new, _, _ = process_source(snap.data, path, replace(settings, unsafe_fixes=unsafe), fix=True)
+        except (FileError, InternalError, RecursionError):
+            return None
+        return decode(new, snap.encoding)
+
+    return fixed
+
+
+def _execute(jobs: list[Job], settings: Settings, tick: Tick = no_tick) -> list[FileResult]:
+    """Process every job (in a pool when there are many); ``tick(done, total)`` after each."""
+    total = len(jobs)
     workers = settings.jobs or os.cpu_count() or 1
-    if len(jobs) < PARALLEL_THRESHOLD or workers == 1:
-        return [process_file(job, settings) for job in _progress(jobs, len(jobs))]
+    if total < PARALLEL_THRESHOLD or workers == 1:
+        out = []
+        for job in jobs:
+            out.append(process_file(job, settings))
+            tick(len(out), total)
+        return out
     # Cache hits are answered here: an unchanged tree starts no pool and pickles nothing.
-    results: list[FileResult | None] = [cached_result(job, settings) for job in jobs]
+    results: list[FileResult | None] = []
+    for job in jobs:
+        results.append(cached_result(job, settings))
     misses = [i for i, r in enumerate(results) if r is None]
+    done_so_far = total - len(misses)
+    if done_so_far:
+        tick(done_so_far, total)
     todo = [replace(jobs[i], looked_up=True) for i in misses]  # a miss is not looked up again
+    done: list[FileResult] = []
     if len(todo) < PARALLEL_THRESHOLD:
-        done = [process_file(job, settings) for job in todo]
+        for job in todo:
+            done.append(process_file(job, settings))
+            tick(done_so_far + len(done), total)
     else:
         chunk = max(1, min(32, len(todo) // (workers * 8)))
         with ProcessPoolExecutor(max_workers=workers, initializer=_die_with_parent) as pool:
-            iterator = pool.map(process_file, todo, [settings] * len(todo), chunksize=chunk)
-            done = list(_progress(iterator, len(todo)))
+            for result in pool.map(process_file, todo, [settings] * len(todo), chunksize=chunk):
+                done.append(result)
+                tick(done_so_far + len(done), total)
     for i, result in zip(misses, done, strict=True):
         results[i] = result
     return results  # type: ignore[return-value]  # every slot is filled
@@ -389,20 +459,6 @@ def _die_with_parent() -> None:
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
-
-
-def _progress(items, total: int):
-    """A rich progress bar on stderr for long runs on a terminal; otherwise just the items."""
-    if total < PROGRESS_THRESHOLD or not sys.stderr.isatty():
-        yield from items
-        return
-    from rich.progress import Progress
-
-    with Progress(transient=True, console=make_console(sys.stderr, "auto")) as progress:
-        task = progress.add_task("syncfix", total=total)
-        for item in items:
-            yield item
-            progress.advance(task)
 
 
 def _run_stdin(opts: dict, settings: Settings, mode: str, root: str) -> int:
@@ -518,9 +574,7 @@ def _interactive(jobs: list[Job], settings: Settings, color: str) -> list[FileRe
         safety = finding.fix.applicability.value if finding.fix else "?"
         click.echo(f"\n{rel(finding.path, os.getcwd())}:{finding.line}:{finding.column}: {finding.code} [{safety}] {finding.message}")
         if edit is not None:
-            hunk = "".join(f"-{line}" for line in edit.original.splitlines(keepends=True))
-            hunk += "".join(f"+{line}" for line in edit.content.splitlines(keepends=True))
-            console.print(diff_text(f"@@ -{edit.start_line} @@\n" + hunk), end="")
+            console.print(diff_text(edit_hunks(edit)), end="")
         choice = click.prompt(
             "Apply this fix? [y]es, [n]o, [a]ll of this rule, [q]uit",
             type=click.Choice(["y", "n", "a", "q"]),

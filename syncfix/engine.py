@@ -506,6 +506,7 @@ def process_file(job: Job, settings: Settings, accept: Accept | None = None) -> 
         result.error = f"internal error: {exc}"
     except RecursionError:
         result.error = "too deeply nested to analyse"
-    if result.error is not None:  # nothing was written: report no fixes and no diff
+    if result.error is not None:  # nothing was written: what was to be fixed is still there
+        result.findings = sorted(result.findings + result.fixed, key=Finding.sort_key)
         result.fixed, result.new_source, result.source = [], None, None
     return result

@@ -15,6 +15,7 @@ SARIF also sets ``properties.applicability``.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import urllib.parse
@@ -22,8 +23,18 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Sequence
 
+from .advice import Explainer
 from .model import Applicability, Edit, Finding
-from .reporting import ReportContext, finding_json, fix_available, marker, rel, reporter
+from .reporting import (
+    ReportContext,
+    edit_hunks,
+    finding_json,
+    fix_available,
+    marker,
+    paint,
+    rel,
+    reporter,
+)
 from .rules import Rule, all_rules
 from .version import __version__
 
@@ -37,6 +48,11 @@ SUMMARY_BUDGET = 900_000  # GitHub rejects a step summary over 1 MiB
 # ---- shared helpers ----------------------------------------------------------------------------
 
 
+def _edit_of(f: Finding) -> Edit:
+    assert f.fix is not None and f.fix.edit is not None
+    return f.fix.edit
+
+
 def repo_rel(path: str, ctx: ReportContext) -> str:
     return rel(path, ctx.repo_root or ctx.root)
 
@@ -45,9 +61,10 @@ def is_unsafe(f: Finding) -> bool:
     return f.fix is not None and f.fix.applicability is Applicability.UNSAFE
 
 
-def tagged_message(f: Finding) -> str:
-    """The message, tagged for formats with no field for fix safety."""
-    return f"{f.message} {UNSAFE_TAG}" if is_unsafe(f) else f.message
+def tagged_message(f: Finding, message: str | None = None) -> str:
+    """The message (with why there is no fix), tagged for formats with no field for fix safety."""
+    text = f.message if message is None else message
+    return f"{text} {UNSAFE_TAG}" if is_unsafe(f) else text
 
 
 def level(f: Finding) -> str:
@@ -96,20 +113,27 @@ def _strip_eol(text: str) -> str:
 def grouped(findings: Sequence[Finding], ctx: ReportContext) -> str:
     out: list[str] = []
     by_file: dict[str, list[Finding]] = {}
+    message = Explainer(findings, ctx.unsafe_fixes)
+    on = ctx.color
     for f in findings:
         by_file.setdefault(f.path, []).append(f)
     for path, group in by_file.items():
         width = max(len(f"{f.line}:{f.column}") for f in group)
-        out.append(f"{rel(path, ctx.root)}:\n")
+        out.append(f"{paint(rel(path, ctx.root), 'path', on)}{paint(':', 'sep', on)}\n")
         for f in group:
-            out.append(f"  {f'{f.line}:{f.column}':<{width}} {f.code}{marker(f, ctx)} {f.message}\n")
+            mark = paint(marker(f, ctx).strip(), "marker", on)
+            out.append(
+                f"  {f'{f.line}:{f.column}':<{width}} {paint(f.code, 'code', on)}"
+                f"{' ' + mark if mark else ''} {message(f)}\n"
+            )
         out.append("\n")
     return "".join(out)
 
 
 @reporter("json-lines")
 def json_lines(findings: Sequence[Finding], ctx: ReportContext) -> str:
-    return "".join(json.dumps(finding_json(f, ctx)) + "\n" for f in findings)
+    message = Explainer(findings, ctx.unsafe_fixes)
+    return "".join(json.dumps(finding_json(f, ctx, message(f))) + "\n" for f in findings)
 
 
 # ---- GitHub workflow commands ------------------------------------------------------------------
@@ -131,7 +155,7 @@ def _fix_note(f: Finding) -> str:
     return f"{f.fix.description} ({f.fix.applicability.value} fix)"
 
 
-def annotation(f: Finding, ctx: ReportContext) -> str:
+def annotation(f: Finding, ctx: ReportContext, text: str | None = None) -> str:
     props = {
         "title": f"{TOOL} ({f.code})",
         "file": repo_rel(f.path, ctx),
@@ -140,7 +164,7 @@ def annotation(f: Finding, ctx: ReportContext) -> str:
         "endLine": str(f.end_line),
         "endColumn": str(f.end_column),
     }
-    message = f"{f.code} {f.message}"
+    message = f"{f.code} {f.message if text is None else text}"
     if f.fix is not None:
         message += f"\n  help: {_fix_note(f)}"
     head = ",".join(f"{k}={escape_property(v)}" for k, v in props.items())
@@ -149,16 +173,19 @@ def annotation(f: Finding, ctx: ReportContext) -> str:
 
 @reporter("github")
 def github(findings: Sequence[Finding], ctx: ReportContext) -> str:
+    """Annotations: the first 10 per level when the job summary lists the rest, else all of them
+    (outside Actions, or with no step summary, nothing else would show the others)."""
     out: list[str] = []
     shown: Counter[str] = Counter()
     hidden = 0
+    message = Explainer(findings, ctx.unsafe_fixes)
     for f in findings:
         lv = level(f)
-        if shown[lv] >= ANNOTATIONS_PER_LEVEL:
+        if ctx.step_summary and shown[lv] >= ANNOTATIONS_PER_LEVEL:
             hidden += 1
             continue
         shown[lv] += 1
-        out.append(annotation(f, ctx))
+        out.append(annotation(f, ctx, message(f)))
     if hidden:
         # A plain log line, not an annotation: an annotation over the cap would be dropped too.
         out.append(
@@ -173,13 +200,14 @@ def github_summary(findings: Sequence[Finding], ctx: ReportContext) -> str:
     if not findings:
         return f"### {TOOL}\n\nAll checks passed.\n"
     n = len(findings)
+    message = Explainer(findings, ctx.unsafe_fixes)
     out = [f"### {TOOL}: {n} finding{'s' if n != 1 else ''}\n\n"]
     out.append("| Location | Code | Message | Fix |\n|---|---|---|---|\n")
     size = 0
     for i, f in enumerate(findings):
         where = f"`{repo_rel(f.path, ctx)}:{f.line}:{f.column}`"
         fix = _fix_note(f) or "none"
-        out.append(f"| {where} | {f.code} | {_md_cell(f.message)} | {_md_cell(fix)} |\n")
+        out.append(f"| {where} | {f.code} | {_md_cell(message(f))} | {_md_cell(fix)} |\n")
         size += len(out[-1])
         if size > SUMMARY_BUDGET // 2 and i + 1 < len(findings):
             out.append(f"\n{len(findings) - i - 1} more not listed (the summary is size-limited).\n")
@@ -193,20 +221,15 @@ def github_summary(findings: Sequence[Finding], ctx: ReportContext) -> str:
                 break
             assert f.fix is not None and f.fix.edit is not None  # as chosen above
             edit = f.fix.edit
-            body = "".join(f"-{x}" for x in _with_eol(edit.original))
-            body += "".join(f"+{x}" for x in _with_eol(edit.content))
+            body = edit_hunks(edit)
             fence = "`" * max(3, _longest_backticks(body) + 1)
             out.append(
                 f"**{repo_rel(f.path, ctx)}:{f.line}** {f.code} ({f.fix.applicability.value} fix)\n\n"
-                f"{fence}diff\n@@ -{edit.start_line} @@\n{body}{fence}\n\n"
+                f"{fence}diff\n{body}{fence}\n\n"
             )
             size += len(out[-1])
         out.append("</details>\n")
     return "".join(out)
-
-
-def _with_eol(text: str) -> list[str]:
-    return [x if x.endswith(("\n", "\r")) else x + "\n" for x in text.splitlines(keepends=True)]
 
 
 def _md_cell(text: str) -> str:
@@ -224,11 +247,138 @@ def _longest_backticks(text: str) -> int:
 # ---- reviewdog rdjson / rdjsonl ----------------------------------------------------------------
 
 
-def rd_diagnostic(f: Finding, ctx: ReportContext) -> dict:
+def _region(old: list[str], new: list[str], start: int, end: int) -> Edit:
+    """The smallest run of ``old``'s lines holding every change between ``old`` and ``new`` that
+    touches lines ``start..end``, and what it became in ``new`` (no change straddles its edges).
+    Unchanged lines give an edit whose content equals its original."""
+    a0, a1 = start - 1, end  # 0-based, half-open
+    ops = [op for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes() if op[0] != "equal"]
+
+    def touches(i1: int, i2: int) -> bool:
+        return (i1 < a1 and i2 > a0) or (i1 == i2 and a0 <= i1 <= a1)
+
+    hit = [op for op in ops if touches(op[1], op[2])]
+    if not hit:
+        return Edit(start, end, "".join(old[a0:a1]), "".join(old[a0:a1]))
+    a0, a1 = min(op[1] for op in hit), max(op[2] for op in hit)
+    grown = True
+    while grown:  # a change that starts inside and ends outside (or the reverse) joins in
+        grown = False
+        for _, i1, i2, _, _ in ops:
+            if touches(i1, i2) and (i1 < a0 or i2 > a1):
+                a0, a1, grown = min(a0, i1), max(a1, i2), True
+    inside = [op for op in ops if touches(op[1], op[2])]
+    shift = sum((op[4] - op[3]) - (op[2] - op[1]) for op in ops if op not in inside and op[2] <= a0)
+    grow = sum((op[4] - op[3]) - (op[2] - op[1]) for op in inside)
+    j0, j1 = a0 + shift, a1 + shift + grow
+    return Edit(a0 + 1, a1, "".join(new[j0:j1]), "".join(old[a0:a1]))
+
+
+def _clusters(spans: list[tuple[int, int, int]]) -> list[list[tuple[int, int, int]]]:
+    """(start, end, key) spans grouped where their line ranges overlap."""
+    groups: list[list[tuple[int, int, int]]] = []
+    last_end = 0
+    for span in sorted(spans):
+        if groups and span[0] <= last_end:
+            groups[-1].append(span)
+            last_end = max(last_end, span[1])
+        else:
+            groups.append([span])
+            last_end = span[1]
+    return groups
+
+
+def rd_suggestions(
+    findings: Sequence[Finding], ctx: ReportContext
+) -> dict[int, tuple[Edit, bool, list[int], list[int]]]:
+    """index of a finding -> (its whole-line suggestion, unsafe?, the other findings whose fixes
+    it holds, the findings whose fixes overlap it but are not in it).
+
+    GitHub takes one suggestion per line in a review, so fixes whose lines overlap (SFX301, SFX401
+    and SFX402 on one log line) become one suggestion: the text ``apply`` writes for those lines
+    (with --unsafe-fixes only when no safe fix changes them), carried by the first finding.
+    """
+    out: dict[int, tuple[Edit, bool, list[int], list[int]]] = {}
+    by_path: dict[str, list[int]] = {}
+    for i, f in enumerate(findings):
+        if f.fix is not None and f.fix.edit is not None:
+            by_path.setdefault(f.path, []).append(i)
+    for path, indices in by_path.items():
+        lines = _lines(ctx, path)
+        edits = {i: line_edit(_edit_of(findings[i]), lines) for i in indices}
+        spans = [(e.start_line, e.end_line, i) for i, e in edits.items() if e is not None]
+        fixed = _FixedLines(ctx, path)
+        groups = _clusters(spans)
+        while True:
+            results = []
+            for group in groups:
+                members = [k for _, _, k in sorted(group, key=lambda s: s[2])]
+                start, end = min(s[0] for s in group), max(s[1] for s in group)
+                results.append(
+                    _merged(members, findings, edits, lines, start, end, fixed, ctx.unsafe_fixes)
+                )
+            # A merged text may reach past its group's lines into another group's: merge those too.
+            regrouped = _clusters(
+                [(r[0].start_line, r[0].end_line, n) for n, r in enumerate(results)]
+            )
+            if len(regrouped) == len(groups):
+                break
+            groups = [[s for _, _, n in g for s in groups[n]] for g in regrouped]
+        for edit, unsafe, applied, members in results:
+            out[applied[0]] = (edit, unsafe, applied[1:], [k for k in members if k not in applied])
+    return out
+
+
+class _FixedLines:
+    """A file's lines after ``apply`` (asked of the context once per file and setting)."""
+
+    def __init__(self, ctx: ReportContext, path: str) -> None:
+        self.ctx, self.path = ctx, path
+        self.done: dict[bool, list[str] | None] = {}
+
+    def __call__(self, unsafe: bool) -> list[str] | None:
+        if unsafe not in self.done:
+            ask = self.ctx.fixed_text
+            text = ask(self.path, unsafe) if ask is not None else None
+            self.done[unsafe] = None if text is None else text.splitlines(keepends=True)
+        return self.done[unsafe]
+
+
+def _merged(
+    members, findings, edits, lines, start, end, fixed, unsafe_fixes: bool
+) -> tuple[Edit, bool, list[int], list[int]]:
+    """One suggestion for overlapping fixes: (edit, unsafe?, the findings whose fixes it holds,
+    the first of which carries it, every finding of the group)."""
+    first = members[0]
+    if len(members) > 1 and lines is not None:
+        for unsafe in sorted({unsafe_fixes, True}):
+            if unsafe and not unsafe_fixes and not any(is_unsafe(findings[k]) for k in members):
+                break
+            new = fixed(unsafe)
+            if new is None:
+                break
+            edit = _region(lines, new, start, end)
+            if edit.content != edit.original:
+                applied = [k for k in members if unsafe or not is_unsafe(findings[k])]
+                return line_edit(edit, lines) or edit, unsafe, applied, members
+    return edits[first], is_unsafe(findings[first]), [first], members
+
+
+_OWN_FIX: tuple[Edit, bool, list[int], list[int]] = (Edit(0, 0, "", ""), False, [], [])  # own fix
+
+
+def rd_diagnostic(
+    f: Finding,
+    ctx: ReportContext,
+    suggestion: tuple[Edit, bool, list[int], list[int]] | None = _OWN_FIX,
+    message: str | None = None,
+) -> dict:
     """One reviewdog Diagnostic: 1-based lines, UTF-8 byte columns, exclusive end.
 
     With a suggestion, the range spans exactly the suggestion's lines: reviewdog's
     github-pr-review posts a suggestion only when the comment's lines equal the suggestion's.
+    ``suggestion`` comes from :func:`rd_suggestions` (None: no suggestion); by default, the
+    finding's own fix.
     """
     lines = _lines(ctx, f.path)
 
@@ -239,14 +389,20 @@ def rd_diagnostic(f: Finding, ctx: ReportContext) -> dict:
 
     start = {"line": f.line, "column": col(f.line, f.column)}
     end = {"line": f.end_line, "column": col(f.end_line, f.end_column)}
+    text = f.message if message is None else message
+    unsafe = is_unsafe(f)
+    edit: Edit | None = None
+    if suggestion is _OWN_FIX:
+        edit = line_edit(f.fix.edit, lines) if f.fix is not None and f.fix.edit is not None else None
+    elif suggestion is not None:
+        edit, unsafe = suggestion[0], suggestion[1]
     diag: dict = {
-        "message": tagged_message(f),
+        "message": f"{text} {UNSAFE_TAG}" if unsafe and edit is not None else text,
         "location": {"path": rel(f.path, ctx.root), "range": {"start": start, "end": end}},
         "severity": "WARNING" if level(f) == "warning" else "INFO",
         "source": {"name": TOOL},
         "code": {"value": f.code},
     }
-    edit = line_edit(f.fix.edit, lines) if f.fix is not None and f.fix.edit is not None else None
     if edit is not None:
         # Whole-line suggestion (no columns); reviewdog adds the final newline itself.
         diag["suggestions"] = [
@@ -264,22 +420,58 @@ def rd_diagnostic(f: Finding, ctx: ReportContext) -> dict:
     return diag
 
 
+def rd_diagnostics(findings: Sequence[Finding], ctx: ReportContext) -> list[dict]:
+    """Every finding as a diagnostic; at most one suggestion touches any line."""
+    suggestions = rd_suggestions(findings, ctx)
+    carried_by: dict[int, int] = {k: i for i, s in suggestions.items() for k in s[2]}
+    overlaps: dict[int, int] = {k: i for i, s in suggestions.items() for k in s[3]}
+    message = Explainer(findings, ctx.unsafe_fixes)
+    out = []
+    for i, f in enumerate(findings):
+        text = message(f)
+        if i in suggestions:
+            others = sorted({findings[k].code for k in suggestions[i][2]} - {f.code})
+            if others:
+                text += f" (the suggestion also applies {', '.join(others)})"
+            out.append(rd_diagnostic(f, ctx, suggestions[i], text))
+        else:
+            if i in carried_by:
+                host = findings[carried_by[i]]
+                text += f"; its fix is in the {host.code} suggestion at line {host.line}"
+            elif i in overlaps:
+                host = findings[overlaps[i]]
+                text += (
+                    f"; its fix overlaps the {host.code} suggestion at line {host.line} "
+                    "(one suggestion per line: commit that one, then run syncfix again)"
+                )
+            out.append(rd_diagnostic(f, ctx, None, text))
+    return out
+
+
 @reporter("rdjson")
 def rdjson(findings: Sequence[Finding], ctx: ReportContext) -> str:
     result = {
         "source": {"name": TOOL},
         "severity": "WARNING",
-        "diagnostics": [rd_diagnostic(f, ctx) for f in findings],
+        "diagnostics": rd_diagnostics(findings, ctx),
     }
     return json.dumps(result, indent=2, ensure_ascii=False) + "\n"
 
 
 @reporter("rdjsonl")
 def rdjsonl(findings: Sequence[Finding], ctx: ReportContext) -> str:
-    return "".join(json.dumps(rd_diagnostic(f, ctx), ensure_ascii=False) + "\n" for f in findings)
+    return "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in rd_diagnostics(findings, ctx))
 
 
 # ---- SARIF 2.1.0 -------------------------------------------------------------------------------
+
+
+def sarif_schema() -> dict:
+    """The SARIF 2.1.0 schema the output's ``$schema`` names (shipped in ``syncfix/data``)."""
+    from importlib.resources import files
+
+    return json.loads(files("syncfix").joinpath("data/sarif-schema-2.1.0.json").read_text("utf-8"))
+
 
 
 def _uri(path: str, ctx: ReportContext) -> str:

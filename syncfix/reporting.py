@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.text import Text
 
-from .model import Applicability, Finding
+from .advice import Explainer
+from .model import Applicability, Edit, Finding
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,14 @@ class ReportContext:
     # Where CI formats read by GitHub/GitLab (github, sarif, gitlab) make paths relative to: the
     # repository root. None: the same as ``root``.
     repo_root: str | None = None
+    color: bool = False  # ANSI colours in the human formats (full, concise, grouped)
+    # Whether GitHub's job summary ($GITHUB_STEP_SUMMARY) gets the full list: without it, the
+    # github format annotates every finding instead of the first 10 per level.
+    step_summary: bool = False
+    errors: int = 0  # files that could not be processed (the summary must not say "passed")
+    # (path, unsafe) -> the file's text after ``apply`` (unsafe: with --unsafe-fixes), or None;
+    # rdjson asks it to merge overlapping fixes into one suggestion.
+    fixed_text: Callable[[str, bool], str | None] | None = None
 
 
 Reporter = Callable[[Sequence[Finding], ReportContext], str]
@@ -65,6 +74,41 @@ def _rel(absolute: str, root: str) -> str:
     return relative.replace(os.sep, "/")
 
 
+# ANSI styles of the human formats, as ruff colours them: path bold, separators cyan, code bold
+# red, the fix marker cyan, gutter blue, carets red, help cyan, removed lines red, added green.
+_SGR = {
+    "path": "1",
+    "sep": "36",
+    "code": "1;31",
+    "marker": "36",
+    "gutter": "1;34",
+    "caret": "1;31",
+    "help": "1;36",
+    "note": "1",
+    "minus": "31",
+    "plus": "32",
+}
+
+
+def paint(text: str, style: str, on: bool) -> str:
+    return f"\x1b[{_SGR[style]}m{text}\x1b[0m" if on and text else text
+
+
+def location(path: str, line: int, column: int, on: bool) -> str:
+    """``path:line:col:`` (coloured like ruff when ``on``)."""
+    colon = paint(":", "sep", on)
+    return f"{paint(path, 'path', on)}{colon}{line}{colon}{column}{colon}"
+
+
+def headline(f: Finding, ctx: ReportContext, message: str) -> str:
+    """``path:line:col: CODE [*] message``."""
+    mark = paint(marker(f, ctx).strip(), "marker", ctx.color)
+    return (
+        f"{location(rel(f.path, ctx.root), f.line, f.column, ctx.color)} "
+        f"{paint(f.code, 'code', ctx.color)}{' ' + mark if mark else ''} {message}"
+    )
+
+
 def fix_available(f: Finding, ctx: ReportContext) -> bool:
     return f.fix is not None and (f.fix.applicability is Applicability.SAFE or ctx.unsafe_fixes)
 
@@ -75,18 +119,59 @@ def marker(f: Finding, ctx: ReportContext) -> str:
 
 @reporter("concise")
 def concise(findings: Sequence[Finding], ctx: ReportContext) -> str:
-    return "".join(
-        f"{rel(f.path, ctx.root)}:{f.line}:{f.column}: {f.code}{marker(f, ctx)} {f.message}\n"
-        for f in findings
-    )
+    message = Explainer(findings, ctx.unsafe_fixes)
+    return "".join(headline(f, ctx, message(f)) + "\n" for f in findings)
+
+
+def edit_diff(edit: Edit, context: int = 1) -> list[tuple[str, str]]:
+    """The lines an edit changes, as (sign, line) with ``context`` unchanged lines around each run
+    of changes (sign " "; "..." between runs): a fix that moves one line shows that line, not the
+    whole loop it sits in."""
+    old = [ln.rstrip("\r\n") for ln in edit.original.splitlines(keepends=True)]
+    new = [ln.rstrip("\r\n") for ln in edit.content.splitlines(keepends=True)]
+    out: list[tuple[str, str]] = []
+    groups = difflib.SequenceMatcher(None, old, new, autojunk=False).get_grouped_opcodes(context)
+    for i, group in enumerate(groups):
+        if i:
+            out.append((" ", "..."))
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                out.extend((" ", ln) for ln in old[i1:i2])
+                continue
+            out.extend(("-", ln) for ln in old[i1:i2])
+            out.extend(("+", ln) for ln in new[j1:j2])
+    return out
+
+
+def edit_hunks(edit: Edit, context: int = 1) -> str:
+    """The edit as unified-diff hunks (``@@ -a,b +c,d @@`` with the file's line numbers), only
+    the changed lines and ``context`` lines around them."""
+    old = [ln.rstrip("\r\n") for ln in edit.original.splitlines(keepends=True)]
+    new = [ln.rstrip("\r\n") for ln in edit.content.splitlines(keepends=True)]
+    base = edit.start_line - 1
+    out: list[str] = []
+    for group in difflib.SequenceMatcher(None, old, new, autojunk=False).get_grouped_opcodes(context):
+        i1, i2 = group[0][1], group[-1][2]
+        j1, j2 = group[0][3], group[-1][4]
+        out.append(f"@@ -{base + i1 + 1},{i2 - i1} +{base + j1 + 1},{j2 - j1} @@\n")
+        for tag, a1, a2, b1, b2 in group:
+            if tag == "equal":
+                out.extend(f" {ln}\n" for ln in old[a1:a2])
+                continue
+            out.extend(f"-{ln}\n" for ln in old[a1:a2])
+            out.extend(f"+{ln}\n" for ln in new[b1:b2])
+    return "".join(out)
 
 
 @reporter("full")
 def full(findings: Sequence[Finding], ctx: ReportContext) -> str:
     out: list[str] = []
     split: dict[str, list[str]] = {}  # each file's lines, split once
+    message = Explainer(findings, ctx.unsafe_fixes)
+    on = ctx.color
+    bar = paint("|", "gutter", on)
     for f in findings:
-        out.append(f"{rel(f.path, ctx.root)}:{f.line}:{f.column}: {f.code}{marker(f, ctx)} {f.message}\n")
+        out.append(headline(f, ctx, message(f)) + "\n")
         text = ctx.sources.get(f.path)
         if text is not None:
             lines = split.get(f.path)
@@ -95,32 +180,32 @@ def full(findings: Sequence[Finding], ctx: ReportContext) -> str:
                 lines = split[f.path] = [ln.rstrip("\r\n") for ln in _LINE.findall(text)]
             width = len(str(f.end_line))
             pad = " " * width
-            out.append(f"{pad} |\n")
+            out.append(f"{pad} {bar}\n")
             for n in range(f.line, min(f.end_line, f.line + 5) + 1):
                 if n - 1 >= len(lines):
                     break
                 src = lines[n - 1]
-                out.append(f"{n:>{width}} | {src}\n")
+                out.append(f"{paint(f'{n:>{width}}', 'gutter', on)} {bar} {src}\n")
                 start = f.column - 1 if n == f.line else len(src) - len(src.lstrip())
                 end = f.end_column - 1 if n == f.end_line else len(src)
-                out.append(f"{pad} | {' ' * start}{'^' * max(1, end - start)}\n")
-            out.append(f"{pad} |\n")
+                out.append(f"{pad} {bar} {' ' * start}{paint('^' * max(1, end - start), 'caret', on)}\n")
+            out.append(f"{pad} {bar}\n")
         if f.fix is not None:
             label = "help" if fix_available(f, ctx) else "note"
-            out.append(f"  = {label}: {f.fix.description}\n")
+            out.append(f"  = {paint(label + ':', label, on)} {f.fix.description}\n")
             if f.fix.applicability is Applicability.UNSAFE:
-                out.append("  = note: This is an unsafe fix and may change runtime behavior\n")
+                out.append(f"  = {paint('note:', 'note', on)} This is an unsafe fix and may change runtime behavior\n")
             edit = f.fix.edit
             if edit is not None and (edit.original or edit.content):
-                for line in edit.original.splitlines():
-                    out.append(f"  - {line}\n")
-                for line in edit.content.splitlines():
-                    out.append(f"  + {line}\n")
+                styles = {"-": "minus", "+": "plus", " ": ""}
+                for sign, line in edit_diff(edit):
+                    row = f"{sign} {line}".rstrip()
+                    out.append(f"  {paint(row, styles[sign], on) if styles[sign] else row}\n")
         out.append("\n")
     return "".join(out)
 
 
-def finding_json(f: Finding, ctx: ReportContext) -> dict:
+def finding_json(f: Finding, ctx: ReportContext, message: str | None = None) -> dict:
     fix = None
     if f.fix is not None:
         edit = f.fix.edit
@@ -140,7 +225,7 @@ def finding_json(f: Finding, ctx: ReportContext) -> dict:
     return {
         "code": f.code,
         "name": f.name,
-        "message": f.message,
+        "message": f.message if message is None else message,
         "filename": rel(f.path, ctx.root),
         "location": {"row": f.line, "column": f.column},
         "end_location": {"row": f.end_line, "column": f.end_column},
@@ -152,7 +237,8 @@ def finding_json(f: Finding, ctx: ReportContext) -> dict:
 
 @reporter("json")
 def as_json(findings: Sequence[Finding], ctx: ReportContext) -> str:
-    return json.dumps([finding_json(f, ctx) for f in findings], indent=2) + "\n"
+    message = Explainer(findings, ctx.unsafe_fixes)
+    return json.dumps([finding_json(f, ctx, message(f)) for f in findings], indent=2) + "\n"
 
 
 # ---- summaries -------------------------------------------------------------------------------
@@ -160,6 +246,12 @@ def as_json(findings: Sequence[Finding], ctx: ReportContext) -> str:
 
 def summary(findings: Sequence[Finding], ctx: ReportContext) -> str:
     remaining = len(findings)
+    unchecked = ""
+    if ctx.errors:
+        n = ctx.errors
+        unchecked = f"{n} path{'s' if n != 1 else ''} could not be processed (see the errors above).\n"
+    if ctx.errors and remaining == 0 and ctx.fixed == 0:
+        return "No findings in what was processed; " + unchecked
     if ctx.mode == "apply":
         if remaining == 0 and ctx.fixed == 0:
             return "All checks passed!\n"
@@ -181,7 +273,7 @@ def summary(findings: Sequence[Finding], ctx: ReportContext) -> str:
             f"{unsafe} unsafe fix{'es are' if unsafe != 1 else ' is'} available with "
             "`--unsafe-fixes` (review them, or prove them with `syncfix verify`).\n"
         )
-    return head + tail
+    return head + tail + unchecked
 
 
 # ---- diffs -------------------------------------------------------------------------------------

@@ -148,6 +148,20 @@ def test_docs_have_copy_paste_workflows():
         assert needle in body, needle
 
 
+def test_install_lines_work_without_a_pypi_release():
+    """No snippet installs `syncfix` from PyPI (there is no release) or names a placeholder
+    owner; each install line names a git URL or a path."""
+    import re
+
+    for doc in (REPO / "README.md", REPO / "docs" / "ci.md"):
+        code = "\n".join(part.split("```", 1)[0] for part in doc.read_text(encoding="utf-8").split("```")[1::2])
+        assert "OWNER/" not in code, doc
+        for line in code.splitlines():
+            for spec in re.findall(r"pip install ([^&|#]+)", line):
+                bare = re.fullmatch(r"(-\S+ +)*[\"']?syncfix(\[\w+\])?(==\S+)?[\"']?", spec.strip())
+                assert not bare, (doc, line)
+
+
 # ---- CLI flags ----------------------------------------------------------------------------------
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import textwrap
 
 import pytest
 from click.testing import CliRunner
@@ -219,9 +218,115 @@ def test_gitignore_and_excludes(project):
     assert r.output.split() == []
 
 
-def test_missing_path_is_reported(project):
-    r = run("check", "nope.py")
-    assert r.exit_code == 1 and "nope.py: No such file or directory" in r.output
+def test_missing_path_is_a_usage_error_and_not_a_pass(project):
+    """As ruff: a path that does not exist exits 2, and nothing claims the checks passed."""
+    project("a.py", CLEAN)
+    for args in (["nope.py"], ["a.py", "nope.py"]):
+        r = run("check", *args)
+        assert r.exit_code == 2
+        assert "nope.py: No such file or directory" in r.stderr
+        assert "All checks passed" not in r.output
+    assert run("check", "nope.py", "--exit-zero").exit_code == 2
+
+
+def test_folder_without_python_files_warns(project):
+    project("docs/readme.txt", "not python\n")
+    r = run("check", "docs")
+    assert r.exit_code == 0
+    assert "warning: No Python files found" in r.stderr
+
+
+def test_read_only_file_keeps_its_finding(project):
+    import stat
+
+    project("a.py", SAFE)
+    os.chmod("a.py", stat.S_IRUSR)
+    try:
+        r = run("apply", "a.py", "--output-format", "concise")
+    finally:
+        os.chmod("a.py", stat.S_IRUSR | stat.S_IWUSR)
+    assert r.exit_code == 1
+    assert "a.py: read-only file; not written" in r.stderr
+    assert "a.py:2:5: SFX101" in r.stdout  # the finding is still there, and is reported
+    assert "All checks passed" not in r.output
+    assert open("a.py").read() == SAFE
+
+
+def test_check_fix_is_apply(project):
+    """ruff's habit: `check --fix` writes fixes, `check --diff` shows them."""
+    project("a.py", SAFE)
+    r = run("check", "--diff", "a.py")
+    assert r.exit_code == 1 and "+x = torch.ones(3).to(" in r.stdout
+    assert open("a.py").read() == SAFE
+    r = run("check", "--fix", "a.py")
+    assert r.exit_code == 0
+    assert open("a.py").read() == SAFE_FIXED
+    project("b.py", UNSAFE)
+    assert run("check", "--fix", "--unsafe-fixes", "b.py").exit_code == 0
+    assert open("b.py").read() == UNSAFE_FIXED
+    assert run("check", "--fix", "--add-noqa", "b.py").exit_code == 2
+
+
+def test_help_does_not_cut_command_descriptions():
+    r = CliRunner().invoke(cli, ["--help"], terminal_width=80)
+    commands = r.output.split("Commands:", 1)[1]
+    assert "..." not in commands
+    assert {"apply", "check", "rule", "clean"} <= {line.split()[0] for line in commands.strip().splitlines()}
+
+
+def test_findings_are_coloured_only_when_asked_or_on_a_terminal(project):
+    project("a.py", SAFE)
+    for fmt in ("full", "concise", "grouped"):
+        plain = run("check", "a.py", "-o", fmt).stdout  # CliRunner's stdout is not a terminal
+        assert "\x1b[" not in plain
+        coloured = run("check", "a.py", "-o", fmt, "--color", "always").stdout
+        assert "\x1b[1;31mSFX101\x1b[0m" in coloured  # the code, bold red
+        assert "\x1b[36m[*]\x1b[0m" in coloured  # the fix marker, cyan
+        assert "\x1b[" not in run("check", "a.py", "-o", fmt, "--color", "never").stdout
+    full = run("check", "a.py", "--color", "always").stdout
+    assert "\x1b[1;31m^^^^" in full  # the caret, red
+    assert "\x1b[1ma.py\x1b[0m\x1b[36m:\x1b[0m2" in full  # the location: path bold, colons cyan
+    assert "\x1b[" not in run("check", "a.py", "-o", "json", "--color", "always").stdout
+
+
+LOGGED = """import torch
+import torch.nn.functional as F
+
+
+def train(model: torch.nn.Module, opt, xs: torch.Tensor, ys: torch.Tensor, steps: int):
+    for step in range(steps):
+        logits = model(xs)
+        loss = F.cross_entropy(logits, ys)
+        print(f"step {step} loss {loss.item():.5f}")
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_multi_line_fix_shows_a_minimal_hunk(project):
+    """SFX401 moves one line: the preview shows that line leaving and arriving, not the loop."""
+    project("t.py", LOGGED)
+    out = run("check", "t.py", "--select", "SFX401").stdout
+    fix = out.split("= help:", 1)[1]
+    assert fix.count('print(f"step') == 2
+    assert '  -         print(f"step' in fix and '  +         print(f"step' in fix
+    assert "  - " + "        opt.zero_grad()" not in fix  # unchanged lines are not removed and re-added
+    assert "  + " + "        opt.zero_grad()" not in fix
+
+
+def test_messages_say_why_there_is_no_fix(project):
+    project("u.py", UNSAFE)
+    project("n.py", "import torch\nfor b in loader:\n    b.cuda()\n")
+    out = run("check", "u.py", "n.py", "-o", "concise").stdout
+    unsafe_line = next(x for x in out.splitlines() if x.startswith("u.py"))
+    assert "the fix is unsafe: review it and pass --unsafe-fixes" in unsafe_line
+    none_line = next(x for x in out.splitlines() if x.startswith("n.py"))
+    assert "receiver not provably a tensor: no fix" in none_line
+    assert "to get a fix, annotate it as `torch.Tensor`" in none_line
+    # with --unsafe-fixes the unsafe fix is available: no excuse is given
+    out = run("check", "u.py", "-o", "concise", "--unsafe-fixes").stdout
+    assert "--unsafe-fixes" not in out.splitlines()[0]
 
 
 def test_per_file_problems_do_not_stop_the_run(project):
@@ -287,18 +392,29 @@ def test_output_file(project):
     assert json.loads(open("out.json").read())[0]["code"] == "SFX101"
 
 
+def _readme_setup_commands() -> list[str]:
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    readme = open(os.path.join(root, "README.md"), encoding="utf-8").read()
+    block = readme.split("## Set-up", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    return [line.split("  #", 1)[0].strip() for line in block.splitlines() if line.strip()]
+
+
 def test_readme_main_command_runs_on_examples():
-    """The README's first command: a dry-run diff over the bundled examples."""
+    """The README's first set-up command ends in a syncfix run over the bundled examples that
+    exits 0 (so `&&` chains go on) while still printing the diff."""
+    first, second = _readme_setup_commands()
+    assert second == "python -m pytest -q"
+    syncfix = first.split("&&")[-1].split()
+    assert syncfix[0] == "syncfix"
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     old = os.getcwd()
     os.chdir(root)
     try:
-        r = run("apply", "--diff", "examples/")
+        r = run(*syncfix[1:])
     finally:
         os.chdir(old)
-    assert r.exit_code == 1
+    assert r.exit_code == 0
     assert "+++ b/examples/train_classifier.py" in r.stdout
-    assert textwrap.dedent("").strip() == ""
 
 
 def test_readme_example_is_real_output(project):
@@ -306,9 +422,10 @@ def test_readme_example_is_real_output(project):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     readme = open(os.path.join(root, "README.md"), encoding="utf-8").read()
     block = readme.split("```diff\n", 1)[1].split("```", 1)[0]
-    head = "import torch\nimport torch.nn.functional as F\nfrom torch.utils.data import DataLoader\n\n\n"
-    before = head + "".join(line[1:] + "\n" for line in block.splitlines() if line[:1] in (" ", "-"))
-    after = head + "".join(line[1:] + "\n" for line in block.splitlines() if line[:1] in (" ", "+"))
+    # pasted as is (its imports included), it is a complete module
+    before = "".join(line[1:] + "\n" for line in block.splitlines() if line[:1] in (" ", "-"))
+    after = "".join(line[1:] + "\n" for line in block.splitlines() if line[:1] in (" ", "+"))
+    assert before.startswith("import torch\n")
     project("ex.py", before)
     run("apply", "ex.py")
     assert open("ex.py").read() == after

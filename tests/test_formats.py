@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 
 import jsonschema
@@ -15,16 +16,17 @@ from syncfix import check_code
 from syncfix.cli import cli
 from syncfix.formats import (
     ANNOTATIONS_PER_LEVEL,
+    SARIF_SCHEMA,
     annotation,
     escape_data,
     escape_property,
     github_summary,
     line_edit,
 )
+from syncfix.formats import sarif_schema as sarif_schema_in_package
 from syncfix.model import Applicability, Edit, Finding, FixInfo
 from syncfix.reporting import FORMATS, ReportContext
 
-DATA = Path(__file__).parent / "data"
 SAFE = "import torch\nx = torch.ones(3).cuda()\n"
 UNSAFE = "import torch\ndef f(x: torch.Tensor):\n    return x.cuda()\n"
 NO_FIX = "import torch\nfor b in loader:\n    b.cuda()\n"
@@ -49,7 +51,9 @@ def test_every_ci_format_is_registered():
 
 @pytest.fixture(scope="module")
 def sarif_schema():
-    return json.loads((DATA / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
+    schema = sarif_schema_in_package()
+    assert schema["id"] == SARIF_SCHEMA  # the schema the output claims is the one shipped
+    return schema
 
 
 def test_sarif_validates_against_the_2_1_0_schema(sarif_schema):
@@ -103,8 +107,8 @@ def test_sarif_paths_are_relative_to_the_repo_root(tmp_path):
 # ---- rdjson -----------------------------------------------------------------------------------
 
 
-def _check_rdjson_diagnostic(d: dict, source_lines: list[str]) -> None:
-    assert d["location"]["path"] == "m.py"
+def _check_rdjson_diagnostic(d: dict, source_lines: list[str], path: str = "m.py") -> None:
+    assert d["location"]["path"] == path
     rng = d["location"]["range"]
     assert rng["start"]["line"] <= rng["end"]["line"]
     for s in d.get("suggestions", []):
@@ -162,6 +166,65 @@ def test_pure_insertion_becomes_a_whole_line_suggestion():
     assert line_edit(Edit(2, 1, "new\n", ""), None) is None
 
 
+EXAMPLES = Path(__file__).parent.parent / "examples"
+
+
+def _apply_suggestions(source: str, diagnostics: list[dict]) -> str:
+    lines = source.splitlines(keepends=True)
+    edits = sorted(
+        ((s["range"]["start"]["line"], s["range"]["end"]["line"], s["text"]) for d in diagnostics for s in d.get("suggestions", [])),
+        reverse=True,
+    )
+    for start, end, text in edits:
+        lines[start - 1 : end] = [text + "\n"]
+    return "".join(lines)
+
+
+def _suggested_lines(diagnostics: list[dict]) -> list[set[int]]:
+    return [
+        set(range(s["range"]["start"]["line"], s["range"]["end"]["line"] + 1))
+        for d in diagnostics
+        for s in d.get("suggestions", [])
+    ]
+
+
+@pytest.mark.parametrize("unsafe", [False, True])
+@pytest.mark.parametrize("name", ["train_logged.py", "evaluate.py", "train_classifier.py"])
+def test_rdjson_merges_overlapping_fixes_into_one_suggestion(tmp_path, monkeypatch, name, unsafe):
+    """SFX301, SFX401 and SFX402 on one log line (and SFX101s inside SFX302's loop) give one
+    suggestion per line range, whose text is what `syncfix apply` writes there."""
+    source = (EXAMPLES / name).read_text(encoding="utf-8")
+    (tmp_path / name).write_text(source, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    flags = ["--unsafe-fixes"] if unsafe else []
+    out = CliRunner().invoke(cli, ["check", name, "-o", "rdjson", "--no-cache", *flags]).stdout
+    diagnostics = json.loads(out)["diagnostics"]
+    spans = _suggested_lines(diagnostics)
+    for i, a in enumerate(spans):
+        for b in spans[i + 1 :]:
+            assert not a & b, "two suggestions touch the same line"
+    for d in diagnostics:
+        _check_rdjson_diagnostic(d, source.splitlines(), name)
+    # without --unsafe-fixes, `apply` leaves the suggestions tagged unsafe out
+    applied = [d for d in diagnostics if unsafe or not d["message"].endswith("[unsafe fix]")]
+    suggested = _apply_suggestions(source, applied)
+    assert CliRunner().invoke(cli, ["apply", name, "--no-cache", *flags]).exit_code in (0, 1)
+    assert suggested == (tmp_path / name).read_text(encoding="utf-8")
+    assert all(json.loads(x) for x in CliRunner().invoke(cli, ["check", name, "-o", "rdjsonl", *flags]).stdout.splitlines())
+
+
+def test_rdjson_never_overlaps_even_without_the_fixed_text():
+    """A library caller's context has no way to re-run the fixes: the first fix of an
+    overlapping group is suggested alone, the others point to it."""
+    source = (EXAMPLES / "train_logged.py").read_text(encoding="utf-8")
+    findings, ctx = _findings(source, "t.py")
+    assert {"SFX301", "SFX401"} <= {f.code for f in findings if f.line == 20}
+    diagnostics = json.loads(FORMATS["rdjson"](findings, ctx))["diagnostics"]
+    spans = _suggested_lines(diagnostics)
+    assert len(spans) == 1
+    assert sum("suggestion at line 20" in d["message"] for d in diagnostics) >= 1
+
+
 def test_rdjsonl_is_one_diagnostic_per_line():
     findings, ctx = _findings(ALL_KINDS)
     lines = FORMATS["rdjsonl"](findings, ctx).splitlines()
@@ -199,12 +262,34 @@ def test_annotations_are_capped_per_level_with_a_full_summary():
     source = "import torch\n" + "".join(f"x{i} = torch.ones(3).cuda()\n" for i in range(n))
     findings, ctx = _findings(source)
     assert len(findings) == n
-    out = FORMATS["github"](findings, ctx)
+    out = FORMATS["github"](findings, replace(ctx, step_summary=True))
     assert out.count("::warning ") == ANNOTATIONS_PER_LEVEL
     assert "5 more findings not annotated" in out
     md = github_summary(findings, ctx)
     assert md.count("| `m.py:") == n
     assert "```diff" in md and '+x14 = torch.ones(3).to("cuda", non_blocking=True)' in md
+
+
+def test_github_format_annotates_everything_without_a_step_summary(tmp_path, monkeypatch):
+    """Outside Actions (no $GITHUB_STEP_SUMMARY) nothing else would list the findings past the
+    cap, so every one is printed."""
+    n = ANNOTATIONS_PER_LEVEL + 5
+    source = "import torch\n" + "".join(f"x{i} = torch.ones(3).cuda()\n" for i in range(n))
+    findings, ctx = _findings(source)
+    out = FORMATS["github"](findings, ctx)
+    assert out.count("::warning ") == n and "not annotated" not in out
+    (tmp_path / "m.py").write_text(source, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    result = CliRunner().invoke(cli, ["check", "m.py", "-o", "github", "--no-cache"])
+    assert result.exit_code == 1
+    assert result.stdout.count("::warning ") == n
+    summary = tmp_path / "summary.md"
+    result = CliRunner().invoke(
+        cli, ["check", "m.py", "-o", "github", "--no-cache"], env={"GITHUB_STEP_SUMMARY": str(summary)}
+    )
+    assert result.stdout.count("::warning ") == ANNOTATIONS_PER_LEVEL
+    assert summary.read_text(encoding="utf-8").count("| `m.py:") == n
 
 
 def test_github_format_writes_the_step_summary(tmp_path, monkeypatch):

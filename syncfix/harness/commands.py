@@ -7,14 +7,45 @@ hung, or the harness could not run.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import sys
 from typing import Any
 
 import click
 
 from .report import EXIT_ERROR
 from .target import TargetError, check_object_spec, parse_target
+
+TORCH_MISSING = (
+    "torch is not installed in this Python ({python}); the harness needs it. Install the "
+    "`verify` extra: `pip install -e \".[verify]\"` from a clone of syncfix (on a machine without "
+    "a GPU, install a CPU build of torch first: "
+    "`pip install torch --index-url https://download.pytorch.org/whl/cpu`)."
+)
+
+
+def torch_missing() -> bool:
+    """Whether ``import torch`` would fail here (checked without importing it: that is slow)."""
+    if "torch" in sys.modules:
+        return sys.modules["torch"] is None
+    try:
+        return importlib.util.find_spec("torch") is None
+    except (ImportError, ValueError):
+        return True
+
+
+def _require_torch(ctx: click.Context, command: str, schema: str, json_mode: bool) -> None:
+    if not torch_missing():
+        return
+    msg = TORCH_MISSING.format(python=sys.executable)
+    if json_mode:
+        verdict = {"ok": False, "exit_code": EXIT_ERROR, "reasons": [msg]}
+        click.echo(json.dumps({"schema": schema, "available": False, "reason": msg, "verdict": verdict}))
+    else:
+        click.echo(f"syncfix {command}: {msg}", err=True)
+    ctx.exit(EXIT_ERROR)
 
 
 def _codes(values: tuple[str, ...]) -> list[str] | None:
@@ -88,7 +119,11 @@ def _apply(options: list[Any]) -> Any:
     return deco
 
 
-@click.command("verify", context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(
+    "verify",
+    context_settings={"help_option_names": ["-h", "--help"]},
+    short_help="Prove a rewrite: same numbers, fewer syncs, time saved.",
+)
 @click.argument("target")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 @click.option(
@@ -174,11 +209,15 @@ def verify_command(
     then syncs are counted per line and timed. Values handed to syncfix.verify.record(name, value)
     are compared too. Sync counts need CUDA; without it the numbers are still compared.
     """
+    tgt = _parse(target, args)
+    _require_torch(ctx, "verify", "syncfix.verify/1", json_mode)
+
+    from syncfix.progress import progress_bar
+
     from .equivalence import Tolerance
     from .report import render_verify, verify_report
     from .runner import Plan, run_pair
 
-    tgt = _parse(target, args)
     if fixer:
         try:
             check_object_spec(fixer)
@@ -201,7 +240,8 @@ def verify_command(
         cross_check=not no_cross_check,
     )
     try:
-        orig, new = run_pair(plan)
+        with progress_bar("Verifying") as tick:
+            orig, new = run_pair(plan, tick)
         report = verify_report(plan, orig, new, Tolerance(rtol, atol))
     except Exception as exc:  # the harness itself broke: say so, exit 2
         click.echo(f"syncfix verify: internal error: {type(exc).__name__}: {exc}", err=True)
@@ -210,7 +250,11 @@ def verify_command(
     ctx.exit(report["verdict"]["exit_code"])
 
 
-@click.command("trace", context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(
+    "trace",
+    context_settings={"help_option_names": ["-h", "--help"]},
+    short_help="List a program's sync sites, costliest first.",
+)
 @click.argument("target")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 @click.option(
@@ -251,11 +295,13 @@ def trace_command(
     Runs TARGET once (after --warmup uncounted runs) with PyTorch's GPU-trace sync hooks on, and
     marks each line a syncfix rule matches, with whether a fix exists. Needs CUDA.
     """
+    tgt = _parse(target, args)
+    _require_torch(ctx, "trace", "syncfix.trace/1", json_mode)
+
     from .counter import cuda_available
     from .report import render_trace, trace_report
     from .runner import Plan, run_single
 
-    tgt = _parse(target, args)
     if not cuda_available():
         msg = "syncfix trace needs a CUDA device (torch.cuda.is_available() is false here)"
         if json_mode:

@@ -235,11 +235,15 @@ class Site:
     count: int = 0
     wait_s: float = 0.0
     via: str | None = None
+    # The line in the rewritten text, for a rewritten file: a line the rewrite inserted has no
+    # original line of its own (``line`` is then its neighbour), so the report needs this one.
+    new_line: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "file": self.file,
             "line": self.line,
+            "new_line": self.new_line,
             "function": self.function,
             "kind": self.kind,
             "count": self.count,
@@ -265,7 +269,7 @@ class SyncRecorder:
     resolve: Resolver | None = None
     measure_wait: bool = False
     cross_check: bool = False
-    sites: dict[tuple[str, int, str, str], Site] = field(default_factory=dict)
+    sites: dict[tuple[str, int, str, str, int | None], Site] = field(default_factory=dict)
     debug_mode: Counter[tuple[str, int]] = field(default_factory=Counter)
     debug_mode_armed: bool = False
     wait_unavailable: bool = False
@@ -276,13 +280,18 @@ class SyncRecorder:
     def add(self, hook: str, frame: FrameType | None, wait_s: float) -> None:
         origin = locate(frame, self.user_code)
         file, line = origin.file, origin.line
+        new_line = None
         if self.resolve is not None:
             file, line = self.resolve(file, line)
+            if file != origin.file:  # a rewritten file, compiled under a pseudo name
+                new_line = origin.line
         kind = classify(hook, frame)
-        key = (file, line, origin.function, kind)
+        key = (file, line, origin.function, kind, new_line)
         site = self.sites.get(key)
         if site is None:
-            site = self.sites[key] = Site(file, line, origin.function, kind, via=origin.via)
+            site = self.sites[key] = Site(
+                file, line, origin.function, kind, via=origin.via, new_line=new_line
+            )
         site.count += 1
         site.wait_s += wait_s
 

@@ -126,15 +126,30 @@ def syncs(orig: SideResult, new: SideResult) -> dict[str, Any]:
     if skipped or not o_runs or not n_runs:
         reason = skipped or "the counted run did not complete"
         return {"available": False, "reason": reason}
-    before = _per_run(orig.data.get("sites", []), o_runs)
-    after = _per_run(new.data.get("sites", []), n_runs)
     hunks: dict[str, list[Hunk]] = {}
     for rf in new.data.get("rewrites", []):
         hunks[rf["path"]] = [Hunk(**h) for h in rf["hunks"]]
 
+    def inserted_at(site: dict[str, Any]) -> Hunk | None:
+        """The pure insertion that holds this rewritten-run site's line, if any."""
+        n = site.get("new_line")
+        if n is None:
+            return None
+        for h in hunks.get(site["file"], []):
+            if h.end < h.start and h.new_start <= n <= h.new_end:
+                return h
+        return None
+
+    after_sites: list[dict[str, Any]] = []
+    inserted_sites: list[dict[str, Any]] = []
+    for site in new.data.get("sites", []):
+        (inserted_sites if inserted_at(site) is not None else after_sites).append(site)
+    before = _per_run(orig.data.get("sites", []), o_runs)
+    after = _per_run(after_sites, n_runs)
+
     def hunk_of(file: str, line: int) -> Hunk | None:
         for h in hunks.get(file, []):
-            if line in h.lines:
+            if h.end >= h.start and line in h.lines:  # insertions get rows of their own
                 return h
         return None
 
@@ -162,7 +177,8 @@ def syncs(orig: SideResult, new: SideResult) -> dict[str, Any]:
             r.after[k] += v
     for file, hs in hunks.items():
         for h in hs:
-            row_for(file, h.anchor)
+            if h.end >= h.start:
+                row_for(file, h.anchor)
 
     out_rows = []
     flags = []
@@ -177,8 +193,10 @@ def syncs(orig: SideResult, new: SideResult) -> dict[str, Any]:
             "file": r.file,
             "line": r.line,
             "end_line": r.end,
+            "new_line": None,
             "code": _code(r.file, r.line),
             "rewritten": r.hunk is not None,
+            "inserted": False,
             "before": _num(b),
             "after": _num(a),
             "drop": _num(b - a),
@@ -189,12 +207,43 @@ def syncs(orig: SideResult, new: SideResult) -> dict[str, Any]:
         out_rows.append(entry)
         if flag:
             flags.append(entry)
+    # Lines the rewrite inserted (an accumulator's final read after its loop, an initialisation
+    # before it): no original line to compare with, so a row of their own and never a flag; the
+    # totals say whether the syncs rose.
+    ins: dict[tuple[str, int], dict[str, float]] = defaultdict(lambda: dict.fromkeys(KINDS, 0.0))
+    for site in inserted_sites:
+        ins[(site["file"], site["new_line"])][site["kind"]] += site["count"] / max(n_runs, 1)
+    for (file, n), kinds in ins.items():
+        hunk = inserted_at({"file": file, "new_line": n})
+        if hunk is None:  # cannot happen: the site was sorted here for having one
+            continue
+        added = hunk.after.splitlines()
+        text = added[n - hunk.new_start] if n - hunk.new_start < len(added) else ""
+        a = sum(kinds.values())
+        out_rows.append(
+            {
+                "file": file,
+                "line": hunk.anchor,
+                "end_line": hunk.anchor,
+                "new_line": n,
+                "code": text.strip(),
+                "rewritten": True,
+                "inserted": True,
+                "before": 0,
+                "after": _num(a),
+                "drop": _num(-a),
+                "before_by_kind": {},
+                "after_by_kind": {k: _num(v) for k, v in kinds.items() if v},
+                "flag": None,
+            }
+        )
+    out_rows.sort(key=lambda e: (e["file"], e["line"], e["inserted"], e["new_line"] or 0))
 
     def totals(per: dict[tuple[str, int], dict[str, float]]) -> dict[str, Any]:
         by_kind = {k: _num(sum(v[k] for v in per.values())) for k in KINDS}
         return {"total": _num(sum(sum(v.values()) for v in per.values())), "by_kind": by_kind}
 
-    tb, ta = totals(before), totals(after)
+    tb, ta = totals(before), totals(_per_run(new.data.get("sites", []), n_runs))
     return {
         "available": True,
         "counter": orig.data.get("counter"),
@@ -242,23 +291,50 @@ def timing(orig: SideResult, new: SideResult) -> dict[str, Any]:
 
 
 def rewrites(new: SideResult, plan: Plan) -> list[dict[str, Any]]:
+    """Each rewritten file with its hunks and the fixes that made them: only fixes the run could
+    have applied (safe ones, and unsafe ones with --unsafe-fixes), of rules whose fixes did apply."""
     out = []
     findings_by_file: dict[str, list[Any]] = {}
+    applied_codes: dict[str, set[str]] = {}
+    unsafe = bool(plan.fixer.get("unsafe_fixes"))
     if not plan.fixer.get("spec"):
-        findings_by_file = _findings(
-            [rf["path"] for rf in new.data.get("rewrites", []) if rf.get("changed")], plan.fixer
-        )
+        changed = [rf["path"] for rf in new.data.get("rewrites", []) if rf.get("changed")]
+        findings_by_file = _findings(changed, plan.fixer)
+        applied_codes = _applied_codes(changed, plan.fixer)
     for rf in new.data.get("rewrites", []):
         hs = [Hunk(**h) for h in rf["hunks"]]
         fixed = []
         for f in findings_by_file.get(rf["path"], []):
-            if f.fix is not None and any(
-                f.line <= max(h.lines) and f.end_line >= min(h.lines) for h in hs
-            ):
+            if f.fix is None or f.code not in applied_codes.get(rf["path"], set()):
+                continue
+            if f.fix.applicability.value == "unsafe" and not unsafe:
+                continue  # offered, but not applied in this run
+            if any(f.line <= max(h.lines) and f.end_line >= min(h.lines) for h in hs):
                 fixed.append(
                     {"code": f.code, "line": f.line, "applicability": f.fix.applicability.value}
                 )
         out.append({**rf, "fixes": fixed})
+    return out
+
+
+def _applied_codes(paths: list[str], fixer: dict[str, Any]) -> dict[str, set[str]]:
+    """The rules whose fixes ``apply`` (with the run's settings) applies to each file."""
+    from syncfix import fix_code_with_findings
+
+    out: dict[str, set[str]] = {}
+    for p in paths:
+        try:
+            with open(p, encoding="utf-8") as fh:
+                _, applied = fix_code_with_findings(
+                    fh.read(),
+                    path=p,
+                    select=fixer.get("select") or None,
+                    ignore=fixer.get("ignore") or None,
+                    unsafe_fixes=bool(fixer.get("unsafe_fixes")),
+                )
+            out[p] = {f.code for f in applied}
+        except Exception:  # the report must not die on a file it cannot re-check
+            out[p] = set()
     return out
 
 
@@ -421,6 +497,24 @@ def _ms(s: float | None) -> str:
     return "-" if s is None else f"{s * 1e3:.3f} ms"
 
 
+def _fix_label(fixes: list[dict[str, Any]]) -> str:
+    """``SFX301, SFX401 (safe)``: every fix behind a hunk, grouped by safety."""
+    out = []
+    for kind in ("safe", "unsafe"):
+        codes = sorted({f["code"] for f in fixes if f["applicability"] == kind})
+        if codes:
+            out.append(f"{', '.join(codes)} ({kind})")
+    return "; ".join(out)
+
+
+def _sync_location(r: dict[str, Any]) -> str:
+    if r.get("inserted"):
+        return f"{rel(r['file'])}:{r['line']}+"
+    return f"{rel(r['file'])}:{r['line']}" + (
+        f"-{r['end_line']}" if r["end_line"] != r["line"] else ""
+    )
+
+
 def render_verify(report: dict[str, Any], console: Any) -> None:
     """The verify report as rich tables. Every string that comes from the user's program or
     files is escaped: ``x[mask]`` must not be read as rich markup."""
@@ -445,18 +539,20 @@ def render_verify(report: dict[str, Any], console: Any) -> None:
         table = Table(
             title="Rewrites applied (in memory; your files are untouched)", title_justify="left"
         )
-        for col in ("location", "original", "rewritten", "fix"):
-            table.add_column(col)
+        # The location is never cut (a cut one hides the line): the other cells wrap instead.
+        table.add_column("location", no_wrap=True)
+        for col in ("original", "rewritten", "fix"):
+            table.add_column(col, overflow="fold")
         for r in rw:
-            fixes = {f["line"]: f for f in r.get("fixes", [])}
             for h in r["hunks"]:
                 hk = Hunk(**h)
-                f = next((fixes[ln] for ln in hk.lines if ln in fixes), None)
+                lo, hi = min(hk.lines), max(hk.lines)
+                fixes = [f for f in r.get("fixes", []) if lo <= f["line"] <= hi]
                 table.add_row(
                     Text(f"{rel(r['path'])}:{hk.anchor}"),
                     Text(_lines(h["before"]) or "(inserted)"),
                     Text(_lines(h["after"]) or "(deleted)"),
-                    Text(f"{f['code']} ({f['applicability']})" if f else ""),
+                    Text(_fix_label(fixes)),
                 )
         console.print(table)
     for note in report["notes"]:
@@ -514,8 +610,13 @@ def render_verify(report: dict[str, Any], console: Any) -> None:
             title=f"Syncs per run by line (counter: {esc(str(sy.get('counter')))}; warm-up excluded)",
             title_justify="left",
         )
-        for col in ("location", "code", "kind", "before", "after", "drop", ""):
-            table.add_column(col, justify="right" if col in ("before", "after", "drop") else "left")
+        table.add_column("location", no_wrap=True)
+        for col in ("code", "kind", "before", "after", "drop", ""):
+            table.add_column(
+                col,
+                justify="right" if col in ("before", "after", "drop") else "left",
+                overflow="fold",
+            )
         marks = {
             "rose": Text("✗ rose", "red"),
             "no-drop": Text("⚠ rewritten, no drop", "yellow"),
@@ -524,13 +625,14 @@ def render_verify(report: dict[str, Any], console: Any) -> None:
         for r in sy["lines"]:
             kinds = r["before_by_kind"] or r["after_by_kind"]
             mark = marks.get(r["flag"] or "") or (
-                Text("rewritten ✓", "green") if r["rewritten"] else Text("")
-            )
-            loc = f"{rel(r['file'])}:{r['line']}" + (
-                f"-{r['end_line']}" if r["end_line"] != r["line"] else ""
+                Text("inserted", "cyan")
+                if r.get("inserted")
+                else Text("rewritten ✓", "green")
+                if r["rewritten"]
+                else Text("")
             )
             table.add_row(
-                Text(loc),
+                Text(_sync_location(r)),
                 Text(r["code"][:60]),
                 ", ".join(kinds),
                 str(r["before"]),
@@ -556,6 +658,14 @@ def render_verify(report: dict[str, Any], console: Any) -> None:
                 "dim",
             )
         )
+        if any(r.get("inserted") for r in sy["lines"]):
+            console.print(
+                Text(
+                    "  N+: a line the rewrite inserted after original line N (no original to "
+                    "compare with; the total says whether syncs rose)",
+                    "dim",
+                )
+            )
         for side in ("original", "rewritten"):
             cc = sy["cross_check"][side]
             if cc.get("armed"):

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -278,8 +279,24 @@ class Plan:
         }
 
 
-def run_pair(plan: Plan) -> tuple[SideResult, SideResult]:
-    """Run the original and the rewritten program through every phase, in lockstep."""
+def pair_steps(plan: Plan) -> int:
+    """How many runs :func:`run_pair` makes: both sides' starts, warm-ups, timed and counted runs."""
+    return 2 * (1 + max(plan.warmup, 1) + plan.repeats + 1)
+
+
+def run_pair(plan: Plan, tick: Callable[..., None] | None = None) -> tuple[SideResult, SideResult]:
+    """Run the original and the rewritten program through every phase, in lockstep.
+
+    ``tick(done, total, what)`` is called before each run (and once at the end) for a progress bar.
+    """
+    total = pair_steps(plan)
+    done = [0]
+
+    def progress(what: str) -> None:
+        if tick is not None:
+            tick(done[0], total, what)
+        done[0] += 1
+
     with tempfile.TemporaryDirectory(prefix="syncfix-verify-") as workdir:
         sides = {
             "original": SideResult("original"),
@@ -293,11 +310,13 @@ def run_pair(plan: Plan) -> tuple[SideResult, SideResult]:
         }
         try:
             for name, proc in procs.items():
+                progress(f"start ({name})")
                 _, failure = proc.request(None, "start")
                 sides[name].failure = failure
 
             def step(name: str, phase: str) -> dict[str, Any] | None:
                 side = sides[name]
+                progress(f"{phase} run ({name})")
                 if not side.ok:
                     return None
                 reply, failure = procs[name].request({"op": "run", "phase": phase}, phase)
@@ -329,6 +348,8 @@ def run_pair(plan: Plan) -> tuple[SideResult, SideResult]:
                 }
                 if failure is not None and sides[name].ok:
                     sides[name].failure = failure
+            if tick is not None:
+                tick(total, total, "done")
         finally:
             for proc in procs.values():
                 if not proc.closed:

@@ -243,3 +243,15 @@ def test_trace_without_cuda_says_so(make_file, tmp_path, run_cli):
     make_file("p.py", "print(1)\n")
     r = run_cli("trace", "p.py", "--json", cwd=tmp_path)
     assert r.exit_code == 2 and "needs a CUDA device" in r.report["reason"]
+
+
+def test_without_torch_verify_says_how_to_install_it(project, run_cli, monkeypatch):
+    """No tracebacks and no "the original program failed": torch is missing, and how to get it."""
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now fails, as without torch
+    for command in ("verify", "trace"):
+        r = run_cli(command, "prog.py", "--no-deterministic", "--", "3", cwd=project)
+        assert r.exit_code == 2
+        assert "torch is not installed" in r.stderr and '".[verify]"' in r.stderr
+        assert "Traceback" not in r.stdout + r.stderr and "program failed" not in r.stdout
+    r = run_cli("verify", "prog.py", "--json", "--", "3", cwd=project)
+    assert r.exit_code == 2 and "torch is not installed" in r.report["verdict"]["reasons"][0]

@@ -245,3 +245,100 @@ def render(report) -> str:
     out = io.StringIO()
     render_verify(report, Console(file=out, width=200))
     return out.getvalue()
+
+
+# ---- recorded reports of the bundled examples: labels and inserted lines -----------------------
+
+EXAMPLES = __import__("pathlib").Path(__file__).resolve().parents[2] / "examples"
+
+
+def _recorded(tmp_path, name, before_sites, after_sites, *, unsafe_fixes=False, subdir=""):
+    """A verify run of ``examples/name`` rebuilt from data: its rewrite is syncfix's own (the
+    hunks a real run records), its syncs the given sites. No process, no GPU."""
+    from syncfix import fix_code
+
+    folder = tmp_path / subdir if subdir else tmp_path
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    src = (EXAMPLES / name).read_text(encoding="utf-8")
+    path.write_text(src, encoding="utf-8")
+    new_src = fix_code(src, path=str(path), unsafe_fixes=unsafe_fixes)
+    hunks, _ = align(src, new_src)
+    common = {"counter": "torch.cuda._gpu_trace", "count_runs": 1, "cross_check": {"armed": False}}
+    caps = [{"stdout": "1.0\n", "records": [], "return": None}]
+    rewrites = [{"path": str(path), "changed": True, "hunks": [h.to_dict() for h in hunks], "error": None}]
+    for s in before_sites + after_sites:
+        s["file"] = str(path)
+    orig = SideResult("original", times=[0.01], data={**common, "sites": before_sites, "captures": caps, "rewrites": []})
+    new = SideResult("rewritten", times=[0.01], data={**common, "sites": after_sites, "captures": caps, "rewrites": rewrites})
+    plan = Plan(
+        target=parse_target(str(path)),
+        root=str(tmp_path),
+        fixer={"select": None, "ignore": None, "unsafe_fixes": unsafe_fixes, "spec": None},
+    )
+    return verify_report(plan, orig, new, Tolerance()), hunks
+
+
+def _render(rep, width=100):
+    buf = io.StringIO()
+    render_verify(rep, Console(file=buf, width=width, color_system=None))
+    return buf.getvalue()
+
+
+def test_verify_labels_only_the_fixes_it_applied(tmp_path, monkeypatch):
+    """Without --unsafe-fixes, train_logged.py's log line is rewritten by SFX301 + SFX401 (safe);
+    SFX402's unsafe fix is offered on the same line but was not applied."""
+    monkeypatch.chdir(tmp_path)
+    before = [site("", 20, "copy", 2)]
+    after = [site("", 20, "copy", 1)]
+    after[0]["new_line"] = 24
+    rep, _ = _recorded(tmp_path, "train_logged.py", before, after)
+    (rw,) = rep["rewrites"]
+    assert {f["code"] for f in rw["fixes"]} == {"SFX301", "SFX401"}
+    assert {f["applicability"] for f in rw["fixes"]} == {"safe"}
+    text = _render(rep)
+    assert "SFX402" not in text and "(unsafe)" not in text
+    assert "SFX301, SFX401 (safe)" in text
+    # with --unsafe-fixes, what runs is SFX402's rewrite, labelled unsafe
+    rep, _ = _recorded(tmp_path, "train_logged.py", before, after, unsafe_fixes=True)
+    labels = {(f["code"], f["applicability"]) for f in rep["rewrites"][0]["fixes"]}
+    assert ("SFX402", "unsafe") in labels
+
+
+def test_verify_location_column_is_never_cut(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rep, hunks = _recorded(
+        tmp_path, "train_logged.py", [site("", 20, "copy", 2)], [site("", 20, "copy", 1)],
+        subdir="a_rather_long_folder_name/with/more/levels",
+    )
+    where = "a_rather_long_folder_name/with/more/levels/train_logged.py:20"
+    for width in (100, 140):
+        text = _render(rep, width=width)
+        assert text.count(where) == 2  # in the rewrites table and the syncs table, whole
+        assert "…" not in text  # the code cells wrap instead
+
+
+def test_verify_gives_inserted_lines_rows_of_their_own(tmp_path, monkeypatch):
+    """evaluate.py's accumulators: initialisations inserted before the loop and final reads
+    after it. The final reads' syncs get rows of their own (no flag); the neighbours of the
+    insertions are neither "rose" nor "rewritten, no syncs here"."""
+    monkeypatch.chdir(tmp_path)
+    before = [site("", 17, "copy", 10), site("", 18, "copy", 10), site("", 21, "copy", 10), site("", 22, "copy", 10)]
+    after = [site("", 23, "copy", 1), site("", 23, "copy", 1)]  # the copies became non-blocking
+    for s, n in zip(after, (26, 27), strict=True):
+        s["new_line"] = n
+    rep, hunks = _recorded(tmp_path, "evaluate.py", before, after)
+    inserted = [h for h in hunks if h.end < h.start]
+    assert [h.anchor for h in inserted] == [15, 23]  # `with torch.no_grad():` and `seen += ...`
+    sy = rep["syncs"]
+    assert sy["flags"] == []
+    rows = {(r["line"], r["new_line"]): r for r in sy["lines"]}
+    new_rows = [r for r in sy["lines"] if r["inserted"]]
+    assert [(r["line"], r["new_line"], r["after"], r["flag"]) for r in new_rows] == [(23, 26, 1, None), (23, 27, 1, None)]
+    assert new_rows[0]["code"] == "total_loss = total_loss_acc.item()"
+    assert (15, None) not in rows and (23, None) not in rows  # neighbours get no row
+    assert rows[(21, None)]["drop"] == 20 and rows[(21, None)]["rewritten"]
+    assert (sy["original"]["total"], sy["rewritten"]["total"]) == (40, 2)
+    assert rep["verdict"]["ok"]
+    text = _render(rep, width=120)
+    assert "evaluate.py:23+" in text and "✗ rose" not in text and "no syncs here" not in text
