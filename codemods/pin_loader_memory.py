@@ -69,6 +69,7 @@ class PinLoaderMemory(Rule):
     MESSAGE = "DataLoader batches are copied to the GPU from pageable memory: set pin_memory=True"
     FIX = "sometimes"
     TRIGGERS = ("DataLoader",)
+    ONLY_WHERE_REPEATED = False  # a loader is built once; its batches are what repeat
     VALID = [
         # already pinned (or explicitly not)
         "import torch\nfrom torch.utils.data import DataLoader\ndef f(ds):\n"

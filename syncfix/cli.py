@@ -76,6 +76,8 @@ def _load(paths: Sequence[str], opts: dict) -> Settings:
             updates[key] = _split(opts[key])
     if opts.get("unsafe_fixes") is not None:
         updates["unsafe_fixes"] = opts["unsafe_fixes"]
+    if opts.get("include_cold") is not None:
+        updates["include_cold"] = opts["include_cold"]
     if opts.get("exclude"):
         updates["exclude"] = _split_paths(opts["exclude"])
     if opts.get("extend_exclude"):
@@ -118,6 +120,12 @@ def _shared_options(fn):
             "--unsafe-fixes/--no-unsafe-fixes",
             default=None,
             help="Also consider fixes that may change behaviour.",
+        ),
+        click.option(
+            "--include-cold/--no-include-cold",
+            default=None,
+            help="Also report one-time code (set-up, __main__ blocks, tests), not only code that "
+            "runs every step.",
         ),
         click.option(
             "--output-format",

@@ -44,6 +44,7 @@ class Settings:
     fixable: tuple[str, ...] = ("ALL",)
     unfixable: tuple[str, ...] = ()
     unsafe_fixes: bool = False
+    include_cold: bool = False  # report one-time code too (see syncfix/repetition.py)
     extend_safe_fixes: tuple[str, ...] = ()
     extend_unsafe_fixes: tuple[str, ...] = ()
     per_file_ignores: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -114,7 +115,7 @@ _LIST_KEYS = {
     "select", "extend-select", "ignore", "fixable", "unfixable", "extend-safe-fixes",
     "extend-unsafe-fixes", "exclude", "extend-exclude",
 }
-_BOOL_KEYS = {"unsafe-fixes", "respect-gitignore", "force-exclude"}
+_BOOL_KEYS = {"unsafe-fixes", "include-cold", "respect-gitignore", "force-exclude"}
 _KNOWN = _LIST_KEYS | _BOOL_KEYS | {
     "per-file-ignores", "output-format", "jobs", "target-version", "torch", "cache-dir", "extend",
 }

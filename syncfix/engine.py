@@ -23,6 +23,7 @@ from .config import Settings
 from .deepstack import call_deep
 from .fileio import FileError, decode, read_source, write_atomic
 from .model import Applicability, Edit, FileResult, Finding, FixInfo
+from .repetition import Repetition
 from .rules import Fix, RawFinding, Rule, all_rules
 from .walk import Structure, replaying
 
@@ -353,6 +354,8 @@ def _process_source(
         analyzed = analyze(module, rules, settings)
         sup = suppression.parse(text)
         raws = apply_suppressions(analyzed, sup, {r.CODE for r in enabled})
+        if not settings.include_cold:
+            raws = only_where_repeated(raws, analyzed, path)
         if not fix:
             break
         candidates = [r for r in raws if fix_allowed(r, settings)]
@@ -393,6 +396,12 @@ def _process_source(
         key=Finding.sort_key,
     )
     return (module.bytes if applied else data), remaining, applied
+
+
+def only_where_repeated(raws: list[RawFinding], analyzed: Analyzed, path: str) -> list[RawFinding]:
+    """Drop the findings of rules that matter only where their sync repeats, in one-time code."""
+    repetition = Repetition(analyzed.analysis, path)
+    return [r for r in raws if not r.rule.ONLY_WHERE_REPEATED or repetition.repeats(r.node)]
 
 
 def _config(settings: Settings) -> cst.PartialParserConfig:

@@ -73,6 +73,9 @@ class Rule(cst.BatchableCSTVisitor):
     # Whether the rule can only fire in a file that imports torch (the engine then skips the
     # others unparsed); tests/test_engine.py checks it on every example with the imports removed.
     NEEDS_TORCH: ClassVar[bool] = True
+    # Whether the rule reports only where its sync repeats (loops, step functions and what they
+    # call; see syncfix/repetition.py): one-time set-up pays once, so a fix there is churn.
+    ONLY_WHERE_REPEATED: ClassVar[bool] = True
     VALID: ClassVar[list[str]] = []
     INVALID: ClassVar[list[Invalid]] = []
     # Parents, scopes and qualified names come from the analysis (``self.analysis.parent(node)``,

@@ -20,3 +20,15 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "cuda" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _every_finding(request, monkeypatch):
+    """Rule tests judge a rule's logic on snippets that are mostly one-time code, so they see
+    every finding, as ``--include-cold`` shows them. Tests of the default (findings only where
+    the sync repeats) are marked ``only_repeated``."""
+    if "only_repeated" in request.keywords:
+        return
+    from syncfix import engine
+
+    monkeypatch.setattr(engine, "only_where_repeated", lambda raws, analyzed, path: raws)

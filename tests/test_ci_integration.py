@@ -20,10 +20,10 @@ from syncfix.model import Finding
 from syncfix.noqa import add_noqa
 
 REPO = Path(__file__).resolve().parent.parent
-SAFE = "import torch\nx = torch.ones(3).cuda()\n"
-UNSAFE = "import torch\ndef f(x: torch.Tensor):\n    return x.cuda()\n"
+SAFE = "import torch\nfor step in range(3):\n    x = torch.ones(3).cuda()\n"
+UNSAFE = "import torch\ndef forward(x: torch.Tensor):\n    return x.cuda()\n"
 NO_FIX = "import torch\nfor b in loader:\n    b.cuda()\n"
-FIXED = 'import torch\nx = torch.ones(3).to("cuda", non_blocking=True)\n'
+FIXED = 'import torch\nfor step in range(3):\n    x = torch.ones(3).to("cuda", non_blocking=True)\n'
 
 
 def _invoke(*args: str):
@@ -78,7 +78,7 @@ def test_pre_commit_hook_entries(tmp_path, monkeypatch):
     check = hooks["syncfix"]["entry"]
     r = _run_entry(check, ["safe.py", "clean.py", "gen_x.py"], tmp_path)
     assert r.returncode == 1, r.stderr
-    assert "safe.py:2:5: SFX101" in r.stdout and "gen_x.py" not in r.stdout
+    assert "safe.py:3:9: SFX101" in r.stdout and "gen_x.py" not in r.stdout
     assert (tmp_path / "safe.py").read_text() == SAFE  # the checking hook never writes
     # --force-exclude: an excluded file named by pre-commit is still skipped
     assert _run_entry(check, ["clean.py", "gen_x.py"], tmp_path).returncode == 0

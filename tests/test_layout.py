@@ -17,7 +17,7 @@ import pytest
 from syncfix.rules import all_rules
 
 ROOT = Path(__file__).resolve().parent.parent
-FINDING = "import torch\nx = torch.ones(3).cuda()\n"
+FINDING = "import torch\nfor step in range(3):\n    x = torch.ones(3).cuda()\n"
 
 
 def _user_project(tmp_path: Path) -> Path:
@@ -119,7 +119,7 @@ def test_verify_and_the_pytest_plugin_import_neither_libcst_nor_the_engine():
 
 
 def test_the_public_api_still_imports_from_the_package():
-    code = "from syncfix import check_code, fix_code; print(len(check_code('import torch\\nx = torch.ones(3).cuda()\\n')))"
+    code = "from syncfix import check_code, fix_code; print(len(check_code('import torch\\nfor i in range(3):\\n    x = torch.ones(3).cuda()\\n')))"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=True

@@ -1,0 +1,83 @@
+"""Where a sync repeats: the code that runs every step, as opposed to one-time set-up.
+
+A sync costs once per execution, so a fix pays only where the code runs again and again: loop
+bodies, step-like functions (``forward``, ``training_step``... the ``hot-functions`` setting),
+and functions this file calls from such code. One-time code is quiet by default: the module's
+top level outside loops (``if __name__ == "__main__":`` included), ``__init__``, and test code
+(files under ``tests/``, ``test_*.py``, ``*_test.py``, ``conftest.py``, ``test*`` functions),
+where nothing waits on the GPU. ``--include-cold`` (``include-cold = true``) shows everything.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+
+import libcst as cst
+
+from .analysis import ModuleAnalysis
+
+
+def is_test_path(path: str) -> bool:
+    p = PurePath(path)
+    name = p.name
+    return (
+        name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
+        or any(part in ("tests", "test") for part in p.parts[:-1])
+    )
+
+
+class Repetition:
+    """Answers "does this node run repeatedly?" for one module."""
+
+    def __init__(self, analysis: ModuleAnalysis, path: str) -> None:
+        self.analysis = analysis
+        self.test_file = is_test_path(path)
+        self._functions: dict[cst.FunctionDef, bool] = {}
+        self._calls: dict[str, list[cst.Call]] | None = None
+
+    def repeats(self, node: cst.CSTNode) -> bool:
+        if self.test_file:
+            return False
+        a = self.analysis
+        if a.enclosing_loop(node) is not None:
+            fn = a.enclosing_function(node)
+            return fn is None or not _is_test_function(fn)
+        fn = a.enclosing_function(node)
+        return fn is not None and self._function_repeats(fn)
+
+    def _function_repeats(self, fn: cst.FunctionDef) -> bool:
+        known = self._functions.get(fn)
+        if known is not None:
+            return known
+        self._functions[fn] = False  # a recursive call does not make a function repeat
+        name = fn.name.value
+        if _is_test_function(fn):
+            result = False
+        elif name in self.analysis.hot_functions:
+            result = True
+        else:
+            result = any(self.repeats(call) for call in self._calls_of(name))
+        self._functions[fn] = result
+        return result
+
+    def _calls_of(self, name: str) -> list[cst.Call]:
+        if self._calls is None:
+            calls: dict[str, list[cst.Call]] = {}
+
+            class V(cst.CSTVisitor):
+                def visit_Call(self, node: cst.Call) -> None:
+                    func = node.func
+                    if isinstance(func, cst.Name):
+                        calls.setdefault(func.value, []).append(node)
+                    elif isinstance(func, cst.Attribute):
+                        calls.setdefault(func.attr.value, []).append(node)
+
+            self.analysis.walk(self.analysis.module, V())
+            self._calls = calls
+        return self._calls.get(name, [])
+
+
+def _is_test_function(fn: cst.FunctionDef) -> bool:
+    return fn.name.value.startswith("test")

@@ -1,0 +1,114 @@
+"""Findings only where the sync repeats (the default); one-time code is quiet unless asked."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+
+from syncfix.api import check_code
+from syncfix.cli import cli
+
+pytestmark = pytest.mark.only_repeated
+
+
+def codes(src: str, path: str = "train.py", **kw) -> list[tuple[str, int]]:
+    return [(f.code, f.line) for f in check_code(textwrap.dedent(src), path=path, **kw)]
+
+
+SETUP_AND_LOOP = """\
+import torch
+
+model = torch.nn.Linear(3, 3)
+w = torch.ones(3).cuda()
+
+def main():
+    bias = torch.zeros(3).cuda()
+    for step in range(10):
+        x = torch.ones(3).cuda()
+
+if __name__ == "__main__":
+    y = torch.ones(3).cuda()
+    main()
+"""
+
+
+def test_one_time_code_is_quiet_and_loops_report():
+    assert codes(SETUP_AND_LOOP) == [("SFX101", 9)]
+
+
+def test_include_cold_reports_everything():
+    assert codes(SETUP_AND_LOOP, include_cold=True) == [
+        ("SFX101", 4),
+        ("SFX101", 7),
+        ("SFX101", 9),
+        ("SFX101", 12),
+    ]
+
+
+def test_step_functions_and_what_loops_call_repeat():
+    src = """\
+    import torch
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = torch.ones(3).cuda()
+
+        def forward(self, x):
+            return x * torch.ones(3).cuda()
+
+    def move():
+        return torch.ones(3).cuda()
+
+    def once():
+        return torch.ones(3).cuda()
+
+    def train():
+        once()
+        for step in range(10):
+            move()
+    """
+    assert codes(src) == [("SFX101", 9), ("SFX101", 12)]
+
+
+def test_test_code_is_quiet_even_in_loops():
+    src = """\
+    import torch
+
+    def test_copy():
+        for i in range(3):
+            x = torch.ones(3).cuda()
+
+    for i in range(3):
+        y = torch.ones(3).cuda()
+    """
+    assert codes(src) == [("SFX101", 8)]
+    assert codes(src, path="tests/test_copy.py") == []
+    assert codes(src, path="pkg/conftest.py") == []
+
+
+def test_a_loader_built_at_set_up_still_gets_pinned():
+    src = """\
+    import torch
+    from torch.utils.data import DataLoader
+
+    def main(ds):
+        loader = DataLoader(ds, batch_size=64)
+        for x, y in loader:
+            x = x.cuda()
+    """
+    assert "SFX103" in {c for c, _ in codes(src)}
+
+
+def test_cli_flag_and_config_key(tmp_path):
+    (tmp_path / "m.py").write_text(SETUP_AND_LOOP, encoding="utf-8")
+    runner = CliRunner()
+    quiet = runner.invoke(cli, ["check", str(tmp_path), "--no-cache", "-o", "concise"])
+    loud = runner.invoke(cli, ["check", str(tmp_path), "--no-cache", "-o", "concise", "--include-cold"])
+    assert quiet.output.count("SFX101") == 1
+    assert loud.output.count("SFX101") == 4
+    (tmp_path / "pyproject.toml").write_text("[tool.syncfix]\ninclude-cold = true\n", encoding="utf-8")
+    configured = runner.invoke(cli, ["check", str(tmp_path), "--no-cache", "-o", "concise"])
+    assert configured.output.count("SFX101") == 4
