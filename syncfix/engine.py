@@ -400,6 +400,8 @@ def _process_source(
 
 def only_where_repeated(raws: list[RawFinding], analyzed: Analyzed, path: str) -> list[RawFinding]:
     """Drop the findings of rules that matter only where their sync repeats, in one-time code."""
+    if analyzed.analysis is None:
+        return raws
     repetition = Repetition(analyzed.analysis, path)
     return [r for r in raws if not r.rule.ONLY_WHERE_REPEATED or repetition.repeats(r.node)]
 
