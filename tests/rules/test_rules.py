@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from syncfix import check_code, fix_code
 from syncfix.rules import all_rules
 
-from .fixtures import cases
+from .fixture_cases import FixtureError, cases, collect
 
 RULES = all_rules()
 SECTIONS = ("## What it finds", "## Why it costs", "## Example", "## Use instead", "## Fix safety")
@@ -89,7 +91,12 @@ def test_every_fixable_rule_has_fixtures():
             assert code in codes, f"{code} has a fix but no fixture pair"
 
 
-MARKED = [c for c in CASES if "# expect: " in c.source]
+# Files with ``# expect:`` markers, and the untouched files of report-only rules (no markers: no
+# finding may land in them; nothing else would check them, since their output is their input).
+MARKED = [
+    c for c in CASES if "# expect: " in c.source or (c.untouched and RULES[c.code].FIX == "never"
+                                                    and c.name.endswith("untouched"))
+]
 
 
 @pytest.mark.parametrize("case", MARKED, ids=[c.id for c in MARKED])
@@ -104,12 +111,58 @@ def test_marked_fixture_lines_are_exactly_the_findings(case):
     assert found == expected
 
 
-def test_readme_lists_every_rule():
-    from pathlib import Path
+def test_every_fixture_file_is_part_of_a_case():
+    rules_dir = Path(__file__).parent
+    files = {p for p in rules_dir.glob("*/fixtures/*") if p.is_file()}
+    used = {
+        rules_dir / c.code / "fixtures" / f"{c.name}{suffix}"
+        for c in CASES
+        for suffix in (".in.py", ".out.py", ".unsafe.py")
+    }
+    assert files and files <= used
+    assert len(CASES) == len({c.id for c in CASES})
 
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    for code, rule in RULES.items():
-        assert f"| {code} | {rule.NAME} |" in readme, f"README's rules table lacks {code}"
+
+def _layout(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+CODES = {"SFX101": "sometimes", "SFX105": "never"}
+
+
+@pytest.mark.parametrize(
+    "files,message",
+    [
+        ({"SFX101/fixtures/a.in.py": "x\n"}, "no expected side"),
+        ({"SFX101/fixtures/a.out.py": "x\n"}, "has no a.in.py"),
+        ({"SFX101/fixtures/notes.txt": "x\n"}, "not NAME.in.py"),
+        ({"SFX999/fixtures/a_untouched.in.py": "x\n"}, "not the code of any rule"),
+    ],
+    ids=["input-without-expected-side", "expected-side-without-input", "unknown-suffix", "unknown-rule"],
+)
+def test_fixture_collector_fails_loudly(tmp_path, files, message):
+    with pytest.raises(FixtureError, match=message):
+        collect(_layout(tmp_path, files), CODES)
+
+
+def test_fixture_collector_reads_each_kind_of_case(tmp_path):
+    root = _layout(
+        tmp_path / "rules",
+        {
+            "SFX101/fixtures/a.in.py": "x\n",
+            "SFX101/fixtures/a.out.py": "y\n",
+            "SFX101/fixtures/b_untouched.in.py": "z\n",
+            "SFX105/fixtures/report.in.py": "w\n",  # a report-only rule: the output is the input
+        },
+    )
+    found = {(c.id, c.expected) for c in collect(root, CODES)}
+    assert found == {("SFX101/a", "y\n"), ("SFX101/b_untouched", "z\n"), ("SFX105/report", "w\n")}
+    old = _layout(tmp_path / "fixtures", {"stray_untouched.in.py": "x\n"})
+    with pytest.raises(FixtureError, match="outside any rule's folder"):
+        collect(root, CODES, old)
 
 
 def test_each_rule_is_a_libcst_codemod_built_on_first_use():

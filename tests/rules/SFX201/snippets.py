@@ -1,12 +1,10 @@
-"""Snippets for the SFX2xx value tests (CPU) and sync-count tests (CUDA).
+"""SFX201 snippets for the CPU value tests (test_sfx201.py) and the GPU test (test_sfx201_cuda.py).
 
 Each snippet defines ``f``; the tests rewrite it with ``syncfix.fix_code`` (never by hand), run
 both versions on the same inputs and compare.
 """
 
 from __future__ import annotations
-
-import math
 
 # ---- safe rewrites ---------------------------------------------------------------------------
 
@@ -81,29 +79,6 @@ def f(n: int, shift: float):
     return y
 '''
 
-MASKED_FILL_FLOAT = '''
-import torch
-
-
-@torch.no_grad()
-def f(n: int, thr: float):
-    x = torch.randn(n, device="cuda")
-    fill = x.mean()
-    x[x < thr] = fill
-    return x
-'''
-
-MASKED_FILL_INT = '''
-import torch
-
-
-def f(n: int, thr: int):
-    c = (torch.randn(n, device="cuda") * 10).long()
-    top = c.amax()
-    c[c < thr] = top
-    return c
-'''
-
 MULTI_TARGET = '''
 import torch
 
@@ -121,16 +96,7 @@ def f(m0: float, s0: float):
     return a, b
 '''
 
-SAFE = {
-    "SFX201": [ELIF_FLOAT32, AND_NOT_INT64, IFEXP_ISNAN, BOOL_OR, VECTOR_BRANCH, MULTI_TARGET],
-    "SFX204": [MASKED_FILL_FLOAT, MASKED_FILL_INT],
-}
-
-FLOATS = [
-    0.0, -0.0, 0.1, 0.25, 0.5, 0.2500001, 0.4999999, 1.0, -1.0, 3.5, 1e-30, -1e30, 16777217.0,
-    math.inf, -math.inf, math.nan,
-]
-INTS = [0, 1, 3, 4, 9, 10, 11, -1, -(2**40), 2**40, 2**62, -(2**62), 16777217]
+SAFE = [ELIF_FLOAT32, AND_NOT_INT64, IFEXP_ISNAN, BOOL_OR, VECTOR_BRANCH, MULTI_TARGET]
 
 # ---- the float32 0.1 case: no safe fix, and the unsafe one really decides differently --------
 
@@ -147,47 +113,4 @@ def f(m0: float):
     else:
         s = s * 2.0
     return s
-'''
-
-# ---- unsafe rewrites (CUDA sync-count tests compare values where they must agree) ------------
-
-ASSERT_ASYNC = '''
-import torch
-
-
-def f(n: int):
-    x = torch.rand(n, device="cuda")
-    assert (x >= 0).all(), "negative"
-    return x * 2
-'''
-
-BUILTIN_MAX = '''
-import torch
-
-
-def f(v: float, w: float):
-    a = torch.full((), v, device="cuda")
-    b = torch.full((), w, device="cuda")
-    return max(a, b)
-'''
-
-MASKED_SUM = '''
-import torch
-
-
-def f(n: int):
-    x = torch.randn(n, device="cuda")
-    return x[x > 0].sum()
-'''
-
-REPEAT_OUTPUT_SIZE = '''
-import torch
-
-
-def f(n: int):
-    x = torch.arange(n, device="cuda")
-    reps = torch.arange(n, device="cuda") % 3
-    k = reps.sum().item()
-    y = torch.repeat_interleave(x, reps)
-    return y, k
 '''

@@ -1,37 +1,19 @@
-"""On a GPU: SFX301 turns N syncs into 1, SFX302 turns one sync per iteration into one per loop.
+"""On a GPU: SFX302 turns one sync per iteration into one per loop.
 
-Syncs are counted with ``torch.cuda.set_sync_debug_mode("warn")`` warnings (sync-semantics §2a:
-it flags every ``.item()``/``.tolist()``/blocking copy). The rewritten code comes from
-``syncfix.fix_code``, never by hand; both versions must also return exactly the same values.
+Syncs are counted with ``torch.cuda.set_sync_debug_mode("warn")`` warnings (it flags every
+``.item()``/``.tolist()``/blocking copy: docs/semantics.md#counting-syncs). The rewritten code comes
+from ``syncfix.fix_code``, never by hand; both versions must also return exactly the same values.
 """
 
 from __future__ import annotations
-
-import warnings
 
 import pytest
 
 from syncfix import fix_code
 
+from ..support import count_syncs, load
+
 pytestmark = pytest.mark.cuda
-
-READS = '''\
-import torch
-
-dev = "cuda"
-
-
-def f(n):
-    x = torch.randn(n, device=dev)
-    loss = x.pow(2).mean()
-    norm = x.norm()
-    peak = x.max()
-    low = x.min()
-    hits = (x > 0).sum()
-    kept = (x > 1).sum()
-    print(f"loss {loss.item():.4f} norm {norm.item():.4f} peak {peak.item():.3f} low {low.item():.3f}")
-    return loss.item(), norm.item(), peak.item(), low.item(), hits.item(), kept.item()
-'''
 
 LOOP = '''\
 import torch
@@ -56,45 +38,6 @@ def evaluate(dataset, model):
 '''
 
 
-def _count_syncs(fn, *args):
-    import torch
-
-    torch.cuda.synchronize()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        torch.cuda.set_sync_debug_mode("warn")
-        try:
-            result = fn(*args)
-        finally:
-            torch.cuda.set_sync_debug_mode("default")
-    syncs = [w for w in caught if "synchroniz" in str(w.message).lower()]
-    return result, len(syncs)
-
-
-def _load(code: str, name: str):
-    namespace: dict = {}
-    exec(compile(code, f"<{name}>", "exec"), namespace)
-    return namespace[name]
-
-
-def test_sfx301_n_syncs_become_one_per_group():
-    import torch
-
-    fixed = fix_code(READS, select=["SFX301"])
-    assert fixed != READS
-    before_fn, after_fn = _load(READS, "f"), _load(fixed, "f")
-    before_fn(4096), after_fn(4096)  # warm up: a first CUDA call can sync once on its own
-    torch.manual_seed(0)
-    before, n_before = _count_syncs(before_fn, 4096)
-    torch.manual_seed(0)
-    after, n_after = _count_syncs(after_fn, 4096)
-    print(f"\nSFX301: {n_before} syncs before, {n_after} after\n{fixed}")
-    assert before == after and [type(v) for v in before] == [type(v) for v in after]
-    # print: 4 float reads -> 1; return: 4 float reads -> 1 and 2 int reads -> 1
-    assert n_before == 10
-    assert n_after == 3
-
-
 def test_sfx302_one_sync_per_loop_instead_of_per_iteration():
     import torch
 
@@ -106,8 +49,8 @@ def test_sfx302_one_sync_per_loop_instead_of_per_iteration():
     data = torch.utils.data.TensorDataset(
         torch.randn(64 * steps, 32, device="cuda"), torch.randint(0, 4, (64 * steps,), device="cuda")
     )
-    before, n_before = _count_syncs(_load(LOOP, "evaluate"), data, model)
-    after, n_after = _count_syncs(_load(fixed, "evaluate"), data, model)
+    before, n_before = count_syncs(load(LOOP, "evaluate"), data, model, warm_up=False)
+    after, n_after = count_syncs(load(fixed, "evaluate"), data, model, warm_up=False)
     print(f"\nSFX302: {n_before} syncs for {steps} iterations before, {n_after} after\n{fixed}")
     assert type(before[0]) is type(after[0]) is float and type(before[1]) is type(after[1]) is int
     assert before == after  # float64 sums in the same order as Python's floats
@@ -147,9 +90,9 @@ def test_sfx302_total_follows_the_summands_device_when_it_is_unknown():
     batches = [
         (torch.randn(64, 32, device="cuda"), torch.randint(0, 4, (64,), device="cuda")) for _ in range(steps)
     ]
-    before, n_before = _count_syncs(_load(LOOP_UNKNOWN_DEVICE, "evaluate"), model, batches)
-    after, n_after = _count_syncs(_load(fixed, "evaluate"), model, batches)
-    empty, _ = _count_syncs(_load(fixed, "evaluate"), model, [])
+    before, n_before = count_syncs(load(LOOP_UNKNOWN_DEVICE, "evaluate"), model, batches, warm_up=False)
+    after, n_after = count_syncs(load(fixed, "evaluate"), model, batches, warm_up=False)
+    empty, _ = count_syncs(load(fixed, "evaluate"), model, [], warm_up=False)
     print(f"\nSFX302 (unknown device): {n_before} syncs for {steps} iterations before, {n_after} after")
     assert type(before[0]) is type(after[0]) is float and type(before[1]) is type(after[1]) is int
     assert before == after and empty == (0.0, 0)
