@@ -99,6 +99,7 @@ class AccumulateOnDevice(Rule):
     NAME = "accumulate-on-device"
     MESSAGE = "Running total of GPU values read to the host every iteration: one sync per step"
     FIX = "sometimes"
+    SAFETY = ("safe", "unsafe")
     TRIGGERS = (".item(", "float(", "int(")
     VALID = [
         # the total is read inside the loop

@@ -48,6 +48,7 @@ class AssertOnGpuValue(Rule):
     NAME = "assert-on-gpu-value"
     MESSAGE = "Check on a GPU value syncs every time it runs; `torch._assert_async` checks on the device"
     FIX = "sometimes"
+    SAFETY = ("unsafe",)
     TRIGGERS = ("assert", "raise")
     VALID = [
         # a Python value: no sync

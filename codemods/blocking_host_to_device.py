@@ -75,6 +75,7 @@ class BlockingHostToDevice(Rule):
     NAME = "blocking-host-to-device"
     MESSAGE = "Blocking host-to-device copy: the CPU waits for all queued GPU work"
     FIX = "sometimes"
+    SAFETY = ("safe", "unsafe")
     TRIGGERS = (".cuda(", ".to(")
     NEEDS_TORCH = False  # ``x.cuda()`` in a loop is reported even when nothing proves x a tensor
     VALID = [

@@ -49,6 +49,7 @@ class BuiltinMinMaxOnTensor(Rule):
     NAME = "builtin-minmax-on-tensor"
     MESSAGE = "Builtin max/min on CUDA tensors compares on the host (a sync per comparison)"
     FIX = "sometimes"
+    SAFETY = ("unsafe",)
     TRIGGERS = ("max(", "min(")
     VALID = [
         "import torch\na = 3\nb = max(a, 4)\n",

@@ -64,6 +64,7 @@ class CpuIndexOnDevice(Rule):
     NAME = "cpu-index-on-device"
     MESSAGE = "CUDA tensor indexed with a host index: the index is copied with a blocking copy"
     FIX = "sometimes"
+    SAFETY = ("safe", "unsafe")
     TRIGGERS = ("[",)
     VALID = [
         # a CUDA index

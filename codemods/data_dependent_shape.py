@@ -68,6 +68,7 @@ class DataDependentShape(Rule):
     NAME = "data-dependent-shape"
     MESSAGE = "Data-dependent output shape: the host reads a count from the GPU (a sync)"
     FIX = "sometimes"
+    SAFETY = ("unsafe",)
     TRIGGERS = ("[", "nonzero", "argwhere", "masked_select", "unique", "bincount", "histc",
                 "one_hot", "repeat_interleave")
     VALID = [

@@ -69,6 +69,7 @@ class DeferredLogging(Rule):
     NAME = "deferred-logging"
     MESSAGE = "GPU values logged in the loop: deferring the log one iteration removes the wait"
     FIX = "sometimes"
+    SAFETY = ("unsafe",)
     TRIGGERS = (".item(", "float(")
     VALID = [
         "import torch\ndef f(xs):\n    for x in xs:\n        print(x)\n",

@@ -58,6 +58,7 @@ class DeviceToHostInLoop(Rule):
     NAME = "device-to-host-in-loop"
     MESSAGE = "Blocking device-to-host copy in a loop: the CPU waits for all queued GPU work"
     FIX = "never"
+    SAFETY = ()
     TRIGGERS = (".cpu(", ".tolist(", ".to(")
     VALID = [
         # not in a loop

@@ -50,6 +50,7 @@ class FormatSyncs(Rule):
     NAME = "format-syncs"
     MESSAGE = "A CUDA tensor is formatted into text: every format reads it to the host"
     FIX = "sometimes"
+    SAFETY = ("safe",)
     TRIGGERS = ("{", "%", ".format(")
     VALID = [
         # an explicit read: SFX301's business

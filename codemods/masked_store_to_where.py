@@ -62,6 +62,7 @@ class MaskedStoreToWhere(Rule):
     NAME = "masked-store-to-where"
     MESSAGE = "Masked store of a CUDA tensor value syncs (index_put_ counts the mask on the host)"
     FIX = "sometimes"
+    SAFETY = ("safe", "unsafe")
     TRIGGERS = ("] =",)
     VALID = [
         # a Python number: the masked_fill fast path, no sync

@@ -100,6 +100,7 @@ class MergeScalarReads(Rule):
     NAME = "merge-scalar-reads"
     MESSAGE = "Several host reads of GPU values in a row: one sync each"
     FIX = "sometimes"
+    SAFETY = ("safe",)
     TRIGGERS = (".item(", ".tolist(", "float(", "int(", "bool(")
     VALID = [
         # one read only

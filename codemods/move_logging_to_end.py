@@ -79,6 +79,7 @@ class MoveLoggingToEnd(Rule):
     NAME = "move-logging-to-end"
     MESSAGE = "GPU values logged before the iteration's remaining GPU work is queued"
     FIX = "sometimes"
+    SAFETY = ("safe",)
     TRIGGERS = (".item(", ".tolist(", "float(", "int(")
     VALID = [
         # already at the end of the iteration

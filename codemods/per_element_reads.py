@@ -54,6 +54,7 @@ class PerElementReads(Rule):
     NAME = "per-element-reads"
     MESSAGE = "One host read per element: one sync each"
     FIX = "sometimes"
+    SAFETY = ("safe",)
     TRIGGERS = (".item(", ".tolist(", "float(", "int(", "bool(")
     VALID = [
         # one read of a whole tensor

@@ -69,6 +69,7 @@ class PinLoaderMemory(Rule):
     NAME = "pin-loader-memory"
     MESSAGE = "DataLoader batches are copied to the GPU from pageable memory: set pin_memory=True"
     FIX = "sometimes"
+    SAFETY = ("safe", "unsafe")
     TRIGGERS = ("DataLoader",)
     VALID = [
         # already pinned (or explicitly not)

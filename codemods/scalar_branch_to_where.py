@@ -71,6 +71,7 @@ class ScalarBranchToWhere(Rule):
         "Python branch on a GPU value syncs to pick a tensor; `torch.where` picks on the device"
     )
     FIX = "sometimes"
+    SAFETY = ("safe", "unsafe")
     TRIGGERS = ("if ",)
     VALID = [
         # a Python condition: nothing to sync

@@ -58,6 +58,7 @@ class SynchronizeInLoop(Rule):
     NAME = "synchronize-in-loop"
     MESSAGE = "Explicit synchronize in a loop: the CPU waits for the GPU every iteration"
     FIX = "never"
+    SAFETY = ()
     TRIGGERS = ("synchronize(",)
     VALID = [
         # once, after the loop

@@ -73,6 +73,7 @@ class TensorCreationOnDevice(Rule):
     NAME = "tensor-creation-on-device"
     MESSAGE = "Tensor built on the host and copied to the GPU with a blocking copy"
     FIX = "sometimes"
+    SAFETY = ("safe", "unsafe")
     TRIGGERS = ("tensor(",)
     VALID = [
         # already built on the device

@@ -62,6 +62,7 @@ class TrueHostDependency(Rule):
     NAME = "true-host-dependency"
     MESSAGE = "True dependency on a GPU value: Python needs it to decide, so this syncs"
     FIX = "never"
+    SAFETY = ()
     TRIGGERS = ("if ", "while ", ".step(")
     VALID = [
         # only picks a tensor: SFX201's business

@@ -48,6 +48,7 @@ class UnusedSuppression(Rule):
     NAME = "unused-suppression"
     MESSAGE = "Unused suppression comment"
     FIX = "always"
+    SAFETY = ("safe",)
     TRIGGERS = ("SFX", "sfx")
     NEEDS_TORCH = False  # a stale "noqa: SFX101" can sit in any file
     VALID = [

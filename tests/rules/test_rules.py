@@ -33,6 +33,20 @@ def test_rule_doc_has_every_section(code):
     assert rule.VALID and rule.INVALID, f"{code} needs examples on both sides"
 
 
+@pytest.mark.parametrize("code", list(RULES))
+def test_declared_fix_safety_is_what_the_fixes_have(code):
+    """``SAFETY`` (which the README's table and the docs show) is exactly the set of
+    applicabilities the rule's fixes have on its examples and fixtures."""
+    rule = RULES[code]
+    assert rule.SAFETY in ((), ("safe",), ("unsafe",), ("safe", "unsafe"))
+    assert (rule.FIX == "never") == (rule.SAFETY == ())
+    sources = [example.code for example in rule.INVALID] + [c.source for c in CASES if c.code == code]
+    seen = {
+        str(f.fix.applicability) for src in sources for f in check_code(src, select=[code]) if f.fix
+    }
+    assert seen == set(rule.SAFETY), f"{code}: SAFETY = {rule.SAFETY}, its fixes are {sorted(seen)}"
+
+
 @pytest.mark.parametrize("code,source", _examples("VALID"))
 def test_valid_examples_are_not_flagged(code, source):
     assert [f for f in check_code(source, select=[code])] == []
