@@ -1,10 +1,10 @@
 """Measure the facts docs/semantics.md states: which PyTorch operations make the host wait for the
 GPU, and whether the sync-free forms the rules write are exact.
 
-    python benchmarks/sync_facts.py [--json OUT] [--sleep-ms 50]
+    python benchmarks/sync_facts.py [--json OUT] [--sleep-ms 50]   (needs only torch)
 
 Part 1 (needs a CUDA GPU), per operation, after a warm-up call:
-- ``trace``: syncs seen by PyTorch's GPU-trace callbacks (syncfix's counter, by kind);
+- ``trace``: syncs seen by PyTorch's GPU-trace callbacks (the hooks ``syncfix trace`` counts with);
 - ``debug``: warnings from ``torch.cuda.set_sync_debug_mode("warn")``;
 - ``wait``: host time of the operation alone with ``--sleep-ms`` of GPU work queued just before
   it (about that long: the host waited for the queue; well under it: it did not).
@@ -21,12 +21,12 @@ import logging
 import math
 import sys
 import time
+import warnings
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import torch  # noqa: E402
+import torch
 
 
 def _ops() -> list[tuple[str, str, Callable[[], object]]]:
@@ -139,8 +139,9 @@ def _ops() -> list[tuple[str, str, Callable[[], object]]]:
 
 def _sleep_cycles(ms: float) -> int:
     """Cycles of ``torch.cuda._sleep`` that keep the GPU busy for about ``ms``."""
-    cycles = 1_000_000
+    torch.cuda._sleep(1000)  # the first launch loads the kernel: not part of the rate
     torch.cuda.synchronize()
+    cycles = 20_000_000
     start = time.perf_counter()
     torch.cuda._sleep(cycles)
     torch.cuda.synchronize()
@@ -148,9 +149,20 @@ def _sleep_cycles(ms: float) -> int:
     return int(ms / 1000 / per_cycle)
 
 
-def measure_syncs(sleep_ms: float) -> list[dict]:
-    from syncfix.harness import counter
+def _trace_counter() -> Counter:
+    """Register PyTorch's GPU-trace sync callbacks (the hooks syncfix's counter uses; standalone
+    here so the script needs nothing but torch). Counts syncs by the hook that fired."""
+    import torch.cuda._gpu_trace as trace
 
+    counts: Counter = Counter()
+    trace.register_callback_for_stream_synchronization(lambda stream: counts.update(["stream"]))
+    trace.register_callback_for_event_synchronization(lambda event: counts.update(["event"]))
+    trace.register_callback_for_device_synchronization(lambda: counts.update(["device"]))
+    torch._C._activate_gpu_trace()
+    return counts
+
+
+def measure_syncs(sleep_ms: float) -> list[dict]:
     cycles = _sleep_cycles(sleep_ms)
     rows = []
     ops = _ops()
@@ -164,16 +176,27 @@ def measure_syncs(sleep_ms: float) -> list[dict]:
             wait_ms = (time.perf_counter() - start) * 1000
             torch.cuda.synchronize()
         rows.append({"section": section, "operation": name, "wait_ms": round(wait_ms, 2)})
-    counter.install()
+    counts = _trace_counter()
+    with warnings.catch_warnings(record=True):  # the first warning of a process is not counted
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        torch.ones(1, device="cuda").item()
+        torch.cuda.set_sync_debug_mode(0)
     for row, (_, _, call) in zip(rows, ops, strict=True):
         call()
         torch.cuda.synchronize()
-        with counter.SyncRecorder(cross_check=True) as rec:
-            call()
+        counts.clear()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torch.cuda.set_sync_debug_mode("warn")
+            try:
+                call()
+            finally:
+                torch.cuda.set_sync_debug_mode(0)
+        row["trace"] = sum(counts.values())
+        row["hooks"] = dict(counts)
+        row["debug"] = sum(1 for w in caught if "synchroniz" in str(w.message))
         torch.cuda.synchronize()
-        row["trace"] = rec.total()
-        row["kinds"] = {k: v for k, v in rec.by_kind().items() if v}
-        row["debug"] = sum(rec.debug_mode.values())
     return rows
 
 
