@@ -39,7 +39,8 @@ class AccumulateOnDevice(Rule):
     ## Why it costs
     Each `.item()` copies one value to the host and waits for the whole CUDA stream: one full
     sync per iteration, so the CPU can never run ahead and queue the next batch's kernels while
-    the GPU works. A sum kept on the device costs no sync until it is read, once, after the loop.
+    the GPU works. A sum kept on the device costs no sync until it is read, once, after the loop
+    (when that is exact: docs/semantics.md#accumulating-on-the-device).
 
     ## Example
     ```python

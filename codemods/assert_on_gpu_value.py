@@ -19,7 +19,8 @@ class AssertOnGpuValue(Rule):
 
     ## Why it costs
     `assert` and `if` need a Python `bool`: the host copies the value and waits for all queued GPU
-    work, every time the check runs, even though it almost never fails.
+    work, every time the check runs, even though it almost never fails
+    (docs/semantics.md#host-reads).
 
     ## Example
     ```python

@@ -29,7 +29,7 @@ class BlockingHostToDevice(Rule):
     A blocking copy (`non_blocking=False`, the default) runs `cudaMemcpyAsync` and then
     `cudaStreamSynchronize`: the CPU waits until *all* work queued on the stream has finished, not
     just the copy. In a training loop that means the CPU cannot queue the next step's kernels while
-    the GPU is busy with this one.
+    the GPU is busy with this one (measured: docs/semantics.md#copies-between-host-and-device).
 
     ## Example
     ```python

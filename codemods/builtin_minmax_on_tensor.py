@@ -22,7 +22,7 @@ class BuiltinMinMaxOnTensor(Rule):
     ## Why it costs
     The builtin compares with `>`, which needs a Python `bool`: one sync per comparison. `max(a, b)`
     costs one; `max(t)` iterates the tensor and costs N−1 for N elements (7 for 8;
-    sync-semantics.md §1.1).
+    docs/semantics.md#host-reads).
 
     ## Example
     ```python

@@ -23,8 +23,8 @@ class CpuIndexOnDevice(Rule):
 
     ## Why it costs
     PyTorch moves the index to the GPU with a blocking `.to(device)` before indexing: the CPU waits
-    for all queued GPU work, on every iteration (sync-semantics §1.2: 1 sync; `x[idx_cpu] = 0.0`
-    costs 2). A CPU *bool* mask no longer syncs (2.11, pytorch#156384) and is not flagged; neither
+    for all queued GPU work, on every iteration (1 sync; `x[idx_cpu] = 0.0`
+    costs 2: docs/semantics.md#masked-and-indexed-stores). A CPU *bool* mask no longer syncs (2.11, pytorch#156384) and is not flagged; neither
     is a CUDA index.
 
     ## Example
@@ -55,7 +55,8 @@ class CpuIndexOnDevice(Rule):
       (it is named again for its `.device`);
     - the file uses no CUDA streams, and `torch` is imported as `torch`.
     The pinned temporary (or the `.pin_memory()` copy of a CPU index) is referenced by nothing
-    else, so nothing can write it before the copy runs (§3a). Out-of-range indices fail the same
+    else, so nothing can write it before the copy runs
+    (docs/semantics.md#copies-between-host-and-device). Out-of-range indices fail the same
     way (in the indexing kernel). Other CPU index tensors (dtype or rank unknown) get a finding
     without a fix.
     """

@@ -39,7 +39,7 @@ class DataDependentShape(Rule):
     ## Why it costs
     The output must be allocated before the kernel that fills it runs, so the host waits for the
     GPU to finish everything queued and copies the size back (one or two syncs per call;
-    sync-semantics.md §1.2 and §1.5).
+    docs/semantics.md#data-dependent-shapes).
 
     ## Example
     ```python

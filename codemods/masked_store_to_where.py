@@ -22,7 +22,7 @@ class MaskedStoreToWhere(Rule):
     ## Why it costs
     With a CUDA value, `index_put_` cannot use its `masked_fill` fast path (that needs a host
     scalar): it turns the mask into indices with `nonzero`, which reads the count on the host —
-    one sync per store (sync-semantics.md §1.2). `x[mask] = 0.0` (a Python number) is already
+    one sync per store (docs/semantics.md#masked-and-indexed-stores). `x[mask] = 0.0` (a Python number) is already
     sync-free and is not reported.
 
     ## Example

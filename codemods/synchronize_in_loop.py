@@ -29,7 +29,7 @@ class SynchronizeInLoop(Rule):
     point. Each one empties the GPU's queue: the CPU cannot run ahead and queue the next
     iteration while the GPU works, so the GPU idles for the CPU's launch time every iteration.
     `set_sync_debug_mode` does not see `torch.cuda.synchronize()` or `Event.synchronize()`
-    (sync-semantics §1.4, §2a).
+    (docs/semantics.md#explicit-waits, docs/semantics.md#counting-syncs).
 
     ## Example
     ```python

@@ -60,7 +60,7 @@ def test_sfx301_merged_reads_are_exact(case):
 
 
 def test_sfx301_known_breakages_of_naive_stack_are_avoided():
-    """sync-semantics §3b: 16777217 as int64 next to float32, bool next to int64, 0-d with (1,)."""
+    """docs/semantics.md#merging-reads: 16777217 as int64 next to float32, bool next to int64, 0-d with (1,)."""
     source = HEADER + (
         "def f():\n"
         "    a = torch.tensor(16777217, dtype=torch.int64, device=dev)\n"
