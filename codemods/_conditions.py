@@ -4,7 +4,7 @@ A test like ``t.item() > c`` or ``if t:`` reads the GPU value on the host. :func
 gives the same decision as a 0-d bool tensor expression (``t > c``), and says whether that is
 *exact*: a tensor comparison is not a Python comparison (float32 ``t = 0.1``: ``t.item() > 0.1`` is
 True, ``t > 0.1`` is False, because the scalar is cast to the tensor's dtype; see
-sync-semantics.md §3c). It is exact when the literal is representable in the tensor's dtype.
+docs/semantics.md#comparisons-in-the-tensors-dtype). It is exact when the literal is representable in the tensor's dtype.
 """
 
 from __future__ import annotations

@@ -37,7 +37,8 @@ class AccumulateOnDevice(Rule):
     ## Why it costs
     Each `.item()` copies one value to the host and waits for the whole CUDA stream: one full
     sync per iteration, so the CPU can never run ahead and queue the next batch's kernels while
-    the GPU works. A sum kept on the device costs no sync until it is read, once, after the loop.
+    the GPU works. A sum kept on the device costs no sync until it is read, once, after the loop
+    (when that is exact: docs/semantics.md#accumulating-on-the-device).
 
     ## Example
     ```python
@@ -97,6 +98,7 @@ class AccumulateOnDevice(Rule):
     NAME = "accumulate-on-device"
     MESSAGE = "Running total of GPU values read to the host every iteration: one sync per step"
     FIX = "sometimes"
+    SAFETY = ("safe", "unsafe")
     TRIGGERS = (".item(", "float(", "int(")
     VALID = [
         # the total is read inside the loop

@@ -18,7 +18,8 @@ class AssertOnGpuValue(Rule):
 
     ## Why it costs
     `assert` and `if` need a Python `bool`: the host copies the value and waits for all queued GPU
-    work, every time the check runs, even though it almost never fails.
+    work, every time the check runs, even though it almost never fails
+    (docs/semantics.md#host-reads).
 
     ## Example
     ```python
@@ -47,6 +48,7 @@ class AssertOnGpuValue(Rule):
     NAME = "assert-on-gpu-value"
     MESSAGE = "Check on a GPU value syncs every time it runs; `torch._assert_async` checks on the device"
     FIX = "sometimes"
+    SAFETY = ("unsafe",)
     TRIGGERS = ("assert", "raise")
     VALID = [
         # a Python value: no sync

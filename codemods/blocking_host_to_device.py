@@ -28,7 +28,7 @@ class BlockingHostToDevice(Rule):
     A blocking copy (`non_blocking=False`, the default) runs `cudaMemcpyAsync` and then
     `cudaStreamSynchronize`: the CPU waits until *all* work queued on the stream has finished, not
     just the copy. In a training loop that means the CPU cannot queue the next step's kernels while
-    the GPU is busy with this one.
+    the GPU is busy with this one (measured: docs/semantics.md#copies-between-host-and-device).
 
     ## Example
     ```python
@@ -74,6 +74,7 @@ class BlockingHostToDevice(Rule):
     NAME = "blocking-host-to-device"
     MESSAGE = "Blocking host-to-device copy: the CPU waits for all queued GPU work"
     FIX = "sometimes"
+    SAFETY = ("safe", "unsafe")
     TRIGGERS = (".cuda(", ".to(")
     NEEDS_TORCH = False  # ``x.cuda()`` in a loop is reported even when nothing proves x a tensor
     VALID = [

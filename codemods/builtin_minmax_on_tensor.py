@@ -21,7 +21,7 @@ class BuiltinMinMaxOnTensor(Rule):
     ## Why it costs
     The builtin compares with `>`, which needs a Python `bool`: one sync per comparison. `max(a, b)`
     costs one; `max(t)` iterates the tensor and costs N−1 for N elements (7 for 8;
-    sync-semantics.md §1.1).
+    docs/semantics.md#host-reads).
 
     ## Example
     ```python
@@ -48,6 +48,7 @@ class BuiltinMinMaxOnTensor(Rule):
     NAME = "builtin-minmax-on-tensor"
     MESSAGE = "Builtin max/min on CUDA tensors compares on the host (a sync per comparison)"
     FIX = "sometimes"
+    SAFETY = ("unsafe",)
     TRIGGERS = ("max(", "min(")
     VALID = [
         "import torch\na = 3\nb = max(a, 4)\n",

@@ -22,8 +22,8 @@ class CpuIndexOnDevice(Rule):
 
     ## Why it costs
     PyTorch moves the index to the GPU with a blocking `.to(device)` before indexing: the CPU waits
-    for all queued GPU work, on every iteration (sync-semantics §1.2: 1 sync; `x[idx_cpu] = 0.0`
-    costs 2). A CPU *bool* mask no longer syncs (2.11, pytorch#156384) and is not flagged; neither
+    for all queued GPU work, on every iteration (1 sync; `x[idx_cpu] = 0.0`
+    costs 2: docs/semantics.md#masked-and-indexed-stores). A CPU *bool* mask no longer syncs (2.11, pytorch#156384) and is not flagged; neither
     is a CUDA index.
 
     ## Example
@@ -54,7 +54,8 @@ class CpuIndexOnDevice(Rule):
       (it is named again for its `.device`);
     - the file uses no CUDA streams, and `torch` is imported as `torch`.
     The pinned temporary (or the `.pin_memory()` copy of a CPU index) is referenced by nothing
-    else, so nothing can write it before the copy runs (§3a). Out-of-range indices fail the same
+    else, so nothing can write it before the copy runs
+    (docs/semantics.md#copies-between-host-and-device). Out-of-range indices fail the same
     way (in the indexing kernel). Other CPU index tensors (dtype or rank unknown) get a finding
     without a fix.
     """
@@ -63,6 +64,7 @@ class CpuIndexOnDevice(Rule):
     NAME = "cpu-index-on-device"
     MESSAGE = "CUDA tensor indexed with a host index: the index is copied with a blocking copy"
     FIX = "sometimes"
+    SAFETY = ("safe", "unsafe")
     TRIGGERS = ("[",)
     VALID = [
         # a CUDA index

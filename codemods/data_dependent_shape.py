@@ -38,7 +38,7 @@ class DataDependentShape(Rule):
     ## Why it costs
     The output must be allocated before the kernel that fills it runs, so the host waits for the
     GPU to finish everything queued and copies the size back (one or two syncs per call;
-    sync-semantics.md §1.2 and §1.5).
+    docs/semantics.md#data-dependent-shapes).
 
     ## Example
     ```python
@@ -67,6 +67,7 @@ class DataDependentShape(Rule):
     NAME = "data-dependent-shape"
     MESSAGE = "Data-dependent output shape: the host reads a count from the GPU (a sync)"
     FIX = "sometimes"
+    SAFETY = ("unsafe",)
     TRIGGERS = ("[", "nonzero", "argwhere", "masked_select", "unique", "bincount", "histc",
                 "one_hot", "repeat_interleave")
     VALID = [

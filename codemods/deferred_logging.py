@@ -59,7 +59,7 @@ class DeferredLogging(Rule):
     or an object of unknown type could change before the line is written), the guard (a guarded log is deferred only
     when its guard held), and lines before an early `break` (flushed after the loop). It applies
     only when every value read is a 0-d floating tensor on one device (one `torch.stack`, exact
-    for floats, sync-semantics §3b) and the loop has no `return`/`yield`/`raise`/`try`, which
+    for floats: docs/semantics.md#merging-reads) and the loop has no `return`/`yield`/`raise`/`try`, which
     would lose the pending line.
     """
 
@@ -67,6 +67,7 @@ class DeferredLogging(Rule):
     NAME = "deferred-logging"
     MESSAGE = "GPU values logged in the loop: deferring the log one iteration removes the wait"
     FIX = "sometimes"
+    SAFETY = ("unsafe",)
     TRIGGERS = (".item(", "float(")
     VALID = [
         "import torch\ndef f(xs):\n    for x in xs:\n        print(x)\n",

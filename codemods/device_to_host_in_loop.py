@@ -24,8 +24,8 @@ class DeviceToHostInLoop(Rule):
     ## Why it costs
     A device-to-host copy with `non_blocking=False` runs `cudaMemcpyAsync` and then
     `cudaStreamSynchronize`: the CPU waits for *every* kernel queued on the stream, not only the
-    one that produced `x` (sync-semantics §0, §1.1: 1 sync per call; `tolist()` is 1 sync for any
-    size). In a loop, the GPU drains and idles once per iteration.
+    one that produced `x` (1 sync per call; `tolist()` is 1 sync for any size:
+    docs/semantics.md#how-a-sync-happens, docs/semantics.md#host-reads). In a loop, the GPU drains and idles once per iteration.
 
     ## Example
     ```python
@@ -49,13 +49,15 @@ class DeviceToHostInLoop(Rule):
     value is only *collected* in the loop (appended, stored into a container): then
     `.to("cpu", non_blocking=True)` plus an event recorded after the copies and waited on before
     the first read removes the per-iteration wait. Reading a non-blocking device-to-host result
-    before that wait gives wrong data (measured, §1.1), which is why syncfix never rewrites it.
+    before that wait may see data the copy has not written yet (docs/semantics.md#host-reads),
+    which is why syncfix never rewrites it.
     """
 
     CODE = "SFX105"
     NAME = "device-to-host-in-loop"
     MESSAGE = "Blocking device-to-host copy in a loop: the CPU waits for all queued GPU work"
     FIX = "never"
+    SAFETY = ()
     TRIGGERS = (".cpu(", ".tolist(", ".to(")
     VALID = [
         # not in a loop

@@ -17,7 +17,7 @@ class FormatSyncs(Rule):
     ## Why it costs
     Formatting reads the values: `f"{t}"` of a 0-d tensor calls `item()` (1 sync), and `str(t)`
     of a tensor walks it element by element (8 syncs for a 0-d tensor, 18 for 6 floats: see
-    sync-semantics §1.1). An f-string is built even when the log level filters the record out:
+    docs/semantics.md#host-reads). An f-string is built even when the log level filters the record out:
     `logger.debug(f"{t}")` syncs with DEBUG off; `logger.debug("%s", t)` does not (0 syncs when
     filtered; formatting happens only when a handler emits the record).
 
@@ -48,6 +48,7 @@ class FormatSyncs(Rule):
     NAME = "format-syncs"
     MESSAGE = "A CUDA tensor is formatted into text: every format reads it to the host"
     FIX = "sometimes"
+    SAFETY = ("safe",)
     TRIGGERS = ("{", "%", ".format(")
     VALID = [
         # an explicit read: SFX301's business

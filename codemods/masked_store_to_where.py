@@ -21,7 +21,7 @@ class MaskedStoreToWhere(Rule):
     ## Why it costs
     With a CUDA value, `index_put_` cannot use its `masked_fill` fast path (that needs a host
     scalar): it turns the mask into indices with `nonzero`, which reads the count on the host —
-    one sync per store (sync-semantics.md §1.2). `x[mask] = 0.0` (a Python number) is already
+    one sync per store (docs/semantics.md#masked-and-indexed-stores). `x[mask] = 0.0` (a Python number) is already
     sync-free and is not reported.
 
     ## Example
@@ -61,6 +61,7 @@ class MaskedStoreToWhere(Rule):
     NAME = "masked-store-to-where"
     MESSAGE = "Masked store of a CUDA tensor value syncs (index_put_ counts the mask on the host)"
     FIX = "sometimes"
+    SAFETY = ("safe", "unsafe")
     TRIGGERS = ("] =",)
     VALID = [
         # a Python number: the masked_fill fast path, no sync

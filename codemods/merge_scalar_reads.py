@@ -47,7 +47,7 @@ class MergeScalarReads(Rule):
     Every read copies one value to the host and waits for the whole CUDA stream
     (`cudaStreamSynchronize`): N reads are N round trips, each one draining the queue the GPU
     works from. One `torch.stack([...]).tolist()` costs one transfer and one sync whatever N is
-    (sync-semantics §1.1: `tolist()` is 1 sync at any size).
+    (`tolist()` is 1 sync at any size: docs/semantics.md#host-reads).
 
     ## Example
     ```python
@@ -62,8 +62,8 @@ class MergeScalarReads(Rule):
 
     ## Fix safety
     The fix is **safe**, and only offered where syncfix proves that every variable gets exactly
-    the Python value and type the separate reads gave (sync-semantics §3b measured how a naive
-    merge breaks: int64 16777217 read as 16777216.0, `True` read as `1`, 0-d and shape-(1,)
+    the Python value and type the separate reads gave (docs/semantics.md#merging-reads shows how a
+    naive merge breaks: int64 16777217 read as 16777216.0, `True` read as `1`, 0-d and shape-(1,)
     tensors that refuse to stack). Reads are merged only in groups of one *dtype kind*:
     - all floating (float16, bfloat16, float32, float64 in any mix): `torch.stack` promotes to the
       widest, which holds each value exactly, and `tolist()` gives the same Python float `item()`
@@ -98,6 +98,7 @@ class MergeScalarReads(Rule):
     NAME = "merge-scalar-reads"
     MESSAGE = "Several host reads of GPU values in a row: one sync each"
     FIX = "sometimes"
+    SAFETY = ("safe",)
     TRIGGERS = (".item(", ".tolist(", "float(", "int(", "bool(")
     VALID = [
         # one read only

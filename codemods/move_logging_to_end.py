@@ -30,7 +30,7 @@ class MoveLoggingToEnd(Rule):
     and the optimizer step: the GPU then idles while the CPU catches up. Read after the
     iteration's last GPU work, the same sync lets the whole iteration be queued first, and the
     reads at the end can be merged into one transfer (SFX301). Moving alone removes no sync
-    (sync-semantics §3d.6): it removes the bubble.
+    (docs/semantics.md#moving-reads-later): it removes the bubble.
 
     ## Example
     ```python
@@ -53,7 +53,7 @@ class MoveLoggingToEnd(Rule):
     ```
 
     ## Fix safety
-    The fix is **safe** when all of sync-semantics §3d's conditions are proven; otherwise there
+    The fix is **safe** when all of docs/semantics.md#moving-reads-later's conditions are proven; otherwise there
     is no fix. The log (with its guard and the statements preparing its values) moves down the
     same block, past the statements that follow it, up to the last one that does GPU work, only if:
     - what it logs cannot change on the way: the tensors it reads are plain names of *fresh*
@@ -79,6 +79,7 @@ class MoveLoggingToEnd(Rule):
     NAME = "move-logging-to-end"
     MESSAGE = "GPU values logged before the iteration's remaining GPU work is queued"
     FIX = "sometimes"
+    SAFETY = ("safe",)
     TRIGGERS = (".item(", ".tolist(", "float(", "int(")
     VALID = [
         # already at the end of the iteration

@@ -18,8 +18,8 @@ class PerElementReads(Rule):
 
     ## Why it costs
     Each read is a device-to-host copy plus a full stream sync: a comprehension over N elements
-    syncs N times. One `x.tolist()` (or `torch.stack([...]).tolist()`) costs one (sync-semantics
-    §1.1: `tolist()` is one sync at any size).
+    syncs N times. One `x.tolist()` (or `torch.stack([...]).tolist()`) costs one (`tolist()`
+    is one sync at any size: docs/semantics.md#host-reads).
 
     ## Example
     ```python
@@ -52,6 +52,7 @@ class PerElementReads(Rule):
     NAME = "per-element-reads"
     MESSAGE = "One host read per element: one sync each"
     FIX = "sometimes"
+    SAFETY = ("safe",)
     TRIGGERS = (".item(", ".tolist(", "float(", "int(", "bool(")
     VALID = [
         # one read of a whole tensor

@@ -41,7 +41,7 @@ class ScalarBranchToWhere(Rule):
     `elif` chains become nested `torch.where`; `and`/`or`/`not` become `&`/`|`/`~`.
 
     ## Fix safety
-    `torch.where` is not a Python `if` (sync-semantics.md §3c): it evaluates both branches, its
+    `torch.where` is not a Python `if` (docs/semantics.md#choosing-on-the-device-instead-of-branching): it evaluates both branches, its
     result has the promoted dtype and broadcast shape, lives on the condition's device, is a new
     tensor (not `A` or `B` itself), and autograd records both branches. The fix is **safe** only
     when syncfix proves all of this away:
@@ -70,6 +70,7 @@ class ScalarBranchToWhere(Rule):
         "Python branch on a GPU value syncs to pick a tensor; `torch.where` picks on the device"
     )
     FIX = "sometimes"
+    SAFETY = ("safe", "unsafe")
     TRIGGERS = ("if ",)
     VALID = [
         # a Python condition: nothing to sync

@@ -27,7 +27,7 @@ class SynchronizeInLoop(Rule):
     point. Each one empties the GPU's queue: the CPU cannot run ahead and queue the next
     iteration while the GPU works, so the GPU idles for the CPU's launch time every iteration.
     `set_sync_debug_mode` does not see `torch.cuda.synchronize()` or `Event.synchronize()`
-    (sync-semantics §1.4, §2a).
+    (docs/semantics.md#explicit-waits, docs/semantics.md#counting-syncs).
 
     ## Example
     ```python
@@ -56,6 +56,7 @@ class SynchronizeInLoop(Rule):
     NAME = "synchronize-in-loop"
     MESSAGE = "Explicit synchronize in a loop: the CPU waits for the GPU every iteration"
     FIX = "never"
+    SAFETY = ()
     TRIGGERS = ("synchronize(",)
     VALID = [
         # once, after the loop

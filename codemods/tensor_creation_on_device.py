@@ -27,7 +27,7 @@ class TensorCreationOnDevice(Rule):
     ## Why it costs
     PyTorch builds the tensor on the CPU and then moves it with a *blocking* copy
     (`internal_new_from_data`, pytorch#120996, still open in 2.11): the CPU waits for every kernel
-    already queued on the stream. Measured: 1 sync per call (sync-semantics §1.3).
+    already queued on the stream. Measured: 1 sync per call (docs/semantics.md#copies-between-host-and-device).
     `torch.zeros/ones/full(..., device=cuda)` fill on the device and never sync; they are not
     flagged. `torch.as_tensor(cuda_tensor, device="cuda")` copies nothing and is not flagged.
 
@@ -61,7 +61,7 @@ class TensorCreationOnDevice(Rule):
       `torch.tensor(data, pin_memory=True, dtype=...).to(device, non_blocking=True)` (for
       `as_tensor`: `torch.as_tensor(data, dtype=...).pin_memory().to(...)`, keeping its warnings).
       Safe: the pinned temporary is referenced by nothing else, so nothing can write it before the
-      copy runs, and the host allocator keeps its block until the copy is done (§1.3, §3a). Not
+      copy runs, and the host allocator keeps its block until the copy is done (docs/semantics.md#copies-between-host-and-device). Not
       applied with `requires_grad` (the result would no longer be a leaf).
     - Data that may already be a tensor, a device expression that is not a plain name, string or
       attribute (it would be evaluated later), a file that uses CUDA streams (the copy would be
@@ -72,6 +72,7 @@ class TensorCreationOnDevice(Rule):
     NAME = "tensor-creation-on-device"
     MESSAGE = "Tensor built on the host and copied to the GPU with a blocking copy"
     FIX = "sometimes"
+    SAFETY = ("safe", "unsafe")
     TRIGGERS = ("tensor(",)
     VALID = [
         # already built on the device

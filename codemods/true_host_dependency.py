@@ -28,7 +28,7 @@ class TrueHostDependency(Rule):
     Each test copies the value to the host and waits for all queued GPU work: the CPU stops
     queueing kernels, and the GPU idles until the next ones arrive. `GradScaler.step` with a
     non-fused optimizer reads `found_inf` with `.item()` once per device every step
-    (sync-semantics.md §1.5).
+    (docs/semantics.md#training-utilities).
 
     ## Example
     ```python
@@ -61,6 +61,7 @@ class TrueHostDependency(Rule):
     NAME = "true-host-dependency"
     MESSAGE = "True dependency on a GPU value: Python needs it to decide, so this syncs"
     FIX = "never"
+    SAFETY = ()
     TRIGGERS = ("if ", "while ", ".step(")
     VALID = [
         # only picks a tensor: SFX201's business

@@ -46,6 +46,7 @@ class UnusedSuppression(Rule):
     NAME = "unused-suppression"
     MESSAGE = "Unused suppression comment"
     FIX = "always"
+    SAFETY = ("safe",)
     TRIGGERS = ("SFX", "sfx")
     NEEDS_TORCH = False  # a stale "noqa: SFX101" can sit in any file
     ONLY_WHERE_REPEATED = False

@@ -4,10 +4,12 @@ A rule is a LibCST ``BatchableCSTVisitor``: the engine parses a file once, resol
 and runs every enabled rule in one batched visit. A rule calls :meth:`Rule.report` with the node,
 a message and, where it has one, a :class:`Fix` that maps original nodes to replacements.
 
-Everything about a rule lives in its module: the finder, the fixer, the doc (the class docstring,
-in markdown, with the sections *What it finds*, *Why it costs*, *Example*, *Use instead*,
-*Fix safety*), and its examples (``VALID`` must stay untouched, ``INVALID`` must be found and,
-where ``expected`` is given, rewritten to it).
+Everything about a rule lives in its module: the finder, the fixer, its metadata (``CODE``,
+``NAME``, ``MESSAGE``, ``FIX``, ``SAFETY``), the doc (the class docstring, in markdown, with the
+sections *What it finds*, *Why it costs*, *Example*, *Use instead*, *Fix safety*), and its
+examples (``VALID`` must stay untouched, ``INVALID`` must be found and, where ``expected`` is
+given, rewritten to it). :meth:`Rule.doc` renders all of it as one page: ``syncfix rule`` prints
+it, and ``scripts/gen_docs.py`` writes it to ``docs/rules/<CODE>.md`` and the README's table.
 """
 
 from __future__ import annotations
@@ -68,6 +70,9 @@ class Rule(cst.BatchableCSTVisitor):
     NAME: ClassVar[str]  # kebab-case, e.g. "blocking-host-to-device"
     MESSAGE: ClassVar[str]  # default message
     FIX: ClassVar[str] = "never"  # "always" | "sometimes" | "never" (as in ruff's docs)
+    # The applicabilities its fixes can have: () for a rule with no fix, ("safe",), ("unsafe",)
+    # or ("safe", "unsafe"); tests/rules/test_rules.py checks it against the examples' fixes.
+    SAFETY: ClassVar[tuple[str, ...]] = ()
     # Substrings of which at least one must occur in a file for the rule to have anything to do.
     TRIGGERS: ClassVar[tuple[str, ...]] = ()
     # Whether the rule can only fire in a file that imports torch (the engine then skips the
@@ -101,14 +106,28 @@ class Rule(cst.BatchableCSTVisitor):
 
     @classmethod
     def doc(cls) -> str:
-        """The rule's markdown documentation, as ``syncfix rule`` prints it."""
+        """The rule's markdown documentation, as ``syncfix rule`` prints it (and, with its links
+        made relative, as ``docs/rules/<CODE>.md`` holds it)."""
         body = textwrap.dedent(inspect.getdoc(cls) or "").strip()
+        return f"# {cls.NAME} ({cls.CODE})\n\n{cls.fix_summary()}\n\n{body}\n"
+
+    @classmethod
+    def fix_summary(cls) -> str:
+        """One sentence: whether a fix is available, and how safe."""
         availability = {
-            "always": "Fix is always available.",
-            "sometimes": "Fix is sometimes available.",
+            "always": "Fix is always available",
+            "sometimes": "Fix is sometimes available",
             "never": "Fix is not available.",
         }[cls.FIX]
-        return f"# {cls.NAME} ({cls.CODE})\n\n{availability}\n\n{body}\n"
+        if not cls.SAFETY:
+            return availability
+        kinds = {
+            ("safe",): "it is safe",
+            ("unsafe",): "it is unsafe (applied only with `--unsafe-fixes`)",
+            ("safe", "unsafe"): "safe where syncfix proves it exact, otherwise unsafe "
+            "(applied only with `--unsafe-fixes`)",
+        }[cls.SAFETY]
+        return f"{availability}; {kinds}."
 
 
 def _nodes(changes: Mapping[_Node, Replacement]) -> Mapping[cst.CSTNode, Replacement]:

@@ -194,7 +194,7 @@ def test_file_libcst_cannot_reproduce_is_left_untouched(tmp_path):
 def _all_sources():
     from syncfix.rules import all_rules
 
-    from .fixtures import cases
+    from .rules.fixture_cases import cases
 
     for case in cases():
         yield case.id, case.source
@@ -263,8 +263,8 @@ def _examples():
     for code, rule in sorted(all_rules().items()):
         for i, src in enumerate([*rule.VALID, *(inv.code for inv in rule.INVALID)]):
             yield pytest.param(src, id=f"{code}-{i}")
-    for path in sorted((ROOT / "tests" / "fixtures").rglob("*.in.py")):
-        yield pytest.param(path.read_text(), id=path.parent.name + "/" + path.name)
+    for path in sorted((ROOT / "tests" / "rules").glob("*/fixtures/*.in.py")):
+        yield pytest.param(path.read_text(), id=path.parent.parent.name + "/" + path.name)
 
 
 @pytest.mark.parametrize("source", list(_examples()))

@@ -12,7 +12,7 @@ from syncfix.walk import Structure, replaying, walk
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted(
-    [*(ROOT / "tests" / "fixtures").rglob("*.py"), *(ROOT / "examples").rglob("*.py"), ROOT / "syncfix" / "engine.py", ROOT / "codemods" / "accumulate_on_device.py"]
+    [*(ROOT / "tests" / "rules").glob("*/fixtures/*.py"), *(ROOT / "examples").rglob("*.py"), ROOT / "syncfix" / "engine.py", ROOT / "codemods" / "accumulate_on_device.py"]
 )
 MODERN = (
     "def f[T](x: T) -> T:\n    match x:\n        case [1, *rest] if rest:\n            return x\n"

@@ -1,7 +1,7 @@
 """One sync per marked line (``# expect: KIND``), for testing the counter and ``syncfix trace``.
 
 Each marked line makes exactly one sync of that kind per call of ``exercise`` on PyTorch 2.x
-(shared/reference/sync-semantics.md §1). The tests read the markers from this file, so moving
+(docs/semantics.md#host-reads and the sections after it). The tests read the markers from this file, so moving
 lines around keeps them right.
 """
 

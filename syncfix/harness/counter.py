@@ -2,8 +2,8 @@
 
 Which counter, and why
 ======================
-The team's sync-semantics notes (``shared/reference/sync-semantics.md`` §2) measured four ways of counting syncs on an H200. This
-module uses **PyTorch's GPU-trace sync callbacks as the primary counter** and
+docs/semantics.md#counting-syncs compares what each way of counting syncs sees. This module
+uses **PyTorch's GPU-trace sync callbacks as the primary counter** and
 ``torch.cuda.set_sync_debug_mode("warn")`` as an optional **cross-check** in the same run:
 
 * GPU-trace callbacks (``torch._C._activate_gpu_trace`` plus

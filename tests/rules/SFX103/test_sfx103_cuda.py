@@ -1,0 +1,67 @@
+"""On a GPU: SFX103's pinned loader gives the same results and its copies stop waiting.
+
+Pinning removes a wait that ``set_sync_debug_mode`` cannot see (a large *pageable*
+``non_blocking`` copy waits for queued kernels silently: docs/semantics.md#copies-between-host-and-device),
+so this test counts how many copies returned only after a kernel queued before them had finished.
+The rewrite is made by ``syncfix.fix_code``, never by hand. Run with ``-s`` to see the counts.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ..support import assert_same_result, count_syncs, load, rewrite
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.mark.cuda
+def test_sfx103_pinned_loader_copies_do_not_wait():
+    before_src, after_src = rewrite(
+        """
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+
+        def run(data, probe):
+            out = []
+            for (x,) in DataLoader(TensorDataset(data), batch_size=data.shape[0] // 2):
+                probe.queue_kernel()
+                y = x.to("cuda", non_blocking=True)
+                probe.copy_returned()
+                out.append(y.sum(dtype=torch.float64))
+            return torch.stack(out)
+        """,
+        "SFX103",
+    )
+
+    class Probe:
+        """Queue ~100 ms of GPU work before each copy; count copies that returned after it."""
+
+        waited = 0
+
+        def queue_kernel(self) -> None:
+            torch.cuda._sleep(200_000_000)
+            self.done = torch.cuda.Event()
+            self.done.record()
+
+        def copy_returned(self) -> None:
+            self.waited += int(self.done.query())
+
+    data = torch.arange(2 * 16 * 2**20, dtype=torch.float32).reshape(2, -1)  # 2 x 64 MiB
+    counts = []
+    results = []
+    for src in (before_src, after_src):
+        probe = Probe()
+        result, syncs = count_syncs(load(src, "run"), data, probe)
+        probe.waited = 0
+        result = load(src, "run")(data, probe)
+        torch.cuda.synchronize()
+        counts.append((probe.waited, syncs))
+        results.append(result)
+    print(
+        f"\nSFX103: copies that waited for queued work before={counts[0][0]} after={counts[1][0]}; "
+        f"set_sync_debug_mode syncs before={counts[0][1]} after={counts[1][1]}\n{after_src}"
+    )
+    assert_same_result(results[0], results[1])
+    assert counts[1][1] <= counts[0][1]
+    assert counts[1][0] < counts[0][0], "pinning did not stop the copies from waiting"

@@ -1,0 +1,64 @@
+"""Edge cases of SFX301 that must not be rewritten."""
+
+from __future__ import annotations
+
+from ..support import fix_body
+
+
+def test_sfx301_does_not_hoist_above_a_binding_on_the_same_line():
+    code = (
+        "def f(x: torch.Tensor):\n"
+        "    x = x.to(dev).float()\n"
+        "    acc = x.std()\n"
+        "    loss = x.mean(); print(loss.item(), acc.item())\n"
+    )
+    assert fix_body(code, "SFX301") == code
+
+
+def test_sfx301_does_not_merge_across_a_walrus():
+    code = (
+        "def f(x: torch.Tensor):\n"
+        "    x = x.to(dev).float()\n"
+        "    a = x.mean()\n"
+        "    b = x.std()\n"
+        "    print(a.item(), (b := a * 2).item(), b.item())\n"
+    )
+    assert fix_body(code, "SFX301") == code
+
+
+def test_sfx301_does_not_merge_reads_in_a_conditional_expression():
+    code = (
+        "def f(x: torch.Tensor, c):\n"
+        "    x = x.to(dev).float()\n"
+        "    a = x.mean()\n"
+        "    b = x.std()\n"
+        "    return a.item() if c else b.item()\n"
+    )
+    assert fix_body(code, "SFX301") == code
+
+
+def test_sfx301_reads_in_an_assignment_target_are_not_merged():
+    # ``g`` runs between the read of ``b`` (the value) and that of ``a`` (the target)
+    code = (
+        "def f(x: torch.Tensor, d, g):\n"
+        "    x = x.to(dev).float()\n"
+        "    a = x.mean()\n"
+        "    b = x.std()\n"
+        "    d[a.item()] = g(b.item())\n"
+    )
+    assert fix_body(code, "SFX301") == code
+
+
+def test_bindings_in_a_try_body_reach_its_handler():
+    # in the handler, ``x`` may be the try body's int64 sum, not the float mean before the try
+    code = (
+        "def f(a: torch.Tensor):\n"
+        "    x = a.to(dev).float().mean()\n"
+        "    y = a.to(dev).float().std()\n"
+        "    try:\n"
+        "        x = a.to(dev).long().sum()\n"
+        "        a.foo()\n"
+        "    except ValueError:\n"
+        "        print(x.item(), y.item())\n"
+    )
+    assert fix_body(code, "SFX301") == code

@@ -1,0 +1,100 @@
+"""On a GPU: SFX302 turns one sync per iteration into one per loop.
+
+Syncs are counted with ``torch.cuda.set_sync_debug_mode("warn")`` warnings (it flags every
+``.item()``/``.tolist()``/blocking copy: docs/semantics.md#counting-syncs). The rewritten code comes
+from ``syncfix.fix_code``, never by hand; both versions must also return exactly the same values.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from syncfix import fix_code
+
+from ..support import count_syncs, load
+
+pytestmark = pytest.mark.cuda
+
+LOOP = '''\
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader
+
+dev = "cuda"
+
+
+def evaluate(dataset, model):
+    total_loss = 0.0
+    correct = 0
+    with torch.no_grad():
+        for x, y in DataLoader(dataset, batch_size=64):
+            x = x.to(dev)
+            y = y.to(dev)
+            logits = model(x)
+            loss = F.cross_entropy(logits, y, reduction="sum")
+            total_loss += loss.item()
+            correct += (logits.argmax(1) == y).sum().item()
+    return total_loss, correct
+'''
+
+
+def test_sfx302_one_sync_per_loop_instead_of_per_iteration():
+    import torch
+
+    fixed = fix_code(LOOP, select=["SFX302"])
+    assert "total_loss_acc" in fixed and "correct_acc" in fixed
+    torch.manual_seed(0)
+    model = torch.nn.Linear(32, 4).to("cuda")
+    steps = 20
+    data = torch.utils.data.TensorDataset(
+        torch.randn(64 * steps, 32, device="cuda"), torch.randint(0, 4, (64 * steps,), device="cuda")
+    )
+    before, n_before = count_syncs(load(LOOP, "evaluate"), data, model, warm_up=False)
+    after, n_after = count_syncs(load(fixed, "evaluate"), data, model, warm_up=False)
+    print(f"\nSFX302: {n_before} syncs for {steps} iterations before, {n_after} after\n{fixed}")
+    assert type(before[0]) is type(after[0]) is float and type(before[1]) is type(after[1]) is int
+    assert before == after  # float64 sums in the same order as Python's floats
+    assert n_before == 2 * steps
+    assert n_after == 2  # one read of each total after the loop
+
+
+LOOP_UNKNOWN_DEVICE = '''\
+import torch
+import torch.nn.functional as F
+
+
+@torch.no_grad()
+def evaluate(model, batches):
+    total = 0.0
+    correct = 0
+    for x, y in batches:
+        logits = model(x)
+        loss = F.cross_entropy(logits, y)
+        total += loss.item()
+        hits = torch.count_nonzero(logits.argmax(1) == y)
+        correct += hits.item()
+    return total, correct
+'''
+
+
+def test_sfx302_total_follows_the_summands_device_when_it_is_unknown():
+    """Model and batches arrive as parameters: the accumulator is made on the summand's device
+    at the first step, so the loop still syncs once per total, after the loop."""
+    import torch
+
+    fixed = fix_code(LOOP_UNKNOWN_DEVICE, select=["SFX302"])
+    assert "device=loss.device" in fixed and ".to(correct_acc.device)" in fixed
+    torch.manual_seed(0)
+    model = torch.nn.Linear(32, 4).to("cuda")
+    steps = 20
+    batches = [
+        (torch.randn(64, 32, device="cuda"), torch.randint(0, 4, (64,), device="cuda")) for _ in range(steps)
+    ]
+    before, n_before = count_syncs(load(LOOP_UNKNOWN_DEVICE, "evaluate"), model, batches, warm_up=False)
+    after, n_after = count_syncs(load(fixed, "evaluate"), model, batches, warm_up=False)
+    empty, _ = count_syncs(load(fixed, "evaluate"), model, [], warm_up=False)
+    print(f"\nSFX302 (unknown device): {n_before} syncs for {steps} iterations before, {n_after} after")
+    assert type(before[0]) is type(after[0]) is float and type(before[1]) is type(after[1]) is int
+    assert before == after and empty == (0.0, 0)
+    assert n_before == 2 * steps
+    assert n_after == 2

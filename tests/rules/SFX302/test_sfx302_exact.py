@@ -1,0 +1,73 @@
+"""SFX302's device totals keep every value and Python type: original and rewritten snippets
+(rewritten by ``syncfix.fix_code``) run on CPU tensors and must return exactly the same."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from syncfix import fix_code
+
+from ..support import FLOATS, HEADER, same
+
+torch = pytest.importorskip("torch")
+
+
+@st.composite
+def _loops(draw):
+    dtype = draw(st.sampled_from((*FLOATS, "count", "int64")))
+    if dtype == "count":
+        values = draw(st.lists(st.floats(width=32), max_size=6))
+    elif dtype == "int64":
+        values = draw(st.lists(st.integers(-(2**53) - 5, 2**53 + 5), max_size=6))
+    else:
+        width = 16 if dtype in ("float16", "bfloat16") else 32 if dtype == "float32" else 64
+        values = draw(st.lists(st.floats(width=width), max_size=6))
+    start = draw(st.sampled_from(("0.0", "-0.0", "1.5", "1e16")) if dtype in FLOATS else st.sampled_from(("0", "7", str(2**53))))
+    form = draw(st.sampled_from(("+= {}.item()", "+= float({})", "= TOTAL + {}.item()")) if dtype in FLOATS else st.sampled_from(("+= {}.item()", "+= int({})")))
+    # "param": the device arrives as a parameter, so the accumulator follows the summand's device
+    device = draw(st.sampled_from(("known", "param")))
+    return dtype, values, start, form, device
+
+
+def _loop_snippet(dtype: str, start: str, form: str, device: str = "known") -> str:
+    if dtype == "count":
+        make, summand = "torch.full((), v, dtype=torch.float32, device=dev)", "(t > 0).sum()"
+    else:
+        make, summand = f"torch.full((), v, dtype=torch.{dtype}, device=dev)", "t"
+    bind = ""
+    if device == "param" and summand != "t":
+        bind, summand = f"        s = {summand}\n", "s"  # a plain name: its device places the total
+    update = form.format(summand).replace("TOTAL", "total")
+    return HEADER + (
+        ("def f(values, dev):\n" if device == "param" else "def f(values):\n")
+        + f"    total = {start}\n"
+        "    for v in values:\n"
+        f"        t = {make}\n"
+        f"{bind}"
+        f"        total {update}\n"
+        "    return total\n"
+    )
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_loops())
+def test_sfx302_device_total_is_exact(case):
+    dtype, values, start, form, device = case
+    source = _loop_snippet(dtype, start, form, device)
+    fixed = fix_code(source, select=["SFX302"], unsafe_fixes=True)
+    assert "_acc += " in fixed, source  # the property must exercise the rewrite
+    assert (".to(total_acc.device)" in fixed) is (device == "param"), fixed
+    namespace_a: dict = {}
+    namespace_b: dict = {}
+    exec(compile(source, "<a>", "exec"), namespace_a)
+    exec(compile(fixed, "<b>", "exec"), namespace_b)
+    args = (values, namespace_a["dev"]) if device == "param" else (values,)
+    before, after = namespace_a["f"](*args), namespace_b["f"](*args)
+    assert same(before, after), (source, fixed, values, before, after)
+
+
+def test_sfx302_int64_total_is_only_an_unsafe_fix_but_a_count_is_safe():
+    assert "_acc" not in fix_code(_loop_snippet("int64", "0", "+= {}.item()"), select=["SFX302"])
+    assert "_acc" in fix_code(_loop_snippet("count", "0", "+= {}.item()"), select=["SFX302"])

@@ -1,0 +1,35 @@
+"""SFX303's one ``tolist()`` keeps every value and Python type: original and rewritten snippets
+(rewritten by ``syncfix.fix_code``) run on CPU tensors and must return exactly the same."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from syncfix import fix_code
+
+from ..support import FLOATS, HEADER, INTS, KIND, run_snippet, same, value_of
+
+torch = pytest.importorskip("torch")
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from((*FLOATS, *INTS, "bool")).flatmap(
+        lambda d: st.tuples(st.just(d), st.lists(value_of(d), max_size=5))
+    ),
+    st.sampled_from(("{v}.item()", "{v}.tolist()", "float({v})", "int({v})", "bool({v})")),
+)
+def test_sfx303_tolist_is_exact(data, form):
+    dtype, values = data
+    literals = [repr(float(v)) if KIND[dtype] == "float" else repr(v) for v in values]
+    source = HEADER + (
+        "def f():\n"
+        f"    x = torch.tensor([{', '.join(literals)}], dtype=torch.{dtype}, device=dev).flatten()\n"
+        f"    return [{form.format(v='v')} for v in x]\n"
+    )
+    fixed = fix_code(source, select=["SFX303"])
+    assert ".tolist()" in fixed and " for v in x]" not in fixed, source
+    before, after = run_snippet(source), run_snippet(fixed)
+    assert before[0] == after[0] and same(before[1:], after[1:]), (source, fixed, before, after)
