@@ -15,6 +15,8 @@ _FLOAT_DTYPES = {"float32", "float", "float64", "double", "float16", "half", "bf
                  "complex64", "complex128", "cfloat", "cdouble"}
 _INT_RANGES = {"int64": 63, "long": 63, "int32": 31, "int": 31, "int16": 15, "short": 15,
                "int8": 7}
+_FLOAT32_DTYPES = {"float32", "float", "complex64", "cfloat"}
+_FLOAT32_MAX = 3.4028234663852886e38
 _SCALAR_KEYWORDS = {"device", "dtype", "requires_grad"}
 
 
@@ -50,7 +52,10 @@ class TensorCreationOnDevice(Rule):
       `float(x)`, `len(x)`, arithmetic of such...) becomes `torch.full((), v, ...)`, keeping
       `dtype` and `requires_grad`. `full` infers bool/int64/default-float exactly like `tensor`
       (checked for bool, int, float, nan, inf against every dtype on the CPU). The fix is safe for
-      bools, floats and int literals within range. It is **unsafe** for an int of unknown value
+      bools, int literals within range, and float literals within float32's range (or with a
+      float16, bfloat16 or float64 `dtype`). It is **unsafe** for a float of unknown size going
+      to float32/complex64 (past float32's range `tensor` rounds to `inf`, `full` raises
+      `RuntimeError`), for an int of unknown value
       (for |v| >= 2**63 `tensor` raises `ValueError`, `full` `RuntimeError`, and with a float
       dtype `tensor(-2**63 - 1)` works where `full` raises) and for a float or out-of-range int
       with an integer `dtype` (both raise, with different messages). A numpy scalar or a name of
@@ -190,17 +195,21 @@ class TensorCreationOnDevice(Rule):
         literal = a.literal_number(data)
         if scalar == "int" and not (isinstance(literal, int) and -(2**63) <= literal < 2**63):
             return False
-        dtype_arg = keyword(node, "dtype")
-        if dtype_arg is None or (isinstance(dtype_arg.value, cst.Name) and dtype_arg.value.value == "None"):
-            return True
         if scalar == "bool":
             return True
+        dtype_arg = keyword(node, "dtype")
+        if dtype_arg is None or (isinstance(dtype_arg.value, cst.Name) and dtype_arg.value.value == "None"):
+            # an int becomes int64 (checked above); a float the default dtype
+            return scalar == "int" or (a.default_float == "torch.float32" and _fits_float32(literal))
         dtype = a.qualname(dtype_arg.value) or ""
         short = dtype.removeprefix("torch.")
         if not dtype.startswith("torch.") or short == "bool":
             return short == "bool"
+        if short in _FLOAT32_DTYPES:
+            # past float32's range torch.tensor rounds to inf but torch.full raises
+            return _fits_float32(literal)
         if short in _FLOAT_DTYPES:
-            return True
+            return True  # float16/bfloat16 both round to inf; float64 holds every Python float
         bits = _INT_RANGES.get(short)
         if scalar == "int" and bits is not None:
             assert isinstance(literal, int)
@@ -208,6 +217,16 @@ class TensorCreationOnDevice(Rule):
         if scalar == "int" and short == "uint8":
             assert isinstance(literal, int)
             return 0 <= literal < 256
+        return False
+
+
+def _fits_float32(literal: object) -> bool:
+    """A number literal within float32's range (an unknown value may not be)."""
+    if isinstance(literal, bool) or not isinstance(literal, (int, float)):
+        return False
+    try:
+        return abs(float(literal)) <= _FLOAT32_MAX
+    except OverflowError:
         return False
 
 
