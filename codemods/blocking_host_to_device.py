@@ -9,6 +9,7 @@ from syncfix.rules import Fix, Invalid, Rule
 from syncfix.walk import walk
 
 from ._build import kwarg
+from ._errors import caught_by_enclosing_try
 
 
 class BlockingHostToDevice(Rule):
@@ -49,6 +50,10 @@ class BlockingHostToDevice(Rule):
     - the receiver is a tensor (not an `nn.Module`, whose `.cuda()` has no `non_blocking`);
     - the target is provably CUDA (for a `cuda|cpu` device, the tensor is provably on the CPU, so
       the CPU case stays a no-op);
+    - the copy is not in the body of a `try` whose handler may catch a `RuntimeError` (bare
+      `except:`, `Exception`, `RuntimeError`, a torch error...): there a blocking copy raises a
+      CUDA error inside the `try`, as written; a non-blocking one would raise at a later sync,
+      outside it. Such a copy gets a finding and no fix, safe or unsafe;
     - the module uses one stream (no `torch.cuda.stream`/`Stream`/graphs: copies on a side stream
       need `wait_stream`/`record_stream`, which is not ours to prove);
     - the source memory cannot change before the copy runs. A pageable source is staged by the
@@ -153,6 +158,13 @@ class BlockingHostToDevice(Rule):
             self.report(
                 node,
                 self.MESSAGE + " (device may be the CPU and the tensor may be on CUDA: no fix)",
+            )
+            return
+        if caught_by_enclosing_try(a, node):
+            self.report(
+                node,
+                self.MESSAGE + " (inside a try whose handler catches its error: a non-blocking "
+                "copy would raise later, outside the try; no fix)",
             )
             return
         self.report(node, fix=self._fix(node, receiver))
