@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from syncfix import check_code, fix_code
-from syncfix.codemods._conditions import representable
+from syncfix.codemods._support import representable
 
 from . import sfx2xx_snippets as S
 

@@ -1,10 +1,14 @@
-"""Shared by the SFX2xx rules: turning a Python test on GPU values into a bool tensor.
+"""What the rules share (the one support module; no rule imports another rule).
 
-A test like ``t.item() > c`` or ``if t:`` reads the GPU value on the host. :func:`as_tensor_condition`
-gives the same decision as a 0-d bool tensor expression (``t > c``), and says whether that is
-*exact*: a tensor comparison is not a Python comparison (float32 ``t = 0.1``: ``t.item() > 0.1`` is
-True, ``t > 0.1`` is False, because the scalar is cast to the tensor's dtype; see
-sync-semantics.md §3c). It is exact when the literal is representable in the tensor's dtype.
+- Node builders for the code rules write: :func:`comma`, :func:`kwarg`.
+- Turning a Python test on GPU values into a bool tensor (SFX2xx): :func:`as_tensor_condition`
+  gives the same decision as a 0-d bool tensor expression (``t > c`` for ``t.item() > c``), and
+  says whether that is *exact*: a tensor comparison is not a Python comparison (float32
+  ``t = 0.1``: ``t.item() > 0.1`` is True, ``t > 0.1`` is False, because the scalar is cast to
+  the tensor's dtype). It is exact when the literal is representable in the tensor's dtype
+  (:func:`representable`).
+- Whether a copy's source may be written after a non-blocking copy is queued (SFX101, SFX103):
+  :func:`source_may_change`.
 """
 
 from __future__ import annotations
@@ -16,12 +20,29 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from syncfix.analysis import (
-    _METHOD_MAYBE_SELF,
+    METHOD_MAYBE_SELF,
     TORCH_VIEWS,
     Device,
     ModuleAnalysis,
     literal_number,
+    root_name,
 )
+from syncfix.walk import walk
+
+
+def comma() -> cst.Comma:
+    """``, `` (a comma and one space)."""
+    return cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+
+
+def kwarg(name: str, value: cst.BaseExpression) -> cst.Arg:
+    """``name=value`` with no spaces around ``=`` (PEP 8 for keyword arguments)."""
+    return cst.Arg(
+        value=value,
+        keyword=cst.Name(name),
+        equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+    )
+
 
 _INT_RANGES = {
     "torch.bool": (0, 1),
@@ -162,7 +183,7 @@ def _item_comparison(a, left, cmp, right) -> Condition | None:
             zero = zero and a.is_zero_dim(recv)
             dtypes.append(a.dtype_of(recv))
         else:
-            number = literal_number(side)
+            number = literal_number(side, nested_signs=False)
             if number is None and a.value(side).kind.value != "number":
                 return None
             parts.append(atom(a, side))
@@ -177,7 +198,7 @@ def _item_comparison(a, left, cmp, right) -> Condition | None:
     else:
         dtype = tensor_dtypes[0]
         other = right if lt is not None else left
-        number = literal_number(other)
+        number = literal_number(other, nested_signs=False)
         if number is None:
             exact = False
             why.append("the Python operand's value is unknown, so its cast to the tensor's dtype may round")
@@ -243,7 +264,147 @@ def is_new_tensor(a: ModuleAnalysis, e: cst.BaseExpression, *, follow_names: boo
         if isinstance(func, cst.Attribute) and a.is_tensor(func.value):
             method = func.attr.value
             return method == "clone" or (
-                method not in _METHOD_MAYBE_SELF and not method.endswith("_")
+                method not in METHOD_MAYBE_SELF and not method.endswith("_")
                 and method not in ("cuda", "cpu", "max", "min")
             )
     return False
+
+
+# ---- copies: may the source change after a non-blocking copy is queued? ----
+
+def source_may_change(a: ModuleAnalysis, call: cst.Call) -> bool:
+    """Could the memory ``call`` (``x.cuda()``, ``x.to(...)``) copies from be written after the
+    copy is queued (so a non-blocking copy could read the new data)? Used by SFX101 and SFX103."""
+    assert isinstance(call.func, cst.Attribute)
+    source = call.func.value
+    while isinstance(source, cst.Call) and (callee := a.callee(source) or "").startswith("torch."):
+        if callee.rsplit(".", 1)[-1] not in TORCH_VIEWS:
+            return False  # a torch op's result owns new storage: nothing else can reach it
+        args = [arg for arg in source.args if arg.keyword is None]
+        if not args:
+            return False
+        source = args[0].value  # a view (torch.narrow(buf, ...)): the base is what matters
+    root = root_name(source)
+    if root is None:
+        return False  # a temporary: nothing else can reach it
+    stmt = a.statement_of(call)
+    scope_node = a.enclosing_function(call) or a.module
+    statements = list(_simple_statements(scope_node))
+    # Name pairs that may share memory, in both directions: a view of the source, and what
+    # the source is a view or an item of (``view = staging[:n]``, ``for t in batch``,
+    # ``x, y = batch``): a write to ``staging``/``batch`` reaches the copied bytes too.
+    pairs = [
+        (target, _alias_root(value))
+        for s in statements
+        if s is not stmt
+        for target, value in _assigned_pairs(s)
+    ]
+    pairs += [(target, _alias_root(it)) for target, it in _iteration_bindings(scope_node)]
+    aliases = {root}
+    changed = True
+    while changed:
+        changed = False
+        for target, origin in pairs:
+            if origin is None:
+                continue
+            if origin in aliases and target not in aliases:
+                aliases.add(target)
+                changed = True
+            elif target in aliases and origin not in aliases:
+                aliases.add(origin)
+                changed = True
+    # ``x = x.cuda()`` rebinds x: later uses of x are the copy, not the source.
+    rebinds = stmt is not None and root in a.effects(stmt).writes
+    watched = aliases - {root} if rebinds else aliases
+    for s in statements:
+        fx = a.effects(s)
+        if fx.inplace & watched:
+            return True
+        if s is not stmt and fx.may_mutate_anything and fx.reads & watched:
+            return True
+    return False
+
+
+_COPYING = {"cuda", "to", "clone", "cpu", "numpy", "tolist", "item"}
+
+
+def _alias_root(expr: cst.BaseExpression) -> str | None:
+    """Like ``root_name``, but a copy (``.cuda()``, ``.clone()``...) of a CPU source is no alias."""
+    cur = expr
+    while isinstance(cur, (cst.Subscript, cst.Attribute, cst.Call)):
+        if isinstance(cur, cst.Call):
+            if not isinstance(cur.func, cst.Attribute) or cur.func.attr.value in _COPYING:
+                return None
+            cur = cur.func.value
+        else:
+            cur = cur.value
+    return cur.value if isinstance(cur, cst.Name) else None
+
+
+def _simple_statements(node: cst.CSTNode):
+    """Every simple statement line under ``node``, not entering nested defs or classes."""
+    found: list[cst.SimpleStatementLine] = []
+
+    class V(cst.CSTVisitor):
+        def visit_SimpleStatementLine(self, n: cst.SimpleStatementLine) -> bool:
+            found.append(n)
+            return False
+
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return n is node
+
+        def visit_ClassDef(self, n: cst.ClassDef) -> bool:
+            return False
+
+    walk(node, V())
+    return found
+
+
+def _assigned_pairs(stmt: cst.SimpleStatementLine):
+    for small in stmt.body:
+        if isinstance(small, cst.Assign):
+            for t in small.targets:
+                if isinstance(t.target, cst.Name):
+                    yield t.target.value, small.value
+                elif isinstance(t.target, (cst.Tuple, cst.List)) and isinstance(small.value, (cst.Tuple, cst.List)):
+                    for el_t, el_v in zip(t.target.elements, small.value.elements, strict=False):
+                        if isinstance(el_t.value, cst.Name):
+                            yield el_t.value.value, el_v.value
+                elif isinstance(t.target, (cst.Tuple, cst.List)):
+                    # ``x, y = batch``: each name is an item of the container
+                    for name in _names_in(t.target):
+                        yield name, small.value
+        elif isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
+            yield small.target.value, small.value
+
+
+def _names_in(target: cst.BaseExpression):
+    if isinstance(target, cst.Name):
+        yield target.value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for el in target.elements:
+            yield from _names_in(el.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _names_in(target.value)
+
+
+def _iteration_bindings(node: cst.CSTNode):
+    """(name, iterable) for every ``for`` and comprehension target under ``node`` (not entering
+    nested defs or classes): each name is an item of the iterable (``for t in batch``)."""
+    found: list[tuple[str, cst.BaseExpression]] = []
+
+    class V(cst.CSTVisitor):
+        def visit_For(self, n: cst.For) -> None:
+            found.extend((name, n.iter) for name in _names_in(n.target))
+
+        def visit_CompFor(self, n: cst.CompFor) -> None:
+            found.extend((name, n.iter) for name in _names_in(n.target))
+
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return n is node
+
+        def visit_ClassDef(self, n: cst.ClassDef) -> bool:
+            return False
+
+    walk(node, V())
+    return found
