@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfix.analysis import Device, Kind, Memory
+from syncfix.analysis import Device, Kind, Memory, keyword, positional
 from syncfix.rules import Fix, Invalid, Rule
 
 from ._support import kwarg, source_may_change
@@ -121,7 +121,7 @@ class BlockingHostToDevice(Rule):
         if not isinstance(func, cst.Attribute) or func.attr.value not in ("cuda", "to"):
             return
         a = self.analysis
-        nb = _keyword(node, "non_blocking")
+        nb = keyword(node, "non_blocking")
         if nb is not None and not _is_false(nb.value):
             return  # already non_blocking=True (or a value we cannot judge)
         receiver = a.value(func.value)
@@ -174,23 +174,15 @@ class BlockingHostToDevice(Rule):
         )
 
 
-def _keyword(call: cst.Call, name: str) -> cst.Arg | None:
-    return next((a for a in call.args if a.keyword is not None and a.keyword.value == name), None)
-
-
-def _positional(call: cst.Call) -> list[cst.Arg]:
-    return [a for a in call.args if a.keyword is None and not a.star]
-
-
 def _is_false(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "False"
 
 
 def _to_names_device(a, call: cst.Call) -> bool:
     """Does ``.to(...)`` name a device at all (rather than another tensor or a dtype)?"""
-    if _keyword(call, "device") is not None:
+    if keyword(call, "device") is not None:
         return True
-    args = _positional(call)
+    args = positional(call)
     return bool(args) and not a.value(args[0].value).is_tensor
 
 
@@ -198,7 +190,7 @@ def _non_blocking_call(node: cst.Call) -> cst.Call:
     func = node.func
     assert isinstance(func, cst.Attribute)
     true = cst.Name("True")
-    existing = _keyword(node, "non_blocking")
+    existing = keyword(node, "non_blocking")
     if existing is not None:
         return node.with_deep_changes(existing, value=true)
     if func.attr.value == "cuda" and not node.args:

@@ -1,6 +1,8 @@
-"""Device origins: which one device expression placed a tensor (``x.to(device)`` and every op
-of ``x``'s result share the origin ``device``), so a rewrite can create new tensors on it.
-The device *kind* of a value (cuda, cpu...) is provenance.py's.
+"""Devices: which device an expression denotes (:func:`device_of`; strings, ints,
+``torch.device``), where ``.to(...)`` moves a tensor (:func:`to_target`), and device *origins*:
+the one device expression a tensor was placed with (``x.to(device)`` and every op of its result
+share the origin ``device``), so a rewrite can create new tensors on it. The device of a tensor
+value itself is part of its :class:`~.values.Value` (provenance.py).
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from .bindings import fact_of_name
+from .dtypes import is_dtype
 from .syntax import keyword, positional
 from .torch_api import NON_TENSOR_NAMESPACES
-from .values import Kind
+from .values import OTHER, Device, Kind, Value
 
 if TYPE_CHECKING:
     from .module import ModuleAnalysis
@@ -97,3 +100,61 @@ def _device_code(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:
     if isinstance(expr, cst.Name) and a.bound_once(expr):
         return expr.value
     return None
+
+
+def device_of(a: ModuleAnalysis, expr: cst.CSTNode) -> Device:
+    """The device a device-like expression (string, int, ``torch.device``, name) denotes."""
+    v = a.value(expr)
+    return v.device if v.kind is Kind.DEVICE else Device.UNKNOWN
+
+
+def to_target(a: ModuleAnalysis, call: cst.Call) -> Device | None:
+    """The device a ``.to(...)`` call moves to, or None when it names no device we know.
+
+    ``Device.UNKNOWN`` means: it names a device, but which one is not provable.
+    """
+    dev = keyword(call, "device")
+    if dev is not None:
+        return a.device_of(dev.value)
+    args = positional(call)
+    if not args:
+        return None
+    first = args[0].value
+    v = a.value(first)
+    if v.kind is Kind.DEVICE:
+        return v.device
+    if v.kind is Kind.NUMBER and isinstance(first, cst.Integer):
+        return Device.CUDA
+    if v.is_tensor:
+        return Device.UNKNOWN  # ``.to(other_tensor)``: device and dtype of another tensor
+    if is_dtype(a, first):
+        return None
+    return Device.UNKNOWN
+
+
+def string_device(expr: cst.BaseExpression) -> Value:
+    """A string as a device: ``"cuda"``, ``"cuda:1"`` and ``"cpu"`` are devices, any other string is not."""
+    text = expr.evaluated_value if hasattr(expr, "evaluated_value") else None
+    if isinstance(text, bytes):
+        return OTHER
+    if text == "cuda" or (isinstance(text, str) and text.startswith("cuda:") and text[5:].isdigit()):
+        return Value(Kind.DEVICE, Device.CUDA)
+    if text == "cpu":
+        return Value(Kind.DEVICE, Device.CPU)
+    return OTHER  # "mps", "meta", or any other string: not a device we can prove
+
+
+def fstring_device(expr: cst.FormattedString) -> Value:
+    """``f"cuda:{rank}"`` is a CUDA device; any other f-string is not a device we can prove."""
+    parts = expr.parts
+    if (
+        parts
+        and isinstance(parts[0], cst.FormattedStringText)
+        and parts[0].value == "cuda:"
+        and len(parts) == 2
+        and isinstance(parts[1], cst.FormattedStringExpression)
+        and parts[1].format_spec is None
+        and parts[1].conversion is None
+    ):
+        return Value(Kind.DEVICE, Device.CUDA)
+    return OTHER

@@ -1,5 +1,12 @@
 """Effects: what a statement reads, writes, mutates in place and exits with; which calls are
 pure, effect-free, logging or clock reads.
+
+:func:`effects` gives, per statement, the names it reads and writes, the names whose tensors it
+mutates in place (``add_``/``copy_``/``fill_``..., indexed or attribute stores, ``+=``,
+``out=``), whether it calls something that may mutate anything (``optimizer.step()``, unknown
+calls), and the control-flow exits it contains (``break``/``continue``/``return``/``raise``/
+``yield``). :func:`is_effect_free` says evaluating an expression changes nothing (no impure
+call, no in-place op, no random draw).
 """
 
 from __future__ import annotations

@@ -5,6 +5,12 @@ of every fact, and answers each question by delegating to the topic module that 
 (see the package docstring for which module answers what). Topic modules are plain functions
 taking the analysis as their first argument; they reach facts of other topics through the
 methods here, so no topic module imports another's internals.
+
+**Names.** :meth:`ModuleAnalysis.qualnames` resolves import aliases (``from torch import cuda as
+c``; ``c.synchronize`` is ``torch.cuda.synchronize``). A name bound by a try/except import
+fallback has several candidates; :meth:`~ModuleAnalysis.qualname` answers only when all
+candidates agree, so a rule that needs a proof gets one, and ``qualnames`` gives every candidate
+for findings. Scopes are resolved lazily, on the first question that needs them.
 """
 
 from __future__ import annotations
@@ -234,7 +240,7 @@ class ModuleAnalysis:
         """Is ``name`` bound exactly once where it is used (so every use sees one value)?"""
         return bindings.bound_once(self, name)
 
-    # ---- values (provenance.py, devices.py) -----------------------------------------------
+    # ---- values (provenance.py) and devices (devices.py) -----------------------------------------------
     def value(self, expr: cst.CSTNode) -> Value:
         """The abstract value of ``expr``: kind, device, memory, freshness, dtype."""
         return provenance.value(self, expr)
@@ -247,11 +253,11 @@ class ModuleAnalysis:
 
     def device_of(self, expr: cst.CSTNode) -> Device:
         """The device a device-like expression (string, int, ``torch.device``, name) denotes."""
-        return provenance.device_of(self, expr)
+        return devices.device_of(self, expr)
 
     def to_target(self, call: cst.Call) -> Device | None:
         """The device a ``.to(...)`` call moves to, or None when it names no device we know."""
-        return provenance.to_target(self, call)
+        return devices.to_target(self, call)
 
     def device_origin(self, expr: cst.BaseExpression) -> str | None:
         """The code of the one device expression a tensor was placed with, or None."""

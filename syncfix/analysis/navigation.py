@@ -1,5 +1,8 @@
 """Navigation: where a node sits (statement, block, function, loops), whether code is hot, and
 module-wide facts found by a scan (streams, default device, ``torch`` alias, every name).
+
+:func:`is_hot` says whether code looks like a hot path: a loop body, ``forward``, a function
+calling ``backward()``/``step()``, or a configured name (``hot-functions``).
 """
 
 from __future__ import annotations

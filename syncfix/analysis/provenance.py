@@ -20,6 +20,7 @@ from libcst.metadata import Assignment
 from libcst.metadata.scope_provider import BaseAssignment
 
 from .bindings import assignment_order
+from .devices import fstring_device, string_device
 from .dtypes import dtype_kw, is_dtype
 from .syntax import is_none, keyword, positional, through_call
 from .torch_api import (
@@ -63,17 +64,13 @@ def value(a: ModuleAnalysis, expr: cst.CSTNode) -> Value:
     return a.solver.get("value", expr, lambda n: _value(a, n), BOTTOM, UNKNOWN)
 
 
-def device_of(a: ModuleAnalysis, expr: cst.CSTNode) -> Device:
-    """The device a device-like expression (string, int, ``torch.device``, name) denotes."""
-    v = a.value(expr)
-    return v.device if v.kind is Kind.DEVICE else Device.UNKNOWN
 
 
 def _value(a: ModuleAnalysis, expr: cst.CSTNode) -> Value:
     if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
-        return _string_device(a, expr)
+        return string_device(expr)
     if isinstance(expr, cst.FormattedString):
-        return _fstring_device(a, expr)
+        return fstring_device(expr)
     if isinstance(expr, cst.Integer):
         return Value(Kind.NUMBER, Device.CUDA)  # ``.to(0)`` means cuda:0
     if isinstance(expr, (cst.Float, cst.Imaginary)):
@@ -145,30 +142,8 @@ def _arith(a: ModuleAnalysis, *operands: cst.BaseExpression) -> Value:
     return UNKNOWN
 
 
-def _string_device(a: ModuleAnalysis, expr: cst.BaseExpression) -> Value:
-    text = expr.evaluated_value if hasattr(expr, "evaluated_value") else None
-    if isinstance(text, bytes):
-        return OTHER
-    if text == "cuda" or (isinstance(text, str) and text.startswith("cuda:") and text[5:].isdigit()):
-        return Value(Kind.DEVICE, Device.CUDA)
-    if text == "cpu":
-        return Value(Kind.DEVICE, Device.CPU)
-    return OTHER  # "mps", "meta", or any other string: not a device we can prove
 
 
-def _fstring_device(a: ModuleAnalysis, expr: cst.FormattedString) -> Value:
-    parts = expr.parts
-    if (
-        parts
-        and isinstance(parts[0], cst.FormattedStringText)
-        and parts[0].value == "cuda:"
-        and len(parts) == 2
-        and isinstance(parts[1], cst.FormattedStringExpression)
-        and parts[1].format_spec is None
-        and parts[1].conversion is None
-    ):
-        return Value(Kind.DEVICE, Device.CUDA)
-    return OTHER
 
 
 def _name_value(a: ModuleAnalysis, name: cst.Name) -> Value:
@@ -568,28 +543,6 @@ def _method_value(a: ModuleAnalysis, receiver: Value, method: str, call: cst.Cal
     return Value(Kind.TENSOR, receiver.device, Memory.PAGEABLE if receiver.device is Device.CPU else Memory.UNKNOWN, True)
 
 
-def to_target(a: ModuleAnalysis, call: cst.Call) -> Device | None:
-    """The device a ``.to(...)`` call moves to, or None when it names no device we know.
-
-    ``Device.UNKNOWN`` means: it names a device, but which one is not provable.
-    """
-    dev = keyword(call, "device")
-    if dev is not None:
-        return a.device_of(dev.value)
-    args = positional(call)
-    if not args:
-        return None
-    first = args[0].value
-    v = a.value(first)
-    if v.kind is Kind.DEVICE:
-        return v.device
-    if v.kind is Kind.NUMBER and isinstance(first, cst.Integer):
-        return Device.CUDA
-    if v.is_tensor:
-        return Device.UNKNOWN  # ``.to(other_tensor)``: device and dtype of another tensor
-    if is_dtype(a, first):
-        return None
-    return Device.UNKNOWN
 
 
 def _batch_dict_view(a: ModuleAnalysis, call: cst.Call) -> Value | None:
