@@ -16,6 +16,7 @@ from .values import NUMBER, OTHER, UNKNOWN, Kind, Value
 # --------------------------------------------------------------------------------------------
 # Namespaces: which torch.* functions return tensors
 
+# Namespaces whose public functions return tensors (unless listed in TORCH_NON_TENSOR).
 TENSOR_NAMESPACES = (
     "torch.",
     "torch.nn.functional.",
@@ -23,6 +24,7 @@ TENSOR_NAMESPACES = (
     "torch.fft.",
     "torch.special.",
 )
+# Namespaces whose functions are not modelled as returning tensors.
 NON_TENSOR_NAMESPACES = (
     "torch.cuda.", "torch.backends.", "torch.distributed.", "torch.utils.", "torch.jit.",
     "torch.optim.", "torch.nn.init.", "torch.testing.", "torch.autograd.", "torch.amp.",
@@ -49,15 +51,20 @@ TORCH_VIEWS = {
     "diagonal", "detach", "expand_copy", "atleast_1d", "atleast_2d", "atleast_3d", "as_tensor",
     "from_numpy", "asarray", "real", "imag", "unflatten", "ravel", "squeeze_copy",
 }
+# The keyword a factory takes its device from.
 CREATION_DEVICE_ARG = "device"
 # torch.* factories whose result is int64 when no dtype is given.
 INT64_FACTORIES = {"torch.randint", "torch.randperm", "torch.argsort", "torch.argmax",
                     "torch.argmin", "torch.nonzero", "torch.searchsorted", "torch.bucketize"}
+# Factories whose result has the default float dtype when no dtype is given.
 FLOAT_FACTORIES = {
     "zeros", "ones", "empty", "rand", "randn", "eye", "linspace", "logspace", "empty_strided",
 }
+# Qualified names of the DataLoader class (its items are batches).
 DATALOADER = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
+# Qualified names of nn.Module (a subclass's instances are modules).
 MODULE_BASES = {"torch.nn.Module", "torch.nn.modules.module.Module"}
+# Annotations that promise a tensor.
 TENSOR_TYPES = ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor")
 
 # --------------------------------------------------------------------------------------------
@@ -76,10 +83,12 @@ METHOD_NON_TENSOR = {
     "chunk": OTHER, "tensor_split": OTHER, "data_ptr_": NUMBER, "apply_": OTHER,
     "cpu_": OTHER, "record_stream": OTHER,
 }
+# Tensor attributes that are not tensors.
 TENSOR_ATTR_NON_TENSOR = {
     "shape", "dtype", "device", "requires_grad", "ndim", "is_cuda", "is_leaf", "layout",
     "is_sparse", "is_quantized", "is_meta", "names", "itemsize", "nbytes", "grad_fn",
 }
+# Tensor attributes that are tensors on the same device.
 TENSOR_ATTR_TENSOR = {"T", "mT", "H", "mH", "data", "grad", "real", "imag"}
 # Tensor methods whose result may be the receiver itself (so it keeps the receiver's memory).
 METHOD_MAYBE_SELF = {
@@ -90,48 +99,60 @@ METHOD_MAYBE_SELF = {
     "diagonal", "unflatten", "ravel", "real", "imag", "align_to", "refine_names", "rename",
     "coalesce", "share_memory_", "resolve_conj", "resolve_neg",
 }
+# In-place methods besides the ``name_`` convention (see is_inplace_method).
 IN_PLACE_EXTRA = {"set_", "resize_", "resize_as_", "copy_", "zero_", "fill_", "share_memory_"}
 
 # --------------------------------------------------------------------------------------------
 # dtypes: names, casts, and functions by the dtype of their result
 
+# Names of torch dtypes (``torch.<name>``), aliases included.
 DTYPES = {
     "float32", "float", "float64", "double", "float16", "half", "bfloat16", "int64", "long",
     "int32", "int", "int16", "short", "int8", "uint8", "bool", "complex64", "complex128",
     "cfloat", "cdouble", "float8_e4m3fn", "float8_e5m2", "uint16", "uint32", "uint64",
 }
+# Alias -> canonical dtype name.
 DTYPE_ALIASES = {
     "float": "float32", "double": "float64", "half": "float16", "long": "int64", "int": "int32",
     "short": "int16", "cfloat": "complex64", "cdouble": "complex128",
 }
+# Floating dtypes no wider than float64.
 FLOATS = {"torch.float32", "torch.float64", "torch.float16", "torch.bfloat16"}
+# bool and integer dtypes.
 BOOL_INT = {
     "torch.bool", "torch.uint8", "torch.int8", "torch.int16", "torch.int32", "torch.int64",
 }
+# Integer dtypes, aliases included (not bool).
 INT_DTYPES = {"torch.int64", "torch.long", "torch.int32", "torch.int", "torch.int16",
-               "torch.short", "torch.int8", "torch.uint8"}
+              "torch.short", "torch.int8", "torch.uint8"}
+# Cast methods -> the dtype they give.
 CAST_METHODS = {
     "float": "torch.float32", "double": "torch.float64", "half": "torch.float16",
     "bfloat16": "torch.bfloat16", "long": "torch.int64", "int": "torch.int32",
     "short": "torch.int16", "bool": "torch.bool", "byte": "torch.uint8", "char": "torch.int8",
 }
+# Cast methods -> the dtype kind they give.
 CAST_KIND = {
     "float": "float", "double": "float", "half": "float", "bfloat16": "float",
     "long": "int", "int": "int", "short": "int", "char": "int", "byte": "int", "bool": "bool",
 }
+# dtype name -> its kind ("float", "int", "bool").
 DTYPE_KIND = {
     **{d: "float" for d in ("float32", "float", "float64", "double", "float16", "half", "bfloat16")},
     **{d: "int" for d in ("int64", "long", "int32", "int", "int16", "short", "int8", "uint8")},
     "bool": "bool",
 }
+# Functions and methods whose result is a bool tensor.
 BOOL_FNS = {
     "isnan", "isinf", "isfinite", "isposinf", "isneginf", "isreal", "signbit", "logical_and",
     "logical_or", "logical_not", "logical_xor", "eq", "ne", "gt", "ge", "lt", "le", "greater",
     "greater_equal", "less", "less_equal", "not_equal", "any", "all", "isclose", "isin",
 }
+# The element-wise ones among them (same shape as the broadcast inputs).
 BOOL_ELEMENTWISE = BOOL_FNS - {"any", "all", "isin"}
 # Keep the input's dtype (for any dtype they accept).
 PROMOTING_FNS = {"clamp", "clip", "maximum", "minimum", "fmax", "fmin"}
+# Functions that keep the input's dtype (for any dtype they accept).
 SAME_DTYPE_FNS = {
     "abs", "neg", "negative", "clone", "detach", "relu",
     "flatten", "reshape", "squeeze", "unsqueeze", "transpose", "permute", "flip", "roll",
@@ -144,6 +165,7 @@ FLOAT_ONLY_FNS = {
     "log2", "log10", "atan", "asin", "acos", "sinh", "cosh", "softplus", "gelu", "silu",
     "norm", "std", "var", "nan_to_num", "logsumexp",
 }
+# Methods that keep the receiver's dtype.
 SAME_DTYPE_METHODS = SAME_DTYPE_FNS | {
     "cuda", "cpu", "pin_memory", "view", "view_as", "expand", "expand_as", "narrow", "select",
     "t", "max", "min", "abs_", "neg_", "clamp_", "mul_", "add_", "sub_", "fill_", "zero_",
@@ -165,11 +187,13 @@ FLOAT_LOSSES = {
     "cross_entropy", "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
     "mse_loss", "smooth_l1_loss", "huber_loss",
 }
+# Norms: a floating result.
 NORMS = {"torch.nn.utils.clip_grad_norm_", "torch.linalg.vector_norm", "torch.norm"}
 
 # --------------------------------------------------------------------------------------------
 # Shape classes: reductions, element-wise and shape-keeping ops
 
+# Reductions that, called with no dim, give a 0-d tensor (shape keys).
 REDUCTIONS = {
     "sum", "mean", "prod", "amax", "amin", "max", "min", "any", "all", "norm", "std", "var",
     "logsumexp", "count_nonzero",
@@ -179,11 +203,13 @@ FULL_REDUCTIONS = {
     "sum", "mean", "nansum", "nanmean", "max", "min", "amax", "amin", "prod", "std", "var",
     "norm", "all", "any", "argmax", "argmin", "count_nonzero", "median", "nanmedian",
 }
+# Element-wise functions: the result has the input's shape.
 ELEMENTWISE_FNS = (SAME_DTYPE_FNS | FLOAT_ONLY_FNS) - {
     "flatten", "reshape", "squeeze", "unsqueeze", "transpose", "permute", "amax", "amin",
     "mean", "norm", "std", "var", "logsumexp", "clamp", "clip", "masked_fill", "maximum",
     "minimum", "roll", "flip",
 } | {"maximum", "minimum"}
+# Element-wise methods: the result has the receiver's shape.
 ELEMENTWISE_METHODS = (ELEMENTWISE_FNS - {"maximum", "minimum"}) | BOOL_ELEMENTWISE | {
     "cuda", "contiguous", "clone", "detach", "float", "double", "half", "bool", "long", "int",
 }
@@ -193,15 +219,18 @@ SHAPE_KEEPING = {
     "cpu", "cuda", "to", "contiguous", "abs", "neg", "sqrt", "exp", "log", "sigmoid", "relu",
     "type", "type_as", "requires_grad_", "detach_", "pin_memory",
 }
+# Losses whose default reduction gives a 0-d tensor.
 SCALAR_LOSSES = FLOAT_LOSSES | {"l1_loss", "kl_div"}
 
 # --------------------------------------------------------------------------------------------
 # Autograd modes
 
+# Context managers and decorators that turn grad off.
 NO_GRAD = {
     "torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
     "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode",
 }
+# Context managers and decorators that may turn grad back on.
 GRAD_ON = {
     "torch.enable_grad", "torch.set_grad_enabled", "torch.autograd.enable_grad",
     "torch.autograd.set_grad_enabled", "torch.autograd.grad_mode.enable_grad",
@@ -211,12 +240,15 @@ GRAD_ON = {
 # --------------------------------------------------------------------------------------------
 # Devices, streams and graphs
 
+# CUDA streams and graphs: a module using them orders copies itself.
 STREAM_APIS = (
     "torch.cuda.Stream", "torch.cuda.stream", "torch.cuda.current_stream", "torch.cuda.set_stream",
     "torch.cuda.StreamContext", "torch.Stream", "torch.cuda.ExternalStream", "torch.cuda.graph",
     "torch.cuda.CUDAGraph", "torch.cuda.make_graphed_callables", "torch.cuda.default_stream",
 )
+# Stream methods called on tensors or streams.
 STREAM_METHODS = {"wait_stream", "record_stream", "wait_event"}
+# Last parts of the names above (a cheap pre-filter).
 STREAM_WORDS = {api.rsplit(".", 1)[-1] for api in STREAM_APIS} | STREAM_METHODS
 
 # --------------------------------------------------------------------------------------------
@@ -229,6 +261,7 @@ PURE_BUILTINS = {
     "getattr", "hasattr", "type", "id", "any", "all", "map", "filter", "reversed", "divmod",
     "pow", "hash", "iter", "next",
 }
+# Ops that draw random numbers: running one twice changes later draws.
 RANDOM_OPS = {
     "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli",
     "multinomial", "normal", "poisson", "dropout", "dropout1d", "dropout2d", "dropout3d",
@@ -241,15 +274,21 @@ RANDOM_OPS = {
 
 # Host reads of a tensor's value: ``t.item()``/``t.tolist()`` and the builtins.
 READ_METHODS = ("item", "tolist")
+# Builtins that read a tensor's value on the host.
 READ_BUILTINS = ("builtins.float", "builtins.int", "builtins.bool")
+# Their short names (a pre-filter before resolving names).
 READ_BUILTIN_NAMES = frozenset(n.rsplit(".", 1)[-1] for n in READ_BUILTINS)
+# Methods that use a tensor's value on the host.
 HOST_METHODS = {"item", "tolist", "cpu", "numpy", "__bool__", "__float__", "__int__"}
+# Builtins that use a value on the host (printing and formatting included).
 HOST_BUILTINS = {
     "builtins.bool", "builtins.int", "builtins.float", "builtins.print", "builtins.str",
     "builtins.repr", "builtins.format", "builtins.list", "builtins.len", "builtins.max",
     "builtins.min", "builtins.sum", "builtins.round", "builtins.abs",
 }
+# Logger methods.
 LOG_LEVELS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log"}
+# Wall-clock reads.
 CLOCKS = {"time.time", "time.perf_counter", "time.monotonic", "time.time_ns",
            "time.perf_counter_ns", "time.monotonic_ns", "time.process_time", "timeit.default_timer"}
 
@@ -259,6 +298,7 @@ CLOCKS = {"time.time", "time.perf_counter", "time.monotonic", "time.time_ns",
 # Facts the SFX1xx rules ask for (see the methods at the end of ModuleAnalysis).
 PY_NUMBER_BUILTINS = {"builtins.float": "float", "builtins.int": "int", "builtins.bool": "bool",
                        "builtins.len": "int"}
+# Wrappers whose iteration yields the wrapped iterable's items.
 PASS_THROUGH_ITER = {"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "iter", "list", "tuple"}
 # numpy callables that always build a new ndarray or numpy scalar (never return their argument's
 # own type, as ``np.round(t)``/``np.reshape(t)`` do for a tensor).
