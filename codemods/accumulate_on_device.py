@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from syncfix.analysis import Device, HostRead
+from syncfix.analysis import Device, HostRead, literal_kind, stored_names
 from syncfix.rules import Fix, Invalid, Rule
 from syncfix.walk import walk
 
@@ -326,9 +326,7 @@ def _ancestors_until(a, node: cst.CSTNode, stop: cst.CSTNode):
 
 
 def _names_bound_in(node: cst.CSTNode) -> set[str]:
-    from syncfix.analysis import _stores
-
-    return _stores(node)
+    return stored_names(node)
 
 
 def _mentions(loop: cst.For | cst.While, name: str, *, skip: cst.CSTNode, header: bool) -> bool:
@@ -392,8 +390,6 @@ def _declared_global(fn: cst.FunctionDef, name: str) -> bool:
 def _start_value(a, fn: cst.FunctionDef, loop: cst.CSTNode, acc: _Acc) -> str | None:
     """``"pyfloat"``/``"pyint"`` when ``total``'s only other binding is ``total = <literal>``
     in a block enclosing the loop, before it; else None."""
-    from syncfix.analysis import _py_literal_kind, _stores
-
     params = {p.name.value for p in (*fn.params.params, *fn.params.posonly_params, *fn.params.kwonly_params)}
     if acc.total in params:
         return None
@@ -401,7 +397,7 @@ def _start_value(a, fn: cst.FunctionDef, loop: cst.CSTNode, acc: _Acc) -> str | 
 
     class V(cst.CSTVisitor):
         def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
-            if node is not acc.stmt and acc.total in _stores(node):
+            if node is not acc.stmt and acc.total in stored_names(node):
                 starts.append(node)
             return False
 
@@ -410,9 +406,9 @@ def _start_value(a, fn: cst.FunctionDef, loop: cst.CSTNode, acc: _Acc) -> str | 
 
         def on_visit(self, node: cst.CSTNode) -> bool:
             if isinstance(node, cst.BaseCompoundStatement) and not isinstance(node, cst.FunctionDef):
-                header_binds = isinstance(node, cst.For) and acc.total in _stores(node.target)
+                header_binds = isinstance(node, cst.For) and acc.total in stored_names(node.target)
                 header_binds |= isinstance(node, cst.With) and any(
-                    item.asname is not None and acc.total in _stores(item.asname) for item in node.items
+                    item.asname is not None and acc.total in stored_names(item.asname) for item in node.items
                 )
                 if header_binds:
                     starts.append(node)
@@ -437,7 +433,8 @@ def _start_value(a, fn: cst.FunctionDef, loop: cst.CSTNode, acc: _Acc) -> str | 
     index = body.index(start)
     if not any(id(s) in loop_ancestors for s in body[index + 1 :]):
         return None  # not in a block enclosing the loop, before it
-    kind = _py_literal_kind(small.value)
+    lit = literal_kind(small.value, one_minus=True)
+    kind = None if lit is None else "py" + lit
     if kind == "pyint":
         text = cst.Module([]).code_for_node(small.value).replace("_", "")
         if abs(int(text, 0)) >= 2**62:

@@ -6,7 +6,7 @@ import libcst as cst
 
 from syncfix.rules import Fix, Invalid, Rule
 
-from ._conditions import as_tensor_condition, syncs_on_gpu
+from ._support import as_tensor_condition, syncs_on_gpu
 
 
 class AssertOnGpuValue(Rule):

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfix.analysis import TORCH_VIEWS, Device, Kind, Memory, root_name
+from syncfix.analysis import Device, Kind, Memory, keyword, positional
 from syncfix.rules import Fix, Invalid, Rule
-from syncfix.walk import walk
 
-from ._build import kwarg
-from ._errors import caught_by_enclosing_try
+from ._support import caught_by_enclosing_try, kwarg, source_may_change
 
 
 class BlockingHostToDevice(Rule):
@@ -128,7 +126,7 @@ class BlockingHostToDevice(Rule):
         if not isinstance(func, cst.Attribute) or func.attr.value not in ("cuda", "to"):
             return
         a = self.analysis
-        nb = _keyword(node, "non_blocking")
+        nb = keyword(node, "non_blocking")
         if nb is not None and not _is_false(nb.value):
             return  # already non_blocking=True (or a value we cannot judge)
         receiver = a.value(func.value)
@@ -177,7 +175,7 @@ class BlockingHostToDevice(Rule):
             return None
         if receiver.device is Device.CUDA or receiver.memory is Memory.PAGEABLE:
             return self.safe_fix(changes, "Copy with non_blocking=True")
-        if self._source_may_change(node):
+        if source_may_change(a, node):
             return None  # a pinned source written again would be copied with the new data
         if receiver.fresh:
             return self.safe_fix(changes, "Copy with non_blocking=True")
@@ -187,82 +185,6 @@ class BlockingHostToDevice(Rule):
             "pinned buffer that other code writes again before the copy runs)",
         )
 
-    def _source_may_change(self, call: cst.Call) -> bool:
-        """Could the copied tensor's memory be written after this copy is queued?"""
-        a = self.analysis
-        assert isinstance(call.func, cst.Attribute)
-        source = call.func.value
-        while isinstance(source, cst.Call) and (callee := a.callee(source) or "").startswith("torch."):
-            if callee.rsplit(".", 1)[-1] not in TORCH_VIEWS:
-                return False  # a torch op's result owns new storage: nothing else can reach it
-            args = [arg for arg in source.args if arg.keyword is None]
-            if not args:
-                return False
-            source = args[0].value  # a view (torch.narrow(buf, ...)): the base is what matters
-        root = root_name(source)
-        if root is None:
-            return False  # a temporary: nothing else can reach it
-        stmt = a.statement_of(call)
-        scope_node = a.enclosing_function(call) or a.module
-        statements = list(_simple_statements(scope_node))
-        # Name pairs that may share memory, in both directions: a view of the source, and what
-        # the source is a view or an item of (``view = staging[:n]``, ``for t in batch``,
-        # ``x, y = batch``): a write to ``staging``/``batch`` reaches the copied bytes too.
-        pairs = [
-            (target, _alias_root(value))
-            for s in statements
-            if s is not stmt
-            for target, value in _bindings(s)
-        ]
-        pairs += [(target, _alias_root(it)) for target, it in _iteration_bindings(scope_node)]
-        aliases = {root}
-        changed = True
-        while changed:
-            changed = False
-            for target, origin in pairs:
-                if origin is None:
-                    continue
-                if origin in aliases and target not in aliases:
-                    aliases.add(target)
-                    changed = True
-                elif target in aliases and origin not in aliases:
-                    aliases.add(origin)
-                    changed = True
-        # ``x = x.cuda()`` rebinds x: later uses of x are the copy, not the source.
-        rebinds = stmt is not None and root in a.effects(stmt).writes
-        watched = aliases - {root} if rebinds else aliases
-        for s in statements:
-            fx = a.effects(s)
-            if fx.inplace & watched:
-                return True
-            if s is not stmt and fx.may_mutate_anything and fx.reads & watched:
-                return True
-        return False
-
-
-_COPYING = {"cuda", "to", "clone", "cpu", "numpy", "tolist", "item"}
-
-
-def _alias_root(expr: cst.BaseExpression) -> str | None:
-    """Like ``root_name``, but a copy (``.cuda()``, ``.clone()``...) of a CPU source is no alias."""
-    cur = expr
-    while isinstance(cur, (cst.Subscript, cst.Attribute, cst.Call)):
-        if isinstance(cur, cst.Call):
-            if not isinstance(cur.func, cst.Attribute) or cur.func.attr.value in _COPYING:
-                return None
-            cur = cur.func.value
-        else:
-            cur = cur.value
-    return cur.value if isinstance(cur, cst.Name) else None
-
-
-def _keyword(call: cst.Call, name: str) -> cst.Arg | None:
-    return next((a for a in call.args if a.keyword is not None and a.keyword.value == name), None)
-
-
-def _positional(call: cst.Call) -> list[cst.Arg]:
-    return [a for a in call.args if a.keyword is None and not a.star]
-
 
 def _is_false(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "False"
@@ -270,9 +192,9 @@ def _is_false(expr: cst.BaseExpression) -> bool:
 
 def _to_names_device(a, call: cst.Call) -> bool:
     """Does ``.to(...)`` name a device at all (rather than another tensor or a dtype)?"""
-    if _keyword(call, "device") is not None:
+    if keyword(call, "device") is not None:
         return True
-    args = _positional(call)
+    args = positional(call)
     return bool(args) and not a.value(args[0].value).is_tensor
 
 
@@ -280,7 +202,7 @@ def _non_blocking_call(node: cst.Call) -> cst.Call:
     func = node.func
     assert isinstance(func, cst.Attribute)
     true = cst.Name("True")
-    existing = _keyword(node, "non_blocking")
+    existing = keyword(node, "non_blocking")
     if existing is not None:
         return node.with_deep_changes(existing, value=true)
     if func.attr.value == "cuda" and not node.args:
@@ -301,73 +223,3 @@ def _non_blocking_call(node: cst.Call) -> cst.Call:
         args.append(kwarg("non_blocking", true).with_changes(comma=last.comma))
         args[-2] = last.with_changes(comma=last.comma.with_changes(whitespace_after=indent))
     return node.with_changes(args=args)
-
-
-
-def _simple_statements(node: cst.CSTNode):
-    """Every simple statement line under ``node``, not entering nested defs or classes."""
-    found: list[cst.SimpleStatementLine] = []
-
-    class V(cst.CSTVisitor):
-        def visit_SimpleStatementLine(self, n: cst.SimpleStatementLine) -> bool:
-            found.append(n)
-            return False
-
-        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
-            return n is node
-
-        def visit_ClassDef(self, n: cst.ClassDef) -> bool:
-            return False
-
-    walk(node, V())
-    return found
-
-
-def _bindings(stmt: cst.SimpleStatementLine):
-    for small in stmt.body:
-        if isinstance(small, cst.Assign):
-            for t in small.targets:
-                if isinstance(t.target, cst.Name):
-                    yield t.target.value, small.value
-                elif isinstance(t.target, (cst.Tuple, cst.List)) and isinstance(small.value, (cst.Tuple, cst.List)):
-                    for el_t, el_v in zip(t.target.elements, small.value.elements, strict=False):
-                        if isinstance(el_t.value, cst.Name):
-                            yield el_t.value.value, el_v.value
-                elif isinstance(t.target, (cst.Tuple, cst.List)):
-                    # ``x, y = batch``: each name is an item of the container
-                    for name in _names_in(t.target):
-                        yield name, small.value
-        elif isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
-            yield small.target.value, small.value
-
-
-def _names_in(target: cst.BaseExpression):
-    if isinstance(target, cst.Name):
-        yield target.value
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for el in target.elements:
-            yield from _names_in(el.value)
-    elif isinstance(target, cst.StarredElement):
-        yield from _names_in(target.value)
-
-
-def _iteration_bindings(node: cst.CSTNode):
-    """(name, iterable) for every ``for`` and comprehension target under ``node`` (not entering
-    nested defs or classes): each name is an item of the iterable (``for t in batch``)."""
-    found: list[tuple[str, cst.BaseExpression]] = []
-
-    class V(cst.CSTVisitor):
-        def visit_For(self, n: cst.For) -> None:
-            found.extend((name, n.iter) for name in _names_in(n.target))
-
-        def visit_CompFor(self, n: cst.CompFor) -> None:
-            found.extend((name, n.iter) for name in _names_in(n.target))
-
-        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
-            return n is node
-
-        def visit_ClassDef(self, n: cst.ClassDef) -> bool:
-            return False
-
-    walk(node, V())
-    return found

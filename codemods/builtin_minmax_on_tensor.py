@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfix.analysis import Device, _number_kind
+from syncfix.analysis import Device
 from syncfix.rules import Invalid, Rule
 
-from ._conditions import code
+from ._support import code
 
 _MAYBE_CUDA = (Device.CUDA, Device.CUDA_OR_CPU)
 
@@ -99,7 +99,7 @@ class BuiltinMinMaxOnTensor(Rule):
                 new = f"{torch}.{'maximum' if fn == 'max' else 'minimum'}({code(a, x)}, {code(a, y)})"
             elif tx != ty:
                 t, n = (x, y) if tx else (y, x)
-                if _number_kind(n, a) is not None:
+                if a.number_kind(n) is not None:
                     bound = "min" if fn == "max" else "max"
                     new = f"{torch}.clamp({code(a, t)}, {bound}={code(a, n)})"
                 else:

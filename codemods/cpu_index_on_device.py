@@ -7,7 +7,7 @@ import libcst as cst
 from syncfix.analysis import Device, Memory, positional
 from syncfix.rules import Fix, Invalid, Rule
 
-from ._build import comma, kwarg
+from ._support import comma, kwarg
 
 # torch factories whose integer result is always 1-d (so it indexes like a list, never like an int)
 _ONE_DIM = {"torch.arange", "torch.randperm"}

@@ -7,7 +7,7 @@ import libcst as cst
 from syncfix.analysis import Device, ModuleAnalysis, keyword, positional, root_name
 from syncfix.rules import Fix, Invalid, Rule
 
-from ._conditions import code
+from ._support import code
 
 _MAYBE_CUDA = (Device.CUDA, Device.CUDA_OR_CPU)
 _ADVICE = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfix.analysis import _LOG_LEVELS, Device
+from syncfix.analysis import LOG_LEVELS, Device
 from syncfix.rules import Invalid, Rule
 
 
@@ -124,7 +124,7 @@ class FormatSyncs(Rule):
         if not (isinstance(call, cst.Call) and len(call.args) == 1 and call.args[0].value is node):
             return None
         func = call.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value in _LOG_LEVELS - {"log"}):
+        if not (isinstance(func, cst.Attribute) and func.attr.value in LOG_LEVELS - {"log"}):
             return None
         if not a.is_logging_call(call) or a.callee(call) == "builtins.print":
             return None

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfix.analysis import Device, ModuleAnalysis, _number_kind
+from syncfix.analysis import Device, ModuleAnalysis
 from syncfix.rules import Invalid, Rule
 
-from ._conditions import code, is_new_tensor
+from ._support import code, is_new_tensor
 
 _MAYBE_CUDA = (Device.CUDA, Device.CUDA_OR_CPU)
 
@@ -106,7 +106,7 @@ class MaskedStoreToWhere(Rule):
         x = target.value
         v = node.value
         vv = a.value(v)
-        if _number_kind(v, a) is not None or not vv.is_tensor or vv.device not in _MAYBE_CUDA:
+        if a.number_kind(v) is not None or not vv.is_tensor or vv.device not in _MAYBE_CUDA:
             return  # a host value: the sync-free masked_fill path (or a CPU tensor copy)
         self.report(node, fix=self._fix(node, x, mask, v))
 

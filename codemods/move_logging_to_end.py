@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfix.analysis import Device, Kind
+from syncfix.analysis import Device, Kind, stored_names
 from syncfix.rules import Invalid, Rule
 from syncfix.walk import walk
 
@@ -225,7 +225,7 @@ class MoveLoggingToEnd(Rule):
                     if not _fresh_tensor_names(a, read.receiver):
                         problem.append("it reads a tensor that is not a plain name of a fresh tensor")
                     return
-                name = a._direct_callee(call)
+                name = a.direct_callee(call)
                 if name in _PURE_FORMAT or name == "torch.stack":
                     return
                 if isinstance(call.func, cst.Attribute) and call.func.attr.value == "reshape":
@@ -280,7 +280,7 @@ def _fresh_tensor_names(a, expr: cst.BaseExpression) -> bool:
         func = expr.func
         if isinstance(func, cst.Attribute) and func.attr.value == "reshape":
             return _fresh_tensor_names(a, func.value)
-        if a._direct_callee(expr) == "torch.stack" and len(expr.args) == 1:
+        if a.direct_callee(expr) == "torch.stack" and len(expr.args) == 1:
             items = expr.args[0].value
             return isinstance(items, (cst.List, cst.Tuple)) and all(
                 _fresh_tensor_names(a, el.value) for el in items.elements
@@ -290,14 +290,13 @@ def _fresh_tensor_names(a, expr: cst.BaseExpression) -> bool:
 
 def _imported_modules(a) -> set[str]:
     """Names bound by top-level ``import`` statements."""
-    from syncfix.analysis import _stores
 
     found: set[str] = set()
     for stmt in a.module.body:
         if isinstance(stmt, cst.SimpleStatementLine) and all(
             isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
         ):
-            found |= _stores(stmt)
+            found |= stored_names(stmt)
     return found
 
 

@@ -8,7 +8,7 @@ from syncfix.analysis import Device, Kind, keyword, positional, root_name
 from syncfix.rules import Fix, Invalid, Rule
 from syncfix.walk import walk
 
-from .blocking_host_to_device import BlockingHostToDevice
+from ._support import source_may_change
 
 _DATALOADER = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
 _WRAPPERS = {"builtins.enumerate", "builtins.zip", "builtins.iter", "tqdm.tqdm", "tqdm.auto.tqdm",
@@ -131,9 +131,8 @@ class PinLoaderMemory(Rule):
     ) -> Fix | None:
         a = self.analysis
         # An existing non-blocking copy stays correct only if nothing writes its source later.
-        sfx101 = BlockingHostToDevice(a)  # its write-after-copy check, not its findings
         nb_copies = [c for loop in loops for c in _non_blocking_copies(loop)]
-        if a.uses_streams or any(sfx101._source_may_change(c) for c in nb_copies):
+        if a.uses_streams or any(source_may_change(a, c) for c in nb_copies):
             return None
         new = _append_kwarg(loader, "pin_memory", cst.Name("True"))
         escapes = self._escapes(loader, loops)

@@ -8,7 +8,7 @@ from syncfix.analysis import Device, ModuleAnalysis
 from syncfix.rules import Fix, Invalid, Replacement, Rule
 from syncfix.walk import walk
 
-from ._conditions import as_tensor_condition, assignments, code, is_new_tensor, syncs_on_gpu
+from ._support import as_tensor_condition, assignments, code, is_new_tensor, syncs_on_gpu
 
 
 class ScalarBranchToWhere(Rule):

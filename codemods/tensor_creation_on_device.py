@@ -9,7 +9,7 @@ import libcst as cst
 from syncfix.analysis import Device, keyword, positional
 from syncfix.rules import Fix, Invalid, Rule
 
-from ._build import comma, kwarg
+from ._support import comma, kwarg
 
 _FLOAT_DTYPES = {"float32", "float", "float64", "double", "float16", "half", "bfloat16",
                  "complex64", "complex128", "cfloat", "cdouble"}

@@ -7,7 +7,7 @@ import libcst as cst
 from syncfix.analysis import keyword
 from syncfix.rules import Invalid, Rule
 
-from ._conditions import assignments, syncs_on_gpu
+from ._support import assignments, syncs_on_gpu
 
 _GRAD_SCALERS = {
     "torch.amp.GradScaler", "torch.cuda.amp.GradScaler", "torch.amp.grad_scaler.GradScaler",

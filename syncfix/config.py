@@ -26,8 +26,7 @@ DEFAULT_EXCLUDE = (
     "site-packages", "venv", ".syncfix_cache",
 )
 # Functions whose bodies count as hot paths (``hot-functions``). Settings sit below the analysis
-# (import-linter's layers in pyproject.toml), so the default lives here; syncfix/analysis.py still
-# spells the same tuple for its own default until it imports this one.
+# (import-linter's layers in pyproject.toml), so the default lives here and the analysis imports it.
 DEFAULT_HOT_FUNCTIONS = ("forward", "training_step", "validation_step", "train_step", "step")
 TARGET_VERSIONS = ("3.9", "3.10", "3.11", "3.12", "3.13", "3.14", "3.15")
 

@@ -66,7 +66,7 @@ def work(source: str) -> int:
 
     def run() -> int:
         analyzed = analyze(parse(source.encode(), settings), list(all_rules().values()), settings)
-        return analyzed.analysis._solver.work
+        return analyzed.analysis.solver.work
 
     return call_deep(run)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from syncfix import check_code, fix_code
-from syncfix.codemods._conditions import representable
+from syncfix.codemods._support import representable
 
 from ..support import check_safe_rewrite_is_exact_on_cpu, on_cpu
 from . import snippets as S

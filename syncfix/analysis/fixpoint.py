@@ -12,16 +12,19 @@ Each round is linear in the nodes and edges the query reaches.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
-from typing import Any
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any, TypeVar, cast
 
 #: Rounds before a query gives up (its answer becomes ``top``); monotone facts settle in 2-3.
 MAX_ROUNDS = 8
 
 Key = tuple[str, Hashable]
+T = TypeVar("T")
 
 
 class FactSolver:
+    """Facts memoised per ``(fact, node)``; ``work`` counts the computations."""
+
     def __init__(self) -> None:
         self._done: dict[Key, Any] = {}
         self._round: dict[Key, Any] | None = None
@@ -36,21 +39,21 @@ class FactSolver:
         """Is a query being answered (so a result may rest on an assumption)?"""
         return self._round is not None
 
-    def get(self, fact: str, node: Hashable, compute: Callable[[Any], Any], bottom: Any, top: Any) -> Any:
+    def get(self, fact: str, node: Hashable, compute: Callable[[Any], T], bottom: Any, top: Any) -> T:
         """The fact ``fact`` of ``node``: ``compute(node)`` once, ``bottom`` assumed on a cycle,
         ``top`` (claims nothing) if the cycle does not settle."""
         key = (fact, node)
         if key in self._done:
-            return self._done[key]
+            return cast(T, self._done[key])
         current = self._round
         if current is None:
-            return self._query(key, node, compute, bottom, top)
+            return cast(T, self._query(key, node, compute, bottom, top))
         if key in current:
-            return current[key]
+            return cast(T, current[key])
         if key in self._busy:
             self._read[key] = bottom
-            return self._assumed.get(key, bottom)
-        return self._compute(key, node, compute, current)
+            return cast(T, self._assumed.get(key, bottom))
+        return cast(T, self._compute(key, node, compute, current))
 
     def _compute(self, key: Key, node: Hashable, compute: Callable[[Any], Any], current: dict[Key, Any]) -> Any:
         self.work += 1
@@ -78,3 +81,31 @@ class FactSolver:
         finally:
             self._round, self._read, self._assumed = None, {}, {}
             self._busy.clear()
+
+
+#: "No information yet" inside a cycle of bindings: the identity of :func:`agree`.
+CYCLE: object = object()
+
+
+def solve(solver: FactSolver, fact: str, node: Hashable, compute: Callable[[Any], object], cycle: object) -> object:
+    """A fact whose cycles start from the :data:`CYCLE` marker ``cycle``: a query whose only
+    bindings are cyclic (``x = x * 2`` and nothing else) answers None (unknown)."""
+    result = solver.get(fact, node, compute, cycle, None)
+    if result is CYCLE and not solver.active:
+        return None
+    return result
+
+
+def agree(items: Iterable[object]) -> object:
+    """The one value every item has (cycle markers ignored); None if they differ or any is None."""
+    result: object = CYCLE
+    for item in items:
+        if item is CYCLE:
+            continue
+        if item is None:
+            return None
+        if result is CYCLE:
+            result = item
+        elif result != item:
+            return None
+    return result

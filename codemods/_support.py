@@ -1,0 +1,452 @@
+"""What the rules share (the one support module; no rule imports another rule).
+
+- Node builders for the code rules write: :func:`comma`, :func:`kwarg`.
+- Turning a Python test on GPU values into a bool tensor (SFX2xx): :func:`as_tensor_condition`
+  gives the same decision as a 0-d bool tensor expression (``t > c`` for ``t.item() > c``), and
+  says whether that is *exact*: a tensor comparison is not a Python comparison (float32
+  ``t = 0.1``: ``t.item() > 0.1`` is True, ``t > 0.1`` is False, because the scalar is cast to
+  the tensor's dtype; see docs/semantics.md#comparisons-in-the-tensors-dtype). It is exact when
+  the literal is representable in the tensor's dtype (:func:`representable`).
+- Whether a copy's source may be written after a non-blocking copy is queued (SFX101, SFX103):
+  :func:`source_may_change`.
+- Whether an error must surface where it is raised (a ``try`` that catches it):
+  :func:`caught_by_enclosing_try`.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from syncfix.analysis import (
+    METHOD_MAYBE_SELF,
+    TORCH_VIEWS,
+    Device,
+    ModuleAnalysis,
+    dotted_name,
+    literal_number,
+    root_name,
+)
+from syncfix.walk import walk
+
+
+def comma() -> cst.Comma:
+    """``, `` (a comma and one space)."""
+    return cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+
+
+def kwarg(name: str, value: cst.BaseExpression) -> cst.Arg:
+    """``name=value`` with no spaces around ``=`` (PEP 8 for keyword arguments)."""
+    return cst.Arg(
+        value=value,
+        keyword=cst.Name(name),
+        equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+    )
+
+
+_INT_RANGES = {
+    "torch.bool": (0, 1),
+    "torch.uint8": (0, 2**8 - 1),
+    "torch.int8": (-(2**7), 2**7 - 1),
+    "torch.int16": (-(2**15), 2**15 - 1),
+    "torch.int32": (-(2**31), 2**31 - 1),
+    "torch.int64": (-(2**63), 2**63 - 1),
+}
+_COMPARISONS = (
+    cst.GreaterThan, cst.GreaterThanEqual, cst.LessThan, cst.LessThanEqual, cst.Equal, cst.NotEqual,
+)
+
+
+@dataclass
+class Condition:
+    code: str  # a bool tensor expression
+    exact: bool  # the same decision as the Python test, for every value
+    zero_dim: bool  # provably 0-d (so it broadcasts to anything without changing shapes)
+    devices: set[Device] = field(default_factory=set)
+    why_inexact: list[str] = field(default_factory=list)
+
+
+def code(a: ModuleAnalysis, node: cst.CSTNode) -> str:
+    return a.module.code_for_node(node).strip()
+
+
+def atom(a: ModuleAnalysis, node: cst.CSTNode) -> str:
+    """``node``'s code, parenthesised when it binds looser than a comparison operand."""
+    text = code(a, node)
+    low = (cst.BooleanOperation, cst.Comparison, cst.IfExp, cst.Lambda, cst.NamedExpr)
+    if isinstance(node, low) or (
+        isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not)
+    ):
+        return text if node.lpar else f"({text})"
+    return text
+
+
+def representable(value: int | float | bool, dtype: str) -> bool:
+    """Is ``value`` exactly a value of ``dtype`` (so casting it for a comparison loses nothing)?"""
+    if isinstance(value, bool):
+        value = int(value)
+    if dtype in _INT_RANGES:
+        lo, hi = _INT_RANGES[dtype]
+        return isinstance(value, int) and lo <= value <= hi
+    if not math.isfinite(float(value)) or float(value) != value:
+        return False  # an int beyond float64 precision
+    fmt = {"torch.float32": "f", "torch.float16": "e", "torch.bfloat16": "f"}.get(dtype)
+    if dtype == "torch.float64":
+        return True
+    if fmt is None:
+        return False
+    try:
+        packed = struct.pack(fmt, float(value))
+    except (OverflowError, struct.error):
+        return False  # beyond the dtype's range
+    if struct.unpack(fmt, packed)[0] != value:
+        return False
+    if dtype == "torch.bfloat16":  # float32 with the low 16 mantissa bits zero
+        return struct.unpack("<I", struct.pack("<f", float(value)))[0] & 0xFFFF == 0
+    return True
+
+
+def _item_receiver(node: cst.BaseExpression) -> cst.BaseExpression | None:
+    if (
+        isinstance(node, cst.Call)
+        and not node.args
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == "item"
+    ):
+        return node.func.value
+    return None
+
+
+def as_tensor_condition(a: ModuleAnalysis, test: cst.BaseExpression) -> Condition | None:
+    """A bool tensor expression deciding like the Python test ``test``, or None."""
+    if not a.is_effect_free(test):
+        return None
+    if isinstance(test, cst.BooleanOperation):
+        left, right = as_tensor_condition(a, test.left), as_tensor_condition(a, test.right)
+        if left is None or right is None:
+            return None
+        op = "&" if isinstance(test.operator, cst.And) else "|"
+        return Condition(
+            f"({left.code}) {op} ({right.code})",
+            left.exact and right.exact,
+            left.zero_dim and right.zero_dim,
+            left.devices | right.devices,
+            left.why_inexact + right.why_inexact,
+        )
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = as_tensor_condition(a, test.expression)
+        if inner is None:
+            return None
+        return Condition(f"~({inner.code})", inner.exact, inner.zero_dim, inner.devices, inner.why_inexact)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) > 1:
+        return None  # ``0 < t < 1`` is ``(0 < t) and (t < 1)``: a host read even inside where()
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        cmp = test.comparisons[0]
+        if isinstance(cmp.operator, _COMPARISONS):
+            item_cond = _item_comparison(a, test.left, cmp, cmp.comparator)
+            if item_cond is not None:
+                return item_cond
+    if isinstance(test, cst.Call) and a.callee(test) == "builtins.bool":
+        args = test.args
+        if len(args) == 1 and args[0].keyword is None and not args[0].star:
+            return _truth(a, args[0].value)
+    if a.value(test).is_tensor:
+        return _truth(a, test)
+    return None
+
+
+def _truth(a: ModuleAnalysis, t: cst.BaseExpression) -> Condition | None:
+    """``bool(t)`` as a tensor: ``t`` itself for a bool tensor, else ``t != 0`` (NaN is True
+    both ways)."""
+    v = a.value(t)
+    if not v.is_tensor or a.host_read_syncs(t):
+        return None  # ``t.item() > u`` with a tensor ``u``: the rewrite would still sync
+    dtype = a.dtype_of(t)
+    text = code(a, t) if dtype == "torch.bool" else f"{atom(a, t)} != 0"
+    return Condition(text, True, a.is_zero_dim(t), {v.device})
+
+
+def _item_comparison(a, left, cmp, right) -> Condition | None:
+    lt, rt = _item_receiver(left), _item_receiver(right)
+    if lt is None and rt is None:
+        return None
+    op = code(a, cmp.operator).strip()
+    parts, exact, why, zero, devices = [], True, [], True, set()
+    dtypes = []
+    for side, recv in ((left, lt), (right, rt)):
+        if recv is not None:
+            v = a.value(recv)
+            if not v.is_tensor:
+                return None
+            parts.append(atom(a, recv))
+            devices.add(v.device)
+            zero = zero and a.is_zero_dim(recv)
+            dtypes.append(a.dtype_of(recv))
+        else:
+            number = literal_number(side, nested_signs=False)
+            if number is None and a.value(side).kind.value != "number":
+                return None
+            parts.append(atom(a, side))
+    tensor_dtypes = [d for d in dtypes]
+    if any(d is None for d in tensor_dtypes):
+        exact = False
+        why.append("the tensor's dtype is unknown")
+    elif len(tensor_dtypes) == 2:
+        if tensor_dtypes[0] != tensor_dtypes[1]:
+            exact = False
+            why.append("the two tensors have different dtypes")
+    else:
+        dtype = tensor_dtypes[0]
+        other = right if lt is not None else left
+        number = literal_number(other, nested_signs=False)
+        if number is None:
+            exact = False
+            why.append("the Python operand's value is unknown, so its cast to the tensor's dtype may round")
+        elif not representable(number, dtype):
+            exact = False
+            why.append(
+                f"{code(a, other)} is not exactly a {dtype} value: the tensor comparison rounds to a "
+                "common dtype and can decide differently (float32 0.1 > 0.1)"
+            )
+    return Condition(f"{parts[0]} {op} {parts[1]}", exact, zero, devices, why)
+
+
+def syncs_on_gpu(a: ModuleAnalysis, test: cst.BaseExpression) -> bool:
+    return bool(a.host_read_syncs(test, truth=True))
+
+
+def assignments(suite: cst.BaseSuite | None) -> dict[str, cst.BaseExpression] | None:
+    """``{name: value}`` when the suite only assigns each name once (``name = value``)."""
+    if suite is None:
+        return None
+    if isinstance(suite, cst.SimpleStatementSuite):
+        smalls = list(suite.body)
+    else:
+        smalls = []
+        for stmt in suite.body:
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                return None
+            smalls.extend(stmt.body)
+    out: dict[str, cst.BaseExpression] = {}
+    for small in smalls:
+        if not (
+            isinstance(small, cst.Assign)
+            and len(small.targets) == 1
+            and isinstance(small.targets[0].target, cst.Name)
+        ):
+            return None
+        name = small.targets[0].target.value
+        if name in out:
+            return None
+        out[name] = small.value
+    return out
+
+
+def is_new_tensor(a: ModuleAnalysis, e: cst.BaseExpression, *, follow_names: bool = False) -> bool:
+    """Is ``e`` always a freshly allocated tensor (never an existing one or a view of one)?
+
+    With ``follow_names``, a name counts when every value it may hold is such an expression."""
+    if isinstance(e, cst.Name) and follow_names:
+        values = a.reaching_values(e)
+        return bool(values) and all(
+            isinstance(v, cst.BaseExpression) and is_new_tensor(a, v, follow_names=False)
+            for v in values or ()
+        )
+    if isinstance(e, (cst.BinaryOperation, cst.Comparison)):
+        return True
+    if isinstance(e, cst.UnaryOperation):
+        return not isinstance(e.operator, cst.Plus)
+    if isinstance(e, cst.Call):
+        name = a.callee(e)
+        if name is not None and name.startswith("torch."):
+            return name.rsplit(".", 1)[-1] not in TORCH_VIEWS | {"where"} or name == "torch.where"
+        func = e.func
+        if isinstance(func, cst.Attribute) and a.is_tensor(func.value):
+            method = func.attr.value
+            return method == "clone" or (
+                method not in METHOD_MAYBE_SELF and not method.endswith("_")
+                and method not in ("cuda", "cpu", "max", "min")
+            )
+    return False
+
+
+# ---- copies: may the source change after a non-blocking copy is queued? ----
+
+def source_may_change(a: ModuleAnalysis, call: cst.Call) -> bool:
+    """Could the memory ``call`` (``x.cuda()``, ``x.to(...)``) copies from be written after the
+    copy is queued (so a non-blocking copy could read the new data)? Used by SFX101 and SFX103."""
+    assert isinstance(call.func, cst.Attribute)
+    source = call.func.value
+    while isinstance(source, cst.Call) and (callee := a.callee(source) or "").startswith("torch."):
+        if callee.rsplit(".", 1)[-1] not in TORCH_VIEWS:
+            return False  # a torch op's result owns new storage: nothing else can reach it
+        args = [arg for arg in source.args if arg.keyword is None]
+        if not args:
+            return False
+        source = args[0].value  # a view (torch.narrow(buf, ...)): the base is what matters
+    root = root_name(source)
+    if root is None:
+        return False  # a temporary: nothing else can reach it
+    stmt = a.statement_of(call)
+    scope_node = a.enclosing_function(call) or a.module
+    statements = list(_simple_statements(scope_node))
+    # Name pairs that may share memory, in both directions: a view of the source, and what
+    # the source is a view or an item of (``view = staging[:n]``, ``for t in batch``,
+    # ``x, y = batch``): a write to ``staging``/``batch`` reaches the copied bytes too.
+    pairs = [
+        (target, _alias_root(value))
+        for s in statements
+        if s is not stmt
+        for target, value in _assigned_pairs(s)
+    ]
+    pairs += [(target, _alias_root(it)) for target, it in _iteration_bindings(scope_node)]
+    aliases = {root}
+    changed = True
+    while changed:
+        changed = False
+        for target, origin in pairs:
+            if origin is None:
+                continue
+            if origin in aliases and target not in aliases:
+                aliases.add(target)
+                changed = True
+            elif target in aliases and origin not in aliases:
+                aliases.add(origin)
+                changed = True
+    # ``x = x.cuda()`` rebinds x: later uses of x are the copy, not the source.
+    rebinds = stmt is not None and root in a.effects(stmt).writes
+    watched = aliases - {root} if rebinds else aliases
+    for s in statements:
+        fx = a.effects(s)
+        if fx.inplace & watched:
+            return True
+        if s is not stmt and fx.may_mutate_anything and fx.reads & watched:
+            return True
+    return False
+
+
+_COPYING = {"cuda", "to", "clone", "cpu", "numpy", "tolist", "item"}
+
+
+def _alias_root(expr: cst.BaseExpression) -> str | None:
+    """Like ``root_name``, but a copy (``.cuda()``, ``.clone()``...) of a CPU source is no alias."""
+    cur = expr
+    while isinstance(cur, (cst.Subscript, cst.Attribute, cst.Call)):
+        if isinstance(cur, cst.Call):
+            if not isinstance(cur.func, cst.Attribute) or cur.func.attr.value in _COPYING:
+                return None
+            cur = cur.func.value
+        else:
+            cur = cur.value
+    return cur.value if isinstance(cur, cst.Name) else None
+
+
+def _simple_statements(node: cst.CSTNode):
+    """Every simple statement line under ``node``, not entering nested defs or classes."""
+    found: list[cst.SimpleStatementLine] = []
+
+    class V(cst.CSTVisitor):
+        def visit_SimpleStatementLine(self, n: cst.SimpleStatementLine) -> bool:
+            found.append(n)
+            return False
+
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return n is node
+
+        def visit_ClassDef(self, n: cst.ClassDef) -> bool:
+            return False
+
+    walk(node, V())
+    return found
+
+
+def _assigned_pairs(stmt: cst.SimpleStatementLine):
+    for small in stmt.body:
+        if isinstance(small, cst.Assign):
+            for t in small.targets:
+                if isinstance(t.target, cst.Name):
+                    yield t.target.value, small.value
+                elif isinstance(t.target, (cst.Tuple, cst.List)) and isinstance(small.value, (cst.Tuple, cst.List)):
+                    for el_t, el_v in zip(t.target.elements, small.value.elements, strict=False):
+                        if isinstance(el_t.value, cst.Name):
+                            yield el_t.value.value, el_v.value
+                elif isinstance(t.target, (cst.Tuple, cst.List)):
+                    # ``x, y = batch``: each name is an item of the container
+                    for name in _names_in(t.target):
+                        yield name, small.value
+        elif isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
+            yield small.target.value, small.value
+
+
+def _names_in(target: cst.BaseExpression):
+    if isinstance(target, cst.Name):
+        yield target.value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for el in target.elements:
+            yield from _names_in(el.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _names_in(target.value)
+
+
+def _iteration_bindings(node: cst.CSTNode):
+    """(name, iterable) for every ``for`` and comprehension target under ``node`` (not entering
+    nested defs or classes): each name is an item of the iterable (``for t in batch``)."""
+    found: list[tuple[str, cst.BaseExpression]] = []
+
+    class V(cst.CSTVisitor):
+        def visit_For(self, n: cst.For) -> None:
+            found.extend((name, n.iter) for name in _names_in(n.target))
+
+        def visit_CompFor(self, n: cst.CompFor) -> None:
+            found.extend((name, n.iter) for name in _names_in(n.target))
+
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return n is node
+
+        def visit_ClassDef(self, n: cst.ClassDef) -> bool:
+            return False
+
+    walk(node, V())
+    return found
+
+
+# ---- errors that must surface where they are raised ----------------------------------------
+# A blocking copy raises a CUDA error (a bad device, an earlier kernel's fault, out of memory) at
+# the call; made non-blocking, the same error surfaces at some later sync, outside the ``try``
+# written to catch it (a "can this GPU take data" health check).
+
+# Handlers that cannot catch a RuntimeError (or its subclasses). Anything else may.
+_NOT_RUNTIME_ERRORS = {
+    "ArithmeticError", "AssertionError", "AttributeError", "BufferError", "EOFError",
+    "FileNotFoundError", "FloatingPointError", "GeneratorExit", "ImportError", "IndexError",
+    "KeyError", "KeyboardInterrupt", "LookupError", "ModuleNotFoundError", "NameError",
+    "OSError", "IOError", "OverflowError", "StopAsyncIteration", "StopIteration", "SyntaxError",
+    "SystemExit", "TypeError", "UnicodeDecodeError", "UnicodeEncodeError", "UnicodeError",
+    "ValueError", "ZeroDivisionError", "PermissionError", "TimeoutError", "ConnectionError",
+}
+
+
+def caught_by_enclosing_try(analysis: ModuleAnalysis, node: cst.CSTNode) -> bool:
+    """Is ``node`` in the body of a ``try`` (in its function) whose handlers may catch a
+    RuntimeError raised there?"""
+    child: cst.CSTNode = node
+    for anc in analysis.ancestors(node):
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+        if isinstance(anc, (cst.Try, cst.TryStar)) and child is anc.body:
+            if any(_may_catch_runtime_error(h.type) for h in anc.handlers):
+                return True
+        child = anc
+    return False
+
+
+def _may_catch_runtime_error(kind: cst.BaseExpression | None) -> bool:
+    if kind is None:
+        return True  # a bare ``except:``
+    if isinstance(kind, cst.Tuple):
+        return any(_may_catch_runtime_error(el.value) for el in kind.elements)
+    name = dotted_name(kind)
+    return name is None or name.rsplit(".", 1)[-1] not in _NOT_RUNTIME_ERRORS

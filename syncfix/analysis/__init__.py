@@ -1,0 +1,91 @@
+"""The shared analysis layer: what every rule asks about a module, answered once.
+
+Rules never re-derive these facts; they ask a :class:`ModuleAnalysis`, built once per file by the
+engine from LibCST metadata, and treat "unknown" as "cannot prove". Where each answer lives:
+
+==========================================================  ====================================
+Question                                                    Module
+==========================================================  ====================================
+What kinds of value are there; how do two values join?      ``values`` (Kind, Device, Memory,
+                                                            Value)
+What does ``torch.X`` / ``t.m()`` return, which dtype,      ``torch_api`` (data only)
+shape class, device, purity?
+Root name, dotted name, arguments, names a statement        ``syntax``
+binds, is it a number literal?
+Parents, qualified names, scopes; the front object          ``module`` (ModuleAnalysis)
+Enclosing statement/block/function/loop, hot paths,         ``navigation``
+streams, ``torch`` alias, fresh names
+What a statement reads/writes/mutates; pure, effect-free,   ``effects``
+logging and clock calls
+Which bindings reach this use?                              ``bindings``
+What value (tensor? device? pinned? fresh?) is this?        ``provenance``
+Which device expression placed this tensor?                 ``devices``
+Which dtype (exact, or its kind)?                           ``dtypes``
+Which shape: one shape, 0-d, one element, 1-D?              ``shapes``
+Python number or host data, never a tensor?                 ``pynumbers``
+Can autograd matter here?                                   ``autograd``
+Where is a tensor read on the host?                         ``host_reads``
+Memoised facts with loop-carried cycles                     ``fixpoint``
+==========================================================  ====================================
+
+Import what rules need from here: ``from syncfix.analysis import ModuleAnalysis, Value, Kind,
+Device, ...``.
+"""
+
+from .effects import Effects
+from .host_reads import HostRead
+from .module import ModuleAnalysis
+from .syntax import (
+    dotted_name,
+    int_args,
+    keyword,
+    literal_kind,
+    literal_number,
+    positional,
+    root_name,
+    stored_names,
+    target_names,
+)
+from .torch_api import (
+    IN_PLACE_EXTRA,
+    LOG_LEVELS,
+    METHOD_MAYBE_SELF,
+    READ_BUILTINS,
+    READ_METHODS,
+    STREAM_APIS,
+    TORCH_VIEWS,
+    is_inplace_method,
+)
+from .values import BOTTOM, NUMBER, OTHER, UNKNOWN, Device, Kind, Memory, Value, join_all
+
+__all__ = [
+    "BOTTOM",
+    "IN_PLACE_EXTRA",
+    "LOG_LEVELS",
+    "METHOD_MAYBE_SELF",
+    "NUMBER",
+    "OTHER",
+    "READ_BUILTINS",
+    "READ_METHODS",
+    "STREAM_APIS",
+    "TORCH_VIEWS",
+    "UNKNOWN",
+    "Device",
+    "Effects",
+    "HostRead",
+    "Kind",
+    "Memory",
+    "ModuleAnalysis",
+    "Value",
+    "dotted_name",
+    "int_args",
+    "is_inplace_method",
+    "join_all",
+    "keyword",
+    "literal_kind",
+    "literal_number",
+    "positional",
+    "root_name",
+    "stored_names",
+    "target_names",
+]

@@ -1,0 +1,103 @@
+"""Autograd: proofs that a value carries no autograd history, and that code runs with grad off."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+import libcst as cst
+
+from .fixpoint import solve
+from .pynumbers import number_kind
+from .syntax import keyword
+from .torch_api import BOOL_INT, FLOAT_FACTORIES, GRAD_ON, NO_GRAD, TENSOR_NAMESPACES
+from .values import Kind
+
+if TYPE_CHECKING:
+    from .module import ModuleAnalysis
+
+
+def is_grad_free(a: ModuleAnalysis, expr: cst.CSTNode) -> bool:
+    """Provably carries no autograd history and does not require grad: integer/bool dtypes,
+    factories without ``requires_grad``, ``.detach()``, and pure ops over such values."""
+    return cast(bool, solve(a.solver, "grad", expr, lambda n: _is_grad_free(a, n), True))
+
+
+def _is_grad_free(a: ModuleAnalysis, e: cst.CSTNode) -> bool:
+    v = a.value(e)
+    if not v.is_tensor:
+        # a number, dtype, device, string...: cannot carry grad; unknown values might be tensors
+        return v.kind not in (Kind.UNKNOWN, Kind.MODULE, Kind.BOTTOM) or number_kind(a, e) is not None
+    if a.dtype_of(e) in BOOL_INT:
+        return True
+    if isinstance(e, cst.Name):
+        values = a.reaching_values(e)
+        if values is None or _requires_grad_set(a, e.value):
+            return False
+        return all(a.is_grad_free(v) for v in values)
+    if isinstance(e, cst.AugAssign):
+        return a.is_grad_free(e.target) and a.is_grad_free(e.value)
+    if isinstance(e, (cst.BinaryOperation,)):
+        return a.is_grad_free(e.left) and a.is_grad_free(e.right)
+    if isinstance(e, cst.UnaryOperation):
+        return a.is_grad_free(e.expression)
+    if isinstance(e, cst.Comparison):
+        return True
+    if isinstance(e, cst.Subscript):
+        return a.is_grad_free(e.value)
+    if isinstance(e, cst.Attribute):
+        return e.attr.value == "data" or e.attr.value in ("T", "mT") and a.is_grad_free(e.value)
+    if isinstance(e, cst.Call):
+        rg = keyword(e, "requires_grad")
+        if rg is not None and not (isinstance(rg.value, cst.Name) and rg.value.value == "False"):
+            return False
+        name = a.callee(e)
+        func = e.func
+        if isinstance(func, cst.Attribute) and a.is_tensor(func.value):
+            if func.attr.value == "detach":
+                return True
+            if func.attr.value in ("requires_grad_", "backward", "register_hook"):
+                return False
+            return a.is_grad_free(func.value) and all(a.is_grad_free(arg.value) for arg in e.args)
+        if name is None or not name.startswith(TENSOR_NAMESPACES) or not a.is_pure_call(e):
+            return False
+        short = name.rsplit(".", 1)[-1]
+        if short in FLOAT_FACTORIES or short in ("tensor", "full", "arange", "scalar_tensor"):
+            return True
+        if short.endswith("_like"):
+            return True
+        return all(a.is_grad_free(arg.value) for arg in e.args)
+    return False
+
+
+def _requires_grad_set(a: ModuleAnalysis, name: str) -> bool:
+    code = a.module.code
+    return f"{name}.requires_grad_(" in code or f"{name}.requires_grad =" in code
+
+
+def in_no_grad(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
+    """Inside ``with torch.no_grad()``/``inference_mode()`` or a function decorated so."""
+    def mode(expr: cst.BaseExpression) -> bool | None:
+        """True: turns grad off; False: may turn it back on; None: unrelated."""
+        target = expr.func if isinstance(expr, cst.Call) else expr
+        name = a.qualname(target)
+        if name in NO_GRAD:
+            # ``inference_mode(False)`` (any argument) may leave grad on
+            return not (isinstance(expr, cst.Call) and expr.args)
+        if name in GRAD_ON:
+            return False
+        return None
+
+    for anc in a.ancestors(node):  # innermost first: the nearest mode wins
+        if isinstance(anc, cst.With):
+            for item in reversed(anc.items):
+                m = mode(item.item)
+                if m is not None:
+                    return m
+        if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
+            if isinstance(anc, cst.FunctionDef):
+                for dec in anc.decorators:
+                    m = mode(dec.decorator)
+                    if m is not None:
+                        return m
+            return False
+    return False

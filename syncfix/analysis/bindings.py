@@ -1,0 +1,304 @@
+"""Bindings: which definitions of a name reach a use. One entry per question:
+
+- *Which bindings may reach this use?* :func:`bindings` gives LibCST's assignments: those before
+  the use in its scope, plus loop-carried ones (later in a loop around the use, see
+  :func:`carrying_loops`). :func:`reaching_values` gives their expressions in source order (the
+  ``AugAssign`` node itself for ``n op= e``), or None when one is not a plain assignment. Value,
+  dtype, grad and Python-number facts of a name join or agree over these.
+- *Which right-hand sides hold here in straight-line code?* :func:`binding_values`: the nearest
+  preceding binding in this block or an enclosing one decides (``a, b = e1, e2`` included); it
+  gives up (None) where a loop, walrus, ``with``, ``try`` or parameter may bind the name, and past
+  the function's start uses every binding in the scope. The scalar facts (SFX3xx/4xx: dtype kind,
+  one-element shape, device origin) are built on it, through :func:`fact_of_name`.
+- *Which single ``name = expr`` provably still holds, with its inputs unchanged?*
+  :func:`straight_line_binding`: a shape key may then be the key of ``expr``.
+- *Is the name bound once in its scope?* :func:`bound_once`. *Only by ``for name in range()``?*
+  :func:`is_range_counter`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+import libcst as cst
+from libcst.metadata import Assignment, Scope
+from libcst.metadata.scope_provider import Access, BaseAssignment
+
+from .syntax import parallel_element, stored_names, target_names
+
+if TYPE_CHECKING:
+    from .module import ModuleAnalysis
+
+F = TypeVar("F")
+
+
+def _accesses_of(a: ModuleAnalysis) -> dict[cst.CSTNode, list[Access]]:
+    """Each name node's scope accesses (LibCST answers per name string, not per node)."""
+    if a.cache.accesses is not None:
+        return a.cache.accesses
+    out: dict[cst.CSTNode, list[Access]] = {}
+    for scope in {s for s in a.scopes.values() if s is not None}:
+        for acc in scope.accesses:
+            out.setdefault(acc.node, []).append(acc)
+    a.cache.accesses = out
+    return out
+
+
+def bindings(a: ModuleAnalysis, name: cst.Name) -> frozenset[BaseAssignment]:
+    """The scope bindings (LibCST assignments) that may reach this use of ``name``: those
+    before it in its scope, and loop-carried ones (later in a loop around the use)."""
+    scope = a.scope(name)
+    if scope is None:
+        return frozenset()
+    found: set[BaseAssignment] = set()
+    for acc in _accesses_of(a).get(name, ()):
+        found.update(acc.referents)
+    loops = a.carrying_loops(name)
+    if loops:
+        found |= _bindings_in_loop(a, scope, name.value, loops[-1])
+    return frozenset(found)
+
+
+def _bindings_in_loop(
+    a: ModuleAnalysis, scope: Scope, name: str, loop: cst.CSTNode
+) -> frozenset[BaseAssignment]:
+    key = (scope, name, loop)
+    found = a.cache.loop_bindings.get(key)
+    if found is None:
+        found = a.cache.loop_bindings[key] = frozenset(
+            asg
+            for asg in scope.assignments[name]
+            if isinstance(asg, Assignment)
+            and isinstance(asg.node, cst.CSTNode)
+            and any(anc is loop for anc in a.ancestors(asg.node))
+        )
+    return found
+
+
+def assignment_order(a: ModuleAnalysis, asg: BaseAssignment) -> int:
+    """Source order of a binding (its node's rank in a pre-order walk; -1 for builtins)."""
+    node = getattr(asg, "node", None)
+    return a.structure.order.get(node, -1) if isinstance(node, cst.CSTNode) else -1
+
+
+def carrying_loops(a: ModuleAnalysis, name: cst.Name) -> list[cst.For | cst.While]:
+    """The loops around a use of ``name`` (inner first) through which a later binding can
+    reach it: up to, not including, the innermost ``for`` whose target binds ``name`` (that
+    binding is redone at the start of every iteration, so nothing carried past it reaches).
+    Before this, ``for b in loader: b = {k: v.cuda() for k, v in b.items()}`` joined the
+    rebinding into ``b.items()``'s receiver and lost that it is a batch (precision fix)."""
+    loops = a.loops_around(name)
+    for i, loop in enumerate(loops):
+        if isinstance(loop, cst.For) and any(
+            n.value == name.value for n in target_names(loop.target)
+        ):
+            return loops[:i]
+    return loops
+
+
+def reaching_values(a: ModuleAnalysis, name: cst.Name) -> list[cst.CSTNode] | None:
+    """The expressions bound to ``name`` that can reach this use, in source order: the right
+    side of ``n = expr`` / ``n: T = expr``, or the ``AugAssign`` node itself for ``n op= expr``
+    (loop-carried bindings included). None when some binding is anything else (a parameter, a
+    tuple target, ``for``, an import, a global...), so callers know they cannot prove anything."""
+    bindings = a.bindings(name)
+    if not bindings:
+        return None
+    out: list[cst.CSTNode] = []
+    for asg in sorted(bindings, key=lambda n: assignment_order(a, n)):  # source order, not hash order
+        if not isinstance(asg, Assignment) or not isinstance(asg.node, cst.Name):
+            return None
+        parent = a.parent(asg.node)
+        if isinstance(parent, cst.AssignTarget):
+            assign = a.parent(parent)
+            assert isinstance(assign, cst.Assign)
+            out.append(assign.value)
+        elif isinstance(parent, cst.AugAssign):
+            out.append(parent)
+        elif isinstance(parent, cst.AnnAssign) and parent.value is not None:
+            out.append(parent.value)
+        else:
+            return None
+    return out
+
+
+def is_range_counter(a: ModuleAnalysis, name: cst.Name) -> bool:
+    """Is every binding reaching ``name`` the plain target of ``for name in range(...)``?"""
+    bindings = a.bindings(name)
+    for asg in bindings:
+        node = getattr(asg, "node", None)
+        parent = a.parent(node) if isinstance(node, cst.CSTNode) else None
+        if not (
+            isinstance(asg, Assignment)
+            and isinstance(parent, (cst.For, cst.CompFor))
+            and parent.target is node
+            and isinstance(parent.iter, cst.Call)
+            and a.callee(parent.iter) == "builtins.range"
+        ):
+            return False
+    return bool(bindings)
+
+
+def binding_values(a: ModuleAnalysis, name: cst.Name) -> list[cst.BaseExpression] | None:
+    """The right-hand sides of the bindings of ``name`` that can reach this use, or None
+    when one of them is not a plain ``name = expr``.
+
+    Flow-sensitive for straight-line code: the nearest preceding statement that binds the
+    name in this block or an enclosing one (not crossing a loop that binds it) decides. Past
+    the function's start, every binding in the name's scope counts (module-level names).
+    """
+    stmt = a.statement_of(name)
+    for anc in a.ancestors(name):
+        if anc is stmt:
+            break
+        if isinstance(anc, (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+            if name.value in stored_names(anc) or (
+                isinstance(anc, cst.Lambda) and name.value in {p.name.value for p in anc.params.params}
+            ):
+                return None  # a comprehension or lambda variable
+    cur: cst.CSTNode | None = stmt
+    while cur is not None and not isinstance(cur, (cst.FunctionDef, cst.ClassDef, cst.Module)):
+        found = _block_of_binding(a, cur, name.value)
+        if found is not None:
+            return found or None
+        parent = a.parent(cur)
+        while parent is not None and not isinstance(
+            parent, (cst.BaseCompoundStatement, cst.FunctionDef, cst.Module)
+        ):
+            parent = a.parent(parent)
+        if isinstance(parent, (cst.For, cst.While)) and name.value in stored_names(parent):
+            return None  # a binding later in the loop may reach this use too
+        if isinstance(parent, cst.If) and name.value in stored_names(parent.test):
+            return None  # a walrus in the condition
+        if isinstance(parent, cst.With) and any(name.value in stored_names(i) for i in parent.items):
+            return None  # ``with ... as name``
+        if (
+            isinstance(parent, cst.BaseCompoundStatement)
+            and not isinstance(parent, (cst.If, cst.With, cst.For, cst.While, cst.FunctionDef))
+            and name.value in stored_names(parent)
+        ):
+            return None  # try/except/finally, match: another branch may have bound it
+        if isinstance(parent, cst.FunctionDef) and name.value in {
+            p.name.value for p in (*parent.params.params, *parent.params.posonly_params, *parent.params.kwonly_params)
+        }:
+            return None  # a parameter
+        cur = parent
+    return _scope_binding_values(a, name)
+
+
+def _block_of_binding(a: ModuleAnalysis, stmt: cst.CSTNode, name: str) -> list[cst.BaseExpression] | None:
+    """Look back from ``stmt`` in its block: ``[expr]`` for a plain binding, ``[]`` for any
+    other binding (unknown), None when no preceding statement of the block binds ``name``."""
+    block = a.block_of(stmt)
+    if block is None:
+        return None
+    body = list(block[1])
+    index = next((i for i, s in enumerate(body) if s is stmt), None)
+    if index is None:
+        return None
+    for prev in reversed(body[:index]):
+        if name not in stored_names(prev):
+            continue
+        if isinstance(prev, cst.SimpleStatementLine) and len(prev.body) == 1:
+            small = prev.body[0]
+            if (
+                isinstance(small, cst.Assign)
+                and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)
+            ):
+                return [small.value]
+            if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                pair = parallel_element(small.targets[0].target, small.value, name)
+                if pair is not None:
+                    return [pair]
+            if isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
+                return [small.value]
+        return []
+    return None
+
+
+def _scope_binding_values(a: ModuleAnalysis, name: cst.Name) -> list[cst.BaseExpression] | None:
+    scope = a.scope(name)
+    if scope is None:
+        return None
+    try:
+        assignments = list(scope[name.value])
+    except Exception:
+        return None
+    if not assignments:
+        return None
+    out: list[cst.BaseExpression] = []
+    for asg in assignments:
+        node = asg.node if isinstance(asg, Assignment) else None
+        parent = a.parent(node) if isinstance(node, cst.Name) else None
+        if isinstance(parent, cst.AssignTarget):
+            assign = a.parent(parent)
+            if isinstance(assign, cst.Assign) and len(assign.targets) == 1:
+                out.append(assign.value)
+                continue
+        if isinstance(parent, cst.AnnAssign) and parent.value is not None:
+            out.append(parent.value)
+            continue
+        return None
+    return out
+
+
+def straight_line_binding(a: ModuleAnalysis, name: cst.Name) -> cst.BaseExpression | None:
+    """``expr`` of the ``name = expr`` that provably holds at this use: the nearest earlier
+    statement of the same block binds it, and nothing in between rebinds ``name`` or any name
+    ``expr`` reads."""
+    stmt = a.statement_of(name)
+    block = a.block_of(stmt) if stmt is not None else None
+    if block is None:
+        return None
+    body = list(block[1])
+    index = next(i for i, s in enumerate(body) if s is stmt)
+    for j in range(index - 1, -1, -1):
+        s = body[j]
+        if name.value not in a.effects(s).writes:
+            continue
+        if not isinstance(s, cst.SimpleStatementLine) or len(s.body) != 1:
+            return None
+        small = s.body[0]
+        if not (
+            isinstance(small, cst.Assign)
+            and len(small.targets) == 1
+            and isinstance(small.targets[0].target, cst.Name)
+        ):
+            return None
+        watched = {name.value} | a.effects(small.value).reads
+        if any(
+            (a.effects(t).writes | a.effects(t).inplace) & watched
+            for t in body[j + 1 : index]
+        ):
+            return None
+        if a.effects(small.value).reads & {name.value}:
+            return None  # ``x = f(x)``: the key would name the old x
+        return small.value
+    return None
+
+
+def bound_once(a: ModuleAnalysis, name: cst.Name) -> bool:
+    """Is ``name`` bound exactly once where it is used (so every use sees one value)?"""
+    scope = a.scope(name)
+    if scope is None:
+        return False
+    try:
+        return len(scope[name.value]) == 1
+    except Exception:
+        return False
+
+
+def fact_of_name(a: ModuleAnalysis, name: cst.Name, fact: Callable[[cst.BaseExpression], F]) -> F | None:
+    """The fact shared by every right-hand side :func:`binding_values` gives for ``name`` (None
+    when they differ or in a cycle); memoised under ``fact``'s name."""
+
+    def compute(name: cst.Name) -> F | None:
+        values = a.binding_values(name)
+        if not values:
+            return None
+        facts = {fact(v) for v in values}
+        return facts.pop() if len(facts) == 1 else None
+
+    return a.solver.get(fact.__name__, name, compute, None, None)

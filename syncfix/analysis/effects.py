@@ -1,0 +1,288 @@
+"""Effects: what a statement reads, writes, mutates in place and exits with; which calls are
+pure, effect-free, logging or clock reads.
+
+:func:`effects` gives, per statement, the names it reads and writes, the names whose tensors it
+mutates in place (``add_``/``copy_``/``fill_``..., indexed or attribute stores, ``+=``,
+``out=``), whether it calls something that may mutate anything (``optimizer.step()``, unknown
+calls), and the control-flow exits it contains (``break``/``continue``/``return``/``raise``/
+``yield``). :func:`is_effect_free` says evaluating an expression changes nothing (no impure
+call, no in-place op, no random draw).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from ..walk import walk
+from .syntax import dotted_name, keyword, root_name, target_names
+from .torch_api import (
+    CLOCKS,
+    LOG_LEVELS,
+    PURE_BUILTINS,
+    RANDOM_OPS,
+    TENSOR_NAMESPACES,
+    is_inplace_method,
+)
+
+if TYPE_CHECKING:
+    from .module import ModuleAnalysis
+
+
+@dataclass
+class Effects:
+    """What one statement (or expression) does, as far as the rules care."""
+
+    reads: set[str] = field(default_factory=set)
+    writes: set[str] = field(default_factory=set)  # names (re)bound
+    inplace: set[str] = field(default_factory=set)  # root names whose object is mutated
+    may_mutate_anything: bool = False  # an unknown call, optimizer.step(), ...
+    exits: set[str] = field(default_factory=set)  # break/continue/return/raise/yield/await
+    calls: list[cst.Call] = field(default_factory=list)
+
+    @property
+    def has_control_flow(self) -> bool:
+        return bool(self.exits)
+
+
+class _EffectsVisitor(cst.CSTVisitor):
+    def __init__(self, analysis: ModuleAnalysis) -> None:
+        self.a = analysis
+        self.fx = Effects()
+
+    # Nested scopes run later (or never): their bodies are not this statement's effects,
+    # but their free names are read, so we keep visiting expressions of lambdas/comprehensions.
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.fx.writes.add(node.name.value)
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self.fx.writes.add(node.name.value)
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.fx.reads.add(node.value)
+
+    # ``opt.step`` reads ``opt``, not a name ``step``; ``f(lr=x)`` reads ``x``, not ``lr``.
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        walk(node.value, self)
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        walk(node.value, self)
+        return False
+
+    def _store(self, target: cst.BaseExpression) -> None:
+        for name in target_names(target):
+            self.fx.writes.add(name.value)
+        if isinstance(target, (cst.Subscript, cst.Attribute)):
+            root = root_name(target)
+            if root:
+                self.fx.inplace.add(root)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                if isinstance(el.value, (cst.Subscript, cst.Attribute)):
+                    self._store(el.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._store(t.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._store(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._store(node.target)
+        root = root_name(node.target)
+        if root:  # ``t += 1`` mutates a tensor in place
+            self.fx.inplace.add(root)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._store(node.target)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._store(node.asname.name)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._store(node.target)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        self._store(node.target)
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            name: cst.BaseExpression = alias.asname.name if alias.asname else alias.name
+            while isinstance(name, cst.Attribute):
+                name = name.value
+            if isinstance(name, cst.Name):
+                self.fx.writes.add(name.value)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if isinstance(node.names, cst.ImportStar):
+            self.fx.may_mutate_anything = True
+            return
+        for alias in node.names:
+            name = alias.asname.name if alias.asname else alias.name
+            if isinstance(name, cst.Name):
+                self.fx.writes.add(name.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.fx.calls.append(node)
+        func = node.func
+        out = keyword(node, "out")
+        if out is not None:
+            root = root_name(out.value)
+            if root:
+                self.fx.inplace.add(root)
+        if isinstance(func, cst.Attribute) and is_inplace_method(func.attr.value):
+            root = root_name(func.value)
+            if root:
+                self.fx.inplace.add(root)
+            return
+        if not self.a.is_pure_call(node):
+            self.fx.may_mutate_anything = True
+
+    def visit_Break(self, node: cst.Break) -> None:
+        self.fx.exits.add("break")
+
+    def visit_Continue(self, node: cst.Continue) -> None:
+        self.fx.exits.add("continue")
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self.fx.exits.add("return")
+
+    def visit_Raise(self, node: cst.Raise) -> None:
+        self.fx.exits.add("raise")
+
+    def visit_Yield(self, node: cst.Yield) -> None:
+        self.fx.exits.add("yield")
+
+    def visit_Await(self, node: cst.Await) -> None:
+        self.fx.exits.add("await")
+
+    def visit_Try(self, node: cst.Try) -> None:
+        self.fx.exits.add("try")
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self.fx.exits.add("raise")
+
+
+def effects(a: ModuleAnalysis, stmt: cst.CSTNode) -> Effects:
+    fx = a.cache.effects.get(stmt)
+    if fx is None:
+        v = _EffectsVisitor(a)
+        a.walk(stmt, v)
+        fx = a.cache.effects[stmt] = v.fx
+    return fx
+
+
+def is_pure_call(a: ModuleAnalysis, call: cst.Call) -> bool:
+    """A call that mutates none of its arguments nor anything else we can see."""
+    func = call.func
+    inplace = keyword(call, "inplace")  # ``F.relu(x, inplace=True)``
+    if inplace is not None and not (isinstance(inplace.value, cst.Name) and inplace.value.value == "False"):
+        return False
+    # A method of a tensor first: local names have qualified names too
+    # (``f.<locals>.x.mean``), which say nothing about purity.
+    if isinstance(func, cst.Attribute) and a.value(func.value).is_tensor:
+        method = func.attr.value
+        if is_inplace_method(method) or keyword(call, "out") is not None:
+            return False
+        # ``numpy()``/storages hand out the same memory to code we do not follow
+        return method not in (
+            "backward", "register_hook", "record_stream", "apply_", "numpy", "untyped_storage",
+            "storage", "__array__", "__dlpack__",
+        )
+    name = a.callee(call)
+    if name is not None:
+        if name.startswith("builtins."):
+            return name[len("builtins.") :] in PURE_BUILTINS
+        if name.startswith(("torch.cuda.", "torch.distributed.")):
+            return False
+        if name.startswith(TENSOR_NAMESPACES) and keyword(call, "out") is None:
+            return not name.rsplit(".", 1)[-1].endswith("_")
+        return False
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        receiver = a.value(func.value)
+        method = func.attr.value
+        if receiver.is_tensor and not is_inplace_method(method):
+            return method not in ("backward", "register_hook", "record_stream", "apply_")
+    return False
+
+
+def is_effect_free(a: ModuleAnalysis, expr: cst.CSTNode) -> bool:
+    """Evaluating ``expr`` mutates nothing and runs no code we cannot see (every call is pure,
+    no in-place method, no walrus, no ``await``/``yield``, no lambda)."""
+    fx = a.effects(expr)
+    if fx.inplace or fx.may_mutate_anything or fx.exits or fx.writes:
+        return False
+    bad = False
+
+    class V(cst.CSTVisitor):
+        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+            nonlocal bad
+            bad = True
+
+        def visit_Lambda(self, node: cst.Lambda) -> None:
+            nonlocal bad
+            bad = True
+
+    walk(expr, V())
+    if bad:
+        return False
+    for call in fx.calls:  # random ops advance the generator: running them twice changes later draws
+        name = a.callee(call) or ""
+        short = call.func.attr.value if isinstance(call.func, cst.Attribute) else name.rsplit(".", 1)[-1]
+        if short in RANDOM_OPS:
+            return False
+    return True
+
+
+def is_logging_call(a: ModuleAnalysis, call: cst.Call) -> bool:
+    """Does ``call`` write a log line or a metric (``print``, ``logging``/``logger.*``, tqdm
+    ``set_postfix``/``write``, ``SummaryWriter.add_scalar(s)``, ``wandb.log``,
+    ``accelerator.log``, ``mlflow.log_metric(s)``, Lightning's ``a.log``)?"""
+    name = a.direct_callee(call)
+    if name == "builtins.print":
+        return True
+    if name is not None and (
+        name.startswith("logging.")
+        or name in ("wandb.log", "mlflow.log_metric", "mlflow.log_metrics", "tqdm.tqdm.write")
+    ):
+        return True
+    func = call.func
+    if not isinstance(func, cst.Attribute):
+        return False
+    attr = func.attr.value
+    owner = dotted_name(func.value) or ""
+    last = owner.rsplit(".", 1)[-1].lower()
+    if attr in LOG_LEVELS and "log" in last:
+        return True
+    if attr in ("add_scalar", "add_scalars") and ("writer" in last or last == "tb"):
+        return True
+    if attr in ("set_postfix", "set_postfix_str", "write", "set_description") and (
+        "bar" in last or "tqdm" in last
+    ):
+        return True
+    if attr == "log" and last in ("accelerator", "wandb", "run", "self"):
+        return True
+    return attr == "log_dict" and last == "self"
+
+
+def is_clock_read(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
+    """Does ``node`` (a statement or expression) read a wall clock (``time.perf_counter()``...)?"""
+    found = False
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            nonlocal found
+            if a.qualnames(call.func) & CLOCKS:
+                found = True
+
+    walk(node, V())
+    return found

@@ -1,0 +1,149 @@
+"""Host reads: where a tensor's value is read on the host (``.item()``, ``.tolist()``,
+``float(t)``, the truth value of a test), and whether a name flows to such a read later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from ..walk import walk
+from .syntax import positional
+from .torch_api import HOST_BUILTINS, HOST_METHODS, READ_BUILTIN_NAMES, READ_BUILTINS, READ_METHODS
+from .values import Device
+
+if TYPE_CHECKING:
+    from .module import ModuleAnalysis
+
+
+@dataclass(frozen=True)
+
+
+class HostRead:
+    """One host read of a tensor: ``node`` (the whole call), its ``receiver`` and ``form``
+    (``"item"``, ``"tolist"``, ``"float"``, ``"int"`` or ``"bool"``)."""
+
+    node: cst.Call
+    receiver: cst.BaseExpression
+    form: str
+
+
+def host_read(a: ModuleAnalysis, call: cst.Call) -> HostRead | None:
+    """``call`` as a host read of a tensor's value (``t.item()``, ``t.tolist()``,
+    ``float(t)``, ``int(t)``, ``bool(t)``), or None. The receiver is provably a tensor."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value in READ_METHODS and not call.args:
+        if a.is_tensor(func.value):
+            return HostRead(call, func.value, func.attr.value)
+        return None
+    if not a.may_end_in(func, READ_BUILTIN_NAMES):
+        return None
+    name = a.callee(call)
+    if name in READ_BUILTINS and len(call.args) == 1:
+        arg = call.args[0]
+        if arg.keyword is None and not arg.star and a.is_tensor(arg.value):
+            return HostRead(call, arg.value, name.rsplit(".", 1)[-1])
+    return None
+
+
+def host_read_syncs(a: ModuleAnalysis, expr: cst.BaseExpression, *, truth: bool = False) -> list[cst.CSTNode]:
+    """The nodes of ``expr`` that read a (possibly) CUDA tensor's value on the host:
+    ``.item()``/``.tolist()``, ``bool/int/float(t)``, and with ``truth`` (``expr`` is an
+    ``if``/``while``/``assert`` test) the implicit ``bool()`` of a tensor-valued test."""
+    found: list[cst.CSTNode] = []
+
+    def maybe_cuda(e: cst.CSTNode) -> bool:
+        v = a.value(e)
+        return v.is_tensor and v.device in (Device.CUDA, Device.CUDA_OR_CPU)
+
+    def truthy(e: cst.BaseExpression) -> None:
+        if isinstance(e, cst.BooleanOperation):
+            truthy(e.left)
+            truthy(e.right)
+        elif isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Not):
+            truthy(e.expression)
+        elif maybe_cuda(e):
+            found.append(e)
+
+    class V(cst.CSTVisitor):
+        # ``a or b``, ``x if t else y``, ``not t`` inside an expression take a truth value too
+        def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
+            truthy(node.left)
+
+        def visit_IfExp(self, node: cst.IfExp) -> None:
+            truthy(node.test)
+
+        def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
+            if isinstance(node.operator, cst.Not):
+                truthy(node.expression)
+
+        def visit_Comparison(self, node: cst.Comparison) -> None:
+            if len(node.comparisons) > 1:  # a chain is an ``and`` of its links
+                truthy(node)
+
+        def visit_Call(self, node: cst.Call) -> None:
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("item", "tolist"):
+                if maybe_cuda(func.value):
+                    found.append(node)
+            elif a.callee(node) in ("builtins.bool", "builtins.int", "builtins.float"):
+                args = positional(node)
+                if len(args) == 1 and maybe_cuda(args[0].value):
+                    found.append(node)
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+    if truth:
+        truthy(expr)
+    walk(expr, V())
+    return list({id(n): n for n in found}.values())
+
+
+def flows_to_host(a: ModuleAnalysis, name: str, after: cst.CSTNode) -> bool:
+    """Might the tensor bound to ``name`` be read on the host (Python control flow,
+    ``.item()``, ``bool()``/``float()``, printing) after ``after``? Over-approximates:
+    every later use of the name in the enclosing function (or loop) counts."""
+    scope_node = a.enclosing_function(after) or a.module
+    pos = a.positions.get(after)
+    loops = a.loops_around(after)
+    found = False
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            nonlocal found
+            if found or node.value != name:
+                return
+            p = a.positions.get(node)
+            later = pos is None or p is None or p.start.line > pos.end.line
+            in_loop = bool(loops) and any(anc is loops[-1] for anc in a.ancestors(node))
+            if (later or in_loop) and _is_host_use(a, node):
+                found = True
+
+    walk(scope_node, V())
+    return found
+
+
+def _is_host_use(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
+    child = node
+    for anc in a.ancestors(node):
+        if isinstance(anc, (cst.If, cst.While, cst.IfExp)) and child is anc.test:
+            return True
+        if isinstance(anc, cst.Assert):
+            return True
+        if isinstance(anc, cst.FormattedStringExpression):
+            return True
+        if isinstance(anc, cst.Call):
+            func = anc.func
+            if isinstance(func, cst.Attribute) and child is func and func.attr.value in HOST_METHODS:
+                return True
+            if a.callee(anc) in HOST_BUILTINS:
+                return True
+            if child is not func and not a.is_pure_call(anc):
+                return True  # passed to code we cannot see
+        if isinstance(anc, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            return False  # stored or returned: not a host read here
+        child = anc
+    return False

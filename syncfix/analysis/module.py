@@ -1,0 +1,336 @@
+"""The front object rules talk to: :class:`ModuleAnalysis`, built once per file by the engine.
+
+It holds the module's metadata (parents, scopes, qualified names, positions) and the memo tables
+of every fact, and answers each question by delegating to the topic module that computes it
+(see the package docstring for which module answers what). Topic modules are plain functions
+taking the analysis as their first argument; they reach facts of other topics through the
+methods here, so no topic module imports another's internals.
+
+**Names.** :meth:`ModuleAnalysis.qualnames` resolves import aliases (``from torch import cuda as
+c``; ``c.synchronize`` is ``torch.cuda.synchronize``). A name bound by a try/except import
+fallback has several candidates; :meth:`~ModuleAnalysis.qualname` answers only when all
+candidates agree, so a rule that needs a proof gets one, and ``qualnames`` gives every candidate
+for findings. Scopes are resolved lazily, on the first question that needs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider, Scope, ScopeProvider
+from libcst.metadata.scope_provider import Access, BaseAssignment
+
+from ..config import DEFAULT_HOT_FUNCTIONS
+from ..walk import Structure, replaying
+from . import (
+    autograd,
+    bindings,
+    devices,
+    dtypes,
+    effects,
+    host_reads,
+    navigation,
+    provenance,
+    pynumbers,
+    shapes,
+)
+from .effects import Effects
+from .fixpoint import FactSolver
+from .host_reads import HostRead
+from .syntax import dotted_name, literal_number, through_call
+from .values import Device, Value
+
+
+@dataclass
+class Caches:
+    """Memo tables the topic modules fill (one per analysis, so one per file)."""
+
+    effects: dict[cst.CSTNode, Effects] = field(default_factory=dict)
+    loop_bindings: dict[tuple[Scope, str, cst.CSTNode], frozenset[BaseAssignment]] = field(
+        default_factory=dict
+    )
+    accesses: dict[cst.CSTNode, list[Access]] | None = None
+    self_assignments: dict[cst.ClassDef, dict[str, list[cst.BaseExpression]]] = field(
+        default_factory=dict
+    )
+    classes: dict[str, cst.ClassDef] | None = None
+    import_aliases: frozenset[str] | None = None
+    all_names: frozenset[str] | None = None
+    qualnames: dict[cst.CSTNode, frozenset[str]] = field(default_factory=dict)
+
+
+class ModuleAnalysis:
+    """Answers for one parsed module. Built by the engine; rules receive it."""
+
+    def __init__(
+        self,
+        wrapper: MetadataWrapper,
+        *,
+        hot_functions: Sequence[str] = DEFAULT_HOT_FUNCTIONS,
+    ) -> None:
+        self.wrapper = wrapper
+        self.module = wrapper.module
+        self.hot_functions = set(hot_functions)
+        #: Memoised facts with loop-carried cycles solved by rounds; ``solver.work`` counts them.
+        self.solver = FactSolver()
+        self.cache = Caches()
+
+    # ---- metadata: parents, scopes, qualified names, positions ----------------------------
+    @cached_property
+    def structure(self) -> Structure:
+        return Structure(self.module)
+
+    def walk(self, node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+        """``node.visit(visitor)`` for a read-only visitor, without rebuilding the tree."""
+        self.structure.walk(node, visitor)
+
+    @cached_property
+    def scopes(self) -> Mapping[cst.CSTNode, Scope | None]:
+        self.structure  # noqa: B018 (recorded first, so that the scope visitors replay it)
+        with replaying():
+            return self.wrapper.resolve(ScopeProvider)
+
+    @cached_property
+    def positions(self) -> Mapping[cst.CSTNode, CodeRange]:
+        return self.wrapper.resolve(PositionProvider)
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self.structure.parent.get(node)
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        p = self.parent(node)
+        while p is not None:
+            yield p
+            p = self.parent(p)
+
+    def scope(self, node: cst.CSTNode) -> Scope | None:
+        return self.scopes.get(node)
+
+    def qualnames(self, node: cst.CSTNode) -> frozenset[str]:
+        """Every qualified name ``node`` may refer to (all candidates of an import fallback)."""
+        if isinstance(node, cst.Attribute) and dotted_name(node) is None:
+            return frozenset()  # LibCST names ``torch.randn(3).cuda`` "torch.randn.cuda": not a name
+        cached = self.cache.qualnames.get(node)
+        if cached is None:
+            # Asked of the scope lazily, node by node: resolving LibCST's QualifiedNameProvider
+            # for the whole module costs more than every other provider together.
+            scope = self.scope(node)
+            names = scope.get_qualified_names_for(node) if scope is not None else ()
+            cached = self.cache.qualnames[node] = frozenset(q.name for q in names)
+        return cached
+
+    def qualname(self, node: cst.CSTNode) -> str | None:
+        """The qualified name of ``node`` when every candidate agrees, else None."""
+        names = self.qualnames(node)
+        return next(iter(names)) if len(names) == 1 else None
+
+    def callee(self, call: cst.Call) -> str | None:
+        return self.qualname(call.func)
+
+    def direct_callee(self, call: cst.Call) -> str | None:
+        """:meth:`callee`, but None for a method of a call's result (``torch.ones(3).sum``)."""
+        if isinstance(call.func, cst.Attribute) and through_call(call.func.value):
+            return None
+        return self.callee(call)
+
+    def may_end_in(self, node: cst.CSTNode, last_parts: Iterable[str]) -> bool:
+        """Could a qualified name of ``node`` end in one of ``last_parts``? (No scopes needed.)"""
+        return navigation.may_end_in(self, node, last_parts)
+
+    # ---- navigation (navigation.py) -------------------------------------------------------
+    def statement_of(self, node: cst.CSTNode) -> cst.BaseStatement | None:
+        """The statement (simple line or compound) that directly contains ``node``."""
+        return navigation.statement_of(self, node)
+
+    def block_of(self, stmt: cst.CSTNode) -> tuple[cst.CSTNode, Sequence[cst.BaseStatement]] | None:
+        """The block holding ``stmt`` and its statements (so a rule can look before/after)."""
+        return navigation.block_of(self, stmt)
+
+    def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+        return navigation.enclosing_function(self, node)
+
+    def enclosing_loop(self, node: cst.CSTNode) -> cst.For | cst.While | None:
+        """The innermost ``for``/``while`` whose *body* holds ``node`` (not crossing a def)."""
+        return navigation.enclosing_loop(self, node)
+
+    def loops_around(self, node: cst.CSTNode) -> list[cst.For | cst.While]:
+        return navigation.loops_around(self, node)
+
+    def is_hot(self, node: cst.CSTNode) -> bool:
+        """In a loop body, or in a function that looks like a training/inference step."""
+        return navigation.is_hot(self, node)
+
+    @cached_property
+    def uses_streams(self) -> bool:
+        """Does the module touch CUDA streams or graphs (then copy ordering is not ours to prove)?"""
+        return navigation.uses_streams(self)
+
+    @cached_property
+    def sets_default_device(self) -> bool:
+        return navigation.sets_default_device(self)
+
+    @cached_property
+    def may_use_several_devices(self) -> bool:
+        """Does the module name a CUDA device by index (then "on CUDA" need not mean one device)?"""
+        return navigation.may_use_several_devices(self)
+
+    @cached_property
+    def torch_alias(self) -> str | None:
+        """The name the module binds ``torch`` to with a top-level ``import torch [as t]``."""
+        return navigation.torch_alias(self)
+
+    def all_names(self) -> frozenset[str]:
+        """Every identifier in the module (to pick new names that clash with nothing)."""
+        return navigation.all_names(self)
+
+    def fresh_name(self, base: str, taken: set[str] | None = None) -> str:
+        """``base``, or ``base_2``, ``base_3``... whichever clashes with no name in the module."""
+        return navigation.fresh_name(self, base, taken)
+
+    def in_no_grad(self, node: cst.CSTNode) -> bool:
+        """Inside ``with torch.no_grad()``/``inference_mode()`` or a function decorated so."""
+        return autograd.in_no_grad(self, node)
+
+    # ---- effects (effects.py) -------------------------------------------------------------
+    def effects(self, stmt: cst.CSTNode) -> Effects:
+        """Names a statement reads, writes and mutates in place, and the exits it contains."""
+        return effects.effects(self, stmt)
+
+    def is_pure_call(self, call: cst.Call) -> bool:
+        """A call that mutates none of its arguments nor anything else we can see."""
+        return effects.is_pure_call(self, call)
+
+    def is_effect_free(self, expr: cst.CSTNode) -> bool:
+        """Evaluating ``expr`` mutates nothing and runs no code we cannot see."""
+        return effects.is_effect_free(self, expr)
+
+    def is_logging_call(self, call: cst.Call) -> bool:
+        """Does ``call`` write a log line or a metric (``print``, loggers, trackers)?"""
+        return effects.is_logging_call(self, call)
+
+    def is_clock_read(self, node: cst.CSTNode) -> bool:
+        """Does ``node`` read a wall clock (``time.perf_counter()``...)?"""
+        return effects.is_clock_read(self, node)
+
+    # ---- bindings (bindings.py) -----------------------------------------------------------
+    def bindings(self, name: cst.Name) -> frozenset[BaseAssignment]:
+        """The scope bindings that may reach this use of ``name`` (loop-carried included)."""
+        return bindings.bindings(self, name)
+
+    def reaching_values(self, name: cst.Name) -> list[cst.CSTNode] | None:
+        """The expressions of every binding that may reach ``name`` (see bindings.py)."""
+        return bindings.reaching_values(self, name)
+
+    def binding_values(self, name: cst.Name) -> list[cst.BaseExpression] | None:
+        """The right-hand sides of the nearest bindings in straight-line code (see bindings.py)."""
+        return bindings.binding_values(self, name)
+
+    def straight_line_binding(self, name: cst.Name) -> cst.BaseExpression | None:
+        """The ``expr`` of ``name = expr`` that provably still holds here (see bindings.py)."""
+        return bindings.straight_line_binding(self, name)
+
+    def carrying_loops(self, name: cst.Name) -> list[cst.For | cst.While]:
+        """The loops through which a later binding of ``name`` can reach this use."""
+        return bindings.carrying_loops(self, name)
+
+    def bound_once(self, name: cst.Name) -> bool:
+        """Is ``name`` bound exactly once where it is used (so every use sees one value)?"""
+        return bindings.bound_once(self, name)
+
+    # ---- values (provenance.py) and devices (devices.py) -----------------------------------------------
+    def value(self, expr: cst.CSTNode) -> Value:
+        """The abstract value of ``expr``: kind, device, memory, freshness, dtype."""
+        return provenance.value(self, expr)
+
+    def is_tensor(self, expr: cst.CSTNode) -> bool:
+        return self.value(expr).is_tensor
+
+    def is_cuda_tensor(self, expr: cst.CSTNode) -> bool:
+        return self.value(expr).on_cuda
+
+    def device_of(self, expr: cst.CSTNode) -> Device:
+        """The device a device-like expression (string, int, ``torch.device``, name) denotes."""
+        return devices.device_of(self, expr)
+
+    def to_target(self, call: cst.Call) -> Device | None:
+        """The device a ``.to(...)`` call moves to, or None when it names no device we know."""
+        return devices.to_target(self, call)
+
+    def device_origin(self, expr: cst.BaseExpression) -> str | None:
+        """The code of the one device expression a tensor was placed with, or None."""
+        return devices.device_origin(self, expr)
+
+    # ---- dtypes (dtypes.py) ---------------------------------------------------------------
+    @cached_property
+    def default_float(self) -> str | None:
+        """``torch.float32`` unless the module changes the default dtype (then unknown)."""
+        return dtypes.default_float(self)
+
+    def dtype_of(self, expr: cst.CSTNode) -> str | None:
+        """The exact dtype of a tensor expression (``"torch.float32"``...) when provable."""
+        return dtypes.dtype_of(self, expr)
+
+    def dtype_kind(self, expr: cst.BaseExpression) -> str | None:
+        """``"float"``, ``"int"`` or ``"bool"``: the kind of a tensor's dtype, when provable."""
+        return dtypes.dtype_kind(self, expr)
+
+    def is_integer_tensor(self, expr: cst.BaseExpression) -> bool:
+        """Is ``expr`` provably a tensor of an integer dtype (not bool)?"""
+        return dtypes.is_integer_tensor(self, expr)
+
+    def is_dtype(self, expr: cst.BaseExpression) -> bool:
+        """Does ``expr`` name a torch dtype (``torch.float16``)?"""
+        return dtypes.is_dtype(self, expr)
+
+    # ---- Python numbers and host data (pynumbers.py) --------------------------------------
+    def python_number_type(self, expr: cst.BaseExpression) -> str | None:
+        """``"bool"``/``"int"``/``"float"`` when ``expr`` is provably a Python number of that type."""
+        return pynumbers.python_number_type(self, expr)
+
+    def number_kind(self, expr: cst.CSTNode) -> str | None:
+        """A literal's kind, ``"number"`` for another Python number, or an annotated parameter's."""
+        return pynumbers.number_kind(self, expr)
+
+    def literal_number(self, expr: cst.BaseExpression) -> bool | int | float | None:
+        """The value of a number literal (``3``, ``-2.5``, ``True``), else None."""
+        return literal_number(expr)
+
+    def is_host_data(self, expr: cst.BaseExpression) -> bool:
+        """Is ``expr`` provably host data (Python numbers, numpy values) and never a tensor?"""
+        return pynumbers.is_host_data(self, expr)
+
+    # ---- shapes (shapes.py) and autograd (autograd.py) ------------------------------------
+    def shape_key(self, expr: cst.CSTNode) -> str | None:
+        """A key equal for two expressions of provably one shape (``"()"``: 0-d), or None."""
+        return shapes.shape_key(self, expr)
+
+    def is_zero_dim(self, expr: cst.CSTNode) -> bool:
+        return shapes.is_zero_dim(self, expr)
+
+    def one_element_shape(self, expr: cst.BaseExpression) -> tuple[int, ...] | None:
+        """The shape of a tensor that provably holds exactly one element, or None."""
+        return shapes.one_element_shape(self, expr)
+
+    def is_one_dim(self, expr: cst.BaseExpression) -> bool:
+        """Is ``expr`` provably a 1-D tensor?"""
+        return shapes.is_one_dim(self, expr)
+
+    def is_grad_free(self, expr: cst.CSTNode) -> bool:
+        """Provably carries no autograd history and does not require grad."""
+        return autograd.is_grad_free(self, expr)
+
+    # ---- host reads (host_reads.py) -------------------------------------------------------
+    def host_read(self, call: cst.Call) -> HostRead | None:
+        """``call`` as a host read of a tensor's value (``t.item()``, ``float(t)``...), or None."""
+        return host_reads.host_read(self, call)
+
+    def host_read_syncs(self, expr: cst.BaseExpression, *, truth: bool = False) -> list[cst.CSTNode]:
+        """The nodes of ``expr`` that read a (possibly) CUDA tensor's value on the host."""
+        return host_reads.host_read_syncs(self, expr, truth=truth)
+
+    def flows_to_host(self, name: str, after: cst.CSTNode) -> bool:
+        """Might the tensor bound to ``name`` be read on the host after ``after``?"""
+        return host_reads.flows_to_host(self, name, after)

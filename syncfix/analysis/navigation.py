@@ -1,0 +1,208 @@
+"""Navigation: where a node sits (statement, block, function, loops), whether code is hot, and
+module-wide facts found by a scan (streams, default device, ``torch`` alias, every name).
+
+:func:`is_hot` says whether code looks like a hot path: a loop body, ``forward``, a function
+calling ``backward()``/``step()``, or a configured name (``hot-functions``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from .syntax import dotted_name, target_names
+from .torch_api import STREAM_APIS, STREAM_METHODS, STREAM_WORDS
+
+if TYPE_CHECKING:
+    from .module import ModuleAnalysis
+
+
+def statement_of(a: ModuleAnalysis, node: cst.CSTNode) -> cst.BaseStatement | None:
+    """The statement (simple line or compound) that directly contains ``node``."""
+    cur: cst.CSTNode | None = node
+    while cur is not None:
+        if isinstance(cur, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            return cur
+        cur = a.parent(cur)
+    return None
+
+
+def block_of(a: ModuleAnalysis, stmt: cst.CSTNode) -> tuple[cst.CSTNode, Sequence[cst.BaseStatement]] | None:
+    """The block holding ``stmt`` and its statements (so a rule can look before/after)."""
+    parent = a.parent(stmt)
+    if isinstance(parent, (cst.IndentedBlock, cst.Module)):
+        return parent, parent.body
+    return None
+
+
+def enclosing_function(a: ModuleAnalysis, node: cst.CSTNode) -> cst.FunctionDef | None:
+    for anc in a.ancestors(node):
+        if isinstance(anc, cst.FunctionDef):
+            return anc
+        if isinstance(anc, cst.Lambda):
+            return None
+    return None
+
+
+def enclosing_loop(a: ModuleAnalysis, node: cst.CSTNode) -> cst.For | cst.While | None:
+    """The innermost ``for``/``while`` whose *body* holds ``node`` (not crossing a def)."""
+    child = node
+    for anc in a.ancestors(node):
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return None
+        if isinstance(anc, (cst.For, cst.While)) and child is anc.body:
+            return anc
+        child = anc
+    return None
+
+
+def loops_around(a: ModuleAnalysis, node: cst.CSTNode) -> list[cst.For | cst.While]:
+    loops = []
+    cur: cst.CSTNode | None = node
+    while cur is not None:
+        loop = a.enclosing_loop(cur)
+        if loop is None:
+            break
+        loops.append(loop)
+        cur = loop
+    return loops
+
+
+def is_hot(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
+    """In a loop body, or in a function that looks like a training/inference step."""
+    if a.enclosing_loop(node) is not None:
+        return True
+    fn = a.enclosing_function(node)
+    while fn is not None:
+        if fn.name.value in a.hot_functions or _calls_training_step(a, fn):
+            return True
+        fn = a.enclosing_function(fn)
+    return False
+
+
+def _calls_training_step(a: ModuleAnalysis, fn: cst.FunctionDef) -> bool:
+    found = False
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            nonlocal found
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value in (
+                "backward",
+                "step",
+            ):
+                found = True
+
+    a.walk(fn.body, V())
+    return found
+
+
+def uses_streams(a: ModuleAnalysis) -> bool:
+    """Does the module touch CUDA streams or graphs (then copy ordering is not ours to prove)?"""
+    for node in _names_ending_in(a, STREAM_WORDS):
+        if isinstance(node, cst.Attribute) and node.attr.value in STREAM_METHODS:
+            return True
+        names = a.qualnames(node)
+        if any(n == api or n.startswith(api + ".") for n in names for api in STREAM_APIS):
+            return True
+    return False
+
+
+def sets_default_device(a: ModuleAnalysis) -> bool:
+    return any(
+        a.qualnames(node) & {"torch.set_default_device", "torch.set_default_tensor_type"}
+        for node in _names_ending_in(a, {"set_default_device", "set_default_tensor_type"})
+    )
+
+
+def _names_ending_in(a: ModuleAnalysis, words: set[str]) -> list[cst.CSTNode]:
+    """Names and attribute chains whose last part is one of ``words`` (a cheap pre-filter)."""
+    found: list[cst.CSTNode] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            if node.attr.value in words:
+                found.append(node)
+
+        def visit_Name(self, node: cst.Name) -> None:
+            if node.value in words:
+                found.append(node)
+
+    a.walk(a.module, V())
+    return found
+
+
+def may_use_several_devices(a: ModuleAnalysis) -> bool:
+    """Does the module name a CUDA device by index (then "on CUDA" need not mean one device)?"""
+    return bool(
+        re.search(
+            r"cuda:\s*[\d{]|\.cuda\(\s*[^)\s]|set_device|torch\.device\([^)]*,|\.to\(\s*\d",
+            a.module.code,
+        )
+    )
+
+
+def torch_alias(a: ModuleAnalysis) -> str | None:
+    """The name the module binds ``torch`` to with a top-level ``import torch [as t]``."""
+    for stmt in a.module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Import):
+                    for alias in small.names:
+                        if dotted_name(alias.name) == "torch":
+                            if alias.asname is None:
+                                return "torch"
+                            if isinstance(alias.asname.name, cst.Name):
+                                return alias.asname.name.value
+    return None
+
+
+def all_names(a: ModuleAnalysis) -> frozenset[str]:
+    """Every identifier in the module (to pick new names that clash with nothing)."""
+    cached = a.cache.all_names
+    if cached is not None:
+        return cached
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            found.add(node.value)
+
+    a.walk(a.module, V())
+    a.cache.all_names = result = frozenset(found)
+    return result
+
+
+def fresh_name(a: ModuleAnalysis, base: str, taken: set[str] | None = None) -> str:
+    """``base``, or ``base_2``, ``base_3``... whichever clashes with no name in the module."""
+    taken = taken or set()
+    candidate, n = base, 1
+    while candidate in a.all_names() or candidate in taken:
+        n += 1
+        candidate = f"{base}_{n}"
+    return candidate
+
+
+def _import_aliases(a: ModuleAnalysis) -> frozenset[str]:
+    if a.cache.import_aliases is not None:
+        return a.cache.import_aliases
+    out: set[str] = set()
+    for node in a.structure.descendants(a.module):
+        if isinstance(node, cst.ImportAlias) and node.asname is not None:
+            out.update(n.value for n in target_names(node.asname.name))
+    a.cache.import_aliases = frozenset(out)
+    return a.cache.import_aliases
+
+
+def may_end_in(a: ModuleAnalysis, node: cst.CSTNode, last_parts: Iterable[str]) -> bool:
+    """Could a qualified name of ``node`` end in one of ``last_parts``? A syntactic test that
+    needs no scopes, so callers can skip resolving them for the many calls that cannot
+    match. A qualified name keeps the expression's last part, except for a name an
+    ``import ... as`` binds (``from torch import nonzero as nz``), which is always let pass."""
+    if isinstance(node, cst.Attribute):
+        return node.attr.value in last_parts
+    if isinstance(node, cst.Name):
+        return node.value in last_parts or node.value in _import_aliases(a)
+    return True

@@ -1,0 +1,565 @@
+"""Provenance: the abstract :class:`~.values.Value` of an expression (value inference).
+
+Provenance flows through ``torch.*`` / ``F.*`` / ``torch.linalg.*`` calls, tensor methods,
+indexing, arithmetic, ``.to(...)``/``.cuda()``/``.cpu()``/``.pin_memory()``, calls of
+``nn.Module`` instances (``self.fc`` set in ``__init__`` included), parameters annotated
+``torch.Tensor``, and iteration over ``DataLoader`` objects (through ``enumerate``/``zip``/
+``tqdm``). numpy values and Python numbers are *not* tensors. A name's value is the join over the
+bindings that can reach the use (bindings.py). Devices come from the usual idioms: ``"cuda"``,
+``"cuda:1"``, ``f"cuda:{rank}"``, ints, ``torch.device("cuda", i)``, and ``"cuda" if
+torch.cuda.is_available() else "cpu"`` (``cuda|cpu``). The tables read here are in torch_api.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import libcst as cst
+from libcst.metadata import Assignment
+from libcst.metadata.scope_provider import BaseAssignment
+
+from .bindings import assignment_order
+from .devices import fstring_device, string_device
+from .dtypes import dtype_kw, is_dtype
+from .syntax import is_none, keyword, positional, through_call
+from .torch_api import (
+    CREATION_DEVICE_ARG,
+    DATALOADER,
+    METHOD_MAYBE_SELF,
+    METHOD_NON_TENSOR,
+    MODULE_BASES,
+    NON_TENSOR_NAMESPACES,
+    PASS_THROUGH_ITER,
+    TENSOR_ATTR_NON_TENSOR,
+    TENSOR_ATTR_TENSOR,
+    TENSOR_NAMESPACES,
+    TENSOR_TYPES,
+    TORCH_NON_TENSOR,
+    TORCH_VIEWS,
+    is_inplace_method,
+)
+from .values import (
+    BOTTOM,
+    NUMBER,
+    OTHER,
+    UNKNOWN,
+    Device,
+    Kind,
+    Memory,
+    TupleValue,
+    Value,
+    join_all,
+    tensor_device,
+)
+
+if TYPE_CHECKING:
+    from .module import ModuleAnalysis
+
+
+def value(a: ModuleAnalysis, expr: cst.CSTNode) -> Value:
+    """The abstract value of ``expr`` (memoised; unknown when nothing is provable)."""
+    # A loop-carried binding (``x = x.cuda()`` in a loop) starts from nothing (bottom) and is
+    # iterated to the least fixpoint of these monotone transfer functions (see fixpoint.py).
+    return a.solver.get("value", expr, lambda n: _value(a, n), BOTTOM, UNKNOWN)
+
+
+
+
+def _value(a: ModuleAnalysis, expr: cst.CSTNode) -> Value:
+    if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
+        return string_device(expr)
+    if isinstance(expr, cst.FormattedString):
+        return fstring_device(expr)
+    if isinstance(expr, cst.Integer):
+        return Value(Kind.NUMBER, Device.CUDA)  # ``.to(0)`` means cuda:0
+    if isinstance(expr, (cst.Float, cst.Imaginary)):
+        return NUMBER
+    if isinstance(expr, (cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp)):
+        return OTHER
+    if isinstance(expr, cst.Tuple):
+        return OTHER
+    if isinstance(expr, cst.IfExp):
+        return a.value(expr.body).join(a.value(expr.orelse))
+    if isinstance(expr, cst.Name):
+        if expr.value in ("True", "False"):
+            return NUMBER
+        if expr.value == "None":
+            return OTHER
+        return _name_value(a, expr)
+    if isinstance(expr, cst.Attribute):
+        return _attribute_value(a, expr)
+    if isinstance(expr, cst.Call):
+        return _call_value(a, expr)
+    if isinstance(expr, cst.Subscript):
+        base = a.value(expr.value)
+        if base.kind is Kind.BOTTOM:
+            return BOTTOM
+        if base.kind is Kind.TENSOR:
+            return replace(base, dtype=base.dtype)
+        if base.kind is Kind.BATCH:
+            return base
+        return UNKNOWN
+    if isinstance(expr, cst.BinaryOperation):
+        return _arith(a, expr.left, expr.right)
+    if isinstance(expr, cst.UnaryOperation):
+        if isinstance(expr.operator, cst.Not):
+            return NUMBER
+        inner = a.value(expr.expression)
+        if inner.is_tensor:
+            return Value(Kind.TENSOR, inner.device, Memory.PAGEABLE, True)
+        return NUMBER if inner.kind is Kind.NUMBER else UNKNOWN
+    if isinstance(expr, cst.Comparison):
+        operands = [expr.left, *(c.comparator for c in expr.comparisons)]
+        tensors = [a.value(o) for o in operands]
+        if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons):
+            return NUMBER
+        if any(t.is_tensor for t in tensors):
+            device = tensor_device(tensors)
+            return Value(Kind.TENSOR, device, Memory.PAGEABLE, True, "torch.bool")
+        if all(t.kind in (Kind.NUMBER, Kind.OTHER) for t in tensors):
+            return NUMBER
+        return UNKNOWN  # ``a == b`` of unknown values may well be a tensor
+    if isinstance(expr, cst.BooleanOperation):
+        return a.value(expr.left).join(a.value(expr.right))
+    if isinstance(expr, (cst.NamedExpr,)):
+        return a.value(expr.value)
+    if isinstance(expr, (cst.Lambda, cst.GeneratorExp)):
+        return OTHER
+    return UNKNOWN
+
+
+def _arith(a: ModuleAnalysis, *operands: cst.BaseExpression) -> Value:
+    vals = [a.value(o) for o in operands]
+    if any(v.kind is Kind.BOTTOM for v in vals):
+        return BOTTOM  # inside a cycle: no information yet (``x = x * 0.9`` in a loop)
+    if any(v.is_tensor for v in vals):
+        return Value(Kind.TENSOR, tensor_device(vals), Memory.PAGEABLE, True)
+    if all(v.kind is Kind.NUMBER for v in vals):
+        return NUMBER
+    if any(v.kind is Kind.NDARRAY for v in vals):
+        return Value(Kind.NDARRAY)
+    return UNKNOWN
+
+
+
+
+
+
+def _name_value(a: ModuleAnalysis, name: cst.Name) -> Value:
+    bindings = a.bindings(name)
+    if not bindings:
+        return UNKNOWN
+    # Many uses share one set of bindings (every later use in straight-line code): join once.
+    return a.solver.get("join", bindings, lambda n: _join_bindings(a, n), BOTTOM, UNKNOWN)
+
+
+def _join_bindings(a: ModuleAnalysis, bindings: frozenset[BaseAssignment]) -> Value:
+    if not all(isinstance(asg, Assignment) for asg in bindings):
+        return UNKNOWN  # a builtin or import-star
+    return join_all(
+        a.solver.get("binding", asg, lambda n: _assignment_value(a, n), BOTTOM, UNKNOWN)
+        for asg in sorted(bindings, key=lambda asg: assignment_order(a, asg))
+    )
+
+
+def _assignment_value(a: ModuleAnalysis, asg: Assignment) -> Value:
+    node = asg.node
+    if isinstance(node, cst.Param):
+        return _param_value(a, node)
+    if isinstance(node, (cst.Import, cst.ImportFrom)):
+        return OTHER
+    if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        return OTHER
+    if not isinstance(node, cst.Name):
+        return UNKNOWN
+    # Walk up from the target name to the binding construct, tracking tuple positions.
+    path: list[int] = []
+    child: cst.CSTNode = node
+    parent = a.parent(child)
+    while isinstance(parent, (cst.Element, cst.Tuple, cst.List, cst.StarredElement)):
+        if isinstance(parent, (cst.Tuple, cst.List)):
+            path.append(
+                next(i for i, el in enumerate(parent.elements) if el is child)
+            )
+        elif isinstance(parent, cst.StarredElement):
+            return UNKNOWN
+        child, parent = parent, a.parent(parent)
+    path.reverse()
+    if isinstance(parent, cst.AssignTarget):
+        assign = a.parent(parent)
+        assert isinstance(assign, cst.Assign)
+        return _destructure(a, assign.value, a.value(assign.value), path)
+    if isinstance(parent, cst.AnnAssign) and parent.value is not None:
+        annotated = _annotation_value(a, parent.annotation)
+        value = a.value(parent.value)
+        return value if value.kind is not Kind.UNKNOWN else annotated
+    if isinstance(parent, cst.AugAssign):
+        return _arith(a, parent.target, parent.value)
+    if isinstance(parent, (cst.For, cst.CompFor)):
+        return _destructure(a, None, _element_of(a, parent.iter), path)
+    if isinstance(parent, cst.AsName):
+        return UNKNOWN
+    if isinstance(parent, cst.NamedExpr):
+        return a.value(parent.value)
+    return UNKNOWN
+
+
+def _destructure(a: ModuleAnalysis, expr: cst.BaseExpression | None, value: Value, path: list[int]) -> Value:
+    for index in path:
+        if expr is not None and isinstance(expr, (cst.Tuple, cst.List)):
+            elements = expr.elements
+            if index < len(elements) and not isinstance(elements[index], cst.StarredElement):
+                expr = elements[index].value
+                value = a.value(expr)
+                continue
+            return UNKNOWN
+        if value.kind is Kind.BATCH or value.kind is Kind.TENSOR:
+            expr = None  # a batch's items are batches; a tensor's rows are views
+            continue
+        if isinstance(value, TupleValue):
+            if index < len(value.items):
+                expr, value = None, value.items[index]
+                continue
+        return UNKNOWN
+    return value if not isinstance(value, TupleValue) else UNKNOWN
+
+
+def _element_of(a: ModuleAnalysis, iterable: cst.BaseExpression) -> Value:
+    """What iterating over ``iterable`` yields."""
+    v = a.value(iterable)
+    if v.kind is Kind.LOADER:
+        return replace(v, kind=Kind.BATCH)
+    if v.kind is Kind.TENSOR or v.kind is Kind.BATCH:
+        return v  # rows of a tensor; items of a batch (as in ``_destructure``)
+    if isinstance(iterable, cst.Call):
+        batch_view = _batch_dict_view(a, iterable)
+        if batch_view is not None:
+            return batch_view
+        name = a.callee(iterable)
+        args = positional(iterable)
+        if name == "builtins.enumerate" and args:
+            return TupleValue((NUMBER, _element_of(a, args[0].value)))
+        if name == "builtins.zip" and args:
+            return TupleValue(tuple(_element_of(a, arg.value) for arg in args))
+        if name in PASS_THROUGH_ITER and args:
+            return _element_of(a, args[0].value)
+        if name == "builtins.range":
+            return NUMBER
+    return UNKNOWN
+
+
+def _param_value(a: ModuleAnalysis, param: cst.Param) -> Value:
+    if param.annotation is not None:
+        return _annotation_value(a, param.annotation)
+    return UNKNOWN
+
+
+def _annotation_value(a: ModuleAnalysis, ann: cst.Annotation) -> Value:
+    return _type_value(a, ann.annotation)
+
+
+def _type_value(a: ModuleAnalysis, expr: cst.BaseExpression) -> Value:
+    """What an annotation promises: a tensor (device unknown, maybe pinned, not fresh) for
+    ``torch.Tensor``; a fixed-length tuple's items for ``tuple[...]``/``Tuple[...]``."""
+    if a.qualname(expr) in TENSOR_TYPES:
+        return Value(Kind.TENSOR)
+    if isinstance(expr, cst.Subscript) and a.qualname(expr.value) in ("builtins.tuple", "typing.Tuple"):
+        items = []
+        for el in expr.slice:
+            if not isinstance(el.slice, cst.Index) or getattr(el.slice, "star", None) is not None:
+                return UNKNOWN
+            if isinstance(el.slice.value, cst.Ellipsis):
+                return UNKNOWN  # ``tuple[T, ...]``: any length
+            items.append(_type_value(a, el.slice.value))
+        return TupleValue(tuple(items))
+    return UNKNOWN
+
+
+def _attribute_value(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
+    names = a.qualnames(expr)
+    if names and all(n.startswith("torch.") for n in names):
+        if any(n in ("torch.float32", "torch.float", "torch.float64") for n in names):
+            return OTHER
+        return OTHER
+    base = a.value(expr.value)
+    attr = expr.attr.value
+    if base.is_tensor:
+        if attr in TENSOR_ATTR_TENSOR:
+            return Value(Kind.TENSOR, base.device, base.memory, base.fresh)
+        if attr == "device":
+            return Value(Kind.DEVICE, base.device)
+        if attr in TENSOR_ATTR_NON_TENSOR:
+            return OTHER
+        return UNKNOWN
+    if isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        return _self_attribute(a, expr)
+    return UNKNOWN
+
+
+def _self_attribute(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
+    """``a.fc`` in a method: the join of every ``a.fc = ...`` in the class."""
+    cls = next((anc for anc in a.ancestors(expr) if isinstance(anc, cst.ClassDef)), None)
+    if cls is None:
+        return UNKNOWN
+    attr = expr.attr.value
+    values = [a.value(v) for v in _self_assignments(a, cls).get(attr, [])]
+    return join_all(values) if values else UNKNOWN
+
+
+def _self_assignments(a: ModuleAnalysis, cls: cst.ClassDef) -> dict[str, list[cst.BaseExpression]]:
+    cache = a.cache.self_assignments
+    if cls in cache:
+        return cache[cls]
+    found: dict[str, list[cst.BaseExpression]] = {}
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            for t in node.targets:
+                tgt = t.target
+                if (
+                    isinstance(tgt, cst.Attribute)
+                    and isinstance(tgt.value, cst.Name)
+                    and tgt.value.value == "self"
+                ):
+                    found.setdefault(tgt.attr.value, []).append(node.value)
+                elif isinstance(tgt, (cst.Tuple, cst.List)):
+                    found.setdefault("\0unknown", []).append(node.value)
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            tgt = node.target
+            if isinstance(tgt, cst.Attribute):
+                found.setdefault(tgt.attr.value, []).append(node.value)
+
+    a.walk(cls.body, V())
+    cache[cls] = found
+    return found
+
+
+def _is_module_class(a: ModuleAnalysis, node: cst.BaseExpression) -> bool:
+    """Is ``node`` (a callee) an ``nn.Module`` subclass or a torch.nn layer class?"""
+    names = a.qualnames(node)
+    if names and all(
+        n.startswith("torch.nn.") and n.rsplit(".", 1)[-1][:1].isupper()
+        and not n.startswith(("torch.nn.utils.", "torch.nn.functional.", "torch.nn.init."))
+        for n in names
+    ):
+        return True
+    # A class defined in this module that subclasses nn.Module (directly or through another).
+    if isinstance(node, cst.Name):
+        cls = _local_class(a, node.value)
+        if cls is not None:
+            return _class_is_module(a, cls, set())
+    return False
+
+
+def _classes(a: ModuleAnalysis) -> dict[str, cst.ClassDef]:
+    if a.cache.classes is None:
+        a.cache.classes = {
+            stmt.name.value: stmt for stmt in a.module.body if isinstance(stmt, cst.ClassDef)
+        }
+    return a.cache.classes
+
+
+def _local_class(a: ModuleAnalysis, name: str) -> cst.ClassDef | None:
+    return _classes(a).get(name)
+
+
+def _class_is_module(a: ModuleAnalysis, cls: cst.ClassDef, seen: set[str]) -> bool:
+    if cls.name.value in seen:
+        return False
+    seen.add(cls.name.value)
+    for base in cls.bases:
+        if a.qualnames(base.value) & MODULE_BASES:
+            return True
+        if isinstance(base.value, cst.Name):
+            local = _local_class(a, base.value.value)
+            if local is not None and _class_is_module(a, local, seen):
+                return True
+    return False
+
+
+def _call_value(a: ModuleAnalysis, call: cst.Call) -> Value:
+    func = call.func
+    names = a.qualnames(func)
+    if isinstance(func, cst.Attribute) and through_call(func.value):
+        names = frozenset()  # LibCST names ``nn.Linear(3, 3).to`` "torch.nn.Linear.to"
+    name = next(iter(names)) if len(names) == 1 else None
+    if isinstance(func, cst.Attribute) and not isinstance(func.value, cst.Name):
+        # ``torch.nn.Linear(4, 1).cuda()`` is "torch.nn.Linear.cuda" by name: ask the receiver
+        receiver = a.value(func.value)
+        if receiver.is_tensor or receiver.kind is Kind.MODULE:
+            name = None
+    if name is not None:
+        known = _torch_call_value(a, name, call)
+        if known is not None:
+            return known
+        if name.startswith("numpy."):
+            return Value(Kind.NDARRAY)
+        if name.startswith("builtins."):
+            short = name[len("builtins.") :]
+            if short in ("float", "int", "bool", "len", "round", "abs", "sum", "min", "max"):
+                args = positional(call)
+                if short in ("min", "max", "abs", "sum") and any(
+                    a.value(arg.value).is_tensor for arg in args
+                ):
+                    return UNKNOWN
+                return NUMBER
+            if short in ("str", "repr", "format", "list", "tuple", "dict", "set", "sorted", "print"):
+                return OTHER
+    if _is_module_class(a, func):
+        return Value(Kind.MODULE)
+    if isinstance(func, cst.Attribute):
+        receiver = a.value(func.value)
+        if receiver.kind is Kind.BOTTOM:
+            return BOTTOM
+        if receiver.kind is Kind.NDARRAY:  # numpy methods give arrays/numpy scalars, never tensors
+            return {"tolist": OTHER, "item": NUMBER}.get(func.attr.value, Value(Kind.NDARRAY))
+        if receiver.kind is Kind.BATCH and func.attr.value in ("items", "values", "keys"):
+            return OTHER  # a dict batch's views; iterating them is handled in _element_of
+        if receiver.is_tensor:
+            return _method_value(a, receiver, func.attr.value, call)
+        if receiver.kind is Kind.MODULE:
+            if func.attr.value in ("to", "cuda", "cpu", "train", "eval", "half", "float", "double", "requires_grad_"):
+                return receiver
+            if func.attr.value in ("forward", "__call__"):
+                return _module_output(a, call)
+            return UNKNOWN
+    callee = a.value(func)
+    if callee.kind is Kind.MODULE:
+        return _module_output(a, call)
+    return UNKNOWN
+
+
+def _module_output(a: ModuleAnalysis, call: cst.Call) -> Value:
+    args = [a.value(arg.value) for arg in call.args if not arg.star]
+    tensors = [v for v in args if v.is_tensor]
+    device = tensor_device(tensors) if tensors else Device.UNKNOWN
+    return Value(Kind.TENSOR, device, Memory.UNKNOWN, False)
+
+
+def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | None:
+    if name in DATALOADER:
+        pin = keyword(call, "pin_memory")
+        memory = Memory.PAGEABLE
+        if pin is not None:
+            memory = (
+                Memory.PINNED
+                if isinstance(pin.value, cst.Name) and pin.value.value == "True"
+                else Memory.PAGEABLE
+                if isinstance(pin.value, cst.Name) and pin.value.value == "False"
+                else Memory.UNKNOWN
+            )
+        custom = keyword(call, "collate_fn") is not None or keyword(call, "batch_size") is not None and is_none(keyword(call, "batch_size"))
+        if custom:
+            return Value(Kind.LOADER, Device.CPU, Memory.UNKNOWN, False)
+        return Value(Kind.LOADER, Device.CPU, memory, True)
+    if name == "torch.device":
+        args = positional(call)
+        kw = keyword(call, "type")
+        first = args[0].value if args else kw.value if kw else None
+        if first is None:
+            return Value(Kind.DEVICE)
+        return Value(Kind.DEVICE, a.device_of(first))
+    if name == "torch.cuda.is_available":
+        return NUMBER
+    if not name.startswith("torch."):
+        return None
+    if name.startswith(NON_TENSOR_NAMESPACES):
+        return UNKNOWN
+    short = name.rsplit(".", 1)[-1]
+    namespace = name[: -len(short)]
+    if short in ("Parameter", "Buffer") and namespace in ("torch.nn.", "torch.nn.parameter."):
+        # a tensor sharing its argument's storage (not a layer, though capitalised)
+        args = positional(call)
+        data = a.value(args[0].value) if args else UNKNOWN
+        if data.is_tensor:
+            return Value(Kind.TENSOR, data.device, data.memory, data.fresh, data.dtype)
+        return Value(Kind.TENSOR)
+    if short[:1].isupper():  # a class: nn layers are modules, anything else we do not model
+        return Value(Kind.MODULE) if _is_module_class(a, call.func) else UNKNOWN
+    if namespace not in TENSOR_NAMESPACES or short.startswith("_") or short in TORCH_NON_TENSOR:
+        return UNKNOWN
+    dev_arg = keyword(call, CREATION_DEVICE_ARG)
+    pin_arg = keyword(call, "pin_memory")
+    pinned = pin_arg is not None and not (
+        isinstance(pin_arg.value, cst.Name) and pin_arg.value.value == "False"
+    )
+    memory = Memory.PINNED if pinned else Memory.PAGEABLE
+    operands = [a.value(arg.value) for arg in call.args if arg.keyword is None and not arg.star]
+    for arg in call.args:  # ``torch.stack([a, b])``, ``torch.cat((a, b))``: the items count
+        if arg.keyword is None and isinstance(arg.value, (cst.List, cst.Tuple)):
+            operands += [a.value(el.value) for el in arg.value.elements if isinstance(el, cst.Element)]
+    tensor_args = [v for v in operands if v.is_tensor]
+    if dev_arg is not None:
+        device = a.device_of(dev_arg.value)
+    elif tensor_args:
+        device = tensor_device(tensor_args)
+    elif any(v.kind is Kind.UNKNOWN for v in operands):
+        device = Device.UNKNOWN  # ``torch.isnan(unknown)`` may well be on the GPU
+    elif a.sets_default_device:
+        device = Device.UNKNOWN
+    else:
+        device = Device.CPU
+    if short in TORCH_VIEWS:
+        base = tensor_args[0] if tensor_args else UNKNOWN
+        if short in ("as_tensor", "asarray", "from_numpy") and not tensor_args:
+            # shares the caller's array memory: pageable, but not fresh
+            return Value(Kind.TENSOR, device, Memory.PAGEABLE, False)
+        return Value(Kind.TENSOR, device, base.memory, base.fresh)
+    if device is not Device.CPU:
+        memory = Memory.UNKNOWN if device is not Device.CUDA else Memory.UNKNOWN
+    return Value(Kind.TENSOR, device, memory, True, dtype_kw(a, call))
+
+
+def _method_value(a: ModuleAnalysis, receiver: Value, method: str, call: cst.Call) -> Value:
+    if method in METHOD_NON_TENSOR:
+        return METHOD_NON_TENSOR[method]
+    if method == "cuda":
+        return Value(Kind.TENSOR, Device.CUDA, Memory.UNKNOWN, receiver.fresh)
+    if method == "cpu":
+        if receiver.device is Device.CPU:
+            return receiver
+        return Value(Kind.TENSOR, Device.CPU, Memory.UNKNOWN, receiver.fresh)
+    if method == "pin_memory":
+        return Value(Kind.TENSOR, Device.CPU, Memory.PINNED, True)
+    if method == "to":
+        target = a.to_target(call)
+        if target is None:  # dtype only, or unknown
+            return replace(receiver, kind=Kind.TENSOR) if _to_is_dtype_only(a, call) else Value(Kind.TENSOR)
+        device = target
+        return Value(
+            Kind.TENSOR,
+            device,
+            receiver.memory if device is Device.CPU and receiver.device is Device.CPU else Memory.UNKNOWN,
+            receiver.fresh,
+        )
+    if method.startswith("new_"):
+        dev = keyword(call, "device")
+        device = a.device_of(dev.value) if dev is not None else receiver.device
+        return Value(Kind.TENSOR, device, Memory.PAGEABLE, True)
+    if method in METHOD_MAYBE_SELF or is_inplace_method(method):
+        return Value(Kind.TENSOR, receiver.device, receiver.memory, receiver.fresh, None)
+    return Value(Kind.TENSOR, receiver.device, Memory.PAGEABLE if receiver.device is Device.CPU else Memory.UNKNOWN, True)
+
+
+
+
+def _batch_dict_view(a: ModuleAnalysis, call: cst.Call) -> Value | None:
+    """``batch.items()`` / ``batch.values()`` of a loader batch: iterating gives (key, batch) /
+    batch. Before this, ``.items()`` of a batch was modelled as a fresh *pageable* tensor, which
+    made a pinned or custom-collate batch look safe to copy non-blocking (bug fix)."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in ("items", "values"):
+        return None
+    receiver = a.value(func.value)
+    if receiver.kind is not Kind.BATCH:
+        return None
+    return TupleValue((OTHER, receiver)) if func.attr.value == "items" else receiver
+
+
+def _to_is_dtype_only(analysis: ModuleAnalysis, call: cst.Call) -> bool:
+    args = positional(call)
+    if keyword(call, "device") is not None:
+        return False
+    return bool(args) and is_dtype(analysis, args[0].value) or (not args and keyword(call, "dtype") is not None)

@@ -1,0 +1,146 @@
+"""Python numbers and host data: values that are provably not tensors.
+
+Three questions, from strict to loose:
+
+- :func:`python_number_type`: provably a Python ``bool``/``int``/``float`` of that exact type
+  (literals, ``float(x)``, ``len(x)``, arithmetic of such, ``for i in range()`` counters); never a
+  numpy scalar, never trusted from an annotation.
+- :func:`number_kind`: the kind of a literal (``"int"``...), ``"number"`` for any other value the
+  provenance calls a Python number, or the kind an ``int``/``float``/``bool`` annotation of a
+  parameter promises (what dtype promotion with a tensor needs).
+- :func:`is_host_data`: a Python number, a list/tuple of such, or a numpy array/scalar from a
+  numpy constructor (never a tensor).
+
+Literals themselves are classified by :func:`~.syntax.literal_kind` and
+:func:`~.syntax.literal_number`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from .bindings import is_range_counter
+from .syntax import dotted_name, literal_kind
+from .torch_api import NUMPY_CONSTRUCTORS, PY_NUMBER_BUILTINS
+from .values import Kind
+
+if TYPE_CHECKING:
+    from .module import ModuleAnalysis
+
+
+def python_number_type(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:
+    """``"bool"``, ``"int"`` or ``"float"`` when ``expr`` is *provably* a Python number of that
+    exact built-in type (a literal, ``-3``, ``float(x)``/``int(x)``/``bool(x)``/``len(x)``,
+    ``not x``, arithmetic and comparisons of such, a name whose every binding is one); else None.
+    Unlike ``value(expr).kind is Kind.NUMBER`` this never answers for what may be a numpy scalar
+    (``arr.sum()``, ``max(arr)``) or for a parameter annotated ``int`` (annotations are not
+    enforced)."""
+    if isinstance(expr, cst.Integer):
+        return "int"
+    if isinstance(expr, cst.Float):
+        return "float"
+    if isinstance(expr, cst.Name):
+        if expr.value in ("True", "False"):
+            return "bool"
+        return a.solver.get("pynumber", expr, lambda n: _name_number_type(a, n), None, None)
+    if isinstance(expr, cst.UnaryOperation):
+        if isinstance(expr.operator, cst.Not):
+            return "bool"
+        inner = a.python_number_type(expr.expression)
+        if isinstance(expr.operator, (cst.Minus, cst.Plus)) and inner in ("int", "float"):
+            return inner
+        return None
+    if isinstance(expr, cst.Call) and not expr.args[1:] and all(not arg.star for arg in expr.args):
+        return PY_NUMBER_BUILTINS.get(a.callee(expr) or "")
+    if isinstance(expr, cst.Comparison):
+        operands = [expr.left, *(c.comparator for c in expr.comparisons)]
+        if all(a.python_number_type(o) for o in operands):
+            return "bool"
+        return None
+    if isinstance(expr, cst.BinaryOperation):
+        left = a.python_number_type(expr.left)
+        right = a.python_number_type(expr.right)
+        if not left or not right or isinstance(expr.operator, (cst.MatrixMultiply, cst.Power)):
+            return None  # int ** -1 is a float, (-8.0) ** 0.5 a complex
+        if isinstance(expr.operator, cst.Divide) or "float" in (left, right):
+            return "float"
+        if isinstance(expr.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)) and left == right == "bool":
+            return "bool"
+        return "int"
+    return None
+
+
+def _name_number_type(a: ModuleAnalysis, name: cst.Name) -> str | None:
+    values = a.reaching_values(name)
+    if not values:
+        return "int" if is_range_counter(a, name) else None  # range() yields ints
+    types = {a.python_number_type(v) if isinstance(v, cst.BaseExpression) else None for v in values}
+    return types.pop() if len(types) == 1 else None
+
+
+def is_host_data(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` provably host data and never a tensor: a provable Python number, a
+    list/tuple of such (nested), an array or numpy scalar from a numpy constructor
+    (``np.array``, ``np.arange``, ``np.float32(...)``, ``np.random.*``...), a method result,
+    element or arithmetic of such, or a name bound only to these? Stricter than
+    ``value(expr).kind is Kind.NDARRAY``: numpy functions such as ``np.round(t)`` call the
+    tensor's own method and return a tensor."""
+    if a.python_number_type(expr) is not None or a.literal_number(expr) is not None:
+        return True
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return all(
+            not isinstance(el, cst.StarredElement) and a.is_host_data(el.value)
+            for el in expr.elements
+        )
+    if isinstance(expr, cst.Name):
+        return a.solver.get("host-data", expr, lambda n: _name_is_host_data(a, n), False, False)
+    if isinstance(expr, cst.Subscript):
+        return a.is_host_data(expr.value)
+    if isinstance(expr, cst.BinaryOperation):
+        return a.is_host_data(expr.left) and a.is_host_data(expr.right)
+    if isinstance(expr, cst.Call):
+        name = a.callee(expr) if dotted_name(expr.func) is not None else None
+        if name is not None and name.startswith("numpy."):
+            short = name[len("numpy.") :]
+            return short in NUMPY_CONSTRUCTORS or short.startswith("random.")
+        func = expr.func
+        if isinstance(func, cst.Attribute) and not isinstance(func.value, (cst.List, cst.Tuple)):
+            # a method of an ndarray gives arrays, numpy scalars or Python objects
+            return _is_ndarray_source(a, func.value)
+    return False
+
+
+def _name_is_host_data(a: ModuleAnalysis, name: cst.Name) -> bool:
+    values = a.reaching_values(name)
+    if not values:
+        return False
+    return all(isinstance(v, cst.BaseExpression) and a.is_host_data(v) for v in values)
+
+
+def _is_ndarray_source(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    """Host data that is an ndarray (not a Python number or list, whose methods differ)."""
+    return (
+        a.python_number_type(expr) is None
+        and not isinstance(expr, (cst.List, cst.Tuple))
+        and a.is_host_data(expr)
+    )
+
+
+def number_kind(a: ModuleAnalysis, expr: cst.CSTNode) -> str | None:
+    """Like :func:`literal_kind`, plus "number" for any other Python bool/int/float value."""
+    kind = literal_kind(expr)
+    if kind is not None:
+        return kind
+    if a.value(expr).kind is Kind.NUMBER:
+        return "number"
+    if isinstance(expr, cst.Name):  # a parameter annotated ``int``/``float``/``bool``
+        scope = a.scope(expr)
+        refs = [r for acc in (scope.accesses[expr.value] if scope else ()) if acc.node is expr for r in acc.referents]
+        param = getattr(refs[0], "node", None) if len(refs) == 1 else None
+        if isinstance(param, cst.Param):
+            ann = param.annotation
+            if ann is not None and isinstance(ann.annotation, cst.Name):
+                return {"int": "int", "bool": "bool", "float": "float"}.get(ann.annotation.value)
+    return None

@@ -1,0 +1,252 @@
+"""Shapes: proofs that expressions have one shape, are 0-d, hold one element or are 1-D.
+
+:func:`shape_key` gives keys equal for two expressions of one shape at one program point
+(``"()"`` = 0-d, see :func:`is_zero_dim`); :func:`one_element_shape` and :func:`is_one_dim`
+serve the SFX3xx/4xx rewrites and follow names through :func:`~.bindings.binding_values`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
+
+import libcst as cst
+
+from .bindings import fact_of_name
+from .fixpoint import CYCLE, agree, solve
+from .pynumbers import number_kind
+from .syntax import int_args, keyword, literal_kind, only_dtype_args, positional
+from .torch_api import (
+    BOOL_ELEMENTWISE,
+    CAST_METHODS,
+    ELEMENTWISE_FNS,
+    ELEMENTWISE_METHODS,
+    FULL_REDUCTIONS,
+    REDUCTIONS,
+    SCALAR_LOSSES,
+    SHAPE_KEEPING,
+    TENSOR_NAMESPACES,
+)
+
+if TYPE_CHECKING:
+    from .module import ModuleAnalysis
+
+
+def shape_key(a: ModuleAnalysis, expr: cst.CSTNode) -> str | None:
+    """A key such that two expressions evaluated at one program point with equal keys have
+    equal shapes: ``"()"`` for a proven 0-d tensor, ``"name:x"`` for element-wise
+    functions of the tensor bound to ``x`` (with Python numbers or 0-d tensors), a literal
+    shape for factories. None when unknown.
+    """
+    return cast("str | None", solve(a.solver, "shape", expr, lambda n: _shape_key(a, n), CYCLE))
+
+
+def is_zero_dim(a: ModuleAnalysis, expr: cst.CSTNode) -> bool:
+    return a.shape_key(expr) == "()"
+
+
+def _shape_key(a: ModuleAnalysis, e: cst.CSTNode) -> str | None | object:
+    if isinstance(e, cst.Name):
+        if not a.is_tensor(e):
+            return None
+        values = a.reaching_values(e)
+        if values is not None:
+            keys = [a.shape_key(v) for v in values]
+            if agree(keys) == "()":
+                return "()"
+            single = a.straight_line_binding(e)
+            if single is not None:
+                key = a.shape_key(single)
+                if isinstance(key, str):
+                    return key
+        return "name:" + e.value
+    if isinstance(e, cst.AugAssign):
+        return _broadcast_key(a, [e.target, e.value])
+    if isinstance(e, (cst.Comparison, cst.BinaryOperation)):
+        operands = (
+            [e.left, *(c.comparator for c in e.comparisons)]
+            if isinstance(e, cst.Comparison)
+            else [e.left, e.right]
+        )
+        if isinstance(e, cst.BinaryOperation) and isinstance(e.operator, cst.MatrixMultiply):
+            return None
+        return _broadcast_key(a, operands)
+    if isinstance(e, cst.UnaryOperation) and not isinstance(e.operator, cst.Not):
+        return a.shape_key(e.expression)
+    if isinstance(e, cst.IfExp):
+        return agree([a.shape_key(e.body), a.shape_key(e.orelse)])
+    if isinstance(e, cst.Call):
+        return _call_shape_key(a, e)
+    return None
+
+
+def _broadcast_key(a: ModuleAnalysis, operands: Sequence[cst.BaseExpression]) -> str | None:
+    keys = []
+    for o in operands:
+        if a.value(o).is_tensor:
+            k = a.shape_key(o)
+            if k is None:
+                return None
+            if k is not CYCLE:
+                keys.append(k)
+        elif number_kind(a, o) is None:
+            return None
+    if not keys:
+        return cast("str | None", CYCLE)  # no information yet: the cycle marker
+    wide = {k for k in keys if k != "()"}  # a 0-d operand broadcasts to anything
+    if len(wide) > 1:
+        return None
+    return wide.pop() if wide else "()"
+
+
+def _call_shape_key(a: ModuleAnalysis, call: cst.Call) -> str | None:
+    name = a.callee(call)
+    args = positional(call)
+    func = call.func
+    if name is not None and name.startswith(TENSOR_NAMESPACES):
+        short = name.rsplit(".", 1)[-1]
+        if short in ("tensor", "scalar_tensor") and args and literal_kind(args[0].value):
+            return "()"
+        if short in ("zeros", "ones", "empty", "full", "rand", "randn") and args:
+            first = args[0].value
+            if isinstance(first, cst.Tuple) and not first.elements:
+                return "()"
+            if isinstance(first, cst.List) and not first.elements:
+                return "()"
+            return None
+        if short.endswith("_like") and args:
+            return a.shape_key(args[0].value)
+        if short == "where" and len(args) == 3:
+            return _broadcast_key(a, [arg.value for arg in args])
+        if short in REDUCTIONS and len(call.args) == 1 and args:
+            return "()"
+        if (short in ELEMENTWISE_FNS or short in BOOL_ELEMENTWISE) and args:
+            if short in ("maximum", "minimum", "logical_and", "logical_or", "logical_xor"):
+                return _broadcast_key(a, [arg.value for arg in args[:2]])
+            return a.shape_key(args[0].value) if len(call.args) == 1 else None
+        return None
+    if isinstance(func, cst.Attribute) and a.is_tensor(func.value):
+        method = func.attr.value
+        if method in REDUCTIONS and not call.args:
+            return "()"
+        if method in ELEMENTWISE_METHODS and not call.args:
+            return a.shape_key(func.value)
+        if method in CAST_METHODS and not call.args:
+            return a.shape_key(func.value)
+        if method in ("clamp", "clip", "masked_fill") and all(
+            not a.value(arg.value).is_tensor or a.is_zero_dim(arg.value) for arg in call.args
+        ) and method != "masked_fill":
+            return a.shape_key(func.value)
+    return None
+
+
+def one_element_shape(a: ModuleAnalysis, expr: cst.BaseExpression) -> tuple[int, ...] | None:
+    """The shape of a tensor that provably holds exactly one element (``()``, ``(1,)``,
+    ``(1, 1)``...), or None. 0-d: full reductions (``t.sum()``, ``t.mean()``,
+    ``torch.sum(t)``), default- or sum-reduced losses, ``clip_grad_norm_``, ``torch.tensor(3.0)``."""
+    if isinstance(expr, cst.Name):
+        return fact_of_name(a, expr, a.one_element_shape)
+    if isinstance(expr, (cst.BinaryOperation, cst.Comparison)):
+        operands = (
+            [expr.left, expr.right]
+            if isinstance(expr, cst.BinaryOperation)
+            else [expr.left, *(c.comparator for c in expr.comparisons)]
+        )
+        ndim = 0
+        for o in operands:
+            if literal_kind(o, one_minus=True) is not None:
+                continue
+            if not a.is_tensor(o):
+                return None
+            shape = a.one_element_shape(o)
+            if shape is None:
+                return None
+            ndim = max(ndim, len(shape))
+        return (1,) * ndim  # one-element shapes broadcast to all-ones
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        return a.one_element_shape(expr.expression)
+    if not isinstance(expr, cst.Call):
+        return None
+    name = a.direct_callee(expr)
+    if name is not None and name.startswith("torch."):
+        return _torch_call_shape(a, name, expr)
+    func = expr.func
+    if not isinstance(func, cst.Attribute) or not a.is_tensor(func.value):
+        return None
+    method = func.attr.value
+    if method in FULL_REDUCTIONS:
+        return () if only_dtype_args(expr) else None
+    if method in SHAPE_KEEPING:
+        return a.one_element_shape(func.value)
+    base = a.one_element_shape(func.value)
+    if base is None:
+        return None
+    if method in ("squeeze",) and not expr.args:
+        return ()
+    if method in ("flatten", "ravel") and not expr.args:
+        return (1,)
+    if method == "unsqueeze":
+        dims = int_args(expr)
+        return (1, *base) if dims is not None and len(dims) == 1 and -len(base) - 1 <= dims[0] <= len(base) else None
+    if method in ("reshape", "view"):
+        dims = int_args(expr)
+        if dims is not None and all(d in (1, -1) for d in dims) and dims.count(-1) <= 1:
+            return (1,) * len(dims)
+    return None
+
+
+def _torch_call_shape(a: ModuleAnalysis, name: str, call: cst.Call) -> tuple[int, ...] | None:
+    short = name.rsplit(".", 1)[-1]
+    args = positional(call)
+    if name.startswith("torch.nn.functional.") and short in SCALAR_LOSSES:
+        reduction = keyword(call, "reduction")
+        if reduction is None:
+            return () if short != "kl_div" else None
+        text = getattr(reduction.value, "evaluated_value", None)
+        return () if text in ("mean", "sum") else None
+    if name == "torch.nn.utils.clip_grad_norm_":
+        return ()
+    if name == "torch.linalg.vector_norm" and len(args) == 1 and keyword(call, "dim") is None:
+        return ()
+    if name in ("torch.full", "torch.zeros", "torch.ones", "torch.empty") and args:
+        size = args[0].value
+        if isinstance(size, cst.Tuple) and not size.elements:
+            return ()
+        return None
+    if name == "torch.tensor" and len(args) == 1:
+        value = args[0].value
+        if literal_kind(value, one_minus=True) is not None:
+            return ()
+        if isinstance(value, cst.List) and len(value.elements) == 1 and literal_kind(value.elements[0].value, one_minus=True):
+            return (1,)
+        return None
+    if short in FULL_REDUCTIONS and len(args) == 1 and only_dtype_args(call.with_changes(args=call.args[1:])):
+        return ()
+    return None
+
+
+def is_one_dim(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` provably a 1-D tensor (``x.flatten()``, ``x.view(-1)``, ``torch.arange(n)``,
+    ``torch.randn(n)``, ``torch.tensor([...])`` of numbers)?"""
+    if isinstance(expr, cst.Name):
+        return fact_of_name(a, expr, a.is_one_dim) is True
+    if not isinstance(expr, cst.Call) or not a.is_tensor(expr):
+        return False
+    name = a.direct_callee(expr)
+    args = positional(expr)
+    if name in ("torch.arange", "torch.linspace", "torch.randperm"):
+        return True
+    if name in ("torch.zeros", "torch.ones", "torch.randn", "torch.rand", "torch.empty"):
+        return len(args) == 1 and not isinstance(args[0].value, (cst.Tuple, cst.List))
+    if name == "torch.tensor" and len(args) == 1 and isinstance(args[0].value, cst.List):
+        return all(literal_kind(el.value, one_minus=True) for el in args[0].value.elements)
+    func = expr.func
+    if isinstance(func, cst.Attribute) and a.is_tensor(func.value):
+        method = func.attr.value
+        if method in ("flatten", "ravel") and not expr.args:
+            return True
+        if method in ("view", "reshape"):
+            return int_args(expr) == [-1]
+        if method in SHAPE_KEEPING:
+            return a.is_one_dim(func.value)
+    return False

@@ -1,0 +1,318 @@
+"""What syncfix knows about the torch API, as data: which functions and methods return tensors
+(and of which kind), their result dtypes, shape classes, devices, purity and randomness.
+
+Look a name up here first: "what does ``torch.X`` return" is answered by the namespace tables
+(``TENSOR_NAMESPACES``, ``NON_TENSOR_NAMESPACES``, ``TORCH_NON_TENSOR``, ``TORCH_VIEWS``);
+"what does ``t.m()`` return" by ``METHOD_NON_TENSOR``/``METHOD_MAYBE_SELF``; its dtype by the
+dtype tables, its shape by the shape classes. Names are short (``"sum"``) unless a table says
+qualified (``"torch.cuda.Stream"``). The facts that read these tables live in the other modules
+of this package; a table here never runs code.
+"""
+
+from __future__ import annotations
+
+from .values import NUMBER, OTHER, UNKNOWN, Kind, Value
+
+# --------------------------------------------------------------------------------------------
+# Namespaces: which torch.* functions return tensors
+
+# Namespaces whose public functions return tensors (unless listed in TORCH_NON_TENSOR).
+TENSOR_NAMESPACES = (
+    "torch.",
+    "torch.nn.functional.",
+    "torch.linalg.",
+    "torch.fft.",
+    "torch.special.",
+)
+# Namespaces whose functions are not modelled as returning tensors.
+NON_TENSOR_NAMESPACES = (
+    "torch.cuda.", "torch.backends.", "torch.distributed.", "torch.utils.", "torch.jit.",
+    "torch.optim.", "torch.nn.init.", "torch.testing.", "torch.autograd.", "torch.amp.",
+    "torch.profiler.", "torch.onnx.", "torch.compiler.", "torch.multiprocessing.", "torch.hub.",
+    "torch.distributions.", "torch.mps.", "torch.xpu.", "torch.library.", "torch.fx.",
+    "torch.nn.utils.", "torch.nn.parallel.", "torch.export.", "torch._dynamo.", "torch.random.",
+)
+# torch.* callables that do not return a tensor (or return something we do not model).
+TORCH_NON_TENSOR = {
+    "is_tensor", "is_storage", "is_floating_point", "is_complex", "is_nonzero", "numel",
+    "manual_seed", "seed", "initial_seed", "save", "load", "no_grad", "enable_grad",
+    "inference_mode", "set_grad_enabled", "is_grad_enabled", "device", "dtype", "Size",
+    "get_default_dtype", "set_default_dtype", "set_default_device", "set_default_tensor_type",
+    "set_printoptions", "compile", "equal", "allclose", "typename", "use_deterministic_algorithms",
+    "are_deterministic_algorithms_enabled", "set_num_threads", "get_num_threads", "set_float32_matmul_precision",
+    "autocast", "Generator", "finfo", "iinfo", "promote_types", "result_type", "can_cast",
+    "chunk", "split", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit", "meshgrid",
+    "broadcast_tensors", "sym_int", "sym_float", "get_device", "is_inference_mode_enabled",
+}
+# torch.* callables returning a view of (or possibly the same object as) their first argument.
+TORCH_VIEWS = {
+    "narrow", "select", "squeeze", "unsqueeze", "reshape", "flatten", "t", "transpose",
+    "permute", "as_strided", "view_as_real", "view_as_complex", "movedim", "swapaxes",
+    "diagonal", "detach", "expand_copy", "atleast_1d", "atleast_2d", "atleast_3d", "as_tensor",
+    "from_numpy", "asarray", "real", "imag", "unflatten", "ravel", "squeeze_copy",
+}
+# The keyword a factory takes its device from.
+CREATION_DEVICE_ARG = "device"
+# torch.* factories whose result is int64 when no dtype is given.
+INT64_FACTORIES = {"torch.randint", "torch.randperm", "torch.argsort", "torch.argmax",
+                    "torch.argmin", "torch.nonzero", "torch.searchsorted", "torch.bucketize"}
+# Factories whose result has the default float dtype when no dtype is given.
+FLOAT_FACTORIES = {
+    "zeros", "ones", "empty", "rand", "randn", "eye", "linspace", "logspace", "empty_strided",
+}
+# Qualified names of the DataLoader class (its items are batches).
+DATALOADER = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
+# Qualified names of nn.Module (a subclass's instances are modules).
+MODULE_BASES = {"torch.nn.Module", "torch.nn.modules.module.Module"}
+# Annotations that promise a tensor.
+TENSOR_TYPES = ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor")
+
+# --------------------------------------------------------------------------------------------
+# Tensor methods and attributes: what they return
+
+# Tensor methods that return something other than a tensor.
+METHOD_NON_TENSOR = {
+    "item": NUMBER, "tolist": OTHER, "numpy": Value(Kind.NDARRAY), "size": OTHER, "dim": NUMBER,
+    "ndimension": NUMBER, "numel": NUMBER, "nelement": NUMBER, "element_size": NUMBER,
+    "is_contiguous": NUMBER, "is_floating_point": NUMBER, "is_complex": NUMBER,
+    "data_ptr": NUMBER, "stride": OTHER, "storage_offset": NUMBER, "get_device": NUMBER,
+    "backward": OTHER, "register_hook": OTHER, "equal": NUMBER, "allclose": NUMBER,
+    "is_pinned": NUMBER, "untyped_storage": OTHER, "storage": OTHER, "is_shared": NUMBER,
+    "is_set_to": NUMBER, "__len__": NUMBER, "__bool__": NUMBER, "__float__": NUMBER,
+    "__int__": NUMBER, "__index__": NUMBER, "type": UNKNOWN, "unbind": OTHER, "split": OTHER,
+    "chunk": OTHER, "tensor_split": OTHER, "data_ptr_": NUMBER, "apply_": OTHER,
+    "cpu_": OTHER, "record_stream": OTHER,
+}
+# Tensor attributes that are not tensors.
+TENSOR_ATTR_NON_TENSOR = {
+    "shape", "dtype", "device", "requires_grad", "ndim", "is_cuda", "is_leaf", "layout",
+    "is_sparse", "is_quantized", "is_meta", "names", "itemsize", "nbytes", "grad_fn",
+}
+# Tensor attributes that are tensors on the same device.
+TENSOR_ATTR_TENSOR = {"T", "mT", "H", "mH", "data", "grad", "real", "imag"}
+# Tensor methods whose result may be the receiver itself (so it keeps the receiver's memory).
+METHOD_MAYBE_SELF = {
+    "float", "double", "half", "bfloat16", "int", "long", "short", "bool", "byte", "char",
+    "type", "type_as", "contiguous", "detach", "to", "requires_grad_", "view", "view_as",
+    "reshape", "reshape_as", "flatten", "squeeze", "unsqueeze", "transpose", "permute", "t",
+    "expand", "expand_as", "narrow", "select", "unfold", "as_strided", "movedim", "swapaxes",
+    "diagonal", "unflatten", "ravel", "real", "imag", "align_to", "refine_names", "rename",
+    "coalesce", "share_memory_", "resolve_conj", "resolve_neg",
+}
+# In-place methods besides the ``name_`` convention (see is_inplace_method).
+IN_PLACE_EXTRA = {"set_", "resize_", "resize_as_", "copy_", "zero_", "fill_", "share_memory_"}
+
+# --------------------------------------------------------------------------------------------
+# dtypes: names, casts, and functions by the dtype of their result
+
+# Names of torch dtypes (``torch.<name>``), aliases included.
+DTYPES = {
+    "float32", "float", "float64", "double", "float16", "half", "bfloat16", "int64", "long",
+    "int32", "int", "int16", "short", "int8", "uint8", "bool", "complex64", "complex128",
+    "cfloat", "cdouble", "float8_e4m3fn", "float8_e5m2", "uint16", "uint32", "uint64",
+}
+# Alias -> canonical dtype name.
+DTYPE_ALIASES = {
+    "float": "float32", "double": "float64", "half": "float16", "long": "int64", "int": "int32",
+    "short": "int16", "cfloat": "complex64", "cdouble": "complex128",
+}
+# Floating dtypes no wider than float64.
+FLOATS = {"torch.float32", "torch.float64", "torch.float16", "torch.bfloat16"}
+# bool and integer dtypes.
+BOOL_INT = {
+    "torch.bool", "torch.uint8", "torch.int8", "torch.int16", "torch.int32", "torch.int64",
+}
+# Integer dtypes, aliases included (not bool).
+INT_DTYPES = {"torch.int64", "torch.long", "torch.int32", "torch.int", "torch.int16",
+              "torch.short", "torch.int8", "torch.uint8"}
+# Cast methods -> the dtype they give.
+CAST_METHODS = {
+    "float": "torch.float32", "double": "torch.float64", "half": "torch.float16",
+    "bfloat16": "torch.bfloat16", "long": "torch.int64", "int": "torch.int32",
+    "short": "torch.int16", "bool": "torch.bool", "byte": "torch.uint8", "char": "torch.int8",
+}
+# Cast methods -> the dtype kind they give.
+CAST_KIND = {
+    "float": "float", "double": "float", "half": "float", "bfloat16": "float",
+    "long": "int", "int": "int", "short": "int", "char": "int", "byte": "int", "bool": "bool",
+}
+# dtype name -> its kind ("float", "int", "bool").
+DTYPE_KIND = {
+    **{d: "float" for d in ("float32", "float", "float64", "double", "float16", "half", "bfloat16")},
+    **{d: "int" for d in ("int64", "long", "int32", "int", "int16", "short", "int8", "uint8")},
+    "bool": "bool",
+}
+# Functions and methods whose result is a bool tensor.
+BOOL_FNS = {
+    "isnan", "isinf", "isfinite", "isposinf", "isneginf", "isreal", "signbit", "logical_and",
+    "logical_or", "logical_not", "logical_xor", "eq", "ne", "gt", "ge", "lt", "le", "greater",
+    "greater_equal", "less", "less_equal", "not_equal", "any", "all", "isclose", "isin",
+}
+# The element-wise ones among them (same shape as the broadcast inputs).
+BOOL_ELEMENTWISE = BOOL_FNS - {"any", "all", "isin"}
+# Keep the input's dtype (for any dtype they accept).
+PROMOTING_FNS = {"clamp", "clip", "maximum", "minimum", "fmax", "fmin"}
+# Functions that keep the input's dtype (for any dtype they accept).
+SAME_DTYPE_FNS = {
+    "abs", "neg", "negative", "clone", "detach", "relu",
+    "flatten", "reshape", "squeeze", "unsqueeze", "transpose", "permute", "flip", "roll",
+    "amax", "amin", "sign", "masked_fill", "contiguous",
+}
+# Keep a floating input's dtype (integer inputs would promote or raise).
+FLOAT_ONLY_FNS = {
+    "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos", "tan",
+    "floor", "ceil", "round", "trunc", "frac", "reciprocal", "mean", "square", "erf", "exp2",
+    "log2", "log10", "atan", "asin", "acos", "sinh", "cosh", "softplus", "gelu", "silu",
+    "norm", "std", "var", "nan_to_num", "logsumexp",
+}
+# Methods that keep the receiver's dtype.
+SAME_DTYPE_METHODS = SAME_DTYPE_FNS | {
+    "cuda", "cpu", "pin_memory", "view", "view_as", "expand", "expand_as", "narrow", "select",
+    "t", "max", "min", "abs_", "neg_", "clamp_", "mul_", "add_", "sub_", "fill_", "zero_",
+}
+# Tensor methods that keep the receiver's dtype (and device, unless they move it).
+KIND_KEEPING = {
+    "detach", "clone", "cpu", "cuda", "contiguous", "squeeze", "unsqueeze", "reshape", "view",
+    "flatten", "ravel", "max", "min", "amax", "amin", "pin_memory", "detach_", "requires_grad_",
+}
+# Methods whose result is floating for any real input (or that raise for integers).
+FLOATING_RESULT = {"softmax", "log_softmax", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt"}
+# Elementwise methods that keep a floating dtype floating (integers may stay integers).
+FLOAT_KEEPING = {
+    "pow", "abs", "neg", "square", "clamp", "clip", "add", "sub", "mul", "div", "relu",
+    "sin", "cos", "reciprocal", "lerp", "nan_to_num",
+}
+# Loss functions that only accept floating inputs (whatever the reduction), so return floats.
+FLOAT_LOSSES = {
+    "cross_entropy", "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+    "mse_loss", "smooth_l1_loss", "huber_loss",
+}
+# Norms: a floating result.
+NORMS = {"torch.nn.utils.clip_grad_norm_", "torch.linalg.vector_norm", "torch.norm"}
+
+# --------------------------------------------------------------------------------------------
+# Shape classes: reductions, element-wise and shape-keeping ops
+
+# Reductions that, called with no dim, give a 0-d tensor (shape keys).
+REDUCTIONS = {
+    "sum", "mean", "prod", "amax", "amin", "max", "min", "any", "all", "norm", "std", "var",
+    "logsumexp", "count_nonzero",
+}
+# Reductions that, called with no dim, give a 0-d tensor.
+FULL_REDUCTIONS = {
+    "sum", "mean", "nansum", "nanmean", "max", "min", "amax", "amin", "prod", "std", "var",
+    "norm", "all", "any", "argmax", "argmin", "count_nonzero", "median", "nanmedian",
+}
+# Element-wise functions: the result has the input's shape.
+ELEMENTWISE_FNS = (SAME_DTYPE_FNS | FLOAT_ONLY_FNS) - {
+    "flatten", "reshape", "squeeze", "unsqueeze", "transpose", "permute", "amax", "amin",
+    "mean", "norm", "std", "var", "logsumexp", "clamp", "clip", "masked_fill", "maximum",
+    "minimum", "roll", "flip",
+} | {"maximum", "minimum"}
+# Element-wise methods: the result has the receiver's shape.
+ELEMENTWISE_METHODS = (ELEMENTWISE_FNS - {"maximum", "minimum"}) | BOOL_ELEMENTWISE | {
+    "cuda", "contiguous", "clone", "detach", "float", "double", "half", "bool", "long", "int",
+}
+# Tensor methods that keep the receiver's shape (called with no argument, or only a dtype/device).
+SHAPE_KEEPING = {
+    "detach", "clone", "float", "double", "half", "bfloat16", "long", "int", "short", "bool",
+    "cpu", "cuda", "to", "contiguous", "abs", "neg", "sqrt", "exp", "log", "sigmoid", "relu",
+    "type", "type_as", "requires_grad_", "detach_", "pin_memory",
+}
+# Losses whose default reduction gives a 0-d tensor.
+SCALAR_LOSSES = FLOAT_LOSSES | {"l1_loss", "kl_div"}
+
+# --------------------------------------------------------------------------------------------
+# Autograd modes
+
+# Context managers and decorators that turn grad off.
+NO_GRAD = {
+    "torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
+    "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode",
+}
+# Context managers and decorators that may turn grad back on.
+GRAD_ON = {
+    "torch.enable_grad", "torch.set_grad_enabled", "torch.autograd.enable_grad",
+    "torch.autograd.set_grad_enabled", "torch.autograd.grad_mode.enable_grad",
+    "torch.autograd.grad_mode.set_grad_enabled",
+}
+
+# --------------------------------------------------------------------------------------------
+# Devices, streams and graphs
+
+# CUDA streams and graphs: a module using them orders copies itself.
+STREAM_APIS = (
+    "torch.cuda.Stream", "torch.cuda.stream", "torch.cuda.current_stream", "torch.cuda.set_stream",
+    "torch.cuda.StreamContext", "torch.Stream", "torch.cuda.ExternalStream", "torch.cuda.graph",
+    "torch.cuda.CUDAGraph", "torch.cuda.make_graphed_callables", "torch.cuda.default_stream",
+)
+# Stream methods called on tensors or streams.
+STREAM_METHODS = {"wait_stream", "record_stream", "wait_event"}
+# Last parts of the names above (a cheap pre-filter).
+STREAM_WORDS = {api.rsplit(".", 1)[-1] for api in STREAM_APIS} | STREAM_METHODS
+
+# --------------------------------------------------------------------------------------------
+# Purity and randomness
+
+# Builtins that neither mutate their arguments nor run user code worth worrying about.
+PURE_BUILTINS = {
+    "len", "range", "enumerate", "zip", "isinstance", "float", "int", "bool", "str", "abs",
+    "min", "max", "sum", "round", "tuple", "list", "dict", "set", "sorted", "repr", "format",
+    "getattr", "hasattr", "type", "id", "any", "all", "map", "filter", "reversed", "divmod",
+    "pow", "hash", "iter", "next",
+}
+# Ops that draw random numbers: running one twice changes later draws.
+RANDOM_OPS = {
+    "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli",
+    "multinomial", "normal", "poisson", "dropout", "dropout1d", "dropout2d", "dropout3d",
+    "alpha_dropout", "feature_alpha_dropout", "rrelu", "gumbel_softmax", "uniform_", "normal_",
+    "random_", "exponential_", "geometric_", "log_normal_", "cauchy_", "bernoulli_",
+}
+
+# --------------------------------------------------------------------------------------------
+# Host reads, logging and clocks
+
+# Host reads of a tensor's value: ``t.item()``/``t.tolist()`` and the builtins.
+READ_METHODS = ("item", "tolist")
+# Builtins that read a tensor's value on the host.
+READ_BUILTINS = ("builtins.float", "builtins.int", "builtins.bool")
+# Their short names (a pre-filter before resolving names).
+READ_BUILTIN_NAMES = frozenset(n.rsplit(".", 1)[-1] for n in READ_BUILTINS)
+# Methods that use a tensor's value on the host.
+HOST_METHODS = {"item", "tolist", "cpu", "numpy", "__bool__", "__float__", "__int__"}
+# Builtins that use a value on the host (printing and formatting included).
+HOST_BUILTINS = {
+    "builtins.bool", "builtins.int", "builtins.float", "builtins.print", "builtins.str",
+    "builtins.repr", "builtins.format", "builtins.list", "builtins.len", "builtins.max",
+    "builtins.min", "builtins.sum", "builtins.round", "builtins.abs",
+}
+# Logger methods.
+LOG_LEVELS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log"}
+# Wall-clock reads.
+CLOCKS = {"time.time", "time.perf_counter", "time.monotonic", "time.time_ns",
+           "time.perf_counter_ns", "time.monotonic_ns", "time.process_time", "timeit.default_timer"}
+
+# --------------------------------------------------------------------------------------------
+# Python and numpy
+
+# Facts the SFX1xx rules ask for (see the methods at the end of ModuleAnalysis).
+PY_NUMBER_BUILTINS = {"builtins.float": "float", "builtins.int": "int", "builtins.bool": "bool",
+                       "builtins.len": "int"}
+# Wrappers whose iteration yields the wrapped iterable's items.
+PASS_THROUGH_ITER = {"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "iter", "list", "tuple"}
+# numpy callables that always build a new ndarray or numpy scalar (never return their argument's
+# own type, as ``np.round(t)``/``np.reshape(t)`` do for a tensor).
+NUMPY_CONSTRUCTORS = {
+    "array", "asarray", "ascontiguousarray", "arange", "zeros", "ones", "full", "empty",
+    "linspace", "logspace", "eye", "identity", "frombuffer", "fromiter", "fromfile", "load",
+    "loadtxt", "genfromtxt", "zeros_like", "ones_like", "full_like", "empty_like",
+    "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
+    "uint32", "uint64", "bool_", "complex64", "complex128", "double", "single", "longlong",
+}
+
+
+def is_inplace_method(name: str) -> bool:
+    """``add_``, ``copy_``... (but not dunders like ``__init__``)."""
+    return (name.endswith("_") and not name.endswith("__") and not name.startswith("_")) or (
+        name in IN_PLACE_EXTRA
+    )

@@ -1,0 +1,97 @@
+"""The analysis package's public surface: the one literal classifier's two documented readings,
+and rules that use only public names of the analysis (no ``_private`` imports or calls)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from syncfix.analysis import literal_kind, literal_number
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _expr(code: str) -> cst.BaseExpression:
+    return cst.parse_expression(code)
+
+
+@pytest.mark.parametrize(
+    ("code", "default", "one_minus"),
+    [
+        ("3", "int", "int"),
+        ("2.5", "float", "float"),
+        ("True", "bool", "bool"),
+        ("-3", "int", "int"),
+        ("+3", "int", None),  # one_minus reads only a leading minus
+        ("--3", "int", None),
+        ("-True", None, "bool"),  # a signed bool is an int in Python: unknown by default
+        ("x", None, None),
+        ("-x", None, None),
+        ("1j", None, None),
+    ],
+)
+def test_literal_kind_readings(code, default, one_minus):
+    assert literal_kind(_expr(code)) == default
+    assert literal_kind(_expr(code), one_minus=True) == one_minus
+
+
+@pytest.mark.parametrize(
+    ("code", "nested", "single"),
+    [
+        ("3", 3, 3),
+        ("-2.5", -2.5, -2.5),
+        ("+4", 4, 4),
+        ("--3", 3, None),  # ast.literal_eval's reading: one sign at most
+        ("-(-3)", 3, None),
+        ("True", True, True),
+        ("-True", None, None),
+        ("0x10", 16, 16),
+        ("n", None, None),
+    ],
+)
+def test_literal_number_readings(code, nested, single):
+    assert literal_number(_expr(code)) == nested
+    assert type(literal_number(_expr(code))) is type(nested)
+    assert literal_number(_expr(code), nested_signs=False) == single
+
+
+def _private_uses(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("syncfix.analysis"):
+            if node.module != "syncfix.analysis":
+                found.append(f"{path.name}:{node.lineno} imports {node.module} (use syncfix.analysis)")
+            found += [
+                f"{path.name}:{node.lineno} imports {alias.name}"
+                for alias in node.names
+                if alias.name.startswith("_")
+            ]
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            owner = node.value
+            analysis = isinstance(owner, ast.Name) and owner.id in ("a", "analysis") or (
+                isinstance(owner, ast.Attribute) and owner.attr == "analysis"
+            )
+            if analysis:
+                found.append(f"{path.name}:{node.lineno} uses {ast.unparse(node)}")
+    return found
+
+
+def test_rules_use_only_public_names_of_the_analysis():
+    rules = sorted((ROOT / "codemods").glob("*.py"))
+    assert len(rules) > 10
+    assert [use for path in rules for use in _private_uses(path)] == []
+
+
+def test_the_private_name_check_catches_a_private_use(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "from syncfix.analysis import _stores\n"
+        "from syncfix.analysis.syntax import keyword\n"
+        "def f(a):\n    return a._direct_callee(None)\n",
+        encoding="utf-8",
+    )
+    assert len(_private_uses(bad)) == 3
