@@ -431,7 +431,7 @@ _NOT_RUNTIME_ERRORS = {
 
 def caught_by_enclosing_try(analysis: ModuleAnalysis, node: cst.CSTNode) -> bool:
     """Is ``node`` in the body of a ``try`` (in its function) whose handlers may catch a
-    RuntimeError raised there?"""
+    RuntimeError raised there, or of ``with contextlib.suppress(...)`` of such an error?"""
     child: cst.CSTNode = node
     for anc in analysis.ancestors(node):
         if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
@@ -439,6 +439,15 @@ def caught_by_enclosing_try(analysis: ModuleAnalysis, node: cst.CSTNode) -> bool
         if isinstance(anc, (cst.Try, cst.TryStar)) and child is anc.body:
             if any(_may_catch_runtime_error(h.type) for h in anc.handlers):
                 return True
+        if isinstance(anc, cst.With) and child is anc.body:
+            for item in anc.items:
+                call = item.item
+                if (
+                    isinstance(call, cst.Call)
+                    and (analysis.callee(call) or "").endswith("contextlib.suppress")
+                    and any(_may_catch_runtime_error(arg.value) for arg in call.args)
+                ):
+                    return True
         child = anc
     return False
 
