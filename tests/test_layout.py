@@ -75,7 +75,9 @@ def test_the_wheel_installs_the_rules_under_syncfix(tmp_path):
     for name in ("syncfix", "codemods"):
         shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+        # build isolation: the build backend pyproject.toml asks for, not whatever setuptools the
+        # venv was seeded with (a fresh venv's is too old for `license = "MIT"`)
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
          "-w", str(tmp_path / "dist"), str(source)],
         capture_output=True, text=True, timeout=300, check=False,
     )

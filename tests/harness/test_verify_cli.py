@@ -48,6 +48,7 @@ def project(make_file, tmp_path):
     return tmp_path
 
 
+@NEEDS_TORCH  # the harness runs only with torch
 def test_equivalent_rewrite_passes_and_touches_no_file(project, run_cli):
     before = tree_snapshot(project)
     r = run_cli(
@@ -66,6 +67,7 @@ def test_equivalent_rewrite_passes_and_touches_no_file(project, run_cli):
     assert tree_snapshot(project) == before
 
 
+@NEEDS_TORCH  # the harness runs only with torch
 def test_wrong_rewrite_is_a_mismatch_naming_the_values(project, run_cli):
     r = run_cli("verify", "prog.py", "--fixer", "fixers.py:wrong", *FAST, "--", "4", cwd=project)
     assert r.exit_code == 1
@@ -89,6 +91,7 @@ def test_wrong_rewrite_is_a_mismatch_naming_the_values(project, run_cli):
     assert loose.exit_code == 0 and loose.report["equivalence"]["status"] == "within-tolerance"
 
 
+@NEEDS_TORCH  # the harness runs only with torch
 def test_rewritten_crash_is_reported_with_its_traceback(project, run_cli):
     r = run_cli("verify", "prog.py", "--fixer", "fixers.py:crash", *FAST, "--", "4", cwd=project)
     assert r.exit_code == 1
@@ -98,6 +101,7 @@ def test_rewritten_crash_is_reported_with_its_traceback(project, run_cli):
     assert "syncfix/harness" not in err["traceback"]
 
 
+@NEEDS_TORCH  # the harness runs only with torch
 def test_original_crash_or_exit_status_is_an_error(make_file, tmp_path, run_cli):
     make_file("bad.py", "import sys\nprint('hi')\nsys.exit(3)\n")
     r = run_cli("verify", "bad.py", *FAST, cwd=tmp_path)
@@ -106,6 +110,7 @@ def test_original_crash_or_exit_status_is_an_error(make_file, tmp_path, run_cli)
     assert err["side"] == "original" and err["kind"] == "exit" and "3" in err["message"]
 
 
+@NEEDS_TORCH  # the harness runs only with torch
 def test_a_hang_is_killed_and_reported(make_file, tmp_path, run_cli):
     make_file("hang.py", "while True:\n    pass\n")
     r = run_cli("verify", "hang.py", *FAST, "--timeout", "1", cwd=tmp_path)
@@ -114,6 +119,7 @@ def test_a_hang_is_killed_and_reported(make_file, tmp_path, run_cli):
     assert ("original", "timeout") in kinds
 
 
+@NEEDS_TORCH  # the harness runs only with torch
 def test_a_hard_crash_is_reported(make_file, tmp_path, run_cli):
     make_file("die.py", "import os\nos._exit(9)\n")
     r = run_cli("verify", "die.py", *FAST, cwd=tmp_path)
@@ -122,6 +128,7 @@ def test_a_hard_crash_is_reported(make_file, tmp_path, run_cli):
     assert err["kind"] == "crash" and "exit status 9" in err["message"]
 
 
+@NEEDS_TORCH  # the harness runs only with torch
 def test_function_target_compares_the_return_value(make_file, tmp_path, run_cli):
     make_file("lib/__init__.py", "")
     make_file(
@@ -155,6 +162,7 @@ def test_function_target_compares_the_return_value(make_file, tmp_path, run_cli)
     assert also_file.exit_code == 1
 
 
+@NEEDS_TORCH  # the harness runs only with torch
 def test_nondeterministic_original_is_pointed_out(make_file, tmp_path, run_cli):
     make_file("clock.py", "import time\nprint(time.perf_counter_ns())\n")
     r = run_cli("verify", "clock.py", *FAST, cwd=tmp_path)
@@ -194,6 +202,7 @@ def test_torch_program_with_deterministic_settings(make_file, tmp_path, run_cli)
     assert r.report["environment"]["torch"]
 
 
+@NEEDS_TORCH  # the harness runs only with torch
 def test_real_rules_are_applied(make_file, tmp_path, run_cli):
     from syncfix import fix_code
 
@@ -208,6 +217,7 @@ def test_real_rules_are_applied(make_file, tmp_path, run_cli):
     assert r.report["settings"]["select"] == ["SFX101"] and r.report["settings"]["unsafe_fixes"]
 
 
+@NEEDS_TORCH  # the harness runs only with torch
 def test_human_report(project, run_cli):
     r = run_cli(
         "verify",
