@@ -4,7 +4,8 @@ A sync costs once per execution, so a fix pays only where the code runs again an
 bodies, step-like functions (``forward``, ``training_step``... the ``hot-functions`` setting),
 and functions this file calls from such code. One-time code is quiet by default: the module's
 top level outside loops (``if __name__ == "__main__":`` included), ``__init__``, and test code
-(files under ``tests/``, ``test_*.py``, ``*_test.py``, ``conftest.py``, ``test*`` functions),
+(files under ``tests/``, ``test_*.py``, ``*_test.py``, ``conftest.py``: a ``test()`` function in
+a training script is the evaluation loop, not a test),
 where nothing waits on the GPU. ``--include-cold`` (``include-cold = true``) shows everything.
 """
 
@@ -42,8 +43,7 @@ class Repetition:
             return False
         a = self.analysis
         if a.enclosing_loop(node) is not None:
-            fn = a.enclosing_function(node)
-            return fn is None or not _is_test_function(fn)
+            return True
         fn = a.enclosing_function(node)
         return fn is not None and self._function_repeats(fn)
 
@@ -53,9 +53,7 @@ class Repetition:
             return known
         self._functions[fn] = False  # a recursive call does not make a function repeat
         name = fn.name.value
-        if _is_test_function(fn):
-            result = False
-        elif name in self.analysis.hot_functions:
+        if name in self.analysis.hot_functions:
             result = True
         else:
             result = any(self.repeats(call) for call in self._calls_of(name))
@@ -78,6 +76,3 @@ class Repetition:
             self._calls = calls
         return self._calls.get(name, [])
 
-
-def _is_test_function(fn: cst.FunctionDef) -> bool:
-    return fn.name.value.startswith("test")
