@@ -103,7 +103,9 @@ def _self_values(a: ModuleAnalysis, attr: cst.Attribute) -> list[cst.CSTNode] | 
             for t in node.targets:
                 if is_self_attr(t.target):
                     values.append(node.value)
-                elif isinstance(t.target, (cst.Tuple, cst.List)):
+                elif isinstance(t.target, (cst.Tuple, cst.List)) and any(
+                    is_self_attr(el.value) for el in t.target.elements
+                ):
                     other = True  # ``self.a, self.b = ...``: not followed
 
         def visit_AugAssign(self, node: cst.AugAssign) -> None:
