@@ -53,6 +53,14 @@ TORCH_VIEWS = {
 }
 # The keyword a factory takes its device from.
 CREATION_DEVICE_ARG = "device"
+# Factories whose result is on the default device (the CPU unless ``set_default_device``) whatever
+# their arguments when no ``device=`` is given: a CUDA tensor passed as a size, bound or fill is
+# read as a number (measured on an H100: ``torch.arange(cuda_n)`` is a CPU tensor). The same holds
+# for ``torch.tensor([...])`` of a list or tuple display, even of CUDA tensors.
+DEFAULT_DEVICE_FACTORIES = {
+    "arange", "linspace", "logspace", "zeros", "ones", "empty", "full", "rand", "randn",
+    "randint", "randperm", "eye",
+}
 # torch.* factories whose result is int64 when no dtype is given.
 INT64_FACTORIES = {"torch.randint", "torch.randperm", "torch.argsort", "torch.argmax",
                     "torch.argmin", "torch.nonzero", "torch.searchsorted", "torch.bucketize"}
