@@ -14,6 +14,8 @@ _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp,
 
 
 _USED_IN_LOOP = "the total is used elsewhere in the loop"
+# Largest Python int start that converts to float64 exactly (so ``0 + 1.5`` matches the device sum).
+_EXACT_FLOAT_INT = 2**53
 
 
 @dataclass
@@ -25,6 +27,7 @@ class _Acc:
     why_not: str | None = None
     unsafe: str | None = None  # why the fix is only unsafe
     origin: str | None = None  # None: placed on the summand's device at the first iteration
+    exact_in_float: bool = False  # an int start that converts to float64 exactly
 
 
 class AccumulateOnDevice(Rule):
@@ -32,7 +35,12 @@ class AccumulateOnDevice(Rule):
     ## What it finds
     A running total of GPU scalars kept on the host inside a loop: `total += loss.item()`,
     `total += float(loss)`, `total = total + loss.item()`, `correct += (pred == y).sum().item()`,
-    `n += int(mask.sum())`, where `total` is not read anywhere in the loop.
+    `n += int(mask.sum())`. The summand's facts come from what syncfix knows of torch: a loss
+    module (`criterion = nn.CrossEntropyLoss()` at module level, as `self.criterion`, or local)
+    or `F.cross_entropy`/`F.mse_loss`... with the default or `"sum"` reduction is a 0-d float;
+    `(out.argmax(1) == y).sum()`, `pred.eq(y).sum()` and `count_nonzero()` are int64 counts.
+    A total the loop itself reads (a running mean printed every step) is reported without a fix:
+    the loop needs its host value there.
 
     ## Why it costs
     Each `.item()` copies one value to the host and waits for the whole CUDA stream: one full
@@ -67,19 +75,22 @@ class AccumulateOnDevice(Rule):
     ## Fix safety
     The fix is **safe** when syncfix proves the total comes out exactly as before, value and type:
     - **float totals**: the summand is a floating tensor (float16, bfloat16, float32 or float64),
-      the total starts as a Python float (`0.0`, not `0`) and is a float64 accumulator started from
+      the total starts as a Python float (`0.0`) and is a float64 accumulator started from
       the total's current value. Every such value widens to float64 exactly, and float64 adds in
       the same order as Python's floats do (IEEE double, round to nearest), so the result is
-      bit-identical; an empty loop gives back the start value, a float, as before.
+      bit-identical; an empty loop gives back the start value, a float, as before. A total that
+      starts as an int literal of at most 2**53 (`0`) is exact too (`0 + x` is `float(0) + x`),
+      with the accumulator made at the first step (below) so that an empty loop leaves the int.
     - **integer totals**: the summand is an integer count (`.sum()` of a bool tensor,
       `count_nonzero()`) added with `.item()`/`int()`, and the total starts as a Python int: an
       int64 accumulator is exact up to 2**63, which counts can not reach. Other integer summands
       get an **unsafe** fix: Python ints never overflow, int64 wraps past 2**63.
     - the summand tensor provably holds one element (0-d, or one element reshaped to 0-d), and
       its device is one expression (`device`, `"cuda"`) bound outside the loop, used to place the
-      accumulator. When the device is not provable (tensors from parameters) and the summand is a
-      plain name, the accumulator starts as `None` and is made on that tensor's device at the
-      first step (`torch.full((), total, ..., device=loss.device)`); each summand is added as
+      accumulator. When the device is not provable (tensors from parameters), the accumulator
+      starts as `None` and is made on the summand's device at the first step
+      (`torch.full((), total, ..., device=loss.device)`; a summand that is no plain name is first
+      evaluated, once, into a new name, detached); each summand is added as
       `loss.detach().to(total_acc.device)`, a no-op on the same device and an exact copy
       otherwise, and the total is read back only if the loop ran, so an empty loop leaves it as
       it was;
@@ -89,9 +100,9 @@ class AccumulateOnDevice(Rule):
       loop is not inside a `try` of that function (a handler could see a partial total);
     - the loop contains no `yield`/`await` (a suspended generator could expose the total).
     Float summands are added as `loss.detach()` so the accumulator never joins the autograd graph.
-    No fix when the start value is an int and the summand a float (an empty loop must leave the
-    int `0`, a non-empty one gives a float), when the total is read in the loop (a running
-    mean printed every step still needs the host value), or for `meter.update(loss.item())`.
+    No fix when the start value is an int past 2**53 and the summand a float, when the total is
+    read in the loop (a running mean printed every step still needs the host value), or for
+    `meter.update(loss.item())`.
     """
 
     CODE = "SFX302"
@@ -101,14 +112,17 @@ class AccumulateOnDevice(Rule):
     SAFETY = ("safe", "unsafe")
     TRIGGERS = (".item(", "float(", "int(")
     VALID = [
-        # the total is read inside the loop
-        "import torch\ndef f(xs: torch.Tensor):\n    total = 0.0\n    for x in xs.cuda():\n"
-        "        total += x.sum().item()\n        print(total)\n    return total\n",
         # not in a loop
         "import torch\ndef f(x: torch.Tensor):\n    total = 0.0\n    total += x.cuda().float().sum().item()\n"
         "    return total\n",
     ]
     INVALID = [
+        # the total is read inside the loop: reported, no fix (the loop needs the host value)
+        Invalid(
+            "import torch\ndef f(xs: torch.Tensor):\n    total = 0.0\n    for x in xs.cuda():\n"
+            "        total += x.sum().item()\n        print(total)\n    return total\n",
+            None,
+        ),
         Invalid(
             "import torch\ndef f(ds):\n    total = 0.0\n    for x in torch.utils.data.DataLoader(ds):\n"
             "        total += x.cuda().float().mean().item()\n    return total\n",
@@ -118,9 +132,9 @@ class AccumulateOnDevice(Rule):
             "        total_acc += x.cuda().float().mean().detach()\n"
             "    total = total_acc.item()\n    return total\n",
         ),
-        # an int start with float summands: an empty loop must leave the int 0
+        # an int start past 2**53 with float summands: `n + x` rounds n first
         Invalid(
-            "import torch\ndef f(ds):\n    total = 0\n    for x in torch.utils.data.DataLoader(ds):\n"
+            "import torch\ndef f(ds):\n    total = 2**60\n    for x in torch.utils.data.DataLoader(ds):\n"
             "        total += x.cuda().float().mean().item()\n    return total\n",
             None,
         ),
@@ -151,12 +165,18 @@ class AccumulateOnDevice(Rule):
             return
         for acc in accs:
             self._check(loop, acc)
-        # a total the loop itself reads needs its host value every step: not this rule's case
-        accs = [acc for acc in accs if acc.why_not != _USED_IN_LOOP]
         torch_name = a.torch_alias
         fixable = [acc for acc in accs if acc.why_not is None]
         for acc in accs:
-            if acc.why_not is not None:
+            if acc.why_not == _USED_IN_LOOP:
+                # the loop needs the host value where it reads it: say so (still one sync a step)
+                self.report(
+                    acc.read.node,
+                    f"{self.MESSAGE}; no fix: `{acc.total}` is read elsewhere in the loop, so its "
+                    "host value is needed there; keep it on the device and read it only where it "
+                    "is shown (e.g. every N steps)",
+                )
+            elif acc.why_not is not None:
                 self.report(acc.read.node, f"{self.MESSAGE}; no fix: {acc.why_not}")
         if not fixable:
             return
@@ -217,12 +237,6 @@ class AccumulateOnDevice(Rule):
             return
         origin = a.device_origin(receiver)
         if origin is None or (origin[0] != '"' and origin in _names_bound_in(loop)):
-            if not isinstance(receiver, cst.Name):
-                acc.why_not = (
-                    "the summand's device is not provably one device bound outside the loop "
-                    "(and it is no plain name, to place the total on its device)"
-                )
-                return
             origin = None  # the accumulator follows the summand's device (see ``_fix``)
         acc.origin = origin
         fn = a.enclosing_function(loop)
@@ -250,7 +264,11 @@ class AccumulateOnDevice(Rule):
         if start is None:
             acc.why_not = f"`{acc.total}` is not bound once, before the loop, to a number literal"
             return
-        if start != ("pyfloat" if kind == "float" else "pyint"):
+        if kind == "float" and start == "pyint" and acc.exact_in_float:
+            # ``0 + x`` is ``float(0) + x``: exact on the device too, but an empty loop must leave
+            # the int, so the accumulator is made at the first step and read back only if it was
+            acc.origin = None
+        elif start != ("pyfloat" if kind == "float" else "pyint"):
             acc.why_not = (
                 f"`{acc.total}` starts as an int and sums floats (start it at 0.0 for a fix)"
                 if kind == "float"
@@ -271,31 +289,39 @@ class AccumulateOnDevice(Rule):
             dtype = "float64" if acc.kind == "float" else "int64"
             receiver = acc.read.receiver
             full = f"{torch_name}.full((), {acc.total}, dtype={torch_name}.{dtype}, device={{}})"
+            shape = a.one_element_shape(receiver)
+            code = cst.Module([]).code_for_node(receiver)
+            if isinstance(receiver, (cst.BinaryOperation, cst.Comparison, cst.UnaryOperation, cst.IfExp)):
+                code = f"({code})"
+            detach = ".detach()" if acc.kind == "float" else ""
+            reshape = ".reshape(())" if shape != () else ""
             if acc.origin is not None:
                 before.append(cst.parse_statement(f"{name} = {full.format(acc.origin)}\n"))
                 after.append(cst.parse_statement(f"{acc.total} = {name}.item()\n"))
             else:
                 # Device unknown: start on the summand's device at the first step; later summands
                 # are moved to it (a no-op on the same device), and an empty loop leaves the total.
-                device = f"{receiver.value}.device"  # type: ignore[attr-defined]
                 before.append(cst.parse_statement(f"{name} = None\n"))
                 after.append(cst.parse_statement(f"if {name} is not None:\n    {acc.total} = {name}.item()\n"))
-            shape = a.one_element_shape(receiver)
-            code = cst.Module([]).code_for_node(receiver)
-            if isinstance(receiver, (cst.BinaryOperation, cst.Comparison, cst.UnaryOperation, cst.IfExp)):
-                code = f"({code})"
-            if shape != ():
-                code += ".reshape(())"
-            if acc.kind == "float":
-                code += ".detach()"
-            if acc.origin is None:
-                start = cst.parse_statement(f"if {name} is None:\n    {name} = {full.format(device)}\n")
-                new = cst.parse_statement(f"{name} += {code}.to({name}.device)\n")
+                first: list[cst.BaseStatement] = []
+                if not isinstance(receiver, cst.Name):
+                    # evaluated once, as before, into a name whose device places the accumulator
+                    # (detached, so the name holds no autograd graph past the step)
+                    term = a.fresh_name(f"{acc.total}_term", taken)
+                    taken.add(term)
+                    first.append(cst.parse_statement(f"{term} = {code}{detach}\n"))
+                    code, detach = term, ""
+                first.append(
+                    cst.parse_statement(f"if {name} is None:\n    {name} = {full.format(code + '.device')}\n")
+                )
+                first[0] = first[0].with_changes(leading_lines=acc.stmt.leading_lines)
+                new = cst.parse_statement(f"{name} += {code}{reshape}{detach}.to({name}.device)\n")
                 replace[acc.stmt] = cst.FlattenSentinel([
-                    start.with_changes(leading_lines=acc.stmt.leading_lines),
+                    *first,
                     new.with_changes(trailing_whitespace=acc.stmt.trailing_whitespace),
                 ])
                 continue
+            code += reshape + detach
             new = cst.parse_statement(f"{name} += {code}\n")
             replace[acc.stmt] = new.with_changes(
                 leading_lines=acc.stmt.leading_lines, trailing_whitespace=acc.stmt.trailing_whitespace
@@ -439,6 +465,7 @@ def _start_value(a, fn: cst.FunctionDef, loop: cst.CSTNode, acc: _Acc) -> str | 
         text = cst.Module([]).code_for_node(small.value).replace("_", "")
         if abs(int(text, 0)) >= 2**62:
             return None  # torch.full would not take it as int64
+        acc.exact_in_float = abs(int(text, 0)) <= _EXACT_FLOAT_INT
     return kind
 
 

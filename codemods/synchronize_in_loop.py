@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from syncfix.rules import Invalid, Rule
+from syncfix.walk import walk
 
 _DEVICE_SYNC = {"torch.cuda.synchronize", "torch.accelerator.synchronize"}
 _STREAMS = {"torch.cuda.Stream", "torch.cuda.current_stream", "torch.cuda.default_stream",
@@ -17,9 +18,14 @@ class SynchronizeInLoop(Rule):
     ## What it finds
     An explicit synchronization inside a loop: `torch.cuda.synchronize()`,
     `stream.synchronize()` (a `torch.cuda.Stream`, `current_stream()`...) and
-    `event.synchronize()` (a `torch.cuda.Event`). When a clock is read right after it
-    (`time.time()`, `time.perf_counter()`, `timeit.default_timer()`... in the same or the next
-    statement) or the event's `elapsed_time` is read, the finding says it is timing code.
+    `event.synchronize()` (a `torch.cuda.Event`).
+
+    A **deliberate** synchronization is reported as "deliberate (timing)": one whose next
+    statement reads a clock (`time.time()`, `time.perf_counter()`, `time.monotonic()`,
+    `timeit.default_timer()`..., in the same or the next statement), one followed by the event's
+    `elapsed_time`, and one under an `if` that tests a timing switch (`if args.sync:`,
+    `if self.benchmark:`, `if profile:`, `if cfg.timing:`: a name or attribute made of words
+    such as `sync`, `benchmark`, `profile`, `timing`, `timer`). There the wait is the point.
 
     ## Why it costs
     `torch.cuda.synchronize()` waits for all work on the whole device (every stream);
@@ -48,8 +54,10 @@ class SynchronizeInLoop(Rule):
     ## Fix safety
     No fix: a synchronization is sometimes needed (host code reads memory a kernel wrote through a
     raw pointer, another library shares the buffers, wall-clock timing). syncfix cannot prove it
-    is not, so it only reports. Timing code is reported as such, not as a bug: the wait is the
-    point of it, and the cost is that the measured loop runs slower than the untimed one.
+    is not, so it only reports. A deliberate (timing) synchronization is reported as such, not as
+    a bug, and is never rewritten: the wait is the point of it, and the cost is only that the
+    timed loop runs slower than the untimed one (CUDA events, read after the loop, time the GPU
+    without that).
     """
 
     CODE = "SFX106"
@@ -82,10 +90,11 @@ class SynchronizeInLoop(Rule):
         what = self._what(node)
         if what is None:
             return
-        if self._is_timing(node, what):
+        why = self._deliberate(node, what)
+        if why is not None:
             message = (
-                f"{what} before a clock read in a loop: timing code. It stalls every iteration, "
-                "so the timed loop runs slower than the real one; CUDA events "
+                f"{what} in a loop, deliberate (timing): {why}; left as is. It stalls every "
+                "iteration, so the timed loop runs slower than the untimed one; CUDA events "
                 "(`Event(enable_timing=True)`, read after the loop) time the GPU without that"
             )
         else:
@@ -113,6 +122,26 @@ class SynchronizeInLoop(Rule):
             return None
         return f"{kinds.pop()}.synchronize()"
 
+    def _deliberate(self, node: cst.Call, what: str) -> str | None:
+        """Why this sync is deliberate timing code (a clock read next, a timing switch), or None."""
+        if self._is_timing(node, what):
+            return "a clock read follows it"
+        flag = self._timing_switch(node)
+        if flag is not None:
+            return f"it runs under `if {flag}:`, a timing switch"
+        return None
+
+    def _timing_switch(self, node: cst.Call) -> str | None:
+        """The test of an ``if`` (inside the loop) around ``node`` that reads a timing switch."""
+        a = self.analysis
+        loop = a.enclosing_loop(node)
+        for anc in a.ancestors(node):
+            if anc is loop:
+                return None
+            if isinstance(anc, cst.If) and _names_switch(anc.test):
+                return _code(anc.test)
+        return None
+
     def _is_timing(self, node: cst.Call, what: str) -> bool:
         """Is the first thing done after this sync a clock read (or an event's elapsed_time)?"""
         a = self.analysis
@@ -133,6 +162,26 @@ class SynchronizeInLoop(Rule):
         if any(a.is_clock_read(t) for t in targets):
             return True
         return what.startswith("Event") and any("elapsed_time" in _code(t) for t in targets)
+
+
+# Words that make a name a timing switch (``args.sync``, ``self.benchmark``, ``do_profile``).
+_SWITCH_WORDS = {
+    "sync", "synchronize", "synchronous", "bench", "benchmark", "benchmarking", "profile",
+    "profiling", "profiler", "timing", "timings", "timer", "timed", "measure",
+}
+
+
+def _names_switch(test: cst.BaseExpression) -> bool:
+    """Does ``test`` read a name or attribute whose words mark a timing switch?"""
+    found = False
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            nonlocal found
+            found = found or bool(set(node.value.lower().split("_")) & _SWITCH_WORDS)
+
+    walk(test, V())
+    return found
 
 
 def _code(node: cst.CSTNode) -> str:

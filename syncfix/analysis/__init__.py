@@ -22,6 +22,7 @@ What value (tensor? device? pinned? fresh?) is this?        ``provenance``
 Which device expression placed this tensor?                 ``devices``
 Which dtype (exact, or its kind)?                           ``dtypes``
 Which shape: one shape, 0-d, one element, 1-D?              ``shapes``
+Is this call a torch loss; with which reduction?            ``losses``
 Python number or host data, never a tensor?                 ``pynumbers``
 Can autograd matter here?                                   ``autograd``
 Where is a tensor read on the host?                         ``host_reads``

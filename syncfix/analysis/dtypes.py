@@ -26,6 +26,7 @@ import libcst as cst
 
 from .bindings import fact_of_name
 from .fixpoint import CYCLE, agree, solve
+from .losses import loss_reduction
 from .pynumbers import number_kind
 from .syntax import keyword, literal_kind, positional
 from .torch_api import (
@@ -44,6 +45,7 @@ from .torch_api import (
     FLOATS,
     FULL_REDUCTIONS,
     INT64_FACTORIES,
+    INT64_RESULTS,
     INT_DTYPES,
     KIND_KEEPING,
     NORMS,
@@ -161,6 +163,8 @@ def _call_dtype(a: ModuleAnalysis, call: cst.Call) -> str | None:
         short = name.rsplit(".", 1)[-1]
         if short in BOOL_FNS:
             return "torch.bool"
+        if short in INT64_RESULTS and args:
+            return "torch.int64"
         if short in FLOAT_FACTORIES:
             return a.default_float
         if short.endswith("_like") and args:
@@ -193,6 +197,8 @@ def _call_dtype(a: ModuleAnalysis, call: cst.Call) -> str | None:
             return a.dtype_of(func.value)
         if method in BOOL_FNS:
             return "torch.bool"
+        if method in INT64_RESULTS:
+            return "torch.int64"
         base = a.dtype_of(func.value)
         if method == "view" and args and is_dtype(a, args[0].value):
             return canon_dtype(a.qualname(args[0].value))  # a reinterpreting view
@@ -256,10 +262,14 @@ def dtype_kind(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:
     name = a.direct_callee(expr)
     if name is not None and name.startswith("torch."):
         return _torch_call_kind(a, name, expr)
+    if loss_reduction(a, expr) is not None:
+        return "float"  # a loss module's result (integer inputs raise)
     func = expr.func
     if not isinstance(func, cst.Attribute) or not a.is_tensor(func.value):
         return None
     method = func.attr.value
+    if method in BOOL_FNS:
+        return "bool"
     if method in CAST_KIND:
         return CAST_KIND[method]
     if method in ("to", "type"):
@@ -309,6 +319,10 @@ def _torch_call_kind(a: ModuleAnalysis, name: str, call: cst.Call) -> str | None
         return literal_kind(fill, one_minus=True) if fill is not None else None
     if name in ("torch.zeros", "torch.ones", "torch.rand", "torch.randn"):
         return "float"  # the default dtype is always a floating one
+    if short in BOOL_FNS and args:
+        return "bool"
+    if short in INT64_RESULTS and args:
+        return "int"
     if name.startswith("torch.nn.functional.") and short in FLOAT_LOSSES:
         return "float"
     if name in NORMS:

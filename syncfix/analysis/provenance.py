@@ -26,6 +26,7 @@ from .syntax import is_none, keyword, positional, through_call
 from .torch_api import (
     CREATION_DEVICE_ARG,
     DATALOADER,
+    DEFAULT_DEVICE_FACTORIES,
     METHOD_MAYBE_SELF,
     METHOD_NON_TENSOR,
     MODULE_BASES,
@@ -493,6 +494,8 @@ def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | N
     tensor_args = [v for v in operands if v.is_tensor]
     if dev_arg is not None:
         device = a.device_of(dev_arg.value)
+    elif short in DEFAULT_DEVICE_FACTORIES or short == "tensor" and _display_arg(call):
+        device = Device.UNKNOWN if a.sets_default_device else Device.CPU  # whatever the arguments
     elif tensor_args:
         device = tensor_device(tensor_args)
     elif any(v.kind is Kind.UNKNOWN for v in operands):
@@ -510,6 +513,11 @@ def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | N
     if device is not Device.CPU:
         memory = Memory.UNKNOWN if device is not Device.CUDA else Memory.UNKNOWN
     return Value(Kind.TENSOR, device, memory, True, dtype_kw(a, call))
+
+
+def _display_arg(call: cst.Call) -> bool:
+    args = positional(call)
+    return bool(args) and isinstance(args[0].value, (cst.List, cst.Tuple))
 
 
 def _method_value(a: ModuleAnalysis, receiver: Value, method: str, call: cst.Call) -> Value:

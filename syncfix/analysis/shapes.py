@@ -14,6 +14,7 @@ import libcst as cst
 
 from .bindings import fact_of_name
 from .fixpoint import CYCLE, agree, solve
+from .losses import loss_reduction
 from .pynumbers import number_kind
 from .syntax import int_args, keyword, literal_kind, only_dtype_args, positional
 from .torch_api import (
@@ -23,7 +24,7 @@ from .torch_api import (
     ELEMENTWISE_METHODS,
     FULL_REDUCTIONS,
     REDUCTIONS,
-    SCALAR_LOSSES,
+    SCALAR_REDUCTIONS,
     SHAPE_KEEPING,
     TENSOR_NAMESPACES,
 )
@@ -103,6 +104,8 @@ def _call_shape_key(a: ModuleAnalysis, call: cst.Call) -> str | None:
     name = a.callee(call)
     args = positional(call)
     func = call.func
+    if loss_reduction(a, call) in SCALAR_REDUCTIONS:
+        return "()"
     if name is not None and name.startswith(TENSOR_NAMESPACES):
         short = name.rsplit(".", 1)[-1]
         if short in ("tensor", "scalar_tensor") and args and literal_kind(args[0].value):
@@ -167,6 +170,8 @@ def one_element_shape(a: ModuleAnalysis, expr: cst.BaseExpression) -> tuple[int,
         return a.one_element_shape(expr.expression)
     if not isinstance(expr, cst.Call):
         return None
+    if loss_reduction(a, expr) in SCALAR_REDUCTIONS:
+        return ()  # a loss function or module with the default (or "sum") reduction
     name = a.direct_callee(expr)
     if name is not None and name.startswith("torch."):
         return _torch_call_shape(a, name, expr)
@@ -198,12 +203,6 @@ def one_element_shape(a: ModuleAnalysis, expr: cst.BaseExpression) -> tuple[int,
 def _torch_call_shape(a: ModuleAnalysis, name: str, call: cst.Call) -> tuple[int, ...] | None:
     short = name.rsplit(".", 1)[-1]
     args = positional(call)
-    if name.startswith("torch.nn.functional.") and short in SCALAR_LOSSES:
-        reduction = keyword(call, "reduction")
-        if reduction is None:
-            return () if short != "kl_div" else None
-        text = getattr(reduction.value, "evaluated_value", None)
-        return () if text in ("mean", "sum") else None
     if name == "torch.nn.utils.clip_grad_norm_":
         return ()
     if name == "torch.linalg.vector_norm" and len(args) == 1 and keyword(call, "dim") is None:

@@ -53,6 +53,14 @@ TORCH_VIEWS = {
 }
 # The keyword a factory takes its device from.
 CREATION_DEVICE_ARG = "device"
+# Factories whose result is on the default device (the CPU unless ``set_default_device``) whatever
+# their arguments when no ``device=`` is given: a CUDA tensor passed as a size, bound or fill is
+# read as a number (measured on an H100: ``torch.arange(cuda_n)`` is a CPU tensor). The same holds
+# for ``torch.tensor([...])`` of a list or tuple display, even of CUDA tensors.
+DEFAULT_DEVICE_FACTORIES = {
+    "arange", "linspace", "logspace", "zeros", "ones", "empty", "full", "rand", "randn",
+    "randint", "randperm", "eye",
+}
 # torch.* factories whose result is int64 when no dtype is given.
 INT64_FACTORIES = {"torch.randint", "torch.randperm", "torch.argsort", "torch.argmax",
                     "torch.argmin", "torch.nonzero", "torch.searchsorted", "torch.bucketize"}
@@ -185,10 +193,12 @@ FLOAT_KEEPING = {
 # Loss functions that only accept floating inputs (whatever the reduction), so return floats.
 FLOAT_LOSSES = {
     "cross_entropy", "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
-    "mse_loss", "smooth_l1_loss", "huber_loss",
+    "mse_loss", "smooth_l1_loss", "huber_loss", "l1_loss", "soft_margin_loss", "kl_div",
 }
 # Norms: a floating result.
 NORMS = {"torch.nn.utils.clip_grad_norm_", "torch.linalg.vector_norm", "torch.norm"}
+# Methods and torch.* functions whose result is int64 whatever the input's dtype.
+INT64_RESULTS = {"argmax", "argmin", "argsort", "count_nonzero", "nonzero"}
 
 # --------------------------------------------------------------------------------------------
 # Shape classes: reductions, element-wise and shape-keeping ops
@@ -221,6 +231,27 @@ SHAPE_KEEPING = {
 }
 # Losses whose default reduction gives a 0-d tensor.
 SCALAR_LOSSES = FLOAT_LOSSES | {"l1_loss", "kl_div"}
+
+# --------------------------------------------------------------------------------------------
+# Loss modules: what calling one returns
+
+# ``torch.nn`` loss classes (``nn.CrossEntropyLoss()``...). Called on tensors, each returns a
+# floating tensor (integer inputs raise), 0-d with ``reduction="mean"`` (the default) or
+# ``"sum"``; ``reduction="none"`` gives the unreduced shape. Their legacy ``size_average``/
+# ``reduce`` arguments (the first positional ones of several) can change that, so a module
+# built with positional arguments or with those keywords gets no shape claim.
+LOSS_MODULES = {
+    "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss",
+    "BCEWithLogitsLoss", "SoftMarginLoss", "KLDivLoss", "PoissonNLLLoss", "GaussianNLLLoss",
+    "MultiLabelSoftMarginLoss", "MultiMarginLoss", "HingeEmbeddingLoss",
+    "CosineEmbeddingLoss", "MarginRankingLoss", "TripletMarginLoss",
+}
+# Keywords of a loss function or module that may make its result unreduced.
+LOSS_LEGACY_KEYWORDS = {"size_average", "reduce"}
+# Reductions that give a 0-d result.
+SCALAR_REDUCTIONS = {"mean", "sum"}
+# Module methods that return the module itself (so ``nn.MSELoss().to(dev)`` is still the loss).
+MODULE_SELF_METHODS = {"to", "cuda", "cpu", "train", "eval", "half", "float", "double", "requires_grad_"}
 
 # --------------------------------------------------------------------------------------------
 # Autograd modes

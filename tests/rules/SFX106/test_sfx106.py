@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from syncfix import check_code, fix_code
+
 from ..support import messages_in_loop as _messages
 
+FIXTURES = Path(__file__).parent / "fixtures"
 
-def test_synchronize_before_clock_is_called_timing():
+
+def test_synchronize_before_clock_is_deliberate_timing():
     (msg,) = _messages("    torch.cuda.synchronize()\n    t = time.time()\n", "SFX106")
-    assert "timing code" in msg
+    assert "deliberate (timing)" in msg and "a clock read follows it" in msg
+
+
+def test_synchronize_before_monotonic_clock_is_deliberate_timing():
+    (msg,) = _messages("    torch.cuda.synchronize()\n    t = time.monotonic()\n", "SFX106")
+    assert "deliberate (timing)" in msg
 
 
 def test_synchronize_without_clock_is_not_called_timing():
     (msg,) = _messages("    torch.cuda.synchronize()\n    y = x + 1\n    t = time.time()\n", "SFX106")
-    assert "timing" not in msg
+    assert "timing" not in msg and "deliberate" not in msg
 
 
 def test_event_synchronize_then_elapsed_time_is_timing():
@@ -21,4 +32,37 @@ def test_event_synchronize_then_elapsed_time_is_timing():
         "    out.append(s.elapsed_time(e))\n"
     )
     (msg,) = _messages(body, "SFX106")
-    assert msg.startswith("Event.synchronize()") and "timing code" in msg
+    assert msg.startswith("Event.synchronize()") and "deliberate (timing)" in msg
+
+
+def test_synchronize_under_a_timing_switch_is_deliberate():
+    for test in ("args.sync", "self.benchmark", "do_profile", "cfg.timing and i > 0"):
+        (msg,) = _messages(f"    if {test}:\n        torch.cuda.synchronize()\n", "SFX106")
+        assert "deliberate (timing)" in msg and f"`if {test}:`" in msg, test
+
+
+def test_synchronize_under_another_condition_is_not_deliberate():
+    for test in ("i % 10 == 0", "args.debug", "synced_before", "torch.cuda.is_available()"):
+        body = f"    if {test}:\n        torch.cuda.synchronize()\n"
+        (msg,) = _messages(body.replace("i %", "len(out) %"), "SFX106")
+        assert "deliberate" not in msg, test
+
+
+def test_a_switch_outside_the_loop_does_not_make_it_deliberate():
+    code = (
+        "import torch\n"
+        "def f(args, n):\n"
+        "    if args.sync:\n"
+        "        for _ in range(n):\n"
+        "            torch.cuda.synchronize()\n"
+    )
+    (finding,) = check_code(code, select=["SFX106"])
+    assert "deliberate" not in finding.message
+
+
+def test_deliberate_fixture_each_sync_says_deliberate_and_nothing_is_rewritten():
+    src = (FIXTURES / "deliberate_timing.in.py").read_text()
+    findings = check_code(src, select=["SFX106"])
+    assert len(findings) == 4
+    assert all("deliberate (timing)" in f.message for f in findings)
+    assert fix_code(src, select=["SFX106"], unsafe_fixes=True) == src

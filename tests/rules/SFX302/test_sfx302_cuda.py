@@ -98,3 +98,44 @@ def test_sfx302_total_follows_the_summands_device_when_it_is_unknown():
     assert before == after and empty == (0.0, 0)
     assert n_before == 2 * steps
     assert n_after == 2
+
+
+LOOP_LOSS_MODULE_AND_COUNTS = '''\
+import torch
+import torch.nn as nn
+
+criterion = nn.CrossEntropyLoss()
+
+
+def f(xs, ys):
+    torch.manual_seed(0)
+    model = nn.Linear(8, 4).cuda()
+    run = 0
+    hits = 0
+    same = 0
+    for x, y in zip(xs, ys):
+        out = model(x)
+        loss = criterion(out, y)
+        run += loss.item()
+        hits += (out.argmax(1) == y).sum().item()
+        _, p = out.max(1)
+        same += p.eq(y).sum().item()
+    return run, hits, same
+'''
+
+
+def test_sfx302_loss_module_int_start_and_counts_are_exact_with_fewer_syncs():
+    # a module-level loss module, an int start summing floats, counts with `==` and `.eq`
+    import torch
+
+    fixed = fix_code(LOOP_LOSS_MODULE_AND_COUNTS, select=["SFX302"])
+    assert all(f"{t}_acc +=" in fixed for t in ("run", "hits", "same")), fixed
+    torch.manual_seed(1)
+    xs = [torch.randn(64, 8, device="cuda") for _ in range(20)]
+    ys = [torch.randint(0, 4, (64,), device="cuda") for _ in range(20)]
+    before, n_before = count_syncs(load(LOOP_LOSS_MODULE_AND_COUNTS, "f"), xs, ys)
+    after, n_after = count_syncs(load(fixed, "f"), xs, ys)
+    assert before == after and [type(v) for v in before] == [type(v) for v in after] == [float, int, int]
+    assert n_after < n_before // 4, (n_before, n_after)
+    empty_before, empty_after = load(LOOP_LOSS_MODULE_AND_COUNTS, "f")([], []), load(fixed, "f")([], [])
+    assert empty_before == empty_after == (0, 0, 0) and type(empty_after[0]) is int

@@ -71,3 +71,38 @@ def test_sfx302_device_total_is_exact(case):
 def test_sfx302_int64_total_is_only_an_unsafe_fix_but_a_count_is_safe():
     assert "_acc" not in fix_code(_loop_snippet("int64", "0", "+= {}.item()"), select=["SFX302"])
     assert "_acc" in fix_code(_loop_snippet("count", "0", "+= {}.item()"), select=["SFX302"])
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from(FLOATS),
+    st.lists(st.floats(width=16), max_size=5),
+    st.sampled_from(("0", "3", "-7", str(2**53))),
+    st.sampled_from(("t", "t.clone()")),
+    st.sampled_from(("known", "param")),
+)
+def test_sfx302_int_start_with_float_summands_is_exact(dtype, values, start, summand, device):
+    # an int start: the Python total is `int + float + ...`, and an empty loop leaves the int
+    make = f"torch.full((), v, dtype=torch.{dtype}, device=dev)"
+    source = HEADER + (
+        ("def f(values, dev):\n" if device == "param" else "def f(values):\n")
+        + f"    total = {start}\n"
+        "    for v in values:\n"
+        f"        t = {make}\n"
+        f"        total += {summand}.item()\n"
+        "    return total\n"
+    )
+    fixed = fix_code(source, select=["SFX302"])
+    assert "total_acc += " in fixed and "if total_acc is not None:" in fixed, fixed
+    namespace_a: dict = {}
+    namespace_b: dict = {}
+    exec(compile(source, "<a>", "exec"), namespace_a)
+    exec(compile(fixed, "<b>", "exec"), namespace_b)
+    args = (values, namespace_a["dev"]) if device == "param" else (values,)
+    before, after = namespace_a["f"](*args), namespace_b["f"](*args)
+    assert same(before, after), (source, fixed, values, before, after)
+
+
+def test_sfx302_int_start_past_2_53_with_float_summands_is_not_fixed():
+    source = _loop_snippet("float32", str(2**53 + 1), "+= {}.item()")
+    assert "_acc" not in fix_code(source, select=["SFX302"], unsafe_fixes=True)
