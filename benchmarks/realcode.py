@@ -288,7 +288,11 @@ def location_kind(
 
 
 def run_syncfix(
-    clone: Path, unsafe: bool, jobs: int, timeout: float
+    clone: Path,
+    unsafe: bool,
+    jobs: int,
+    timeout: float,
+    extra: list[str] = (),  # type: ignore[assignment]
 ) -> tuple[list[dict] | None, float, str]:
     """(findings, seconds, error) of ``syncfix check`` on the whole clone; findings None on failure."""
     cmd = [
@@ -305,6 +309,7 @@ def run_syncfix(
         "-j",
         str(jobs),
         "--unsafe-fixes" if unsafe else "--no-unsafe-fixes",
+        *extra,
     ]
     env = dict(
         os.environ,
@@ -351,7 +356,14 @@ def no_fix_reason(finding: dict) -> str:
 # ---- scoring -----------------------------------------------------------------------------------
 
 
-def score(man: Manifest, root: Path, jobs: int, timeout: float, only: set[str] | None) -> dict:
+def score(
+    man: Manifest,
+    root: Path,
+    jobs: int,
+    timeout: float,
+    only: set[str] | None,
+    skip: dict[str, list[str]] | None = None,
+) -> dict:
     repos = [r for r in man.repos if not only or r in only]
     runs: dict[str, dict[str, list[dict] | None]] = {}
     timing: dict[str, dict[str, object]] = {}
@@ -359,11 +371,14 @@ def score(man: Manifest, root: Path, jobs: int, timeout: float, only: set[str] |
         clone = root / man.repos[repo][1]
         runs[repo] = {}
         for mode in ("safe", "unsafe"):
-            findings, seconds, error = run_syncfix(clone, mode == "unsafe", jobs, timeout)
+            excluded = (skip or {}).get(repo, [])
+            extra = [a for path in excluded for a in ("--extend-exclude", path)]
+            findings, seconds, error = run_syncfix(clone, mode == "unsafe", jobs, timeout, extra)
             runs[repo][mode] = findings
             timing.setdefault(repo, {})[mode] = {
                 "seconds": round(seconds, 2),
                 "error": error or None,
+                "excluded": excluded,
             }
             print(
                 f"  {repo} ({mode}): {seconds:.1f} s" + (f"  [{error}]" if error else ""),
@@ -464,6 +479,9 @@ def report(result: dict, verbose: bool) -> str:
     s = result["summary"]
     out = ["", "== syncfix on the real-code corpus (benchmarks/realcode/MANIFEST.md)"]
     failed = {r: t for r, t in result["runs"].items() if any(v["error"] for v in t.values())}
+    for repo, t in result["runs"].items():
+        if t["safe"].get("excluded"):
+            out.append(f"  (left out of {repo}: {', '.join(t['safe']['excluded'])})")
     for repo, t in failed.items():
         out.append(
             f"  ! {repo}: " + "; ".join(f"{m} {v['error']}" for m, v in t.items() if v["error"])
@@ -518,7 +536,15 @@ def main() -> int:
     ap.add_argument(
         "--verify", action="store_true", help="check the manifest's quotes against the clones"
     )
+    ap.add_argument(
+        "--skip-file",
+        action="append",
+        default=[],
+        metavar="OWNER/NAME:PATH",
+        help="leave this file out of syncfix's run (e.g. one that takes minutes); repeatable",
+    )
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
+    ap.add_argument("--json-file", type=Path, help="also write the JSON result here")
     ap.add_argument("-v", "--verbose", action="store_true", help="list every marked line")
     args = ap.parse_args()
 
@@ -543,7 +569,18 @@ def main() -> int:
         problems = verify(man, args.root)
         print("\n".join(problems) or f"manifest OK: {len(man.marks)} marks, quotes on their lines")
         return 1 if problems else 0
-    result = score(man, args.root, args.jobs, args.timeout, set(args.repo) if args.repo else None)
+    skip: dict[str, list[str]] = {}
+    for spec in args.skip_file:
+        repo, sep, path = spec.partition(":")
+        if not sep or repo not in man.repos:
+            ap.error(
+                f"--skip-file {spec!r}: expected OWNER/NAME:PATH with a repository of the manifest"
+            )
+        skip.setdefault(repo, []).append(path)
+    only = set(args.repo) if args.repo else None
+    result = score(man, args.root, args.jobs, args.timeout, only, skip)
+    if args.json_file:
+        args.json_file.write_text(json.dumps(result, indent=2))
     print(json.dumps(result, indent=2) if args.json else report(result, args.verbose))
     return 0
 
