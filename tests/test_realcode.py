@@ -173,3 +173,18 @@ def test_missing_clone_says_how_to_get_it(tmp_path):
     text = realcode.how_to_clone(man, tmp_path, missing[:1])
     commit, folder = man.repos[missing[0]]
     assert f"git clone https://github.com/{missing[0]} {folder}" in text and commit in text
+
+
+def test_skipped_file_is_not_checked(tmp_path, monkeypatch):
+    calls = []
+
+    def fake_run(clone, unsafe, jobs, timeout, extra=()):
+        calls.append(list(extra))
+        return [], 0.0, ""
+
+    monkeypatch.setattr(realcode, "run_syncfix", fake_run)
+    man = realcode.parse_manifest()
+    result = realcode.score(man, tmp_path, 1, 10, {"huggingface/peft"}, {"huggingface/peft": ["a.py", "b.py"]})
+    assert calls == [["--extend-exclude", "a.py", "--extend-exclude", "b.py"]] * 2
+    assert result["runs"]["huggingface/peft"]["safe"]["excluded"] == ["a.py", "b.py"]
+    assert result["summary"]["sites_found"]["count"] == 0
