@@ -340,7 +340,10 @@ def main() -> int:
         print(ratios(rows, args.jobs))
         results += rows
         if args.per_file:
-            per_file[folder.name] = per_file_times(syncfix_files(folder), args.file_timeout)
+            recs = per_file_times(syncfix_files(folder), args.file_timeout)
+            for rec in recs:  # shown as <folder>/<path in it>
+                rec["path"] = os.path.relpath(rec["path"], folder.parent)
+            per_file[folder.name] = recs
             print_per_file(folder.name, per_file[folder.name], args.worst)
     if len(folders) > 1:
         total = {}
