@@ -137,14 +137,20 @@ def per_file_times(files: list[Path], limit: float) -> list[dict]:
             except queue.Empty:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-                if current is None:  # the worker died before any file: give up on the rest
-                    results += [{"path": p, "error": "worker did not start"} for p in todo]
-                    return results
+                if current is None:  # silent between files: give up on the rest
+                    results += [{"path": p, "seconds": None, "error": "worker stalled"}
+                                for p in todo if p not in done]
+                    done.update(todo)
+                    break
                 results.append({"path": current, "seconds": None, "timed_out": limit})
                 done.add(current)
                 break
             if line is None:
                 proc.wait()
+                if current is not None:  # it died on this file: record that, go on after it
+                    results.append({"path": current, "seconds": None,
+                                    "error": f"worker exited with {proc.returncode}"})
+                    done.add(current)
                 break
             rec = json.loads(line)
             if "start" in rec:
@@ -153,9 +159,10 @@ def per_file_times(files: list[Path], limit: float) -> list[dict]:
                 results.append(rec)
                 done.add(rec["path"])
                 current = None
-        todo = [p for p in todo if p not in done]
-        if current is None and not todo:
+        if not done:  # the worker made no progress (it cannot start): stop here
+            results += [{"path": p, "seconds": None, "error": "worker failed to start"} for p in todo]
             break
+        todo = [p for p in todo if p not in done]
     for rec in results:
         try:
             with open(rec["path"], "rb") as f:
