@@ -66,3 +66,16 @@ def test_deliberate_fixture_each_sync_says_deliberate_and_nothing_is_rewritten()
     assert len(findings) == 4
     assert all("deliberate (timing)" in f.message for f in findings)
     assert fix_code(src, select=["SFX106"], unsafe_fixes=True) == src
+
+
+def test_a_deliberate_sync_gets_no_how_to_fix_advice():
+    from syncfix.advice import Explainer
+    from syncfix.api import check_code
+
+    src = (
+        "import time\nimport torch\n"
+        "for step in range(3):\n    torch.cuda.synchronize()\n    t0 = time.perf_counter()\n"
+    )
+    (finding,) = check_code(src, include_cold=True)
+    assert "deliberate (timing)" in finding.message
+    assert Explainer([finding], unsafe_fixes=False)(finding) == finding.message
