@@ -4,6 +4,9 @@ path, exponential in the chain's length (a 16-line loop took minutes)."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
 from syncfix.config import Settings
@@ -11,53 +14,8 @@ from syncfix.deepstack import call_deep
 from syncfix.engine import analyze, parse
 from syncfix.rules import all_rules
 
-
-def chained_loop(n: int) -> str:
-    """A function whose loop body is ``n`` chained, loop-carried updates of four names."""
-    body = []
-    for i in range(n):
-        body.append(
-            (
-                f"seek += {i}",
-                f"x = x + seek * {i}",
-                "y = y * 0.9 + x",
-                "total = total + y.sum() + seek",
-            )[i % 4]
-        )
-    lines = [
-        "import torch",
-        "",
-        "def f(x, data):",
-        "    seek = 0",
-        "    total = 0",
-        "    y = torch.zeros(3, device='cuda')",
-        "    for step in range(10):",
-        *(f"        {b}" for b in body),
-        "        print(total.item())",
-        "    return y",
-    ]
-    return "\n".join(lines) + "\n"
-
-
-def many_loops(n: int) -> str:
-    """``n`` small functions, each with a loop of carried updates and a host read."""
-    parts = ["import torch", ""]
-    for i in range(n):
-        parts += [
-            f"def f{i}(loader, model):",
-            "    total = torch.zeros((), device='cuda')",
-            "    seen = 0",
-            "    for x, y in loader:",
-            "        x = x.cuda()",
-            "        loss = model(x).sum()",
-            "        total = total + loss",
-            "        seen += 1",
-            "        if seen % 10 == 0:",
-            "            print(total.item() / seen)",
-            "    return total",
-            "",
-        ]
-    return "\n".join(parts)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks.scaling import chained_loop, many_loops  # noqa: E402  (the benchmark's generators)
 
 
 def work(source: str) -> int:
