@@ -37,9 +37,11 @@ from . import (
     pynumbers,
     shapes,
 )
+from .callgraph import CallSites
 from .effects import Effects
 from .fixpoint import FactSolver
 from .host_reads import HostRead
+from .project import ProjectIndex
 from .syntax import dotted_name, literal_number, through_call
 from .values import Device, Value
 
@@ -60,6 +62,8 @@ class Caches:
     import_aliases: frozenset[str] | None = None
     all_names: frozenset[str] | None = None
     qualnames: dict[cst.CSTNode, frozenset[str]] = field(default_factory=dict)
+    call_sites: dict[cst.FunctionDef, CallSites] = field(default_factory=dict)
+    returns: dict[cst.FunctionDef, list[cst.Return] | None] = field(default_factory=dict)
 
 
 class ModuleAnalysis:
@@ -70,8 +74,14 @@ class ModuleAnalysis:
         wrapper: MetadataWrapper,
         *,
         hot_functions: Sequence[str] = DEFAULT_HOT_FUNCTIONS,
+        module_name: str | None = None,
+        project: ProjectIndex | None = None,
     ) -> None:
         self.wrapper = wrapper
+        #: The dotted module name of this file in its project (None: a source without a path).
+        self.module_name = module_name
+        #: What the other files of the project import (None: unknown, so nothing is imported).
+        self.project = project
         self.module = wrapper.module
         self.hot_functions = set(hot_functions)
         #: Memoised facts with loop-carried cycles solved by rounds; ``solver.work`` counts them.
@@ -162,6 +172,12 @@ class ModuleAnalysis:
     def is_hot(self, node: cst.CSTNode) -> bool:
         """In a loop body, or in a function that looks like a training/inference step."""
         return navigation.is_hot(self, node)
+
+    @cached_property
+    def is_script(self) -> bool:
+        """Is the module run as a program (an ``if __name__ == "__main__":`` block, or
+        ``__main__.py``), so that its functions are called from it alone (callgraph.py)?"""
+        return navigation.is_script(self)
 
     @cached_property
     def uses_streams(self) -> bool:

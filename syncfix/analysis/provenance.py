@@ -19,6 +19,7 @@ import libcst as cst
 from libcst.metadata import Assignment
 from libcst.metadata.scope_provider import BaseAssignment
 
+from . import callgraph
 from .bindings import assignment_order
 from .devices import fstring_device, string_device
 from .dtypes import dtype_kw, is_dtype
@@ -250,9 +251,12 @@ def _element_of(a: ModuleAnalysis, iterable: cst.BaseExpression) -> Value:
 
 
 def _param_value(a: ModuleAnalysis, param: cst.Param) -> Value:
-    if param.annotation is not None:
-        return _annotation_value(a, param.annotation)
-    return UNKNOWN
+    """What the call sites in this module pass (callgraph.py), else what the annotation promises."""
+    declared = _annotation_value(a, param.annotation) if param.annotation is not None else UNKNOWN
+    passed = callgraph.param_value(a, param)
+    if passed is None or passed.kind is Kind.UNKNOWN:
+        return declared
+    return passed
 
 
 def _annotation_value(a: ModuleAnalysis, ann: cst.Annotation) -> Value:
@@ -381,6 +385,9 @@ def _class_is_module(a: ModuleAnalysis, cls: cst.ClassDef, seen: set[str]) -> bo
 
 def _call_value(a: ModuleAnalysis, call: cst.Call) -> Value:
     func = call.func
+    local = callgraph.call_value(a, call)  # a function of this module: what it returns
+    if local is not None:
+        return local
     names = a.qualnames(func)
     if isinstance(func, cst.Attribute) and through_call(func.value):
         names = frozenset()  # LibCST names ``nn.Linear(3, 3).to`` "torch.nn.Linear.to"

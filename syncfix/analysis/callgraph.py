@@ -1,0 +1,261 @@
+"""Facts across functions of one module: a parameter's value from its call sites, a call's value
+from the callee's returns.
+
+**Call sites.** A function's call sites are the references LibCST's scope analysis records for its
+name (one list per function, so the work is linear in the references, never a scan of every call
+per use). A parameter's value is the join, over those calls, of the argument bound to it
+(positional or keyword) or its default; a call that omits a parameter without a default raises
+and binds nothing.
+
+**Escaping functions.** Call sites are only the whole story when every caller is in sight. A
+function *escapes*, and its parameters keep only what their annotations promise, when:
+
+- it is a method (``obj.m(...)`` calls are not resolved to a class here);
+- its name is bound more than once in its scope, or used other than as the callee of a direct
+  call (passed as a callback, stored, returned, ``spawn(f, ...)``), or called with ``*args`` /
+  ``**kwargs``;
+- it has a decorator other than the grad-mode ones (``torch.no_grad()``...), which keep the
+  arguments as they are;
+- it is a public (no leading underscore) module-level function of a module that is not a
+  *script*. A script is a module with an ``if __name__ == "__main__":`` block (or named
+  ``__main__.py``): its functions are taken to be called from the script alone. When the engine
+  knows the project (:class:`~syncfix.analysis.project.ProjectIndex`), a script that another
+  project file imports is not one.
+
+**Crossing a call.** A pinned (or possibly pinned) tensor that crosses a call boundary loses its
+*fresh* mark: the other side may refill it in place after the call (a caller's staging buffer),
+which only a whole-program look could rule out. Pageable tensors, devices, modules and loaders
+cross unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import libcst as cst
+from libcst.metadata import Assignment, ClassScope, GlobalScope
+
+from .values import OTHER, UNKNOWN, Kind, Memory, TupleValue, Value, join_all
+
+if TYPE_CHECKING:
+    from .module import ModuleAnalysis
+
+#: Decorators that call the function with the arguments they were given.
+TRANSPARENT_DECORATORS = frozenset(
+    {
+        "torch.no_grad",
+        "torch.inference_mode",
+        "torch.enable_grad",
+        "torch.autograd.no_grad",
+        "torch.autograd.grad_mode.no_grad",
+        "torch.autograd.grad_mode.inference_mode",
+    }
+)
+
+
+@dataclass(frozen=True)
+class CallSites:
+    """Every direct call of one function, or why its callers are not all in sight."""
+
+    calls: tuple[cst.Call, ...]
+    escapes: str | None  # None: ``calls`` are all its callers
+
+
+def call_sites(a: ModuleAnalysis, fn: cst.FunctionDef) -> CallSites:
+    """The direct calls of ``fn`` in this module (memoised per function)."""
+    found = a.cache.call_sites.get(fn)
+    if found is None:
+        found = a.cache.call_sites[fn] = _call_sites(a, fn)
+    return found
+
+
+def _call_sites(a: ModuleAnalysis, fn: cst.FunctionDef) -> CallSites:
+    scope = a.scope(fn)
+    if scope is None or isinstance(scope, ClassScope):
+        return CallSites((), "a method")
+    if not transparent_decorators(a, fn):
+        return CallSites((), "decorated")
+    name = fn.name.value
+    if isinstance(scope, GlobalScope) and not _module_private(a, name):
+        return CallSites((), "public function of an importable module")
+    assignments = list(scope.assignments[name])
+    if len(assignments) != 1 or not isinstance(assignments[0], Assignment) or assignments[0].node is not fn:
+        return CallSites((), "name bound more than once")
+    calls: list[cst.Call] = []
+    for access in assignments[0].references:
+        call = a.parent(access.node)
+        if not isinstance(call, cst.Call) or call.func is not access.node:
+            return CallSites((), "used other than as a callee")
+        if any(arg.star for arg in call.args):
+            return CallSites((), "called with *args or **kwargs")
+        calls.append(call)
+    calls.sort(key=lambda c: a.structure.order.get(c, -1))
+    return CallSites(tuple(calls), None)
+
+
+def _module_private(a: ModuleAnalysis, name: str) -> bool:
+    """Can only this module call its module-level function ``name``?"""
+    project = a.project
+    if project is not None and project.imports_name(a.module_name, name):
+        return False
+    return name.startswith("_") or a.is_script
+
+
+def transparent_decorators(a: ModuleAnalysis, fn: cst.FunctionDef) -> bool:
+    for dec in fn.decorators:
+        expr = dec.decorator
+        if isinstance(expr, cst.Call):
+            if expr.args:
+                return False
+            expr = expr.func
+        if a.qualname(expr) not in TRANSPARENT_DECORATORS:
+            return False
+    return True
+
+
+def across(v: Value) -> Value:
+    """``v`` as seen on the other side of a call (see the module docstring)."""
+    if isinstance(v, TupleValue):
+        return TupleValue(tuple(across(item) for item in v.items))
+    if v.is_tensor and v.fresh and v.memory is not Memory.PAGEABLE:
+        return replace(v, fresh=False)
+    return v
+
+
+def param_value(a: ModuleAnalysis, param: cst.Param) -> Value | None:
+    """The join of what the call sites bind to ``param``, or None when the function escapes,
+    is never called here, or ``param`` is ``*args``/``**kwargs``."""
+    params = a.parent(param)
+    fn = a.parent(params) if params is not None else None
+    if not isinstance(params, cst.Parameters) or not isinstance(fn, cst.FunctionDef):
+        return None
+    positional = [*params.posonly_params, *params.params]
+    index = next((i for i, p in enumerate(positional) if p is param), None)
+    keyword_ok = index is None or index >= len(params.posonly_params)
+    if index is None and not any(p is param for p in params.kwonly_params):
+        return None  # *args / **kwargs
+    sites = call_sites(a, fn)
+    if sites.escapes is not None or not sites.calls:
+        return None
+    values: list[Value] = []
+    for call in sites.calls:
+        expr = _argument(call, param.name.value, index, keyword_ok)
+        if expr is None:
+            expr = param.default
+        if expr is not None:
+            values.append(across(a.value(expr)))
+    return join_all(values) if values else None
+
+
+def _argument(call: cst.Call, name: str, index: int | None, keyword_ok: bool) -> cst.BaseExpression | None:
+    positional = [arg for arg in call.args if arg.keyword is None]
+    if index is not None and index < len(positional):
+        return positional[index].value
+    if keyword_ok:
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == name:
+                return arg.value
+    return None
+
+
+def local_function(a: ModuleAnalysis, func: cst.BaseExpression) -> cst.FunctionDef | None:
+    """The one function of this module a plain-name callee ``func`` refers to (not a method)."""
+    if not isinstance(func, cst.Name):
+        return None
+    bindings = a.bindings(func)
+    if len(bindings) != 1:
+        return None
+    asg = next(iter(bindings))
+    node = asg.node if isinstance(asg, Assignment) else None
+    if not isinstance(node, cst.FunctionDef) or isinstance(a.scope(node), ClassScope):
+        return None
+    return node
+
+
+def return_value(a: ModuleAnalysis, fn: cst.FunctionDef) -> Value:
+    """What calling ``fn`` gives: the join of its ``return`` values (None where it may fall off
+    its end); a generator or coroutine is no tensor; unknown under a decorator that may wrap it."""
+    if not transparent_decorators(a, fn):
+        return UNKNOWN
+    if fn.asynchronous is not None:
+        return OTHER
+    returns = _returns(a, fn)
+    if returns is None:
+        return OTHER  # a generator function
+    values = [OTHER if r.value is None else _return_item(a, r.value) for r in returns]
+    if not _always_exits(fn.body.body if isinstance(fn.body, cst.IndentedBlock) else ()):
+        values.append(OTHER)
+    if len(values) == 1:
+        return across(values[0])
+    return across(join_all(values))
+
+
+def _return_item(a: ModuleAnalysis, expr: cst.BaseExpression) -> Value:
+    if isinstance(expr, cst.Tuple) and all(isinstance(el, cst.Element) for el in expr.elements):
+        return TupleValue(tuple(a.value(el.value) for el in expr.elements))
+    return a.value(expr)
+
+
+def _returns(a: ModuleAnalysis, fn: cst.FunctionDef) -> list[cst.Return] | None:
+    """The ``return`` statements of ``fn`` itself (not of nested functions), or None when it
+    yields (memoised)."""
+    cached = a.cache.returns.get(fn)
+    if cached is not None or fn in a.cache.returns:
+        return cached
+    found: list[cst.Return] = []
+    generator = False
+
+    class Visitor(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is fn
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            return False
+
+        def visit_Return(self, node: cst.Return) -> None:
+            found.append(node)
+
+        def visit_Yield(self, node: cst.Yield) -> None:
+            nonlocal generator
+            generator = True
+
+    a.walk(fn, Visitor())
+    result = None if generator else found
+    a.cache.returns[fn] = result
+    return result
+
+
+def _always_exits(body: object, *, raising: bool = True) -> bool:
+    """Does a block provably end in ``return``/``raise`` on every path (so it never falls off)?
+    Under ``with`` only a ``return`` counts: the context manager may swallow what is raised."""
+    if not isinstance(body, (list, tuple)) or not body:
+        return False
+    last = body[-1]
+    exits = (cst.Return, cst.Raise) if raising else (cst.Return,)
+    if isinstance(last, cst.SimpleStatementLine):
+        return any(isinstance(s, exits) for s in last.body)
+    if isinstance(last, cst.If):
+        orelse = last.orelse
+        if orelse is None:
+            return False
+        rest = [orelse] if isinstance(orelse, cst.If) else list(orelse.body.body) if isinstance(orelse.body, cst.IndentedBlock) else []
+        return _block_exits(last.body, raising) and _always_exits(rest, raising=raising)
+    if isinstance(last, cst.With):
+        return _block_exits(last.body, False)
+    return False
+
+
+def _block_exits(block: cst.BaseSuite, raising: bool) -> bool:
+    return isinstance(block, cst.IndentedBlock) and _always_exits(list(block.body), raising=raising)
+
+
+def call_value(a: ModuleAnalysis, call: cst.Call) -> Value | None:
+    """The value of a call of a function of this module, or None when the callee is not one."""
+    fn = local_function(a, call.func)
+    if fn is None:
+        return None
+    return a.solver.get("returns", fn, lambda f: return_value(a, f), Value(Kind.BOTTOM), UNKNOWN)
