@@ -55,10 +55,11 @@ class Caches:
         default_factory=dict
     )
     accesses: dict[cst.CSTNode, list[Access]] | None = None
-    self_assignments: dict[cst.ClassDef, dict[str, list[cst.BaseExpression]]] = field(
+    self_assignments: dict[cst.ClassDef, dict[str, list[cst.BaseExpression | None]]] = field(
         default_factory=dict
     )
     classes: dict[str, cst.ClassDef] | None = None
+    subclasses: dict[cst.ClassDef, list[cst.ClassDef]] = field(default_factory=dict)
     import_aliases: frozenset[str] | None = None
     all_names: frozenset[str] | None = None
     qualnames: dict[cst.CSTNode, frozenset[str]] = field(default_factory=dict)

@@ -307,35 +307,78 @@ def _self_attribute(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
     if cls is None:
         return UNKNOWN
     attr = expr.attr.value
-    values = [a.value(v) for v in _self_assignments(a, cls).get(attr, [])]
-    return join_all(values) if values else UNKNOWN
+    # ``self`` may be an instance of a subclass of this module that sets the attribute too.
+    classes = _with_subclasses(a, cls)
+    bound = [v for c in classes for v in _self_assignments(a, c).get(attr, [])]
+    if not bound or None in bound or any("\0setattr" in _self_assignments(a, c) for c in classes):
+        return UNKNOWN  # never assigned here, assigned from a tuple or a loop, or ``setattr``
+    return join_all(a.value(v) for v in bound if v is not None)
 
 
-def _self_assignments(a: ModuleAnalysis, cls: cst.ClassDef) -> dict[str, list[cst.BaseExpression]]:
+def _with_subclasses(a: ModuleAnalysis, cls: cst.ClassDef) -> list[cst.ClassDef]:
+    """``cls`` and the classes of this module that derive from it (by name, transitively)."""
+    cached = a.cache.subclasses.get(cls)
+    if cached is not None:
+        return cached
+    found = [cls]
+    names = {cls.name.value}
+    grew = True
+    while grew:
+        grew = False
+        for other in _classes(a).values():
+            if other not in found and any(
+                isinstance(b.value, cst.Name) and b.value.value in names for b in other.bases
+            ):
+                found.append(other)
+                names.add(other.name.value)
+                grew = True
+    a.cache.subclasses[cls] = found
+    return found
+
+
+def _self_assignments(a: ModuleAnalysis, cls: cst.ClassDef) -> dict[str, list[cst.BaseExpression | None]]:
     cache = a.cache.self_assignments
     if cls in cache:
         return cache[cls]
-    found: dict[str, list[cst.BaseExpression]] = {}
+    found: dict[str, list[cst.BaseExpression | None]] = {}
+
+    def record(target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+            found.setdefault(target.attr.value, []).append(value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:  # ``self.a, self.b = ...``: unknown items
+                record(el.value, None)
 
     class V(cst.CSTVisitor):
         def visit_Assign(self, node: cst.Assign) -> None:
             for t in node.targets:
-                tgt = t.target
-                if (
-                    isinstance(tgt, cst.Attribute)
-                    and isinstance(tgt.value, cst.Name)
-                    and tgt.value.value == "self"
-                ):
-                    found.setdefault(tgt.attr.value, []).append(node.value)
-                elif isinstance(tgt, (cst.Tuple, cst.List)):
-                    found.setdefault("\0unknown", []).append(node.value)
+                record(t.target, node.value)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            record(node.target, node.value)
 
         def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            tgt = node.target
-            if isinstance(tgt, cst.Attribute):
-                found.setdefault(tgt.attr.value, []).append(node.value)
+            record(node.target, node.value)
+
+        def visit_For(self, node: cst.For) -> None:
+            record(node.target, None)
+
+        def visit_Call(self, node: cst.Call) -> None:
+            if isinstance(node.func, cst.Name) and node.func.value == "setattr":
+                found.setdefault("\0setattr", []).append(None)
 
     a.walk(cls.body, V())
+    # Class attributes (``device = "cuda"`` in the class body) are what ``self.device`` reads
+    # until an instance assignment shadows them: they join in.
+    for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Assign):
+                    for t in small.targets:
+                        if isinstance(t.target, cst.Name):
+                            found.setdefault(t.target.value, []).append(small.value)
+                elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value is not None:
+                    found.setdefault(small.target.value, []).append(small.value)
     cache[cls] = found
     return found
 
