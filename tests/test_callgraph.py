@@ -18,7 +18,8 @@ SCRIPT_END = '\nif __name__ == "__main__":\n    main()\n'
 def analyse(src: str, module_name: str | None = None, project: ProjectIndex | None = None):
     module = cst.parse_module(textwrap.dedent(src))
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    return ModuleAnalysis(wrapper, module_name=module_name, project=project), module
+    imported = project.imported_from(module_name) if project is not None and module_name else None
+    return ModuleAnalysis(wrapper, module_name=module_name, imported=imported), module
 
 
 def value_of_use(src: str, name: str, **kw):
@@ -188,13 +189,14 @@ def test_module_level_binding_and_self_attribute_inside_functions():
 def test_project_index_reads_relative_and_package_imports():
     index = ProjectIndex.build(
         {
-            "pkg.train": b"from .data import make_loader\nfrom . import utils\n",
+            "pkg.train": b"from .data import make_loader\nfrom . import (utils,\n  other as o)  # x\n",
             "pkg.data": b"def make_loader(): pass\n",
-            "broken": b"def (:\n",
+            "broken": b"def (:\nimport scripts.evaluate as ev, json\n",
         }
     )
-    assert index.imports_name("pkg.data", "make_loader")
-    assert not index.imports_name("pkg.data", "other")
-    assert index.imports_name("pkg.utils", "anything")  # imported whole
-    assert not index.imports_name("pkg.train", "main")
-    assert not index.imports_name(None, "main")
+    assert index.imported_from("pkg.data") == {"make_loader"}
+    assert "*" in index.imported_from("pkg.utils")  # imported whole
+    assert "*" in index.imported_from("pkg.other")
+    assert index.imported_from("pkg.train") == frozenset()
+    assert "*" in index.imported_from("evaluate")  # a script folder on sys.path
+    assert "*" in index.imported_from("tools.scripts.evaluate")  # a longer name of that file

@@ -19,8 +19,9 @@ function *escapes*, and its parameters keep only what their annotations promise,
 - it is a public (no leading underscore) module-level function of a module that is not a
   *script*. A script is a module with an ``if __name__ == "__main__":`` block (or named
   ``__main__.py``): its functions are taken to be called from the script alone. When the engine
-  knows the project (:class:`~syncfix.analysis.project.ProjectIndex`), a script that another
-  project file imports is not one.
+  knows the project (project.py), a function another project file imports (by name, or the
+  whole module) escapes whatever its name; without a project (a source given as text) a
+  script's functions are assumed not imported.
 
 **Crossing a call.** A pinned (or possibly pinned) tensor that crosses a call boundary loses its
 *fresh* mark: the other side may refill it in place after the call (a caller's staging buffer),
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.metadata import Assignment, ClassScope, GlobalScope
 
+from .project import ALL
 from .values import OTHER, UNKNOWN, Kind, Memory, TupleValue, Value, join_all
 
 if TYPE_CHECKING:
@@ -96,8 +98,8 @@ def _call_sites(a: ModuleAnalysis, fn: cst.FunctionDef) -> CallSites:
 
 def _module_private(a: ModuleAnalysis, name: str) -> bool:
     """Can only this module call its module-level function ``name``?"""
-    project = a.project
-    if project is not None and project.imports_name(a.module_name, name):
+    imported = a.imported
+    if imported is not None and (ALL in imported or name in imported):
         return False
     return name.startswith("_") or a.is_script
 

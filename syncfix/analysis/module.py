@@ -41,7 +41,6 @@ from .callgraph import CallSites
 from .effects import Effects
 from .fixpoint import FactSolver
 from .host_reads import HostRead
-from .project import ProjectIndex
 from .syntax import dotted_name, literal_number, through_call
 from .values import Device, Value
 
@@ -76,13 +75,14 @@ class ModuleAnalysis:
         *,
         hot_functions: Sequence[str] = DEFAULT_HOT_FUNCTIONS,
         module_name: str | None = None,
-        project: ProjectIndex | None = None,
+        imported: frozenset[str] | None = None,
     ) -> None:
         self.wrapper = wrapper
         #: The dotted module name of this file in its project (None: a source without a path).
         self.module_name = module_name
-        #: What the other files of the project import (None: unknown, so nothing is imported).
-        self.project = project
+        #: The names other files of the project import from this module (``"*"``: any); None
+        #: when the project is unknown (a source given as text): then nothing is imported.
+        self.imported = imported
         self.module = wrapper.module
         self.hot_functions = set(hot_functions)
         #: Memoised facts with loop-carried cycles solved by rounds; ``solver.work`` counts them.
