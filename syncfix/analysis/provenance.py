@@ -4,7 +4,9 @@ Provenance flows through ``torch.*`` / ``F.*`` / ``torch.linalg.*`` calls, tenso
 indexing, arithmetic, ``.to(...)``/``.cuda()``/``.cpu()``/``.pin_memory()``, calls of
 ``nn.Module`` instances (``self.fc`` set in ``__init__`` included), parameters annotated
 ``torch.Tensor``, and iteration over ``DataLoader`` objects (through ``enumerate``/``zip``/
-``tqdm``). numpy values and Python numbers are *not* tensors. A name's value is the join over the
+``tqdm``). Across functions (callgraph.py): a parameter is what its call sites in the module pass
+(when its function does not escape), a call of a module function is what it returns, and
+``self.<attr>`` joins every assignment in the class, its class attribute and its subclasses here. numpy values and Python numbers are *not* tensors. A name's value is the join over the
 bindings that can reach the use (bindings.py). Devices come from the usual idioms: ``"cuda"``,
 ``"cuda:1"``, ``f"cuda:{rank}"``, ints, ``torch.device("cuda", i)``, and ``"cuda" if
 torch.cuda.is_available() else "cpu"`` (``cuda|cpu``). The tables read here are in torch_api.py.
