@@ -446,6 +446,10 @@ def _call_value(a: ModuleAnalysis, call: cst.Call) -> Value:
         known = _torch_call_value(a, name, call)
         if known is not None:
             return known
+        if name in ("builtins.iter", "builtins.next"):
+            stepped = _loader_step(a, name, call)
+            if stepped is not None:
+                return stepped
         if name.startswith("numpy."):
             return Value(Kind.NDARRAY)
         if name.startswith("builtins."):
@@ -481,6 +485,23 @@ def _call_value(a: ModuleAnalysis, call: cst.Call) -> Value:
     if callee.kind is Kind.MODULE:
         return _module_output(a, call)
     return UNKNOWN
+
+
+def _loader_step(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | None:
+    """``iter(loader)`` iterates like the loader (so it is one here); ``next(it)`` of it is a
+    batch (joined with ``next``'s default, when given)."""
+    args = positional(call)
+    if not args or any(arg.star for arg in call.args) or len(call.args) > (1 if name == "builtins.iter" else 2):
+        return None
+    source = a.value(args[0].value)
+    if source.kind is Kind.BOTTOM:
+        return BOTTOM
+    if source.kind is not Kind.LOADER:
+        return None
+    if name == "builtins.iter":
+        return source
+    item = replace(source, kind=Kind.BATCH)
+    return item.join(a.value(args[1].value)) if len(args) > 1 else item
 
 
 def _module_output(a: ModuleAnalysis, call: cst.Call) -> Value:
