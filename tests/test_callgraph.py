@@ -33,7 +33,7 @@ def value_of_use(src: str, name: str, **kw):
                 uses.append(node)
 
     module.visit(V())
-    arg = next(arg for arg in uses[-1].args if isinstance(arg.value, cst.Name) and arg.value.value == name)
+    arg = next(arg for arg in uses[-1].args if module.code_for_node(arg.value) == name)
     return a.value(arg.value)
 
 
@@ -200,3 +200,58 @@ def test_project_index_reads_relative_and_package_imports():
     assert index.imported_from("pkg.train") == frozenset()
     assert "*" in index.imported_from("evaluate")  # a script folder on sys.path
     assert "*" in index.imported_from("tools.scripts.evaluate")  # a longer name of that file
+
+
+METHODS = """
+import torch
+
+class Loop:
+    def __init__(self):
+        self.device = torch.device("cuda")
+
+    def run(self):
+        self.step(torch.ones(2), scale=2.0)
+
+    def step(self, x, scale):
+        use(x, scale, self.device)
+        return x
+
+    def twice(self):
+        return self.step(torch.zeros(3), 1.0)
+"""
+
+
+def test_method_reached_only_through_self_calls():
+    v = value_of_use(METHODS + SCRIPT_END, "x")
+    assert (v.kind, v.device) == (Kind.TENSOR, Device.CPU)
+    assert value_of_use(METHODS + SCRIPT_END, "scale").kind is Kind.NUMBER
+
+
+@pytest.mark.parametrize(
+    "extra, why",
+    [
+        ("def other(loop):\n    loop.step(1, 2)\n", "used other than as self's callee"),
+        ("class Sub(Loop):\n    def step(self, x, scale):\n        pass\n", "several classes define the method"),
+        ("def other(loop):\n    return getattr(loop, 'step')\n", "the module uses getattr"),
+    ],
+)
+def test_method_with_callers_out_of_sight_escapes(extra, why):
+    src = METHODS + extra + SCRIPT_END
+    assert value_of_use(src, "x").kind is Kind.UNKNOWN
+    a, module = analyse(src)
+    loop = next(s for s in module.body if isinstance(s, cst.ClassDef))
+    step = next(s for s in loop.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "step")
+    assert call_sites(a, step).escapes == why
+
+
+def test_method_of_a_class_with_a_base_escapes():
+    src = METHODS.replace("class Loop:", "class Loop(torch.nn.Module):") + SCRIPT_END
+    assert value_of_use(src, "x").kind is Kind.UNKNOWN
+
+
+def test_attribute_assigned_through_the_instance_is_unknown():
+    assert value_of_use(METHODS + SCRIPT_END, "self.device").device is Device.CUDA
+    src = METHODS + "def other(loop):\n    loop.device = 'mps'\n" + SCRIPT_END
+    assert value_of_use(src, "self.device").kind is Kind.UNKNOWN
+    src = METHODS + "def other(loop):\n    a, loop.device = 1, 'mps'\n" + SCRIPT_END
+    assert value_of_use(src, "self.device").kind is Kind.UNKNOWN

@@ -10,7 +10,8 @@ and binds nothing.
 **Escaping functions.** Call sites are only the whole story when every caller is in sight. A
 function *escapes*, and its parameters keep only what their annotations promise, when:
 
-- it is a method (``obj.m(...)`` calls are not resolved to a class here);
+- it is a method other than one only ``self.m(...)`` calls of its class can reach (see
+  :func:`_method_call_sites`: ``obj.m(...)`` calls are not resolved to a class here);
 - its name is bound more than once in its scope, or used other than as the callee of a direct
   call (passed as a callback, stored, returned, ``spawn(f, ...)``), or called with ``*args`` /
   ``**kwargs``;
@@ -74,10 +75,12 @@ def call_sites(a: ModuleAnalysis, fn: cst.FunctionDef) -> CallSites:
 
 def _call_sites(a: ModuleAnalysis, fn: cst.FunctionDef) -> CallSites:
     scope = a.scope(fn)
-    if scope is None or isinstance(scope, ClassScope):
-        return CallSites((), "a method")
+    if scope is None:
+        return CallSites((), "not in a scope")
     if not transparent_decorators(a, fn):
         return CallSites((), "decorated")
+    if isinstance(scope, ClassScope):
+        return _method_call_sites(a, fn)
     name = fn.name.value
     if isinstance(scope, GlobalScope) and not _module_private(a, name):
         return CallSites((), "public function of an importable module")
@@ -94,6 +97,141 @@ def _call_sites(a: ModuleAnalysis, fn: cst.FunctionDef) -> CallSites:
         calls.append(call)
     calls.sort(key=lambda c: a.structure.order.get(c, -1))
     return CallSites(tuple(calls), None)
+
+
+def _method_call_sites(a: ModuleAnalysis, fn: cst.FunctionDef) -> CallSites:
+    """``self.m(...)`` calls in the class (and its subclasses here) of a method ``m`` that only
+    they can call: the class has no base (no framework calls its methods: ``forward`` through
+    ``nn.Module.__call__``), no other class here defines ``m``, ``m`` is not a dunder, the class
+    is no more importable than a module-level function would be, and every ``.m`` in the module
+    is such a call."""
+    block = a.parent(fn)
+    cls = a.parent(block) if block is not None else None
+    name = fn.name.value
+    if not isinstance(cls, cst.ClassDef) or a.parent(cls) is not a.module:
+        return CallSites((), "a method of a nested class")
+    if any(not (isinstance(b.value, cst.Name) and b.value.value == "object") for b in cls.bases) or cls.keywords:
+        return CallSites((), "a method of a class with a base")
+    if name.startswith("__") or not _module_private(a, cls.name.value):
+        return CallSites((), "a method of an importable class")
+    family = with_subclasses(a, cls)
+    if _method_definitions(a).get(name, 0) != 1:
+        return CallSites((), "several classes define the method")
+    calls: list[cst.Call] = []
+    for ref in _attribute_refs(a).get(name, ()):
+        call = a.parent(ref)
+        owner = next((c for c in a.ancestors(ref) if isinstance(c, cst.ClassDef)), None)
+        if not (
+            isinstance(ref.value, cst.Name)
+            and ref.value.value == "self"
+            and owner in family
+            and isinstance(call, cst.Call)
+            and call.func is ref
+        ):
+            return CallSites((), "used other than as self's callee")
+        if any(arg.star for arg in call.args):
+            return CallSites((), "called with *args or **kwargs")
+        calls.append(call)
+    if _dynamic_attributes(a):
+        return CallSites((), "the module uses getattr")
+    calls.sort(key=lambda c: a.structure.order.get(c, -1))
+    return CallSites(tuple(calls), None)
+
+
+def _attribute_refs(a: ModuleAnalysis) -> dict[str, list[cst.Attribute]]:
+    """Every ``x.name`` in the module by ``name`` (one walk per module)."""
+    if a.cache.attribute_refs is None:
+        refs: dict[str, list[cst.Attribute]] = {}
+        methods: dict[str, int] = {}
+        defs: dict[str, cst.FunctionDef] = {}
+        dynamic = [False]
+
+        class Visitor(cst.CSTVisitor):
+            def visit_Attribute(self, node: cst.Attribute) -> None:
+                refs.setdefault(node.attr.value, []).append(node)
+
+            def visit_ClassDef(self, node: cst.ClassDef) -> None:
+                for stmt in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
+                    if isinstance(stmt, cst.FunctionDef):
+                        methods[stmt.name.value] = methods.get(stmt.name.value, 0) + 1
+                        defs[stmt.name.value] = stmt
+
+            def visit_Call(self, node: cst.Call) -> None:
+                if isinstance(node.func, cst.Name) and node.func.value in ("getattr", "vars"):
+                    dynamic[0] = True
+                if isinstance(node.func, cst.Name) and node.func.value == "setattr":
+                    refs.setdefault("\0setattr", [])
+
+        a.walk(a.module, Visitor())
+        a.cache.attribute_refs = refs
+        a.cache.method_definitions = methods
+        a.cache.method_defs = {name: fn for name, fn in defs.items() if methods[name] == 1}
+        a.cache.dynamic_attributes = dynamic[0]
+    return a.cache.attribute_refs
+
+
+def attribute_set_elsewhere(a: ModuleAnalysis, attr: str, family: list[cst.ClassDef]) -> bool:
+    """Is ``x.attr`` assigned anywhere in the module other than as ``self.attr`` in a method of
+    ``family`` (``trainer.loader = ...``), or is there a ``setattr`` call?"""
+    refs = _attribute_refs(a)
+    if "\0setattr" in refs:
+        return True
+    for ref in refs.get(attr, ()):
+        child: cst.CSTNode = ref
+        parent = a.parent(ref)
+        while isinstance(parent, (cst.Element, cst.StarredElement, cst.Tuple, cst.List)):
+            child, parent = parent, a.parent(parent)  # ``a, obj.x = ...``: up to the target
+        stored = (
+            isinstance(parent, (cst.AssignTarget, cst.AsName, cst.Del))
+            or isinstance(parent, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor)) and parent.target is child
+        )
+        if not stored:
+            continue
+        owner = next((c for c in a.ancestors(ref) if isinstance(c, cst.ClassDef)), None)
+        if not (isinstance(ref.value, cst.Name) and ref.value.value == "self" and owner in family):
+            return True
+    return False
+
+
+def _method_definitions(a: ModuleAnalysis) -> dict[str, int]:
+    _attribute_refs(a)
+    assert a.cache.method_definitions is not None
+    return a.cache.method_definitions
+
+
+def _dynamic_attributes(a: ModuleAnalysis) -> bool:
+    _attribute_refs(a)
+    return bool(a.cache.dynamic_attributes)
+
+
+def module_classes(a: ModuleAnalysis) -> dict[str, cst.ClassDef]:
+    """The module's top-level classes by name."""
+    if a.cache.classes is None:
+        a.cache.classes = {
+            stmt.name.value: stmt for stmt in a.module.body if isinstance(stmt, cst.ClassDef)
+        }
+    return a.cache.classes
+
+
+def with_subclasses(a: ModuleAnalysis, cls: cst.ClassDef) -> list[cst.ClassDef]:
+    """``cls`` and the classes of this module that derive from it (by name, transitively)."""
+    cached = a.cache.subclasses.get(cls)
+    if cached is not None:
+        return cached
+    found = [cls]
+    names = {cls.name.value}
+    grew = True
+    while grew:
+        grew = False
+        for other in module_classes(a).values():
+            if other not in found and any(
+                isinstance(b.value, cst.Name) and b.value.value in names for b in other.bases
+            ):
+                found.append(other)
+                names.add(other.name.value)
+                grew = True
+    a.cache.subclasses[cls] = found
+    return found
 
 
 def _module_private(a: ModuleAnalysis, name: str) -> bool:
@@ -133,6 +271,10 @@ def param_value(a: ModuleAnalysis, param: cst.Param) -> Value | None:
     if not isinstance(params, cst.Parameters) or not isinstance(fn, cst.FunctionDef):
         return None
     positional = [*params.posonly_params, *params.params]
+    if isinstance(a.scope(fn), ClassScope):
+        if not positional or positional[0] is param:
+            return None  # ``self``
+        positional = positional[1:]
     index = next((i for i, p in enumerate(positional) if p is param), None)
     keyword_ok = index is None or index >= len(params.posonly_params)
     if index is None and not any(p is param for p in params.kwonly_params):
@@ -162,7 +304,14 @@ def _argument(call: cst.Call, name: str, index: int | None, keyword_ok: bool) ->
 
 
 def local_function(a: ModuleAnalysis, func: cst.BaseExpression) -> cst.FunctionDef | None:
-    """The one function of this module a plain-name callee ``func`` refers to (not a method)."""
+    """The one function of this module a plain-name callee ``func`` refers to, or the method a
+    ``self.m`` callee refers to when only ``self.m(...)`` calls reach it (no override, no base)."""
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+        _attribute_refs(a)
+        method = (a.cache.method_defs or {}).get(func.attr.value)
+        if method is not None and call_sites(a, method).escapes is None:
+            return method
+        return None
     if not isinstance(func, cst.Name):
         return None
     bindings = a.bindings(func)

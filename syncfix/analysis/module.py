@@ -64,6 +64,10 @@ class Caches:
     qualnames: dict[cst.CSTNode, frozenset[str]] = field(default_factory=dict)
     call_sites: dict[cst.FunctionDef, CallSites] = field(default_factory=dict)
     returns: dict[cst.FunctionDef, list[cst.Return] | None] = field(default_factory=dict)
+    attribute_refs: dict[str, list[cst.Attribute]] | None = None
+    method_definitions: dict[str, int] | None = None
+    method_defs: dict[str, cst.FunctionDef] | None = None
+    dynamic_attributes: bool | None = None
 
 
 class ModuleAnalysis:

@@ -310,32 +310,13 @@ def _self_attribute(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
         return UNKNOWN
     attr = expr.attr.value
     # ``self`` may be an instance of a subclass of this module that sets the attribute too.
-    classes = _with_subclasses(a, cls)
+    classes = callgraph.with_subclasses(a, cls)
+    if callgraph.attribute_set_elsewhere(a, attr, classes):
+        return UNKNOWN  # ``trainer.device = ...`` outside the class: not only its methods set it
     bound = [v for c in classes for v in _self_assignments(a, c).get(attr, [])]
     if not bound or None in bound or any("\0setattr" in _self_assignments(a, c) for c in classes):
         return UNKNOWN  # never assigned here, assigned from a tuple or a loop, or ``setattr``
     return join_all(a.value(v) for v in bound if v is not None)
-
-
-def _with_subclasses(a: ModuleAnalysis, cls: cst.ClassDef) -> list[cst.ClassDef]:
-    """``cls`` and the classes of this module that derive from it (by name, transitively)."""
-    cached = a.cache.subclasses.get(cls)
-    if cached is not None:
-        return cached
-    found = [cls]
-    names = {cls.name.value}
-    grew = True
-    while grew:
-        grew = False
-        for other in _classes(a).values():
-            if other not in found and any(
-                isinstance(b.value, cst.Name) and b.value.value in names for b in other.bases
-            ):
-                found.append(other)
-                names.add(other.name.value)
-                grew = True
-    a.cache.subclasses[cls] = found
-    return found
 
 
 def _self_assignments(a: ModuleAnalysis, cls: cst.ClassDef) -> dict[str, list[cst.BaseExpression | None]]:
@@ -402,16 +383,8 @@ def _is_module_class(a: ModuleAnalysis, node: cst.BaseExpression) -> bool:
     return False
 
 
-def _classes(a: ModuleAnalysis) -> dict[str, cst.ClassDef]:
-    if a.cache.classes is None:
-        a.cache.classes = {
-            stmt.name.value: stmt for stmt in a.module.body if isinstance(stmt, cst.ClassDef)
-        }
-    return a.cache.classes
-
-
 def _local_class(a: ModuleAnalysis, name: str) -> cst.ClassDef | None:
-    return _classes(a).get(name)
+    return callgraph.module_classes(a).get(name)
 
 
 def _class_is_module(a: ModuleAnalysis, cls: cst.ClassDef, seen: set[str]) -> bool:
