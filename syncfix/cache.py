@@ -78,10 +78,13 @@ class Cache:
         self.directory = str(directory)
         self.base = settings_fingerprint(settings)
 
-    def key(self, data: bytes, path: str, settings: Settings) -> str:
+    def key(self, data: bytes, path: str, settings: Settings, context: str = "") -> str:
+        """``context``: what the findings took from other files (the project index's answer
+        for this file), so that they are looked up afresh when it changes."""
         codes = ",".join(settings.enabled(all_rules(), path))  # per-file-ignores vary by path
         h = hashlib.sha256()
-        for part in (self.base.encode(), codes.encode(), path.encode("utf-8", "surrogateescape"), data):
+        parts = (self.base.encode(), codes.encode(), path.encode("utf-8", "surrogateescape"), data, context.encode())
+        for part in parts:
             h.update(len(part).to_bytes(8, "little"))  # length-prefixed: no two inputs collide
             h.update(part)
         return h.hexdigest()
@@ -89,15 +92,15 @@ class Cache:
     def _entry(self, key: str) -> Path:
         return Path(self.directory) / __version__ / key[:2] / f"{key}.json"
 
-    def get(self, data: bytes, path: str, settings: Settings) -> list[Finding] | None:
+    def get(self, data: bytes, path: str, settings: Settings, context: str = "") -> list[Finding] | None:
         try:
-            raw = json.loads(self._entry(self.key(data, path, settings)).read_text(encoding="utf-8"))
+            raw = json.loads(self._entry(self.key(data, path, settings, context)).read_text(encoding="utf-8"))
             return [_finding(f, path) for f in raw["findings"]]
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
-    def put(self, data: bytes, path: str, settings: Settings, findings: list[Finding]) -> None:
-        entry = self._entry(self.key(data, path, settings))
+    def put(self, data: bytes, path: str, settings: Settings, findings: list[Finding], context: str = "") -> None:
+        entry = self._entry(self.key(data, path, settings, context))
         payload = json.dumps({"findings": [_jsonable(f) for f in findings]})
         tmp = None
         try:

@@ -26,6 +26,7 @@ from .fileio import FileError, decode, read_source, write_atomic
 from .model import FileResult, Finding
 from .noqa import add_noqa
 from .progress import Tick, no_tick, progress_bar
+from .projects import contexts as project_contexts
 from .reporting import (
     FORMATS,
     ReportContext,
@@ -325,7 +326,11 @@ def _run(opts: dict, mode: str) -> int:
     want_source = diff or interactive or fmt == "full"
     use_cache = not opts.get("no_cache") and not interactive
     cache = results_cache.Cache(_cache_dir(settings, opts), settings) if use_cache else None
-    jobs = [Job(f, fix=fix, write=write, want_source=want_source, cache=cache) for f in found.files]
+    places = project_contexts(found.files)  # the project index: one pass over each project's files
+    jobs = [
+        Job(f, fix=fix, write=write, want_source=want_source, cache=cache, context=places.get(f))
+        for f in found.files
+    ]
     if not found.files and not found.errors:
         click.echo("syncfix: warning: No Python files found under the given path(s)", err=True)
     if interactive:

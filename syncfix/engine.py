@@ -18,6 +18,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from . import suppression
 from .analysis import ModuleAnalysis
+from .analysis.project import ModuleContext
 from .cache import Cache, would_fix
 from .config import Settings
 from .deepstack import call_deep
@@ -139,9 +140,19 @@ def _syntax_error(data: bytes, exc: cst.ParserSyntaxError) -> str:
     return f"syntax error: {exc.message.removeprefix('parser error: ')}"
 
 
-def analyze(module: cst.Module, rules: Sequence[type[Rule]], settings: Settings) -> Analyzed:
+def analyze(
+    module: cst.Module,
+    rules: Sequence[type[Rule]],
+    settings: Settings,
+    context: ModuleContext | None = None,
+) -> Analyzed:
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    analysis = ModuleAnalysis(wrapper, hot_functions=settings.hot_functions)
+    analysis = ModuleAnalysis(
+        wrapper,
+        hot_functions=settings.hot_functions,
+        module_name=context.module_name if context else None,
+        imported=context.imported if context else None,
+    )
     visitors = [rule(analysis) for rule in rules]
     try:
         for visitor in visitors:
@@ -323,13 +334,16 @@ def process_source(
     fix: bool,
     with_edits: bool = True,
     accept: Accept | None = None,
+    context: ModuleContext | None = None,
 ) -> tuple[bytes, list[Finding], list[Finding]]:
     """Check (and with ``fix`` rewrite) one source. Returns (new bytes, remaining, applied).
 
-    ``accept`` (interactive mode) is asked about each fix before it is applied.
+    ``accept`` (interactive mode) is asked about each fix before it is applied. ``context``:
+    the file's place in its project (what other files import from it), when known.
     """
     return call_deep(
-        _process_source, data, path, settings, fix=fix, with_edits=with_edits, accept=accept
+        _process_source, data, path, settings, fix=fix, with_edits=with_edits, accept=accept,
+        context=context,
     )
 
 
@@ -341,6 +355,7 @@ def _process_source(
     fix: bool,
     with_edits: bool,
     accept: Accept | None,
+    context: ModuleContext | None = None,
 ) -> tuple[bytes, list[Finding], list[Finding]]:
     enabled = enabled_rules(settings, path)
     rules = prefilter(data, enabled)
@@ -351,7 +366,7 @@ def _process_source(
     declined: set[tuple] = set()
     text = decode(data, module.encoding)  # the source as it stands in each round
     for _round in range(MAX_ROUNDS):
-        analyzed = analyze(module, rules, settings)
+        analyzed = analyze(module, rules, settings, context)
         sup = suppression.parse(text)
         raws = apply_suppressions(analyzed, sup, {r.CODE for r in enabled})
         if not settings.include_cold:
@@ -459,6 +474,7 @@ class Job:
     with_edits: bool = True
     cache: Cache | None = None  # check results of unchanged files (see syncfix/cache.py)
     looked_up: bool = False  # the main process already missed in the cache: only store
+    context: ModuleContext | None = None  # its place in the project (syncfix/projects.py)
 
 
 def _uses_cache(job: Job) -> bool:
@@ -468,10 +484,14 @@ def _uses_cache(job: Job) -> bool:
 def _cache_hit(job: Job, data: bytes, settings: Settings) -> list[Finding] | None:
     if job.cache is None or not _uses_cache(job) or job.looked_up:
         return None
-    hit = job.cache.get(data, job.path, settings)
+    hit = job.cache.get(data, job.path, settings, _context_key(job))
     if hit is None or (job.fix and any(would_fix(f, settings) for f in hit)):
         return None
     return hit
+
+
+def _context_key(job: Job) -> str:
+    return job.context.fingerprint() if job.context is not None else ""
 
 
 def cached_result(job: Job, settings: Settings) -> FileResult | None:
@@ -499,11 +519,12 @@ def process_file(job: Job, settings: Settings, accept: Accept | None = None) -> 
             result.findings = hit
             return result
         new, remaining, applied = process_source(
-            snap.data, job.path, settings, fix=job.fix, with_edits=job.with_edits, accept=accept
+            snap.data, job.path, settings, fix=job.fix, with_edits=job.with_edits, accept=accept,
+            context=job.context,
         )
         result.findings, result.fixed = remaining, applied
         if cache is not None and new == snap.data:
-            cache.put(snap.data, job.path, settings, remaining)
+            cache.put(snap.data, job.path, settings, remaining, _context_key(job))
         if job.want_source and (remaining or new != snap.data):
             result.source = decode(snap.data, snap.encoding)
         if new != snap.data:

@@ -167,7 +167,7 @@ def test_parallel_warm_run_answers_hits_without_a_pool(project, monkeypatch):
     )
     lookups = []
     real_get = results_cache.Cache.get
-    monkeypatch.setattr(results_cache.Cache, "get", lambda self, d, path, st: lookups.append(path) or real_get(self, d, path, st))
+    monkeypatch.setattr(results_cache.Cache, "get", lambda self, d, path, st, *rest: lookups.append(path) or real_get(self, d, path, st, *rest))
     again = CliRunner().invoke(cli, args)
     assert seen == ["./p03.py"]
     assert len(lookups) == len(set(lookups)) == 41  # every file (m.py too) once: a miss is not looked up again

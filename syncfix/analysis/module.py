@@ -37,6 +37,7 @@ from . import (
     pynumbers,
     shapes,
 )
+from .callgraph import CallSites
 from .effects import Effects
 from .fixpoint import FactSolver
 from .host_reads import HostRead
@@ -53,13 +54,20 @@ class Caches:
         default_factory=dict
     )
     accesses: dict[cst.CSTNode, list[Access]] | None = None
-    self_assignments: dict[cst.ClassDef, dict[str, list[cst.BaseExpression]]] = field(
+    self_assignments: dict[cst.ClassDef, dict[str, list[cst.BaseExpression | None]]] = field(
         default_factory=dict
     )
     classes: dict[str, cst.ClassDef] | None = None
+    subclasses: dict[cst.ClassDef, list[cst.ClassDef]] = field(default_factory=dict)
     import_aliases: frozenset[str] | None = None
     all_names: frozenset[str] | None = None
     qualnames: dict[cst.CSTNode, frozenset[str]] = field(default_factory=dict)
+    call_sites: dict[cst.FunctionDef, CallSites] = field(default_factory=dict)
+    returns: dict[cst.FunctionDef, list[cst.Return] | None] = field(default_factory=dict)
+    attribute_refs: dict[str, list[cst.Attribute]] | None = None
+    method_definitions: dict[str, int] | None = None
+    method_defs: dict[str, cst.FunctionDef] | None = None
+    dynamic_attributes: bool | None = None
 
 
 class ModuleAnalysis:
@@ -70,8 +78,15 @@ class ModuleAnalysis:
         wrapper: MetadataWrapper,
         *,
         hot_functions: Sequence[str] = DEFAULT_HOT_FUNCTIONS,
+        module_name: str | None = None,
+        imported: frozenset[str] | None = None,
     ) -> None:
         self.wrapper = wrapper
+        #: The dotted module name of this file in its project (None: a source without a path).
+        self.module_name = module_name
+        #: The names other files of the project import from this module (``"*"``: any); None
+        #: when the project is unknown (a source given as text): then nothing is imported.
+        self.imported = imported
         self.module = wrapper.module
         self.hot_functions = set(hot_functions)
         #: Memoised facts with loop-carried cycles solved by rounds; ``solver.work`` counts them.
@@ -162,6 +177,12 @@ class ModuleAnalysis:
     def is_hot(self, node: cst.CSTNode) -> bool:
         """In a loop body, or in a function that looks like a training/inference step."""
         return navigation.is_hot(self, node)
+
+    @cached_property
+    def is_script(self) -> bool:
+        """Is the module run as a program (an ``if __name__ == "__main__":`` block, or
+        ``__main__.py``), so that its functions are called from it alone (callgraph.py)?"""
+        return navigation.is_script(self)
 
     @cached_property
     def uses_streams(self) -> bool:

@@ -206,3 +206,18 @@ def may_end_in(a: ModuleAnalysis, node: cst.CSTNode, last_parts: Iterable[str]) 
     if isinstance(node, cst.Name):
         return node.value in last_parts or node.value in _import_aliases(a)
     return True
+
+
+def is_script(a: ModuleAnalysis) -> bool:
+    """A top-level ``if __name__ == "__main__":`` (either operand order), or ``__main__.py``."""
+    if a.module_name is not None and a.module_name.rsplit(".", 1)[-1] == "__main__":
+        return True
+    for stmt in a.module.body:
+        if isinstance(stmt, cst.If) and isinstance(stmt.test, cst.Comparison) and len(stmt.test.comparisons) == 1:
+            comp = stmt.test.comparisons[0]
+            sides = {stmt.test.left, comp.comparator}
+            names = {s.value for s in sides if isinstance(s, cst.Name)}
+            strings = {s.evaluated_value for s in sides if isinstance(s, cst.SimpleString)}
+            if isinstance(comp.operator, cst.Equal) and names == {"__name__"} and strings == {"__main__"}:
+                return True
+    return False

@@ -4,7 +4,9 @@ Provenance flows through ``torch.*`` / ``F.*`` / ``torch.linalg.*`` calls, tenso
 indexing, arithmetic, ``.to(...)``/``.cuda()``/``.cpu()``/``.pin_memory()``, calls of
 ``nn.Module`` instances (``self.fc`` set in ``__init__`` included), parameters annotated
 ``torch.Tensor``, and iteration over ``DataLoader`` objects (through ``enumerate``/``zip``/
-``tqdm``). numpy values and Python numbers are *not* tensors. A name's value is the join over the
+``tqdm``). Across functions (callgraph.py): a parameter is what its call sites in the module pass
+(when its function does not escape), a call of a module function is what it returns, and
+``self.<attr>`` joins every assignment in the class, its class attribute and its subclasses here. numpy values and Python numbers are *not* tensors. A name's value is the join over the
 bindings that can reach the use (bindings.py). Devices come from the usual idioms: ``"cuda"``,
 ``"cuda:1"``, ``f"cuda:{rank}"``, ints, ``torch.device("cuda", i)``, and ``"cuda" if
 torch.cuda.is_available() else "cpu"`` (``cuda|cpu``). The tables read here are in torch_api.py.
@@ -19,6 +21,7 @@ import libcst as cst
 from libcst.metadata import Assignment
 from libcst.metadata.scope_provider import BaseAssignment
 
+from . import callgraph
 from .bindings import assignment_order
 from .devices import fstring_device, string_device
 from .dtypes import dtype_kw, is_dtype
@@ -251,9 +254,12 @@ def _element_of(a: ModuleAnalysis, iterable: cst.BaseExpression) -> Value:
 
 
 def _param_value(a: ModuleAnalysis, param: cst.Param) -> Value:
-    if param.annotation is not None:
-        return _annotation_value(a, param.annotation)
-    return UNKNOWN
+    """What the call sites in this module pass (callgraph.py), else what the annotation promises."""
+    declared = _annotation_value(a, param.annotation) if param.annotation is not None else UNKNOWN
+    passed = callgraph.param_value(a, param)
+    if passed is None or passed.kind is Kind.UNKNOWN:
+        return declared
+    return passed
 
 
 def _annotation_value(a: ModuleAnalysis, ann: cst.Annotation) -> Value:
@@ -304,35 +310,59 @@ def _self_attribute(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
     if cls is None:
         return UNKNOWN
     attr = expr.attr.value
-    values = [a.value(v) for v in _self_assignments(a, cls).get(attr, [])]
-    return join_all(values) if values else UNKNOWN
+    # ``self`` may be an instance of a subclass of this module that sets the attribute too.
+    classes = callgraph.with_subclasses(a, cls)
+    if callgraph.attribute_set_elsewhere(a, attr, classes):
+        return UNKNOWN  # ``trainer.device = ...`` outside the class: not only its methods set it
+    bound = [v for c in classes for v in _self_assignments(a, c).get(attr, [])]
+    if not bound or None in bound or any("\0setattr" in _self_assignments(a, c) for c in classes):
+        return UNKNOWN  # never assigned here, assigned from a tuple or a loop, or ``setattr``
+    return join_all(a.value(v) for v in bound if v is not None)
 
 
-def _self_assignments(a: ModuleAnalysis, cls: cst.ClassDef) -> dict[str, list[cst.BaseExpression]]:
+def _self_assignments(a: ModuleAnalysis, cls: cst.ClassDef) -> dict[str, list[cst.BaseExpression | None]]:
     cache = a.cache.self_assignments
     if cls in cache:
         return cache[cls]
-    found: dict[str, list[cst.BaseExpression]] = {}
+    found: dict[str, list[cst.BaseExpression | None]] = {}
+
+    def record(target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+            found.setdefault(target.attr.value, []).append(value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:  # ``self.a, self.b = ...``: unknown items
+                record(el.value, None)
 
     class V(cst.CSTVisitor):
         def visit_Assign(self, node: cst.Assign) -> None:
             for t in node.targets:
-                tgt = t.target
-                if (
-                    isinstance(tgt, cst.Attribute)
-                    and isinstance(tgt.value, cst.Name)
-                    and tgt.value.value == "self"
-                ):
-                    found.setdefault(tgt.attr.value, []).append(node.value)
-                elif isinstance(tgt, (cst.Tuple, cst.List)):
-                    found.setdefault("\0unknown", []).append(node.value)
+                record(t.target, node.value)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            record(node.target, node.value)
 
         def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            tgt = node.target
-            if isinstance(tgt, cst.Attribute):
-                found.setdefault(tgt.attr.value, []).append(node.value)
+            record(node.target, node.value)
+
+        def visit_For(self, node: cst.For) -> None:
+            record(node.target, None)
+
+        def visit_Call(self, node: cst.Call) -> None:
+            if isinstance(node.func, cst.Name) and node.func.value == "setattr":
+                found.setdefault("\0setattr", []).append(None)
 
     a.walk(cls.body, V())
+    # Class attributes (``device = "cuda"`` in the class body) are what ``self.device`` reads
+    # until an instance assignment shadows them: they join in.
+    for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Assign):
+                    for t in small.targets:
+                        if isinstance(t.target, cst.Name):
+                            found.setdefault(t.target.value, []).append(small.value)
+                elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value is not None:
+                    found.setdefault(small.target.value, []).append(small.value)
     cache[cls] = found
     return found
 
@@ -354,16 +384,8 @@ def _is_module_class(a: ModuleAnalysis, node: cst.BaseExpression) -> bool:
     return False
 
 
-def _classes(a: ModuleAnalysis) -> dict[str, cst.ClassDef]:
-    if a.cache.classes is None:
-        a.cache.classes = {
-            stmt.name.value: stmt for stmt in a.module.body if isinstance(stmt, cst.ClassDef)
-        }
-    return a.cache.classes
-
-
 def _local_class(a: ModuleAnalysis, name: str) -> cst.ClassDef | None:
-    return _classes(a).get(name)
+    return callgraph.module_classes(a).get(name)
 
 
 def _class_is_module(a: ModuleAnalysis, cls: cst.ClassDef, seen: set[str]) -> bool:
@@ -382,6 +404,9 @@ def _class_is_module(a: ModuleAnalysis, cls: cst.ClassDef, seen: set[str]) -> bo
 
 def _call_value(a: ModuleAnalysis, call: cst.Call) -> Value:
     func = call.func
+    local = callgraph.call_value(a, call)  # a function of this module: what it returns
+    if local is not None:
+        return local
     names = a.qualnames(func)
     if isinstance(func, cst.Attribute) and through_call(func.value):
         names = frozenset()  # LibCST names ``nn.Linear(3, 3).to`` "torch.nn.Linear.to"
@@ -395,6 +420,10 @@ def _call_value(a: ModuleAnalysis, call: cst.Call) -> Value:
         known = _torch_call_value(a, name, call)
         if known is not None:
             return known
+        if name in ("builtins.iter", "builtins.next"):
+            stepped = _loader_step(a, name, call)
+            if stepped is not None:
+                return stepped
         if name.startswith("numpy."):
             return Value(Kind.NDARRAY)
         if name.startswith("builtins."):
@@ -430,6 +459,23 @@ def _call_value(a: ModuleAnalysis, call: cst.Call) -> Value:
     if callee.kind is Kind.MODULE:
         return _module_output(a, call)
     return UNKNOWN
+
+
+def _loader_step(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | None:
+    """``iter(loader)`` iterates like the loader (so it is one here); ``next(it)`` of it is a
+    batch (joined with ``next``'s default, when given)."""
+    args = positional(call)
+    if not args or any(arg.star for arg in call.args) or len(call.args) > (1 if name == "builtins.iter" else 2):
+        return None
+    source = a.value(args[0].value)
+    if source.kind is Kind.BOTTOM:
+        return BOTTOM
+    if source.kind is not Kind.LOADER:
+        return None
+    if name == "builtins.iter":
+        return source
+    item = replace(source, kind=Kind.BATCH)
+    return item.join(a.value(args[1].value)) if len(args) > 1 else item
 
 
 def _module_output(a: ModuleAnalysis, call: cst.Call) -> Value:

@@ -1,0 +1,412 @@
+"""Facts across functions of one module: a parameter's value from its call sites, a call's value
+from the callee's returns.
+
+**Call sites.** A function's call sites are the references LibCST's scope analysis records for its
+name (one list per function, so the work is linear in the references, never a scan of every call
+per use). A parameter's value is the join, over those calls, of the argument bound to it
+(positional or keyword) or its default; a call that omits a parameter without a default raises
+and binds nothing.
+
+**Escaping functions.** Call sites are only the whole story when every caller is in sight. A
+function *escapes*, and its parameters keep only what their annotations promise, when:
+
+- it is a method other than one only ``self.m(...)`` calls of its class can reach (see
+  :func:`_method_call_sites`: ``obj.m(...)`` calls are not resolved to a class here);
+- its name is bound more than once in its scope, or used other than as the callee of a direct
+  call (passed as a callback, stored, returned, ``spawn(f, ...)``), or called with ``*args`` /
+  ``**kwargs``;
+- it has a decorator other than the grad-mode ones (``torch.no_grad()``...), which keep the
+  arguments as they are;
+- it is a public (no leading underscore) module-level function of a module that is not a
+  *script*. A script is a module with an ``if __name__ == "__main__":`` block (or named
+  ``__main__.py``): its functions are taken to be called from the script alone. When the engine
+  knows the project (project.py), a function another project file imports (by name, or the
+  whole module) escapes whatever its name; without a project (a source given as text) a
+  script's functions are assumed not imported.
+
+**Crossing a call.** A pinned (or possibly pinned) tensor that crosses a call boundary loses its
+*fresh* mark: the other side may refill it in place after the call (a caller's staging buffer),
+which only a whole-program look could rule out. Pageable tensors, devices, modules and loaders
+cross unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import libcst as cst
+from libcst.metadata import Assignment, ClassScope, GlobalScope
+
+from .project import ALL
+from .values import OTHER, UNKNOWN, Kind, Memory, TupleValue, Value, join_all
+
+if TYPE_CHECKING:
+    from .module import ModuleAnalysis
+
+#: Decorators that call the function with the arguments they were given.
+TRANSPARENT_DECORATORS = frozenset(
+    {
+        "torch.no_grad",
+        "torch.inference_mode",
+        "torch.enable_grad",
+        "torch.autograd.no_grad",
+        "torch.autograd.grad_mode.no_grad",
+        "torch.autograd.grad_mode.inference_mode",
+    }
+)
+
+
+@dataclass(frozen=True)
+class CallSites:
+    """Every direct call of one function, or why its callers are not all in sight."""
+
+    calls: tuple[cst.Call, ...]
+    escapes: str | None  # None: ``calls`` are all its callers
+
+
+def call_sites(a: ModuleAnalysis, fn: cst.FunctionDef) -> CallSites:
+    """The direct calls of ``fn`` in this module (memoised per function)."""
+    found = a.cache.call_sites.get(fn)
+    if found is None:
+        found = a.cache.call_sites[fn] = _call_sites(a, fn)
+    return found
+
+
+def _call_sites(a: ModuleAnalysis, fn: cst.FunctionDef) -> CallSites:
+    scope = a.scope(fn)
+    if scope is None:
+        return CallSites((), "not in a scope")
+    if not transparent_decorators(a, fn):
+        return CallSites((), "decorated")
+    if isinstance(scope, ClassScope):
+        return _method_call_sites(a, fn)
+    name = fn.name.value
+    if isinstance(scope, GlobalScope) and not _module_private(a, name):
+        return CallSites((), "public function of an importable module")
+    assignments = list(scope.assignments[name])
+    if len(assignments) != 1 or not isinstance(assignments[0], Assignment) or assignments[0].node is not fn:
+        return CallSites((), "name bound more than once")
+    calls: list[cst.Call] = []
+    for access in assignments[0].references:
+        call = a.parent(access.node)
+        if not isinstance(call, cst.Call) or call.func is not access.node:
+            return CallSites((), "used other than as a callee")
+        if any(arg.star for arg in call.args):
+            return CallSites((), "called with *args or **kwargs")
+        calls.append(call)
+    calls.sort(key=lambda c: a.structure.order.get(c, -1))
+    return CallSites(tuple(calls), None)
+
+
+def _method_call_sites(a: ModuleAnalysis, fn: cst.FunctionDef) -> CallSites:
+    """``self.m(...)`` calls in the class (and its subclasses here) of a method ``m`` that only
+    they can call: the class has no base (no framework calls its methods: ``forward`` through
+    ``nn.Module.__call__``), no other class here defines ``m``, ``m`` is not a dunder, the class
+    is no more importable than a module-level function would be, and every ``.m`` in the module
+    is such a call."""
+    block = a.parent(fn)
+    cls = a.parent(block) if block is not None else None
+    name = fn.name.value
+    if not isinstance(cls, cst.ClassDef) or a.parent(cls) is not a.module:
+        return CallSites((), "a method of a nested class")
+    if any(not (isinstance(b.value, cst.Name) and b.value.value == "object") for b in cls.bases) or cls.keywords:
+        return CallSites((), "a method of a class with a base")
+    if name.startswith("__") or not _module_private(a, cls.name.value):
+        return CallSites((), "a method of an importable class")
+    family = with_subclasses(a, cls)
+    if _method_definitions(a).get(name, 0) != 1:
+        return CallSites((), "several classes define the method")
+    calls: list[cst.Call] = []
+    for ref in _attribute_refs(a).get(name, ()):
+        call = a.parent(ref)
+        owner = next((c for c in a.ancestors(ref) if isinstance(c, cst.ClassDef)), None)
+        if not (
+            isinstance(ref.value, cst.Name)
+            and ref.value.value == "self"
+            and owner in family
+            and isinstance(call, cst.Call)
+            and call.func is ref
+        ):
+            return CallSites((), "used other than as self's callee")
+        if any(arg.star for arg in call.args):
+            return CallSites((), "called with *args or **kwargs")
+        calls.append(call)
+    if _dynamic_attributes(a):
+        return CallSites((), "the module uses getattr")
+    calls.sort(key=lambda c: a.structure.order.get(c, -1))
+    return CallSites(tuple(calls), None)
+
+
+def _attribute_refs(a: ModuleAnalysis) -> dict[str, list[cst.Attribute]]:
+    """Every ``x.name`` in the module by ``name`` (one walk per module)."""
+    if a.cache.attribute_refs is None:
+        refs: dict[str, list[cst.Attribute]] = {}
+        methods: dict[str, int] = {}
+        defs: dict[str, cst.FunctionDef] = {}
+        dynamic = [False]
+
+        class Visitor(cst.CSTVisitor):
+            def visit_Attribute(self, node: cst.Attribute) -> None:
+                refs.setdefault(node.attr.value, []).append(node)
+
+            def visit_ClassDef(self, node: cst.ClassDef) -> None:
+                for stmt in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
+                    if isinstance(stmt, cst.FunctionDef):
+                        methods[stmt.name.value] = methods.get(stmt.name.value, 0) + 1
+                        defs[stmt.name.value] = stmt
+
+            def visit_Call(self, node: cst.Call) -> None:
+                if isinstance(node.func, cst.Name) and node.func.value in ("getattr", "vars"):
+                    dynamic[0] = True
+                if isinstance(node.func, cst.Name) and node.func.value == "setattr":
+                    refs.setdefault("\0setattr", [])
+
+        a.walk(a.module, Visitor())
+        a.cache.attribute_refs = refs
+        a.cache.method_definitions = methods
+        a.cache.method_defs = {name: fn for name, fn in defs.items() if methods[name] == 1}
+        a.cache.dynamic_attributes = dynamic[0]
+    return a.cache.attribute_refs
+
+
+def attribute_set_elsewhere(a: ModuleAnalysis, attr: str, family: list[cst.ClassDef]) -> bool:
+    """Is ``x.attr`` assigned anywhere in the module other than as ``self.attr`` in a method of
+    ``family`` (``trainer.loader = ...``), or is there a ``setattr`` call?"""
+    refs = _attribute_refs(a)
+    if "\0setattr" in refs:
+        return True
+    for ref in refs.get(attr, ()):
+        child: cst.CSTNode = ref
+        parent = a.parent(ref)
+        while isinstance(parent, (cst.Element, cst.StarredElement, cst.Tuple, cst.List)):
+            child, parent = parent, a.parent(parent)  # ``a, obj.x = ...``: up to the target
+        stored = (
+            isinstance(parent, (cst.AssignTarget, cst.AsName, cst.Del))
+            or isinstance(parent, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor)) and parent.target is child
+        )
+        if not stored:
+            continue
+        owner = next((c for c in a.ancestors(ref) if isinstance(c, cst.ClassDef)), None)
+        if not (isinstance(ref.value, cst.Name) and ref.value.value == "self" and owner in family):
+            return True
+    return False
+
+
+def _method_definitions(a: ModuleAnalysis) -> dict[str, int]:
+    _attribute_refs(a)
+    assert a.cache.method_definitions is not None
+    return a.cache.method_definitions
+
+
+def _dynamic_attributes(a: ModuleAnalysis) -> bool:
+    _attribute_refs(a)
+    return bool(a.cache.dynamic_attributes)
+
+
+def module_classes(a: ModuleAnalysis) -> dict[str, cst.ClassDef]:
+    """The module's top-level classes by name."""
+    if a.cache.classes is None:
+        a.cache.classes = {
+            stmt.name.value: stmt for stmt in a.module.body if isinstance(stmt, cst.ClassDef)
+        }
+    return a.cache.classes
+
+
+def with_subclasses(a: ModuleAnalysis, cls: cst.ClassDef) -> list[cst.ClassDef]:
+    """``cls`` and the classes of this module that derive from it (by name, transitively)."""
+    cached = a.cache.subclasses.get(cls)
+    if cached is not None:
+        return cached
+    found = [cls]
+    names = {cls.name.value}
+    grew = True
+    while grew:
+        grew = False
+        for other in module_classes(a).values():
+            if other not in found and any(
+                isinstance(b.value, cst.Name) and b.value.value in names for b in other.bases
+            ):
+                found.append(other)
+                names.add(other.name.value)
+                grew = True
+    a.cache.subclasses[cls] = found
+    return found
+
+
+def _module_private(a: ModuleAnalysis, name: str) -> bool:
+    """Can only this module call its module-level function ``name``?"""
+    imported = a.imported
+    if imported is not None and (ALL in imported or name in imported):
+        return False
+    return name.startswith("_") or a.is_script
+
+
+def transparent_decorators(a: ModuleAnalysis, fn: cst.FunctionDef) -> bool:
+    for dec in fn.decorators:
+        expr = dec.decorator
+        if isinstance(expr, cst.Call):
+            if expr.args:
+                return False
+            expr = expr.func
+        if a.qualname(expr) not in TRANSPARENT_DECORATORS:
+            return False
+    return True
+
+
+def across(v: Value) -> Value:
+    """``v`` as seen on the other side of a call (see the module docstring)."""
+    if isinstance(v, TupleValue):
+        return TupleValue(tuple(across(item) for item in v.items))
+    if v.is_tensor and v.fresh and v.memory is not Memory.PAGEABLE:
+        return replace(v, fresh=False)
+    return v
+
+
+def param_value(a: ModuleAnalysis, param: cst.Param) -> Value | None:
+    """The join of what the call sites bind to ``param``, or None when the function escapes,
+    is never called here, or ``param`` is ``*args``/``**kwargs``."""
+    params = a.parent(param)
+    fn = a.parent(params) if params is not None else None
+    if not isinstance(params, cst.Parameters) or not isinstance(fn, cst.FunctionDef):
+        return None
+    positional = [*params.posonly_params, *params.params]
+    if isinstance(a.scope(fn), ClassScope):
+        if not positional or positional[0] is param:
+            return None  # ``self``
+        positional = positional[1:]
+    index = next((i for i, p in enumerate(positional) if p is param), None)
+    keyword_ok = index is None or index >= len(params.posonly_params)
+    if index is None and not any(p is param for p in params.kwonly_params):
+        return None  # *args / **kwargs
+    sites = call_sites(a, fn)
+    if sites.escapes is not None or not sites.calls:
+        return None
+    values: list[Value] = []
+    for call in sites.calls:
+        expr = _argument(call, param.name.value, index, keyword_ok)
+        if expr is None:
+            expr = param.default
+        if expr is not None:
+            values.append(across(a.value(expr)))
+    return join_all(values) if values else None
+
+
+def _argument(call: cst.Call, name: str, index: int | None, keyword_ok: bool) -> cst.BaseExpression | None:
+    positional = [arg for arg in call.args if arg.keyword is None]
+    if index is not None and index < len(positional):
+        return positional[index].value
+    if keyword_ok:
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == name:
+                return arg.value
+    return None
+
+
+def local_function(a: ModuleAnalysis, func: cst.BaseExpression) -> cst.FunctionDef | None:
+    """The one function of this module a plain-name callee ``func`` refers to, or the method a
+    ``self.m`` callee refers to when only ``self.m(...)`` calls reach it (no override, no base)."""
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+        _attribute_refs(a)
+        method = (a.cache.method_defs or {}).get(func.attr.value)
+        if method is not None and call_sites(a, method).escapes is None:
+            return method
+        return None
+    if not isinstance(func, cst.Name):
+        return None
+    bindings = a.bindings(func)
+    if len(bindings) != 1:
+        return None
+    asg = next(iter(bindings))
+    node = asg.node if isinstance(asg, Assignment) else None
+    if not isinstance(node, cst.FunctionDef) or isinstance(a.scope(node), ClassScope):
+        return None
+    return node
+
+
+def return_value(a: ModuleAnalysis, fn: cst.FunctionDef) -> Value:
+    """What calling ``fn`` gives: the join of its ``return`` values (None where it may fall off
+    its end); a generator or coroutine is no tensor; unknown under a decorator that may wrap it."""
+    if not transparent_decorators(a, fn):
+        return UNKNOWN
+    if fn.asynchronous is not None:
+        return OTHER
+    returns = _returns(a, fn)
+    if returns is None:
+        return OTHER  # a generator function
+    values = [OTHER if r.value is None else _return_item(a, r.value) for r in returns]
+    if not _always_exits(fn.body.body if isinstance(fn.body, cst.IndentedBlock) else ()):
+        values.append(OTHER)
+    if len(values) == 1:
+        return across(values[0])
+    return across(join_all(values))
+
+
+def _return_item(a: ModuleAnalysis, expr: cst.BaseExpression) -> Value:
+    if isinstance(expr, cst.Tuple) and all(isinstance(el, cst.Element) for el in expr.elements):
+        return TupleValue(tuple(a.value(el.value) for el in expr.elements))
+    return a.value(expr)
+
+
+def _returns(a: ModuleAnalysis, fn: cst.FunctionDef) -> list[cst.Return] | None:
+    """The ``return`` statements of ``fn`` itself (not of nested functions), or None when it
+    yields (memoised)."""
+    cached = a.cache.returns.get(fn)
+    if cached is not None or fn in a.cache.returns:
+        return cached
+    found: list[cst.Return] = []
+    generator = False
+
+    class Visitor(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is fn
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            return False
+
+        def visit_Return(self, node: cst.Return) -> None:
+            found.append(node)
+
+        def visit_Yield(self, node: cst.Yield) -> None:
+            nonlocal generator
+            generator = True
+
+    a.walk(fn, Visitor())
+    result = None if generator else found
+    a.cache.returns[fn] = result
+    return result
+
+
+def _always_exits(body: object, *, raising: bool = True) -> bool:
+    """Does a block provably end in ``return``/``raise`` on every path (so it never falls off)?
+    Under ``with`` only a ``return`` counts: the context manager may swallow what is raised."""
+    if not isinstance(body, (list, tuple)) or not body:
+        return False
+    last = body[-1]
+    exits = (cst.Return, cst.Raise) if raising else (cst.Return,)
+    if isinstance(last, cst.SimpleStatementLine):
+        return any(isinstance(s, exits) for s in last.body)
+    if isinstance(last, cst.If):
+        orelse = last.orelse
+        if orelse is None:
+            return False
+        rest = [orelse] if isinstance(orelse, cst.If) else list(orelse.body.body) if isinstance(orelse.body, cst.IndentedBlock) else []
+        return _block_exits(last.body, raising) and _always_exits(rest, raising=raising)
+    if isinstance(last, cst.With):
+        return _block_exits(last.body, False)
+    return False
+
+
+def _block_exits(block: cst.BaseSuite, raising: bool) -> bool:
+    return isinstance(block, cst.IndentedBlock) and _always_exits(list(block.body), raising=raising)
+
+
+def call_value(a: ModuleAnalysis, call: cst.Call) -> Value | None:
+    """The value of a call of a function of this module, or None when the callee is not one."""
+    fn = local_function(a, call.func)
+    if fn is None:
+        return None
+    return a.solver.get("returns", fn, lambda f: return_value(a, f), Value(Kind.BOTTOM), UNKNOWN)

@@ -1,0 +1,104 @@
+"""The project around a file: which names other project files import from which module.
+
+The engine builds one :class:`ProjectIndex` per run over every Python file under the project
+root (the folder holding ``pyproject.toml`` or ``.git``) and gives each file's analysis only the
+names other files import from it (:meth:`ProjectIndex.imported_from`). Imports are read with a
+regular expression, not a parser, so the index costs one pass over the bytes; it errs on the side
+of *more* imports (an ``import`` in a string or comment counts), which only makes more functions
+escape (callgraph.py). Dynamic imports (``importlib.import_module("train")``) are not seen.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+#: In an imported-names set: the whole module is imported (``import module``, a star import).
+ALL = "*"
+
+_FROM = re.compile(rb"\bfrom[ \t]+(\.*[\w.]*)[ \t]+import[ \t]*(\([^)]*\)|(?:[^\n\\]|\\\r?\n)*)")
+_IMPORT = re.compile(rb"\bimport[ \t]+((?:[\w. \t,]|\\\r?\n)+)")
+_AS = re.compile(r"\s+as\s+\w+$")
+
+
+def module_imports(source: bytes, module: str) -> list[tuple[str, str]]:
+    """``(imported module, name)`` pairs of a source (``name`` is :data:`ALL` for a whole module)."""
+    package = module.rpartition(".")[0]
+    found: list[tuple[str, str]] = []
+    for m in _FROM.finditer(source):
+        base = _resolve(package, m.group(1).decode("ascii", "replace"))
+        if base is None:
+            continue
+        for name in _names(m.group(2)):
+            found.append((base, name))
+            found.append((f"{base}.{name}" if base else name, ALL))  # ``from pkg import module``
+    for m in _IMPORT.finditer(source):
+        found.extend((name, ALL) for name in _names(m.group(1)))
+    return found
+
+
+def _names(text: bytes) -> list[str]:
+    out = []
+    cleaned = text.decode("utf-8", "replace").split("#", 1)[0]
+    for part in cleaned.replace("\\", " ").strip("() \t\r\n").split(","):
+        name = _AS.sub("", part.strip().strip("()").strip())
+        if name:
+            out.append(name)
+    return out
+
+
+def _resolve(package: str, module: str) -> str | None:
+    level = len(module) - len(module.lstrip("."))
+    module = module[level:]
+    if level == 0:
+        return module or None
+    parts = package.split(".") if package else []
+    if level - 1 > len(parts):
+        return None
+    base = parts[: len(parts) - (level - 1)]
+    return ".".join([*base, module] if module else base)
+
+
+@dataclass
+class ProjectIndex:
+    """Imports between the project's modules: ``imports[module]`` holds the names other files
+    import from it, under every dotted suffix of its name too (``pkg.train`` is also ``train``:
+    a script folder on ``sys.path``, a ``src/`` layout)."""
+
+    imports: dict[str, set[str]] = field(default_factory=dict)
+
+    def add(self, module: str, source: bytes) -> None:
+        for target, name in module_imports(source, module):
+            if target == module:
+                continue
+            parts = target.split(".")
+            for i in range(len(parts)):
+                self.imports.setdefault(".".join(parts[i:]), set()).add(name)
+
+    @classmethod
+    def build(cls, sources: dict[str, bytes]) -> ProjectIndex:
+        index = cls()
+        for module, data in sources.items():
+            index.add(module, data)
+        return index
+
+    def imported_from(self, module: str) -> frozenset[str]:
+        """The names other files may import from ``module`` (:data:`ALL`: any)."""
+        parts = module.split(".")
+        found: set[str] = set()
+        for i in range(len(parts)):
+            found |= self.imports.get(".".join(parts[i:]), set())
+        return frozenset(found)
+
+
+@dataclass(frozen=True)
+class ModuleContext:
+    """What one file's analysis takes from the project: its dotted name and the names other
+    files import from it. Small, so that it travels to worker processes with each file."""
+
+    module_name: str
+    imported: frozenset[str]
+
+    def fingerprint(self) -> str:
+        """For the results cache: a file's findings change when (only when) this does."""
+        return self.module_name + "\0" + ",".join(sorted(self.imported))

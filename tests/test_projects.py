@@ -1,0 +1,70 @@
+"""The project index across files: a function another project file imports has callers out of
+sight, and the results cache notices when that changes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from syncfix.cli import cli
+from syncfix.projects import contexts, module_name, project_root
+
+TRAIN = """\
+import torch
+from torch.utils.data import DataLoader
+
+
+def train_one_epoch(loader, device):
+    for x, y in loader:
+        x = x.cuda()
+
+
+def main():
+    train_one_epoch(DataLoader(range(8), batch_size=2), torch.device("cuda"))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n", encoding="utf-8")
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "train.py").write_text(TRAIN, encoding="utf-8")
+    return tmp_path
+
+
+def _fixes(*args: str) -> list[bool]:
+    result = CliRunner().invoke(cli, ["check", "scripts/train.py", "-o", "json", "--include-cold", *args])
+    assert result.exit_code in (0, 1), result.output
+    return [f["fix"] is not None for f in json.loads(result.stdout) if f["code"] == "SFX101"]
+
+
+def test_module_names_and_root(project):
+    assert project_root(project / "scripts" / "train.py") == project.resolve()
+    assert module_name(project / "pkg" / "__init__.py", project.resolve()) == "pkg"
+    assert contexts(["scripts/train.py"])["scripts/train.py"].imported == frozenset()
+
+
+@pytest.mark.parametrize("cache", [[], ["--no-cache"]])
+def test_importer_in_another_file_makes_the_function_escape(project, cache):
+    assert _fixes(*cache) == [True]  # only main() calls it: the loader and device are proven
+    tests = project / "tests"
+    tests.mkdir()
+    (tests / "test_train.py").write_text("from train import train_one_epoch\n", encoding="utf-8")
+    assert _fixes(*cache) == [False]  # a test may pass anything: no safe fix (cache or not)
+    (tests / "test_train.py").write_text("from train import main\n", encoding="utf-8")
+    assert _fixes(*cache) == [True]
+
+
+def test_file_outside_any_project_gets_no_context(tmp_path):
+    lone = tmp_path / "lone.py"
+    lone.write_text("x = 1\n", encoding="utf-8")
+    if project_root(lone) is not None:
+        pytest.skip("the temporary folder lies inside a project")
+    assert contexts([str(lone)]) == {}
