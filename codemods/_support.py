@@ -323,12 +323,63 @@ def source_may_change(a: ModuleAnalysis, call: cst.Call) -> bool:
         fx = a.effects(s)
         if fx.inplace & watched:
             return True
-        if s is not stmt and fx.may_mutate_anything and fx.reads & watched:
+        if s is not stmt and fx.may_mutate_anything and _reads_shared(a, s, fx.reads & watched):
             return True
     return False
 
 
+def _reads_shared(a: ModuleAnalysis, stmt: cst.SimpleStatementLine, names: set[str]) -> bool:
+    """Does ``stmt`` read one of ``names`` where it may still share the source's memory? A read
+    whose nearest binding is a copy (``x = x.cuda()`` before ``model(x)``) does not."""
+    if not names:
+        return False
+    reads: list[cst.Name] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            if n.value in names:
+                reads.append(n)
+
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> bool:
+            return False
+
+        def visit_CompFor(self, n: cst.CompFor) -> bool:
+            for part in (n.iter, *n.ifs, n.inner_for_in):
+                if part is not None:
+                    part.visit(self)
+            return False  # its target is bound here, not read
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            n.value.visit(self)
+            return False
+
+    walk(stmt, V())
+    for name in reads:
+        if _only_read(a, name):
+            continue
+        values = a.binding_values(name)
+        if values is None or any(_alias_root(v) is not None for v in values):
+            return True
+    return False
+
+
+def _only_read(a: ModuleAnalysis, name: cst.Name) -> bool:
+    """Is ``name`` only read where it is used: the receiver of a copy or a dict view
+    (``batch["x"].to(device)``, ``batch.items()``), or the iterable of a loop or comprehension?"""
+    child: cst.CSTNode = name
+    parent = a.parent(child)
+    while isinstance(parent, cst.Subscript) and parent.value is child:
+        child, parent = parent, a.parent(parent)
+    if isinstance(parent, (cst.For, cst.CompFor)):
+        return parent.iter is child
+    if not (isinstance(parent, cst.Attribute) and parent.value is child and parent.attr.value in _READING):
+        return False
+    call = a.parent(parent)
+    return isinstance(call, cst.Call) and call.func is parent
+
+
 _COPYING = {"cuda", "to", "clone", "cpu", "numpy", "tolist", "item"}
+_READING = _COPYING | {"items", "values", "keys"}
 
 
 def _alias_root(expr: cst.BaseExpression) -> str | None:
@@ -396,12 +447,21 @@ def _iteration_bindings(node: cst.CSTNode):
     nested defs or classes): each name is an item of the iterable (``for t in batch``)."""
     found: list[tuple[str, cst.BaseExpression]] = []
 
+    def items(target: cst.BaseExpression, it: cst.BaseExpression):
+        # the keys of ``d.items()``/``d.keys()`` are no part of ``d``'s tensors
+        view = it.func.attr.value if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) else None
+        if view == "keys":
+            return
+        if view == "items" and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
+            target = target.elements[1].value
+        found.extend((name, it) for name in _names_in(target))
+
     class V(cst.CSTVisitor):
         def visit_For(self, n: cst.For) -> None:
-            found.extend((name, n.iter) for name in _names_in(n.target))
+            items(n.target, n.iter)
 
         def visit_CompFor(self, n: cst.CompFor) -> None:
-            found.extend((name, n.iter) for name in _names_in(n.target))
+            items(n.target, n.iter)
 
         def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
             return n is node

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import enum
+
 import libcst as cst
 
-from syncfix.analysis import Device, Kind, Memory, keyword, positional
+from syncfix.analysis import Device, Kind, Memory, Value, keyword, positional
 from syncfix.rules import Fix, Invalid, Rule
 
 from ._support import caught_by_enclosing_try, kwarg, source_may_change
@@ -139,24 +141,37 @@ class BlockingHostToDevice(Rule):
         else:
             target = a.to_target(node)
             if target is None or target is Device.CPU:
-                return  # dtype-only, or a device-to-host copy (SFX105's business)
-            if target is Device.UNKNOWN:
-                if receiver.is_tensor and _to_names_device(a, node) and a.is_hot(node):
-                    self.report(
-                        node,
-                        "Possibly blocking copy to a device syncfix cannot prove is CUDA; "
-                        "pass non_blocking=True if it is a host-to-device copy of a fresh tensor",
-                    )
-                return
-        if not receiver.is_tensor:
-            if receiver.kind is Kind.UNKNOWN and method == "cuda" and a.is_hot(node):
+                return  # a cast, or a device-to-host copy (SFX105's business)
+            if target is not Device.CUDA and not _to_names_device(a, node):
+                return  # ``.to(other_tensor)``: not a copy we can tell
+            branch = a.cuda_branch(node)
+            if branch is False:
+                return  # the ``else`` of ``if device.type == "cuda":``: not a copy to CUDA
+            if branch is True:
+                target = Device.CUDA  # the body of ``if device.type == "cuda":``
+        if receiver.is_tensor:
+            source = Source.CPU if receiver.device is Device.CPU else Source.TENSOR
+        elif receiver.kind is Kind.UNKNOWN and a.is_likely_batch_item(func.value):
+            source = Source.LIKELY_BATCH
+        else:
+            if receiver.kind is Kind.UNKNOWN and target is Device.CUDA and a.is_hot(node):
                 self.report(node, self.MESSAGE + " (receiver not provably a tensor: no fix)")
             return
-        if target is Device.CUDA_OR_CPU and receiver.device is not Device.CPU:
+        if source is not Source.CPU and target is not Device.CUDA and source is not Source.LIKELY_BATCH:
+            # the source may be on CUDA and the target the CPU: a device-to-host copy made
+            # non-blocking would be read before it lands
+            if target is Device.UNKNOWN:
+                if a.is_hot(node):
+                    self.report(node, _UNKNOWN_DEVICE)
+                return
             self.report(
                 node,
                 self.MESSAGE + " (device may be the CPU and the tensor may be on CUDA: no fix)",
             )
+            return
+        if source is Source.LIKELY_BATCH and not a.is_hot(node):
+            return  # a likely fact is worth a finding only where it repeats
+        if target is Device.UNKNOWN and not a.is_hot(node):
             return
         if caught_by_enclosing_try(a, node):
             self.report(
@@ -165,25 +180,61 @@ class BlockingHostToDevice(Rule):
                 "copy would raise later, outside the try; no fix)",
             )
             return
-        self.report(node, fix=self._fix(node, receiver))
+        self.report(node, fix=self._fix(node, receiver, source, target))
 
-    def _fix(self, node: cst.Call, receiver) -> Fix | None:
+    def _fix(self, node: cst.Call, receiver: Value, source: Source, target: Device) -> Fix | None:
         a = self.analysis
-        new = _non_blocking_call(node)
-        changes = {node: new}
+        changes = {node: _non_blocking_call(node)}
         if a.uses_streams:
             return None
-        if receiver.device is Device.CUDA or receiver.memory is Memory.PAGEABLE:
-            return self.safe_fix(changes, "Copy with non_blocking=True")
-        if source_may_change(a, node):
-            return None  # a pinned source written again would be copied with the new data
-        if receiver.fresh:
-            return self.safe_fix(changes, "Copy with non_blocking=True")
-        return self.unsafe_fix(
-            changes,
+        if source is Source.LIKELY_BATCH:
+            if source_may_change(a, node):
+                return None  # the batch is written after the copy: keep it blocking
+            return self.unsafe_fix(changes, _LIKELY_BATCH_FIX)
+        unknown_origin = (
             "Copy with non_blocking=True (unsafe: the source's origin is unknown; it may be a "
-            "pinned buffer that other code writes again before the copy runs)",
+            "pinned buffer that other code writes again before the copy runs)"
         )
+        if target is not Device.UNKNOWN:
+            # to CUDA (or cuda|cpu from the CPU): a CUDA source is a no-op or a device-to-device
+            # copy; a pageable one is staged at the call; a fresh one is written by nobody else
+            if receiver.device is Device.CUDA or receiver.memory is Memory.PAGEABLE:
+                return self.safe_fix(changes, "Copy with non_blocking=True")
+            if source_may_change(a, node):
+                return None  # a pinned source written again would be copied with the new data
+            if receiver.fresh:
+                return self.safe_fix(changes, "Copy with non_blocking=True")
+            return self.unsafe_fix(changes, unknown_origin)
+        # A CPU source to a device syncfix cannot name: exact on CUDA and the CPU only.
+        if receiver.memory is not Memory.PAGEABLE and source_may_change(a, node):
+            return None
+        if receiver.memory is Memory.PAGEABLE or receiver.fresh:
+            return self.unsafe_fix(changes, _UNKNOWN_TARGET_FIX)
+        return self.unsafe_fix(changes, unknown_origin)
+
+
+class Source(enum.Enum):
+    """What syncfix knows of the tensor a copy reads."""
+
+    CPU = "a tensor provably on the CPU"
+    TENSOR = "a tensor on a device syncfix cannot name"
+    LIKELY_BATCH = "an item of a batch from a loader the code does not construct"
+
+
+_UNKNOWN_DEVICE = (
+    "Possibly blocking copy: syncfix can prove neither that the device is CUDA nor that the "
+    "tensor is on the CPU (no fix: name the device, e.g. `torch.device(\"cuda\", rank)`, or "
+    "pass non_blocking=True yourself if this copies a fresh CPU tensor to the GPU)"
+)
+_LIKELY_BATCH_FIX = (
+    "Copy with non_blocking=True (unsafe: an item of a batch from a loader syncfix cannot see is "
+    "likely a fresh CPU tensor; `extend-safe-fixes = [\"SFX101\"]` in [tool.syncfix] if your "
+    "loaders never refill pinned buffers)"
+)
+_UNKNOWN_TARGET_FIX = (
+    "Copy with non_blocking=True (unsafe: the source is a CPU tensor, exact on CUDA and the CPU; "
+    "the device may be another accelerator, whose copies syncfix does not prove)"
+)
 
 
 def _is_false(expr: cst.BaseExpression) -> bool:

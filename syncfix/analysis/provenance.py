@@ -21,7 +21,7 @@ from libcst.metadata.scope_provider import BaseAssignment
 
 from .bindings import assignment_order
 from .devices import fstring_device, string_device
-from .dtypes import dtype_kw, is_dtype
+from .dtypes import dtype_kw
 from .syntax import is_none, keyword, positional, through_call
 from .torch_api import (
     CREATION_DEVICE_ARG,
@@ -526,7 +526,8 @@ def _method_value(a: ModuleAnalysis, receiver: Value, method: str, call: cst.Cal
     if method == "to":
         target = a.to_target(call)
         if target is None:  # dtype only, or unknown
-            return replace(receiver, kind=Kind.TENSOR) if _to_is_dtype_only(a, call) else Value(Kind.TENSOR)
+            # a cast keeps the device (the result may be the receiver itself), not the dtype
+            return replace(receiver, kind=Kind.TENSOR, dtype=None) if _to_is_dtype_only(a, call) else Value(Kind.TENSOR)
         device = target
         return Value(
             Kind.TENSOR,
@@ -562,4 +563,4 @@ def _to_is_dtype_only(analysis: ModuleAnalysis, call: cst.Call) -> bool:
     args = positional(call)
     if keyword(call, "device") is not None:
         return False
-    return bool(args) and is_dtype(analysis, args[0].value) or (not args and keyword(call, "dtype") is not None)
+    return bool(args) and analysis.is_cast_argument(args[0].value) or (not args and keyword(call, "dtype") is not None)
