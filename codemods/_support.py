@@ -368,14 +368,22 @@ def _only_read(a: ModuleAnalysis, name: cst.Name) -> bool:
     (``batch["x"].to(device)``, ``batch.items()``), or the iterable of a loop or comprehension?"""
     child: cst.CSTNode = name
     parent = a.parent(child)
-    while isinstance(parent, cst.Subscript) and parent.value is child:
-        child, parent = parent, a.parent(parent)
-    if isinstance(parent, (cst.For, cst.CompFor)):
-        return parent.iter is child
-    if not (isinstance(parent, cst.Attribute) and parent.value is child and parent.attr.value in _READING):
-        return False
-    call = a.parent(parent)
-    return isinstance(call, cst.Call) and call.func is parent
+    while True:
+        if isinstance(parent, cst.Subscript) and parent.value is child:
+            child, parent = parent, a.parent(parent)
+            continue
+        if isinstance(parent, (cst.For, cst.CompFor)):
+            return parent.iter is child
+        if not (isinstance(parent, cst.Attribute) and parent.value is child):
+            return False
+        call = a.parent(parent)
+        if not (isinstance(call, cst.Call) and call.func is parent):
+            return False
+        if parent.attr.value in _READING:
+            return True
+        if parent.attr.value not in METHOD_MAYBE_SELF or parent.attr.value == "requires_grad_":
+            return False
+        child, parent = call, a.parent(call)  # a cast or view (``batch[1].float().cuda()``)
 
 
 _COPYING = {"cuda", "to", "clone", "cpu", "numpy", "tolist", "item"}

@@ -503,6 +503,8 @@ def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | N
         device = Device.CPU
     if short in TORCH_VIEWS:
         base = tensor_args[0] if tensor_args else UNKNOWN
+        if short == "from_numpy":  # a CPU tensor sharing the array's memory, whatever the array
+            return Value(Kind.TENSOR, Device.CPU, Memory.PAGEABLE, False)
         if short in ("as_tensor", "asarray", "from_numpy") and not tensor_args:
             # shares the caller's array memory: pageable, but not fresh
             return Value(Kind.TENSOR, device, Memory.PAGEABLE, False)
