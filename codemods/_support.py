@@ -296,26 +296,41 @@ def source_may_change(a: ModuleAnalysis, call: cst.Call) -> bool:
     # Name pairs that may share memory, in both directions: a view of the source, and what
     # the source is a view or an item of (``view = staging[:n]``, ``for t in batch``,
     # ``x, y = batch``): a write to ``staging``/``batch`` reaches the copied bytes too.
+    # A rebinding of the source's own name reaches the copy only from before it, or round a loop
+    # that does not rebind the name first (``for x in loader: x = x.cuda(); x = vae(x)``: the
+    # last line's ``x`` never reaches the copy).
+    root_node = _root_node(source)
+    carried = a.carrying_loops(root_node) if root_node is not None else []
+    order = a.structure.order
+
+    def reaches(s: cst.CSTNode) -> bool:
+        return order.get(s, -1) < order.get(call, -1) or any(
+            anc in carried for anc in a.ancestors(s)
+        )
+
     pairs = [
         (target, _alias_root(value))
         for s in statements
         if s is not stmt
         for target, value in _assigned_pairs(s)
+        if target != root or reaches(s)
     ]
     pairs += [(target, _alias_root(it)) for target, it in _iteration_bindings(scope_node)]
+    # Up from the source to what it is a view or an item of, then down to every view or item
+    # of those. (Not up from a view found on the way down: ``x = vae(x)`` after the loop's
+    # ``for x, y in loader`` binds a new ``x``, which makes ``vae`` no part of the batch.)
     aliases = {root}
-    changed = True
-    while changed:
-        changed = False
-        for target, origin in pairs:
-            if origin is None:
-                continue
-            if origin in aliases and target not in aliases:
-                aliases.add(target)
-                changed = True
-            elif target in aliases and origin not in aliases:
-                aliases.add(origin)
-                changed = True
+    for upward in (True, False):
+        changed = True
+        while changed:
+            changed = False
+            for target, origin in pairs:
+                if origin is None:
+                    continue
+                new, old = (origin, target) if upward else (target, origin)
+                if old in aliases and new not in aliases:
+                    aliases.add(new)
+                    changed = True
     # ``x = x.cuda()`` rebinds x: later uses of x are the copy, not the source.
     rebinds = stmt is not None and root in a.effects(stmt).writes
     watched = aliases - {root} if rebinds else aliases
@@ -323,14 +338,17 @@ def source_may_change(a: ModuleAnalysis, call: cst.Call) -> bool:
         fx = a.effects(s)
         if fx.inplace & watched:
             return True
-        if s is not stmt and fx.may_mutate_anything and _reads_shared(a, s, fx.reads & watched):
+        if s is not stmt and fx.may_mutate_anything and _reads_shared(a, s, fx.reads & watched, watched):
             return True
     return False
 
 
-def _reads_shared(a: ModuleAnalysis, stmt: cst.SimpleStatementLine, names: set[str]) -> bool:
+def _reads_shared(
+    a: ModuleAnalysis, stmt: cst.SimpleStatementLine, names: set[str], watched: set[str]
+) -> bool:
     """Does ``stmt`` read one of ``names`` where it may still share the source's memory? A read
-    whose nearest binding is a copy (``x = x.cuda()`` before ``model(x)``) does not."""
+    whose nearest binding is a copy (``x = x.cuda()`` before ``model(x)``), or a value rooted in
+    no watched name (``x = vae(x)``), does not."""
     if not names:
         return False
     reads: list[cst.Name] = []
@@ -358,7 +376,7 @@ def _reads_shared(a: ModuleAnalysis, stmt: cst.SimpleStatementLine, names: set[s
         if _only_read(a, name):
             continue
         values = a.binding_values(name)
-        if values is None or any(_alias_root(v) is not None for v in values):
+        if values is None or any(_alias_root(v) in watched for v in values):
             return True
     return False
 
@@ -374,11 +392,14 @@ def _only_read(a: ModuleAnalysis, name: cst.Name) -> bool:
             continue
         if isinstance(parent, (cst.For, cst.CompFor)):
             return parent.iter is child
+        if isinstance(parent, cst.Arg) and isinstance(call := a.parent(parent), cst.Call):
+            return (a.callee(call) or "") in _READING_BUILTINS  # ``len(loader.dataset)``
         if not (isinstance(parent, cst.Attribute) and parent.value is child):
             return False
         call = a.parent(parent)
         if not (isinstance(call, cst.Call) and call.func is parent):
-            return False
+            child, parent = parent, call  # an attribute read (``loader.dataset``)
+            continue
         if parent.attr.value in _READING:
             return True
         if parent.attr.value not in METHOD_MAYBE_SELF or parent.attr.value == "requires_grad_":
@@ -388,6 +409,16 @@ def _only_read(a: ModuleAnalysis, name: cst.Name) -> bool:
 
 _COPYING = {"cuda", "to", "clone", "cpu", "numpy", "tolist", "item"}
 _READING = _COPYING | {"items", "values", "keys"}
+_READING_BUILTINS = {"builtins.len", "builtins.isinstance", "builtins.print", "builtins.str",
+                     "builtins.repr", "builtins.format", "builtins.type", "builtins.id"}
+
+
+def _root_node(expr: cst.BaseExpression) -> cst.Name | None:
+    while isinstance(expr, (cst.Subscript, cst.Attribute, cst.Call)):
+        expr = expr.func if isinstance(expr, cst.Call) else expr.value
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Call):
+            expr = expr.value
+    return expr if isinstance(expr, cst.Name) else None
 
 
 def _alias_root(expr: cst.BaseExpression) -> str | None:

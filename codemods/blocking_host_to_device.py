@@ -187,7 +187,8 @@ class BlockingHostToDevice(Rule):
         elif receiver.kind is Kind.UNKNOWN and a.is_likely_batch_item(func.value):
             source = Source.LIKELY_BATCH
         else:
-            if receiver.kind is Kind.UNKNOWN and target is Device.CUDA and a.is_hot(node):
+            # ``.cuda()`` is all but always a tensor's; ``.to(...)`` is as often a module's
+            if receiver.kind is Kind.UNKNOWN and method == "cuda" and a.is_hot(node):
                 self.report(node, self.MESSAGE + " (receiver not provably a tensor: no fix)")
             return
         if source is not Source.CPU and target is not Device.CUDA and source is not Source.LIKELY_BATCH:
