@@ -12,7 +12,7 @@ the code does not construct is a fresh CPU tensor (:func:`is_likely_batch_item`)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -287,11 +287,37 @@ def _likely_batch(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
         return False
     if not isinstance(expr, cst.Name):
         return False
-    bindings = a.bindings(expr)
+    bindings = [asg for asg in a.bindings(expr) if _may_reach(a, asg, expr)]
     return bool(bindings) and all(
         isinstance(asg, Assignment) and isinstance(asg.node, cst.Name) and _bound_to_batch(a, asg.node)
         for asg in bindings
     )
+
+
+def _may_reach(a: ModuleAnalysis, asg: object, use: cst.Name) -> bool:
+    """Can this binding reach ``use``? Where no loop carries bindings round to the use, not from
+    after it, nor from the other branch of an ``if`` (``if c: x = x.cuda(i) else: x.to(d)``)."""
+    node = getattr(asg, "node", None)
+    if not isinstance(node, cst.CSTNode) or a.carrying_loops(use):
+        return True
+    order = a.structure.order
+    if order.get(node, -1) > order.get(use, -1):
+        return False
+    use_path = {id(anc): child for child, anc in _child_ancestor_pairs(a, use)}
+    for child, anc in _child_ancestor_pairs(a, node):
+        if id(anc) in use_path:
+            other = use_path[id(anc)]
+            if isinstance(anc, cst.If) and {id(child), id(other)} == {id(anc.body), id(anc.orelse)}:
+                return False
+            return True
+    return True
+
+
+def _child_ancestor_pairs(a: ModuleAnalysis, node: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, cst.CSTNode]]:
+    child = node
+    for anc in a.ancestors(node):
+        yield child, anc
+        child = anc
 
 
 def _bound_to_batch(a: ModuleAnalysis, target: cst.Name) -> bool:
