@@ -275,9 +275,11 @@ def is_new_tensor(a: ModuleAnalysis, e: cst.BaseExpression, *, follow_names: boo
 
 # ---- copies: may the source change after a non-blocking copy is queued? ----
 
-def source_may_change(a: ModuleAnalysis, call: cst.Call) -> bool:
+def source_may_change(a: ModuleAnalysis, call: cst.Call, *, passed_on: bool = True) -> bool:
     """Could the memory ``call`` (``x.cuda()``, ``x.to(...)``) copies from be written after the
-    copy is queued (so a non-blocking copy could read the new data)? Used by SFX101 and SFX103."""
+    copy is queued (so a non-blocking copy could read the new data)? Used by SFX101 and SFX103.
+    With ``passed_on=False`` only writes in this function count, not code the source is passed
+    to (for a source already assumed fresh, whose loader nothing else refills)."""
     assert isinstance(call.func, cst.Attribute)
     source = call.func.value
     while isinstance(source, cst.Call) and (callee := a.callee(source) or "").startswith("torch."):
@@ -338,7 +340,9 @@ def source_may_change(a: ModuleAnalysis, call: cst.Call) -> bool:
         fx = a.effects(s)
         if fx.inplace & watched:
             return True
-        if s is not stmt and fx.may_mutate_anything and _reads_shared(a, s, fx.reads & watched, watched):
+        if passed_on and s is not stmt and fx.may_mutate_anything and _reads_shared(
+            a, s, fx.reads & watched, watched
+        ):
             return True
     return False
 

@@ -227,7 +227,8 @@ class BlockingHostToDevice(Rule):
         if a.uses_streams:
             return None
         if source is Source.LIKELY_BATCH:
-            if source_may_change(a, node):
+            # the likely fact covers code the batch is passed to; a write here it cannot cover
+            if source_may_change(a, node, passed_on=False):
                 return None  # the batch is written after the copy: keep it blocking
             return self.unsafe_fix(changes, _LIKELY_BATCH_FIX)
         unknown_origin = (
