@@ -88,7 +88,8 @@ class BlockingHostToDevice(Rule):
       batch]`, and `batch = next(it)`: syncfix cannot see the loader, so the batch may be a
       pinned buffer its loader refills, or not a tensor at all. Copied non-blocking, a fresh CPU
       tensor gives the same values on every target, so this fix is offered whatever the
-      device. It is reported only where it repeats (loop bodies, step-like functions).
+      device. It is reported only where it repeats (loop bodies, step-like functions); a batch
+      written in place later in the same function keeps its copy blocking.
     - **A tensor of unknown origin is not a pinned buffer that other code refills** (a function
       parameter annotated `torch.Tensor`).
     - **A device syncfix cannot name is CUDA or the CPU** (`args.device`,
