@@ -31,6 +31,7 @@ from .torch_api import (
     MODULE_BASES,
     NON_TENSOR_NAMESPACES,
     PASS_THROUGH_ITER,
+    SIZE_FACTORIES,
     TENSOR_ATTR_NON_TENSOR,
     TENSOR_ATTR_TENSOR,
     TENSOR_NAMESPACES,
@@ -495,6 +496,8 @@ def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | N
         device = a.device_of(dev_arg.value)
     elif tensor_args:
         device = tensor_device(tensor_args)
+    elif namespace == "torch." and short in SIZE_FACTORIES and keyword(call, "out") is None and not a.sets_default_device:
+        device = Device.CPU  # ``torch.ones(batch_size, n)``: sizes decide no device
     elif any(v.kind is Kind.UNKNOWN for v in operands):
         device = Device.UNKNOWN  # ``torch.isnan(unknown)`` may well be on the GPU
     elif a.sets_default_device:

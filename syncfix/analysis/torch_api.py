@@ -273,6 +273,9 @@ CPU_KEEPING_METHODS = {
     "contiguous", "view", "view_as", "reshape", "squeeze", "unsqueeze", "permute", "transpose",
     "flatten", "detach", "clone", "pin_memory", "narrow", "select", "t",
 }
+# torch.* factories whose positional arguments are sizes (and ints): without ``device=`` they
+# build on the default device (the CPU unless the module sets one), whatever those values are.
+SIZE_FACTORIES = {"zeros", "ones", "empty", "rand", "randn", "randint", "randperm", "eye"}
 # Dict views of a batch: iterating ``batch.items()`` gives (key, item), ``batch.values()`` items.
 BATCH_DICT_VIEWS = ("items", "values")
 
