@@ -26,7 +26,7 @@ echo "pytest rc=$?"; grep -E "passed|failed|error" "$OUT/cuda_tests.log" | tail 
 fi
 if want verify; then
 echo "== syncfix verify on the examples"
-for f in train_classifier evaluate decode scalar_branch; do
+for f in train_classifier evaluate decode scalar_branch train_passed_on; do
   for mode in safe unsafe; do
     flag=""; [ $mode = unsafe ] && flag="--unsafe-fixes"
     timeout 90 python3 -m syncfix verify examples/$f.py $flag --repeats 5 >> "$OUT/verify.log" 2>&1

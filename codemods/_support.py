@@ -275,9 +275,11 @@ def is_new_tensor(a: ModuleAnalysis, e: cst.BaseExpression, *, follow_names: boo
 
 # ---- copies: may the source change after a non-blocking copy is queued? ----
 
-def source_may_change(a: ModuleAnalysis, call: cst.Call) -> bool:
+def source_may_change(a: ModuleAnalysis, call: cst.Call, *, passed_on: bool = True) -> bool:
     """Could the memory ``call`` (``x.cuda()``, ``x.to(...)``) copies from be written after the
-    copy is queued (so a non-blocking copy could read the new data)? Used by SFX101 and SFX103."""
+    copy is queued (so a non-blocking copy could read the new data)? Used by SFX101 and SFX103.
+    With ``passed_on=False`` only writes in this function count, not code the source is passed
+    to (for a source already assumed fresh, whose loader nothing else refills)."""
     assert isinstance(call.func, cst.Attribute)
     source = call.func.value
     while isinstance(source, cst.Call) and (callee := a.callee(source) or "").startswith("torch."):
@@ -296,26 +298,41 @@ def source_may_change(a: ModuleAnalysis, call: cst.Call) -> bool:
     # Name pairs that may share memory, in both directions: a view of the source, and what
     # the source is a view or an item of (``view = staging[:n]``, ``for t in batch``,
     # ``x, y = batch``): a write to ``staging``/``batch`` reaches the copied bytes too.
+    # A rebinding of the source's own name reaches the copy only from before it, or round a loop
+    # that does not rebind the name first (``for x in loader: x = x.cuda(); x = vae(x)``: the
+    # last line's ``x`` never reaches the copy).
+    root_node = _root_node(source)
+    carried = a.carrying_loops(root_node) if root_node is not None else []
+    order = a.structure.order
+
+    def reaches(s: cst.CSTNode) -> bool:
+        return order.get(s, -1) < order.get(call, -1) or any(
+            anc in carried for anc in a.ancestors(s)
+        )
+
     pairs = [
         (target, _alias_root(value))
         for s in statements
         if s is not stmt
         for target, value in _assigned_pairs(s)
+        if target != root or reaches(s)
     ]
     pairs += [(target, _alias_root(it)) for target, it in _iteration_bindings(scope_node)]
+    # Up from the source to what it is a view or an item of, then down to every view or item
+    # of those. (Not up from a view found on the way down: ``x = vae(x)`` after the loop's
+    # ``for x, y in loader`` binds a new ``x``, which makes ``vae`` no part of the batch.)
     aliases = {root}
-    changed = True
-    while changed:
-        changed = False
-        for target, origin in pairs:
-            if origin is None:
-                continue
-            if origin in aliases and target not in aliases:
-                aliases.add(target)
-                changed = True
-            elif target in aliases and origin not in aliases:
-                aliases.add(origin)
-                changed = True
+    for upward in (True, False):
+        changed = True
+        while changed:
+            changed = False
+            for target, origin in pairs:
+                if origin is None:
+                    continue
+                new, old = (origin, target) if upward else (target, origin)
+                if old in aliases and new not in aliases:
+                    aliases.add(new)
+                    changed = True
     # ``x = x.cuda()`` rebinds x: later uses of x are the copy, not the source.
     rebinds = stmt is not None and root in a.effects(stmt).writes
     watched = aliases - {root} if rebinds else aliases
@@ -323,12 +340,89 @@ def source_may_change(a: ModuleAnalysis, call: cst.Call) -> bool:
         fx = a.effects(s)
         if fx.inplace & watched:
             return True
-        if s is not stmt and fx.may_mutate_anything and fx.reads & watched:
+        if passed_on and s is not stmt and fx.may_mutate_anything and _reads_shared(
+            a, s, fx.reads & watched, watched
+        ):
             return True
     return False
 
 
+def _reads_shared(
+    a: ModuleAnalysis, stmt: cst.SimpleStatementLine, names: set[str], watched: set[str]
+) -> bool:
+    """Does ``stmt`` read one of ``names`` where it may still share the source's memory? A read
+    whose nearest binding is a copy (``x = x.cuda()`` before ``model(x)``), or a value rooted in
+    no watched name (``x = vae(x)``), does not."""
+    if not names:
+        return False
+    reads: list[cst.Name] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            if n.value in names:
+                reads.append(n)
+
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> bool:
+            return False
+
+        def visit_CompFor(self, n: cst.CompFor) -> bool:
+            for part in (n.iter, *n.ifs, n.inner_for_in):
+                if part is not None:
+                    part.visit(self)
+            return False  # its target is bound here, not read
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            n.value.visit(self)
+            return False
+
+    walk(stmt, V())
+    for name in reads:
+        if _only_read(a, name):
+            continue
+        values = a.binding_values(name)
+        if values is None or any(_alias_root(v) in watched for v in values):
+            return True
+    return False
+
+
+def _only_read(a: ModuleAnalysis, name: cst.Name) -> bool:
+    """Is ``name`` only read where it is used: the receiver of a copy or a dict view
+    (``batch["x"].to(device)``, ``batch.items()``), or the iterable of a loop or comprehension?"""
+    child: cst.CSTNode = name
+    parent = a.parent(child)
+    while True:
+        if isinstance(parent, cst.Subscript) and parent.value is child:
+            child, parent = parent, a.parent(parent)
+            continue
+        if isinstance(parent, (cst.For, cst.CompFor)):
+            return parent.iter is child
+        if isinstance(parent, cst.Arg) and isinstance(call := a.parent(parent), cst.Call):
+            return (a.callee(call) or "") in _READING_BUILTINS  # ``len(loader.dataset)``
+        if not (isinstance(parent, cst.Attribute) and parent.value is child):
+            return False
+        call = a.parent(parent)
+        if not (isinstance(call, cst.Call) and call.func is parent):
+            child, parent = parent, call  # an attribute read (``loader.dataset``)
+            continue
+        if parent.attr.value in _READING:
+            return True
+        if parent.attr.value not in METHOD_MAYBE_SELF or parent.attr.value == "requires_grad_":
+            return False
+        child, parent = call, a.parent(call)  # a cast or view (``batch[1].float().cuda()``)
+
+
 _COPYING = {"cuda", "to", "clone", "cpu", "numpy", "tolist", "item"}
+_READING = _COPYING | {"items", "values", "keys"}
+_READING_BUILTINS = {"builtins.len", "builtins.isinstance", "builtins.print", "builtins.str",
+                     "builtins.repr", "builtins.format", "builtins.type", "builtins.id"}
+
+
+def _root_node(expr: cst.BaseExpression) -> cst.Name | None:
+    while isinstance(expr, (cst.Subscript, cst.Attribute, cst.Call)):
+        expr = expr.func if isinstance(expr, cst.Call) else expr.value
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Call):
+            expr = expr.value
+    return expr if isinstance(expr, cst.Name) else None
 
 
 def _alias_root(expr: cst.BaseExpression) -> str | None:
@@ -396,12 +490,21 @@ def _iteration_bindings(node: cst.CSTNode):
     nested defs or classes): each name is an item of the iterable (``for t in batch``)."""
     found: list[tuple[str, cst.BaseExpression]] = []
 
+    def items(target: cst.BaseExpression, it: cst.BaseExpression):
+        # the keys of ``d.items()``/``d.keys()`` are no part of ``d``'s tensors
+        view = it.func.attr.value if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) else None
+        if view == "keys":
+            return
+        if view == "items" and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
+            target = target.elements[1].value
+        found.extend((name, it) for name in _names_in(target))
+
     class V(cst.CSTVisitor):
         def visit_For(self, n: cst.For) -> None:
-            found.extend((name, n.iter) for name in _names_in(n.target))
+            items(n.target, n.iter)
 
         def visit_CompFor(self, n: cst.CompFor) -> None:
-            found.extend((name, n.iter) for name in _names_in(n.target))
+            items(n.target, n.iter)
 
         def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
             return n is node

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import enum
+
 import libcst as cst
 
-from syncfix.analysis import Device, Kind, Memory, keyword, positional
+from syncfix.analysis import Device, Kind, Memory, Value, keyword, positional
 from syncfix.rules import Fix, Invalid, Rule
 
 from ._support import caught_by_enclosing_try, kwarg, source_may_change
@@ -17,11 +19,21 @@ class BlockingHostToDevice(Rule):
     `x.to("cuda:1")`, `x.to(torch.device("cuda"))`, and `x.to(device)` where `device` is provably a
     CUDA device (or provably CUDA-or-CPU while `x` is provably on the CPU). Devices come from
     `"cuda"`, `"cuda:1"`, `f"cuda:{rank}"`, `torch.device("cuda", local_rank)`,
-    `torch.device(f"cuda:{rank}")` and `"cuda" if torch.cuda.is_available() else "cpu"`; an
-    attribute such as `args.device` is never provable (it may be `"cpu"`), so it gets a finding
-    without a fix. `.to(device, dtype)` / `.to(device, dtype=...)` are copies too, and so are the
-    items of a loader batch moved in a comprehension (`{k: v.cuda() for k, v in batch.items()}`,
+    `torch.device(f"cuda:{rank}")`, `"cuda" if torch.cuda.is_available() else "cpu"`
+    (`cuda|cpu`), a Python int (`.to(local_rank)` with `local_rank = int(os.environ[...])`,
+    `dist.get_rank() % torch.cuda.device_count()`: an index of the current accelerator, which
+    syncfix reads as CUDA), and the body of `if device.type == "cuda":`. An attribute such as
+    `args.device` is never provable (it may be `"cpu"` or `"mps"`).
+    `.to(device, dtype)` / `.to(device, dtype=...)` are copies too, and so are the items of a
+    batch moved in a comprehension (`{k: v.cuda() for k, v in batch.items()}`,
     `[t.to(device) for t in batch]`).
+
+    Not copies, so never reported: casts (`.to(dtype)` where the argument is a dtype by every
+    sign syncfix can read: `torch.float16`, a name or attribute called `dtype` or `*_dtype`
+    such as `self.dtype`, `x.dtype` or `compute_dtype`, or `dtype=` alone; `.half()`,
+    `.float()`, `.bfloat16()`), `.to(other_tensor)`, placing an `nn.Module`, and a `.to(...)` in
+    a branch the code has taken off CUDA: the `else` of `if torch.cuda.is_available():`, of `if
+    device_type == "cuda":` and of `if device.type == "cuda":`.
 
     ## Why it costs
     A blocking copy (`non_blocking=False`, the default) runs `cudaMemcpyAsync` and then
@@ -46,8 +58,10 @@ class BlockingHostToDevice(Rule):
     ## Fix safety
     The fix is **safe** only when syncfix proves it exact:
     - the receiver is a tensor (not an `nn.Module`, whose `.cuda()` has no `non_blocking`);
-    - the target is provably CUDA (for a `cuda|cpu` device, the tensor is provably on the CPU, so
-      the CPU case stays a no-op);
+    - the target is provably CUDA, or provably CUDA-or-CPU while the tensor is provably on the
+      CPU: then the fix is exact for both targets, because a CPU-to-CPU `.to` returns the tensor
+      itself (no copy is made, `non_blocking` changes nothing) and a CPU-to-CUDA copy is the
+      case below;
     - the copy is not in the body of a `try` whose handler may catch a `RuntimeError` (bare
       `except:`, `Exception`, `RuntimeError`, a torch error...): there a blocking copy raises a
       CUDA error inside the `try`, as written; a non-blocking one would raise at a later sync,
@@ -65,10 +79,30 @@ class BlockingHostToDevice(Rule):
       staging[:n]`, `for t in batch`, `x, y = batch`), so writing `staging` or `batch` after the
       copy also keeps it blocking.
 
-    A tensor of unknown origin (a function parameter, an item of an unknown iterator) may be a
-    pinned buffer that other code refills: the fix is then **unsafe** (`--unsafe-fixes`), and
-    `syncfix verify` can prove it on your program. `extend-safe-fixes = ["SFX101"]` in
-    `[tool.syncfix]` declares that your loaders never refill pinned buffers.
+    The fix is **unsafe** (applied with `--unsafe-fixes`) where it rests on one of these
+    *likely* facts:
+    - **An item of a batch from a loader the code does not construct is a fresh CPU tensor.**
+      A loop over a loader passed in as a parameter, an attribute (`self.loader`) or another
+      function's result, its parts (`x, y = batch`, `batch["input_ids"]`, `batch[0]`), the
+      items in `{k: v.to(device) for k, v in batch.items()}` or `[t.to(device) for t in
+      batch]`, and `batch = next(it)`: syncfix cannot see the loader, so the batch may be a
+      pinned buffer its loader refills, or not a tensor at all. Copied non-blocking, a fresh CPU
+      tensor gives the same values on every target, so this fix is offered whatever the
+      device. It is reported only where it repeats (loop bodies, step-like functions); a batch
+      written in place later in the same function keeps its copy blocking.
+    - **A tensor of unknown origin is not a pinned buffer that other code refills** (a function
+      parameter annotated `torch.Tensor`).
+    - **A device syncfix cannot name is CUDA or the CPU** (`args.device`,
+      `torch.accelerator.current_accelerator()`), for a source provably on the CPU: exact on
+      both; other accelerators (MPS, XLA...) have their own copy rules, which syncfix does not
+      prove.
+
+    To make these fixes safe: declare that your loaders never refill pinned buffers with
+    `extend-safe-fixes = ["SFX101"]` in `[tool.syncfix]`; or let syncfix see what it needs
+    (build the loader where the loop is, name the device where the copy can see it, e.g.
+    `device = torch.device("cuda", local_rank)`); or prove a rewrite on your program with
+    `syncfix verify`. A copy whose receiver is neither provably a tensor nor a batch item gets
+    a finding and no fix (annotate it `torch.Tensor`).
     Device-to-host copies (`.cpu()`, `.to("cpu")`) are never rewritten: reading the result on the
     host before an event wait would read garbage (see SFX105).
     """
@@ -89,6 +123,8 @@ class BlockingHostToDevice(Rule):
         "import torch\nmodel = torch.nn.Linear(3, 3).cuda()\n",
         # .to(other_tensor) and dtype-only .to() are not host-to-device copies we can prove
         "import torch\ndef f(x: torch.Tensor, y: torch.Tensor):\n    return x.to(y), x.to(torch.float16)\n",
+        # a dtype by its name: a cast
+        "import torch\ndef f(x: torch.Tensor, dtype):\n    for _ in range(3):\n        y = x.to(dtype)\n",
         # a device that may be "mps"
         "import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'mps'\nx = torch.ones(3).to(device)\n",
         # not torch at all
@@ -139,24 +175,38 @@ class BlockingHostToDevice(Rule):
         else:
             target = a.to_target(node)
             if target is None or target is Device.CPU:
-                return  # dtype-only, or a device-to-host copy (SFX105's business)
-            if target is Device.UNKNOWN:
-                if receiver.is_tensor and _to_names_device(a, node) and a.is_hot(node):
-                    self.report(
-                        node,
-                        "Possibly blocking copy to a device syncfix cannot prove is CUDA; "
-                        "pass non_blocking=True if it is a host-to-device copy of a fresh tensor",
-                    )
-                return
-        if not receiver.is_tensor:
+                return  # a cast, or a device-to-host copy (SFX105's business)
+            if target is not Device.CUDA and not _to_names_device(a, node):
+                return  # ``.to(other_tensor)``: not a copy we can tell
+            branch = a.cuda_branch(node)
+            if branch is False:
+                return  # the ``else`` of ``if device.type == "cuda":``: not a copy to CUDA
+            if branch is True:
+                target = Device.CUDA  # the body of ``if device.type == "cuda":``
+        if receiver.is_tensor:
+            source = Source.CPU if receiver.device is Device.CPU else Source.TENSOR
+        elif receiver.kind is Kind.UNKNOWN and a.is_likely_batch_item(func.value):
+            source = Source.LIKELY_BATCH
+        else:
+            # ``.cuda()`` is all but always a tensor's; ``.to(...)`` is as often a module's
             if receiver.kind is Kind.UNKNOWN and method == "cuda" and a.is_hot(node):
                 self.report(node, self.MESSAGE + " (receiver not provably a tensor: no fix)")
             return
-        if target is Device.CUDA_OR_CPU and receiver.device is not Device.CPU:
+        if source is not Source.CPU and target is not Device.CUDA and source is not Source.LIKELY_BATCH:
+            # the source may be on CUDA and the target the CPU: a device-to-host copy made
+            # non-blocking would be read before it lands
+            if target is Device.UNKNOWN:
+                if a.is_hot(node):
+                    self.report(node, _UNKNOWN_DEVICE)
+                return
             self.report(
                 node,
                 self.MESSAGE + " (device may be the CPU and the tensor may be on CUDA: no fix)",
             )
+            return
+        if source is Source.LIKELY_BATCH and not a.is_hot(node):
+            return  # a likely fact is worth a finding only where it repeats
+        if target is Device.UNKNOWN and not a.is_hot(node):
             return
         if caught_by_enclosing_try(a, node):
             self.report(
@@ -165,25 +215,74 @@ class BlockingHostToDevice(Rule):
                 "copy would raise later, outside the try; no fix)",
             )
             return
-        self.report(node, fix=self._fix(node, receiver))
+        fix = self._fix(node, receiver, source, target)
+        if fix is None:
+            why = _STREAMS if a.uses_streams else _WRITTEN
+            self.report(node, f"{self.MESSAGE} ({why}: no fix)")
+        else:
+            self.report(node, fix=fix)
 
-    def _fix(self, node: cst.Call, receiver) -> Fix | None:
+    def _fix(self, node: cst.Call, receiver: Value, source: Source, target: Device) -> Fix | None:
         a = self.analysis
-        new = _non_blocking_call(node)
-        changes = {node: new}
+        changes = {node: _non_blocking_call(node)}
         if a.uses_streams:
             return None
-        if receiver.device is Device.CUDA or receiver.memory is Memory.PAGEABLE:
-            return self.safe_fix(changes, "Copy with non_blocking=True")
-        if source_may_change(a, node):
-            return None  # a pinned source written again would be copied with the new data
-        if receiver.fresh:
-            return self.safe_fix(changes, "Copy with non_blocking=True")
-        return self.unsafe_fix(
-            changes,
+        if source is Source.LIKELY_BATCH:
+            # the likely fact covers code the batch is passed to; a write here it cannot cover
+            if source_may_change(a, node, passed_on=False):
+                return None  # the batch is written after the copy: keep it blocking
+            return self.unsafe_fix(changes, _LIKELY_BATCH_FIX)
+        unknown_origin = (
             "Copy with non_blocking=True (unsafe: the source's origin is unknown; it may be a "
-            "pinned buffer that other code writes again before the copy runs)",
+            "pinned buffer that other code writes again before the copy runs)"
         )
+        if target is not Device.UNKNOWN:
+            # to CUDA (or cuda|cpu from the CPU): a CUDA source is a no-op or a device-to-device
+            # copy; a pageable one is staged at the call; a fresh one is written by nobody else
+            if receiver.device is Device.CUDA or receiver.memory is Memory.PAGEABLE:
+                return self.safe_fix(changes, "Copy with non_blocking=True")
+            if source_may_change(a, node):
+                return None  # a pinned source written again would be copied with the new data
+            if receiver.fresh:
+                return self.safe_fix(changes, "Copy with non_blocking=True")
+            return self.unsafe_fix(changes, unknown_origin)
+        # A CPU source to a device syncfix cannot name: exact on CUDA and the CPU only.
+        if receiver.memory is not Memory.PAGEABLE and source_may_change(a, node):
+            return None
+        if receiver.memory is Memory.PAGEABLE or receiver.fresh:
+            return self.unsafe_fix(changes, _UNKNOWN_TARGET_FIX)
+        return self.unsafe_fix(changes, unknown_origin)
+
+
+class Source(enum.Enum):
+    """What syncfix knows of the tensor a copy reads."""
+
+    CPU = "a tensor provably on the CPU"
+    TENSOR = "a tensor on a device syncfix cannot name"
+    LIKELY_BATCH = "an item of a batch from a loader the code does not construct"
+
+
+_UNKNOWN_DEVICE = (
+    "Possibly blocking copy: syncfix can prove neither that the device is CUDA nor that the "
+    "tensor is on the CPU (no fix: name the device, e.g. `torch.device(\"cuda\", rank)`, or "
+    "pass non_blocking=True yourself if this copies a fresh CPU tensor to the GPU)"
+)
+_STREAMS = (
+    "the module uses CUDA streams or graphs, whose copies need an ordering syncfix does not prove"
+)
+_WRITTEN = (
+    "the source may be written again before a non-blocking copy would read it; copy a tensor "
+    "nothing writes afterwards"
+)
+_LIKELY_BATCH_FIX = (
+    "Copy with non_blocking=True (unsafe: an item of a batch from a loader syncfix cannot see is "
+    "likely a fresh CPU tensor; `extend-safe-fixes = [\"SFX101\"]` in [tool.syncfix] if your "
+    "loaders never refill pinned buffers)"
+)
+_UNKNOWN_TARGET_FIX = (
+    "Copy with non_blocking=True (unsafe: the source is a CPU tensor, exact on CUDA and the CPU; "
+    "the device may be another accelerator, whose copies syncfix does not prove)"
+)
 
 
 def _is_false(expr: cst.BaseExpression) -> bool:

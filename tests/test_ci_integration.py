@@ -22,7 +22,7 @@ from syncfix.noqa import add_noqa
 REPO = Path(__file__).resolve().parent.parent
 SAFE = "import torch\nfor step in range(3):\n    x = torch.ones(3).cuda()\n"
 UNSAFE = "import torch\ndef forward(x: torch.Tensor):\n    return x.cuda()\n"
-NO_FIX = "import torch\nfor b in loader:\n    b.cuda()\n"
+NO_FIX = "import torch\nfor b in loader:\n    b.state.cuda()\n"  # not provably a tensor: no fix
 FIXED = 'import torch\nfor step in range(3):\n    x = torch.ones(3).to("cuda", non_blocking=True)\n'
 
 

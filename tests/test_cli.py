@@ -317,7 +317,7 @@ def test_multi_line_fix_shows_a_minimal_hunk(project):
 
 def test_messages_say_why_there_is_no_fix(project):
     project("u.py", UNSAFE)
-    project("n.py", "import torch\nfor b in loader:\n    b.cuda()\n")
+    project("n.py", "import torch\nfor b in loader:\n    b.state.cuda()\n")
     out = run("check", "u.py", "n.py", "-o", "concise").stdout
     unsafe_line = next(x for x in out.splitlines() if x.startswith("u.py"))
     assert "the fix is unsafe: review it and pass --unsafe-fixes" in unsafe_line

@@ -40,9 +40,14 @@ def project(tmp_path, monkeypatch):
 
 
 def _fixes(*args: str) -> list[bool]:
+    """For each SFX101 finding: does it have a safe fix?"""
     result = CliRunner().invoke(cli, ["check", "scripts/train.py", "-o", "json", "--include-cold", *args])
     assert result.exit_code in (0, 1), result.output
-    return [f["fix"] is not None for f in json.loads(result.stdout) if f["code"] == "SFX101"]
+    return [
+        f["fix"] is not None and f["fix"]["applicability"] == "safe"
+        for f in json.loads(result.stdout)
+        if f["code"] == "SFX101"
+    ]
 
 
 def test_module_names_and_root(project):

@@ -3,19 +3,35 @@
 the one device expression a tensor was placed with (``x.to(device)`` and every op of its result
 share the origin ``device``), so a rewrite can create new tensors on it. The device of a tensor
 value itself is part of its :class:`~.values.Value` (provenance.py).
+
+Also here, for the copy rules: which ``.to(x)`` arguments are dtypes (:func:`is_cast_argument`:
+a cast is no copy), what the tests around a copy say of its device (:func:`cuda_branch`: the
+``else`` of ``if torch.cuda.is_available():`` rules CUDA out), and the *likely* fact that an item of a batch from a loader
+the code does not construct is a fresh CPU tensor (:func:`is_likely_batch_item`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
+from libcst.metadata import Assignment
 
 from .bindings import fact_of_name
 from .dtypes import is_dtype
 from .syntax import keyword, positional
-from .torch_api import NON_TENSOR_NAMESPACES
+from .torch_api import (
+    BATCH_DICT_VIEWS,
+    CPU_KEEPING_METHODS,
+    CUDA_AVAILABLE,
+    DEVICE_TYPE_ATTR,
+    DEVICE_TYPE_NAME,
+    DTYPE_NAME,
+    DTYPE_NAME_SUFFIX,
+    NON_TENSOR_NAMESPACES,
+    PASS_THROUGH_ITER,
+)
 from .values import OTHER, Device, Kind, Value
 
 if TYPE_CHECKING:
@@ -105,13 +121,24 @@ def _device_code(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:
 def device_of(a: ModuleAnalysis, expr: cst.CSTNode) -> Device:
     """The device a device-like expression (string, int, ``torch.device``, name) denotes."""
     v = a.value(expr)
-    return v.device if v.kind is Kind.DEVICE else Device.UNKNOWN
+    if v.kind is Kind.DEVICE:
+        return v.device
+    return Device.CUDA if _is_device_index(a, expr) else Device.UNKNOWN
+
+
+def _is_device_index(a: ModuleAnalysis, expr: cst.CSTNode) -> bool:
+    """A Python int as a device: ``0``, ``local_rank = int(os.environ["LOCAL_RANK"])``,
+    ``rank % torch.cuda.device_count()``. PyTorch reads an int as an index of the current
+    accelerator; syncfix reads it as CUDA (``.cuda(i)`` always is)."""
+    return isinstance(expr, cst.BaseExpression) and a.python_number_type(expr) == "int"
 
 
 def to_target(a: ModuleAnalysis, call: cst.Call) -> Device | None:
-    """The device a ``.to(...)`` call moves to, or None when it names no device we know.
+    """The device a ``.to(...)`` call moves to, or None when it names no device: a dtype only
+    (:func:`is_cast_argument`, or ``dtype=`` alone).
 
-    ``Device.UNKNOWN`` means: it names a device, but which one is not provable.
+    ``Device.UNKNOWN`` means: it may name a device, but which one is not provable (this
+    includes ``.to(other_tensor)``: the device of another tensor).
     """
     dev = keyword(call, "device")
     if dev is not None:
@@ -123,13 +150,227 @@ def to_target(a: ModuleAnalysis, call: cst.Call) -> Device | None:
     v = a.value(first)
     if v.kind is Kind.DEVICE:
         return v.device
-    if v.kind is Kind.NUMBER and isinstance(first, cst.Integer):
+    if _is_device_index(a, first):
         return Device.CUDA
     if v.is_tensor:
         return Device.UNKNOWN  # ``.to(other_tensor)``: device and dtype of another tensor
-    if is_dtype(a, first):
+    if is_cast_argument(a, first):
         return None
     return Device.UNKNOWN
+
+
+def names_device_only(a: ModuleAnalysis, call: cst.Call) -> bool:
+    """Does ``.to(...)`` provably name a device and no dtype (so it keeps the dtype)?"""
+    if any(arg.keyword is not None and arg.keyword.value == "dtype" for arg in call.args):
+        return False
+    args = positional(call)
+    if len(args) > 1:
+        return False
+    if not args:
+        return keyword(call, "device") is not None
+    return a.value(args[0].value).kind is Kind.DEVICE or _is_device_index(a, args[0].value)
+
+
+def is_cast_argument(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    """Does ``expr``, the first argument of ``.to(expr)``, name a dtype by every sign we can read
+    (so the call is a cast, not a copy)? A torch dtype (``torch.float16``), or a name or
+    attribute called ``dtype``/``*_dtype`` (``dtype``, ``self.dtype``, ``x.dtype``,
+    ``compute_dtype``) whose value is not a device or a tensor, or a name every binding of
+    which is one of these (``dt = torch.float16``)."""
+    if is_dtype(a, expr):
+        return True
+    v = a.value(expr)
+    if v.kind is Kind.DEVICE or v.is_tensor or _is_device_index(a, expr):
+        return False
+    if isinstance(expr, cst.Attribute):
+        return _dtype_named(expr.attr.value)
+    if isinstance(expr, cst.Name):
+        return _dtype_named(expr.value) or fact_of_name(a, expr, a.is_cast_argument) is True
+    return False
+
+
+def _dtype_named(name: str) -> bool:
+    return name == DTYPE_NAME or name.endswith(DTYPE_NAME_SUFFIX)
+
+
+def cuda_branch(a: ModuleAnalysis, call: cst.Call) -> bool | None:
+    """What the tests around ``call`` (a ``.to(...)``) say of its device: False where the code
+    has ruled CUDA out (the ``else`` of ``if torch.cuda.is_available():``, of ``if device_type
+    == "cuda":``, of ``if <d>.type == "cuda":`` with ``<d>`` the device the call names, and the
+    body of their negations); True in the body of ``if <d>.type == "cuda":`` where ``<d>`` is
+    a name bound once (so the call's device is CUDA); None where they say nothing."""
+    dev = keyword(call, "device") or next(iter(positional(call)), None)
+    device = dev.value if dev is not None else None
+    child: cst.CSTNode = call
+    for anc in a.ancestors(call):
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return None
+        if isinstance(anc, (cst.If, cst.IfExp)):
+            says = _says_cuda(a, anc.test, device)
+            if says is not None and child is (anc.orelse if says else anc.body):
+                return False
+            if says and child is anc.body and _names_this_device(a, anc.test, device):
+                return True
+        child = anc
+    return None
+
+
+def _names_this_device(a: ModuleAnalysis, test: cst.BaseExpression, device: cst.BaseExpression | None) -> bool:
+    """Is ``test`` ``<d>.type == "cuda"`` for the device ``device``, a name bound once?"""
+    if not (isinstance(device, cst.Name) and a.bound_once(device)):
+        return False
+    if not isinstance(test, cst.Comparison) or not isinstance(test.comparisons[0].operator, cst.Equal):
+        return False
+    subject = test.left if isinstance(test.comparisons[0].comparator, cst.SimpleString) else test.comparisons[0].comparator
+    return (
+        isinstance(subject, cst.Attribute)
+        and isinstance(subject.value, cst.Name)
+        and subject.value.value == device.value
+        and a.bound_once(subject.value)
+    )
+
+
+def _says_cuda(a: ModuleAnalysis, test: cst.BaseExpression, device: cst.BaseExpression | None) -> bool | None:
+    """True when ``test`` holds only on CUDA (for ``device``), False when it holds only off
+    CUDA, None when it says neither."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _says_cuda(a, test.expression, device)
+        return None if inner is None else not inner
+    if isinstance(test, cst.Call):
+        return True if not test.args and a.callee(test) in CUDA_AVAILABLE else None
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    op = test.comparisons[0].operator
+    left, right = test.left, test.comparisons[0].comparator
+    if isinstance(left, cst.SimpleString):
+        left, right = right, left
+    if not (isinstance(right, cst.SimpleString) and right.evaluated_value == "cuda"):
+        return None
+    if isinstance(left, cst.Name):
+        subject = left.value == DEVICE_TYPE_NAME
+    elif isinstance(left, cst.Attribute) and left.attr.value == DEVICE_TYPE_ATTR:
+        subject = device is not None and left.value.deep_equals(device)
+    else:
+        subject = False
+    if not subject:
+        return None
+    if isinstance(op, cst.Equal):
+        return True
+    return False if isinstance(op, cst.NotEqual) else None
+
+
+# ---- the likely tier: items of batches from loaders the code does not construct -----------
+
+def is_likely_batch_item(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` an item of a batch from a loader this code does not construct, and so
+    *likely* (not provably) a fresh CPU tensor? A target of ``for`` over an iterable of unknown
+    value (a parameter, ``self.loader``, ``get_loader()``'s result; through ``enumerate``,
+    ``zip``, ``tqdm``, ``iter``), a part of it (``x, y = batch``, ``batch["input_ids"]``,
+    ``batch[0]``, ``batch[i:j]``), an item of its ``.items()``/``.values()`` or of a loop over
+    it, ``next(it)`` of such an iterator, and a cast or view of these (``x.float()``).
+    A value the analysis knows (a tensor, a number, a module, a list...) is never one."""
+    return bool(a.solver.get("likely-batch", expr, lambda n: _likely_batch(a, n), True, False))
+
+
+def _likely_batch(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    if a.value(expr).kind not in (Kind.UNKNOWN, Kind.BOTTOM):
+        return False
+    if isinstance(expr, cst.Subscript):
+        return is_likely_batch_item(a, expr.value)
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        args = positional(expr)
+        if a.callee(expr) == "builtins.next" and args:
+            return _yields_batches(a, args[0].value, [])
+        if isinstance(func, cst.Attribute) and func.attr.value in CPU_KEEPING_METHODS:
+            return is_likely_batch_item(a, func.value)
+        return False
+    if not isinstance(expr, cst.Name):
+        return False
+    bindings = [asg for asg in a.bindings(expr) if _may_reach(a, asg, expr)]
+    return bool(bindings) and all(
+        isinstance(asg, Assignment) and isinstance(asg.node, cst.Name) and _bound_to_batch(a, asg.node)
+        for asg in bindings
+    )
+
+
+def _may_reach(a: ModuleAnalysis, asg: object, use: cst.Name) -> bool:
+    """Can this binding reach ``use``? Where no loop carries bindings round to the use, not from
+    after it, nor from the other branch of an ``if`` (``if c: x = x.cuda(i) else: x.to(d)``)."""
+    node = getattr(asg, "node", None)
+    if not isinstance(node, cst.CSTNode) or a.carrying_loops(use):
+        return True
+    order = a.structure.order
+    if order.get(node, -1) > order.get(use, -1):
+        return False
+    use_path = {id(anc): child for child, anc in _child_ancestor_pairs(a, use)}
+    for child, anc in _child_ancestor_pairs(a, node):
+        if id(anc) in use_path:
+            other = use_path[id(anc)]
+            if isinstance(anc, cst.If) and {id(child), id(other)} == {id(anc.body), id(anc.orelse)}:
+                return False
+            return True
+    return True
+
+
+def _child_ancestor_pairs(a: ModuleAnalysis, node: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, cst.CSTNode]]:
+    child = node
+    for anc in a.ancestors(node):
+        yield child, anc
+        child = anc
+
+
+def _bound_to_batch(a: ModuleAnalysis, target: cst.Name) -> bool:
+    """Does this binding of a name (``target``) give it a batch item?"""
+    path: list[int] = []  # positions in the destructuring targets, outermost first
+    child: cst.CSTNode = target
+    parent = a.parent(child)
+    while isinstance(parent, (cst.Element, cst.Tuple, cst.List)):
+        if isinstance(parent, (cst.Tuple, cst.List)):
+            path.append(next(i for i, el in enumerate(parent.elements) if el is child))
+        child, parent = parent, a.parent(parent)
+    path.reverse()
+    if isinstance(parent, cst.AssignTarget):
+        assign = a.parent(parent)
+        assert isinstance(assign, cst.Assign)
+        value: cst.BaseExpression = assign.value
+        for index in path:
+            if not isinstance(value, (cst.Tuple, cst.List)):
+                break  # ``x, y = batch``: items of a batch are batch items
+            if index >= len(value.elements) or isinstance(value.elements[index], cst.StarredElement):
+                return False
+            value = value.elements[index].value
+        return is_likely_batch_item(a, value)
+    if isinstance(parent, cst.AnnAssign) and parent.value is not None and not path:
+        return is_likely_batch_item(a, parent.value)
+    if isinstance(parent, cst.NamedExpr) and not path:
+        return is_likely_batch_item(a, parent.value)
+    if isinstance(parent, (cst.For, cst.CompFor)):
+        return _yields_batches(a, parent.iter, path)
+    return False
+
+
+def _yields_batches(a: ModuleAnalysis, iterable: cst.BaseExpression, path: list[int]) -> bool:
+    """Does iterating ``iterable`` give batches at the destructuring ``path``?"""
+    if isinstance(iterable, cst.Call):
+        name = a.callee(iterable)
+        args = positional(iterable)
+        if name == "builtins.enumerate" and args:
+            return bool(path) and path[0] == 1 and _yields_batches(a, args[0].value, path[1:])
+        if name == "builtins.zip" and args:
+            return bool(path) and path[0] < len(args) and _yields_batches(a, args[path[0]].value, path[1:])
+        if (name in PASS_THROUGH_ITER or name == "builtins.iter") and args:
+            return _yields_batches(a, args[0].value, path)
+        func = iterable.func
+        if isinstance(func, cst.Attribute) and func.attr.value in BATCH_DICT_VIEWS:
+            if func.attr.value == "items" and (not path or path[0] != 1):
+                return False  # the key, or the (key, item) pair
+            return is_likely_batch_item(a, func.value)
+        return False  # the result of another call (``model.parameters()``, ``range(n)``...)
+    if isinstance(iterable, (cst.Name, cst.Attribute)) and a.value(iterable).kind in (Kind.UNKNOWN, Kind.BOTTOM):
+        # a loader (or iterator) the code does not construct, or a batch item itself
+        return True
+    return False
 
 
 def string_device(expr: cst.BaseExpression) -> Value:

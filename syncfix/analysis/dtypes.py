@@ -192,8 +192,8 @@ def _call_dtype(a: ModuleAnalysis, call: cst.Call) -> str | None:
                 return canon_dtype(a.qualname(args[0].value))
             if len(args) >= 2 and is_dtype(a, args[1].value):
                 return canon_dtype(a.qualname(args[1].value))
-            if args and a.value(args[0].value).is_tensor:
-                return None  # ``.to(other)`` takes other's dtype
+            if not a.names_device_only(call):
+                return None  # ``.to(other)`` takes other's dtype; ``.to(dtype)`` casts
             return a.dtype_of(func.value)
         if method in BOOL_FNS:
             return "torch.bool"
@@ -278,7 +278,7 @@ def dtype_kind(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:
             return _dtype_name_kind(a, dtypes[0]) if len(dtypes) == 1 else None
         if keyword(expr, "dtype") is not None or any(a.is_tensor(arg.value) for arg in expr.args):
             return None  # a dtype we cannot name, or ``.to(other_tensor)``
-        return a.dtype_kind(func.value) if method == "to" and expr.args else None
+        return a.dtype_kind(func.value) if method == "to" and a.names_device_only(expr) else None
     if method in FLOAT_KEEPING:
         return "float" if a.dtype_kind(func.value) == "float" else None
     if method in FLOATING_RESULT:

@@ -284,6 +284,23 @@ class ModuleAnalysis:
         """The code of the one device expression a tensor was placed with, or None."""
         return devices.device_origin(self, expr)
 
+    def names_device_only(self, call: cst.Call) -> bool:
+        """Does ``.to(...)`` provably name a device and no dtype (so it keeps the dtype)?"""
+        return devices.names_device_only(self, call)
+
+    def is_cast_argument(self, expr: cst.BaseExpression) -> bool:
+        """Does the first argument of ``.to(expr)`` name a dtype by every sign (a cast, no copy)?"""
+        return devices.is_cast_argument(self, expr)
+
+    def cuda_branch(self, call: cst.Call) -> bool | None:
+        """In a branch where ``call``'s (a ``.to(...)``) device is CUDA (True), is not (False)?"""
+        return devices.cuda_branch(self, call)
+
+    def is_likely_batch_item(self, expr: cst.BaseExpression) -> bool:
+        """Is ``expr`` an item of a batch from a loader the code does not construct (likely a
+        fresh CPU tensor; a *likely* fact, for unsafe fixes only)?"""
+        return devices.is_likely_batch_item(self, expr)
+
     # ---- dtypes (dtypes.py) ---------------------------------------------------------------
     @cached_property
     def default_float(self) -> str | None:

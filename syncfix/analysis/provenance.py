@@ -24,7 +24,7 @@ from libcst.metadata.scope_provider import BaseAssignment
 from . import callgraph
 from .bindings import assignment_order
 from .devices import fstring_device, string_device
-from .dtypes import dtype_kw, is_dtype
+from .dtypes import dtype_kw
 from .syntax import is_none, keyword, positional, through_call
 from .torch_api import (
     CREATION_DEVICE_ARG,
@@ -35,6 +35,7 @@ from .torch_api import (
     MODULE_BASES,
     NON_TENSOR_NAMESPACES,
     PASS_THROUGH_ITER,
+    SIZE_FACTORIES,
     TENSOR_ATTR_NON_TENSOR,
     TENSOR_ATTR_TENSOR,
     TENSOR_NAMESPACES,
@@ -544,6 +545,8 @@ def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | N
         device = Device.UNKNOWN if a.sets_default_device else Device.CPU  # whatever the arguments
     elif tensor_args:
         device = tensor_device(tensor_args)
+    elif namespace == "torch." and short in SIZE_FACTORIES and keyword(call, "out") is None and not a.sets_default_device:
+        device = Device.CPU  # ``torch.ones(batch_size, n)``: sizes decide no device
     elif any(v.kind is Kind.UNKNOWN for v in operands):
         device = Device.UNKNOWN  # ``torch.isnan(unknown)`` may well be on the GPU
     elif a.sets_default_device:
@@ -552,6 +555,8 @@ def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | N
         device = Device.CPU
     if short in TORCH_VIEWS:
         base = tensor_args[0] if tensor_args else UNKNOWN
+        if short == "from_numpy":  # a CPU tensor sharing the array's memory, whatever the array
+            return Value(Kind.TENSOR, Device.CPU, Memory.PAGEABLE, False)
         if short in ("as_tensor", "asarray", "from_numpy") and not tensor_args:
             # shares the caller's array memory: pageable, but not fresh
             return Value(Kind.TENSOR, device, Memory.PAGEABLE, False)
@@ -580,7 +585,8 @@ def _method_value(a: ModuleAnalysis, receiver: Value, method: str, call: cst.Cal
     if method == "to":
         target = a.to_target(call)
         if target is None:  # dtype only, or unknown
-            return replace(receiver, kind=Kind.TENSOR) if _to_is_dtype_only(a, call) else Value(Kind.TENSOR)
+            # a cast keeps the device (the result may be the receiver itself), not the dtype
+            return replace(receiver, kind=Kind.TENSOR, dtype=None) if _to_is_dtype_only(a, call) else Value(Kind.TENSOR)
         device = target
         return Value(
             Kind.TENSOR,
@@ -616,4 +622,4 @@ def _to_is_dtype_only(analysis: ModuleAnalysis, call: cst.Call) -> bool:
     args = positional(call)
     if keyword(call, "device") is not None:
         return False
-    return bool(args) and is_dtype(analysis, args[0].value) or (not args and keyword(call, "dtype") is not None)
+    return bool(args) and analysis.is_cast_argument(args[0].value) or (not args and keyword(call, "dtype") is not None)

@@ -23,7 +23,7 @@ import libcst as cst
 
 from .bindings import is_range_counter
 from .syntax import dotted_name, literal_kind
-from .torch_api import NUMPY_CONSTRUCTORS, PY_NUMBER_BUILTINS
+from .torch_api import DEVICE_INDEX_FUNCTIONS, NUMPY_CONSTRUCTORS, PY_NUMBER_BUILTINS
 from .values import Kind
 
 if TYPE_CHECKING:
@@ -53,7 +53,8 @@ def python_number_type(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | Non
             return inner
         return None
     if isinstance(expr, cst.Call) and not expr.args[1:] and all(not arg.star for arg in expr.args):
-        return PY_NUMBER_BUILTINS.get(a.callee(expr) or "")
+        callee = a.callee(expr) or ""
+        return PY_NUMBER_BUILTINS.get(callee) or DEVICE_INDEX_FUNCTIONS.get(callee)
     if isinstance(expr, cst.Comparison):
         operands = [expr.left, *(c.comparator for c in expr.comparisons)]
         if all(a.python_number_type(o) for o in operands):

@@ -281,6 +281,34 @@ STREAM_APIS = (
 STREAM_METHODS = {"wait_stream", "record_stream", "wait_event"}
 # Last parts of the names above (a cheap pre-filter).
 STREAM_WORDS = {api.rsplit(".", 1)[-1] for api in STREAM_APIS} | STREAM_METHODS
+# A ``.to(x)`` argument named so is a dtype (``dtype``, ``self.dtype``, ``x.dtype``,
+# ``compute_dtype``, ``self._orig_dtype``): a cast, not a copy, unless its value says otherwise.
+DTYPE_NAME = "dtype"
+DTYPE_NAME_SUFFIX = "_dtype"
+# Functions returning a Python int that code passes as a device index (``.to(local_rank)``):
+# an int names a device of the current accelerator (CUDA on the machines syncfix fixes for).
+DEVICE_INDEX_FUNCTIONS = {
+    "torch.cuda.current_device": "int", "torch.cuda.device_count": "int",
+    "torch.distributed.get_rank": "int", "torch.distributed.get_world_size": "int",
+    "torch.distributed.get_node_local_rank": "int",
+}
+# Tests whose true branch means "on CUDA" (so their ``else`` copies to something else): the call,
+# and what is compared with ``"cuda"`` (``device_type == "cuda"``, ``device.type == "cuda"``).
+CUDA_AVAILABLE = {"torch.cuda.is_available"}
+DEVICE_TYPE_NAME = "device_type"
+DEVICE_TYPE_ATTR = "type"
+# Tensor methods whose result, for a CPU receiver, is the receiver or a new CPU tensor (so an
+# item of a batch stays a CPU tensor through them: ``x.float().cuda()``).
+CPU_KEEPING_METHODS = {
+    "float", "double", "half", "bfloat16", "long", "int", "short", "bool", "byte", "char",
+    "contiguous", "view", "view_as", "reshape", "squeeze", "unsqueeze", "permute", "transpose",
+    "flatten", "detach", "clone", "pin_memory", "narrow", "select", "t",
+}
+# torch.* factories whose positional arguments are sizes (and ints): without ``device=`` they
+# build on the default device (the CPU unless the module sets one), whatever those values are.
+SIZE_FACTORIES = {"zeros", "ones", "empty", "rand", "randn", "randint", "randperm", "eye"}
+# Dict views of a batch: iterating ``batch.items()`` gives (key, item), ``batch.values()`` items.
+BATCH_DICT_VIEWS = ("items", "values")
 
 # --------------------------------------------------------------------------------------------
 # Purity and randomness

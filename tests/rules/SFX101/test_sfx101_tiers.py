@@ -1,0 +1,81 @@
+"""SFX101's tiers on the CPU: what is proven, what rests on a likely fact (and how a user makes
+it safe), and what the no-fix messages tell the user to do."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+
+from syncfix import check_code, fix_code
+from syncfix.cli import cli
+from syncfix.model import Applicability
+
+TRAIN = textwrap.dedent(
+    """\
+    def train_one_epoch(model, loader, optimizer):
+        for x, y in loader:
+            x = x.cuda()
+            y = y.to("cuda")
+            model(x, y).backward()
+            optimizer.step()
+    """
+)
+TRAIN_FIXED = TRAIN.replace("x.cuda()", 'x.to("cuda", non_blocking=True)').replace(
+    'y.to("cuda")', 'y.to("cuda", non_blocking=True)'
+)
+
+
+def test_batch_items_of_an_unseen_loader_get_an_unsafe_fix_that_names_the_config_key():
+    findings = check_code(TRAIN, select=["SFX101"])
+    assert [f.line for f in findings] == [3, 4]
+    for f in findings:
+        assert f.fix is not None and f.fix.applicability is Applicability.UNSAFE
+        assert 'extend-safe-fixes = ["SFX101"]' in f.fix.description
+    assert fix_code(TRAIN, select=["SFX101"]) == TRAIN
+    assert fix_code(TRAIN, select=["SFX101"], unsafe_fixes=True) == TRAIN_FIXED
+
+
+def test_extend_safe_fixes_makes_the_likely_fix_apply(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[tool.syncfix]\nextend-safe-fixes = ["SFX101"]\n')
+    (tmp_path / "train.py").write_text(TRAIN)
+    result = CliRunner().invoke(cli, ["apply", "--no-cache", "train.py"], catch_exceptions=False)
+    assert (tmp_path / "train.py").read_text() == TRAIN_FIXED, result.output
+
+
+@pytest.mark.parametrize(
+    ("snippet", "says"),
+    [
+        # neither a tensor nor a batch item: annotate it
+        ("def f(model, n):\n    for _ in range(n):\n        model.state.cuda()\n",
+         "annotate it as `torch.Tensor`"),
+        # a batch written after the copy is queued
+        ("def f(loader):\n    for b in loader:\n        y = b.cuda()\n        b.zero_()\n",
+         "written again before a non-blocking copy"),
+        # the device may be anything and the tensor anywhere
+        ("import torch\ndef f(x: torch.Tensor, args):\n    for _ in range(3):\n"
+         "        y = x.to(args.device)\n",
+         "name the device"),
+        # a try that catches the copy's error
+        ("def f(loader):\n    for b in loader:\n        try:\n            b = b.cuda()\n"
+         "        except Exception:\n            pass\n",
+         "inside a try whose handler catches its error"),
+    ],
+)
+def test_no_fix_messages_say_what_to_do(snippet, says, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.py").write_text(snippet)
+    findings = check_code(snippet, select=["SFX101"], unsafe_fixes=True)
+    assert len(findings) == 1 and findings[0].fix is None
+    out = CliRunner().invoke(cli, ["check", "--no-cache", "--isolated", "--unsafe-fixes", "a.py"])
+    assert says in " ".join(out.output.split()), out.output
+
+
+def test_a_cpu_to_cpu_to_returns_the_tensor_itself():
+    """The fact that makes a fix exact for a ``cuda|cpu`` device when the source is on the CPU."""
+    torch = pytest.importorskip("torch")
+    t = torch.arange(6.0)
+    assert t.to("cpu", non_blocking=True) is t
+    assert t.to(torch.device("cpu"), non_blocking=True) is t
