@@ -109,7 +109,13 @@ class Rule(cst.BatchableCSTVisitor):
         """The rule's markdown documentation, as ``syncfix rule`` prints it (and, with its links
         made relative, as ``docs/rules/<CODE>.md`` holds it)."""
         body = textwrap.dedent(inspect.getdoc(cls) or "").strip()
-        return f"# {cls.NAME} ({cls.CODE})\n\n{cls.fix_summary()}\n\n{body}\n"
+        where = (
+            " Reported only where the sync repeats (loop bodies, step-like functions and what they"
+            " call); one-time code and test files are quiet unless `--include-cold`."
+            if cls.ONLY_WHERE_REPEATED
+            else ""
+        )
+        return f"# {cls.NAME} ({cls.CODE})\n\n{cls.fix_summary()}{where}\n\n{body}\n"
 
     @classmethod
     def fix_summary(cls) -> str:
