@@ -73,3 +73,38 @@ def test_file_outside_any_project_gets_no_context(tmp_path):
     if project_root(lone) is not None:
         pytest.skip("the temporary folder lies inside a project")
     assert contexts([str(lone)]) == {}
+
+
+TRAINER = """\
+import torch
+
+
+class Trainer:
+    def __init__(self):
+        self.device = torch.device("cuda")
+
+    def step(self, batches):
+        for x in batches:
+            y = torch.ones(3, device="cuda") * x
+            z = y.to(self.device)
+"""
+
+
+def test_a_class_imported_elsewhere_keeps_no_attribute_facts(project):
+    """A subclass in the importing file may set ``self.device = "cpu"``: then ``y.to(self.device)``
+    of a CUDA tensor is a device-to-host copy that must stay blocking."""
+    (project / "scripts" / "trainer.py").write_text(TRAINER, encoding="utf-8")
+
+    def safe_fixes() -> int:
+        result = CliRunner().invoke(cli, ["check", "scripts/trainer.py", "-o", "json", "--no-cache"])
+        assert result.exit_code in (0, 1), result.output
+        found = json.loads(result.stdout)
+        return sum(f["fix"] is not None and f["fix"]["applicability"] == "safe" for f in found)
+
+    assert safe_fixes() == 1  # only this file knows the class: its one assignment proves CUDA
+    (project / "scripts" / "cpu.py").write_text(
+        "from trainer import Trainer\n\nclass CPUTrainer(Trainer):\n"
+        "    def __init__(self):\n        self.device = 'cpu'\n",
+        encoding="utf-8",
+    )
+    assert safe_fixes() == 0

@@ -25,6 +25,7 @@ from . import callgraph
 from .bindings import assignment_order
 from .devices import fstring_device, string_device
 from .dtypes import dtype_kw
+from .project import ALL
 from .syntax import is_none, keyword, positional, through_call
 from .torch_api import (
     CREATION_DEVICE_ARG,
@@ -311,6 +312,9 @@ def _self_attribute(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
     if cls is None:
         return UNKNOWN
     attr = expr.attr.value
+    imported = a.imported
+    if imported is not None and (ALL in imported or cls.name.value in imported):
+        return UNKNOWN  # another project file imports the class: a subclass there may set it too
     # ``self`` may be an instance of a subclass of this module that sets the attribute too.
     classes = callgraph.with_subclasses(a, cls)
     if callgraph.attribute_set_elsewhere(a, attr, classes):
