@@ -8,11 +8,16 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from .observed import Need
+
 
 class Applicability(str, enum.Enum):
     """How far a fix may be trusted (ruff's model)."""
 
     SAFE = "safe"  # keeps values, types, shapes, dtypes, errors and side effects exactly
+    # rests on facts a recorded run observed on every execution (syncfix/observed.py); applied
+    # only with --observed
+    OBSERVED = "observed"
     UNSAFE = "unsafe"  # may change behaviour; applied only with --unsafe-fixes
 
     def __str__(self) -> str:  # pragma: no cover - trivial
@@ -38,6 +43,8 @@ class FixInfo:
     applicability: Applicability
     description: str
     edit: Edit | None = None  # filled by the engine once the fix's text is known
+    # the facts an observed fix rests on (empty for safe and unsafe fixes)
+    needs: tuple[Need, ...] = ()
 
 
 @dataclass(frozen=True)
