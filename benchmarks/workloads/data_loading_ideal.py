@@ -27,3 +27,7 @@ def run(state, steps):
             if done == steps:
                 break
     return [torch.stack(outs).sum().item()]
+
+
+if __name__ == "__main__":  # run as a script: the workload as its author would start it
+    print(run(setup("small"), 10))

@@ -26,3 +26,7 @@ def run(state, steps):
         top = logits.max().item()
         log.append((int(position), top))
     return [tokens.sum().item(), log]
+
+
+if __name__ == "__main__":  # run as a script: the workload as its author would start it
+    print(run(setup("small"), 10))

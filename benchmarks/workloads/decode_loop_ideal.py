@@ -26,3 +26,7 @@ def run(state, steps):
         tops.append(logits.max())
     top_values = torch.stack(tops).tolist() if tops else []
     return [tokens.sum().item(), list(zip(range(steps), top_values, strict=True))]
+
+
+if __name__ == "__main__":  # run as a script: the workload as its author would start it
+    print(run(setup("small"), 10))

@@ -20,3 +20,7 @@ def run(state, steps):
         scale = torch.where(m > 0.5, scale * 0.9, scale * 1.1)
         x = y * scale
     return [x.sum().item()]
+
+
+if __name__ == "__main__":  # run as a script: the workload as its author would start it
+    print(run(setup("small"), 10))

@@ -34,3 +34,7 @@ def run(state, steps):
         opt.step()
         logged.append(f"norm {norm.item():.6f}")
     return logged
+
+
+if __name__ == "__main__":  # run as a script: the workload as its author would start it
+    print(run(setup("small"), 10))

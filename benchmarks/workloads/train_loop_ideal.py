@@ -37,3 +37,7 @@ def run(state, steps):
         logged.append(f"loss {loss:.6f} acc {acc:.4f}")
         logged.append(f"norm {norm:.6f}")
     return logged
+
+
+if __name__ == "__main__":  # run as a script: the workload as its author would start it
+    print(run(setup("small"), 10))
