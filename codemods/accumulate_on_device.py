@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import libcst as cst
 
@@ -28,6 +28,10 @@ class _Acc:
     unsafe: str | None = None  # why the fix is only unsafe
     origin: str | None = None  # None: placed on the summand's device at the first iteration
     exact_in_float: bool = False  # an int start that converts to float64 exactly
+    # A total the loop also reads under an ``if`` (a running mean logged every N steps):
+    # statements before which the host value is read back, and resets ``total = <literal>``.
+    reads: list[cst.CSTNode] = field(default_factory=list)
+    resets: list[cst.SimpleStatementLine] = field(default_factory=list)
 
 
 class AccumulateOnDevice(Rule):
@@ -39,8 +43,10 @@ class AccumulateOnDevice(Rule):
     module (`criterion = nn.CrossEntropyLoss()` at module level, as `self.criterion`, or local)
     or `F.cross_entropy`/`F.mse_loss`... with the default or `"sum"` reduction is a 0-d float;
     `(out.argmax(1) == y).sum()`, `pred.eq(y).sum()` and `count_nonzero()` are int64 counts.
-    A total the loop itself reads (a running mean printed every step) is reported without a fix:
-    the loop needs its host value there.
+    A total the loop also reads under an `if` (a running loss logged, and perhaps reset, every
+    N steps) is fixed too: its host value is read back just before each such read, so the sync
+    happens every N steps instead of every step. A total read every step (a running mean printed
+    each iteration) is reported without a fix: the loop needs its host value there.
 
     ## Why it costs
     Each `.item()` copies one value to the host and waits for the whole CUDA stream: one full
@@ -99,10 +105,34 @@ class AccumulateOnDevice(Rule):
       writes it, no nested function or lambda refers to it, it is not `global`/`nonlocal`, and the
       loop is not inside a `try` of that function (a handler could see a partial total);
     - the loop contains no `yield`/`await` (a suspended generator could expose the total).
+    - reads of `total` inside the loop are allowed when each sits under an `if` in the loop (not
+      run every step) in a plain statement or an `if`/`for`/`with` header, and the only writes
+      are resets `total = <literal>` (an int count restarts at an int; a float total at a float
+      or an int of at most 2**53). Before each such statement the host value is read back
+      (`if total_acc is not None: total = total_acc.item()`), and a reset sets the accumulator
+      to `None` so that the next step starts it afresh from the reset value: every read sees the
+      value, and the type, it saw before.
     Float summands are added as `loss.detach()` so the accumulator never joins the autograd graph.
     No fix when the start value is an int past 2**53 and the summand a float, when the total is
-    read in the loop (a running mean printed every step still needs the host value), or for
-    `meter.update(loss.item())`.
+    read in the loop every step, in a `while` test or the loop's `else` (the host value is needed
+    there), when the loop writes it other than by a reset, or for `meter.update(loss.item())`.
+
+    ```python
+    running_loss = 0.0
+    running_loss_acc = None
+    for step, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y)
+        ...
+        if running_loss_acc is None:
+            running_loss_acc = torch.full((), running_loss, dtype=torch.float64, device=loss.device)
+        running_loss_acc += loss.detach().to(running_loss_acc.device)
+        if step % 20 == 19:
+            if running_loss_acc is not None:
+                running_loss = running_loss_acc.item()
+            print(f"loss {running_loss / 20:.4f}")
+            running_loss = 0.0
+            running_loss_acc = None
+    ```
     """
 
     CODE = "SFX302"
@@ -224,8 +254,11 @@ class AccumulateOnDevice(Rule):
     def _check(self, loop: cst.For | cst.While, acc: _Acc) -> None:
         a = self.analysis
         if _mentions(loop, acc.total, skip=acc.stmt, header=isinstance(loop, cst.While)):
-            acc.why_not = _USED_IN_LOOP
-            return
+            uses = _periodic_uses(a, loop, acc)
+            if uses is None:
+                acc.why_not = _USED_IN_LOOP
+                return
+            acc.reads, acc.resets = uses
         receiver = acc.read.receiver
         kind = a.dtype_kind(receiver)
         if kind not in ("float", "int") or (acc.read.form != "item" and acc.read.form != kind):
@@ -264,6 +297,14 @@ class AccumulateOnDevice(Rule):
         if start is None:
             acc.why_not = f"`{acc.total}` is not bound once, before the loop, to a number literal"
             return
+        for reset in acc.resets:
+            if not _reset_ok(reset, kind):
+                acc.why_not = _USED_IN_LOOP
+                return
+        if acc.reads or acc.resets:
+            # read back under the ``if`` and started afresh at a reset: the accumulator is made
+            # at the first step after each (below), so a read before any step sees the host value
+            acc.origin = None
         if kind == "float" and start == "pyint" and acc.exact_in_float:
             # ``0 + x`` is ``float(0) + x``: exact on the device too, but an empty loop must leave
             # the int, so the accumulator is made at the first step and read back only if it was
@@ -283,9 +324,17 @@ class AccumulateOnDevice(Rule):
         taken = self.__dict__.setdefault("_taken", set())
         before, after = [], []
         replace: dict[cst.CSTNode, cst.CSTNode | cst.FlattenSentinel[cst.BaseStatement]] = {}
+        prefix: dict[cst.CSTNode, list[cst.BaseStatement]] = {}
+        suffix: dict[cst.CSTNode, list[cst.BaseStatement]] = {}
         for acc in accs:
             name = a.fresh_name(f"{acc.total}_acc", taken)
             taken.add(name)
+            for stmt in acc.reads:
+                prefix.setdefault(stmt, []).append(
+                    cst.parse_statement(f"if {name} is not None:\n    {acc.total} = {name}.item()\n")
+                )
+            for stmt in acc.resets:
+                suffix.setdefault(stmt, []).append(cst.parse_statement(f"{name} = None\n"))
             dtype = "float64" if acc.kind == "float" else "int64"
             receiver = acc.read.receiver
             full = f"{torch_name}.full((), {acc.total}, dtype={torch_name}.{dtype}, device={{}})"
@@ -329,7 +378,16 @@ class AccumulateOnDevice(Rule):
 
         class R(cst.CSTTransformer):
             def on_leave(self, original_node, updated_node):
-                return replace.get(original_node, updated_node)
+                node = replace.get(original_node, updated_node)
+                if original_node not in prefix and original_node not in suffix:
+                    return node
+                body = list(node.nodes) if isinstance(node, cst.FlattenSentinel) else [node]
+                first = body[0]
+                pre = list(prefix.get(original_node, ()))
+                if pre:  # the comments above the statement stay above the read-back
+                    pre[0] = pre[0].with_changes(leading_lines=first.leading_lines)
+                    body[0] = first.with_changes(leading_lines=[])
+                return cst.FlattenSentinel([*pre, *body, *suffix.get(original_node, ())])
 
         new_loop = loop.visit(R())
         assert isinstance(new_loop, (cst.For, cst.While))  # only statements inside it are replaced
@@ -342,6 +400,100 @@ class AccumulateOnDevice(Rule):
         if unsafe:
             return self.unsafe_fix(changes, f"{description} (unsafe: {unsafe[0]})")
         return self.safe_fix(changes, description)
+
+
+def _periodic_uses(
+    a, loop: cst.For | cst.While, acc: _Acc
+) -> tuple[list[cst.CSTNode], list[cst.SimpleStatementLine]] | None:
+    """The statements of the loop that read ``total`` (each under an ``if`` inside the loop, so
+    not every step) and those that reset it (``total = <literal>``); None for any other use.
+
+    A read statement gets the host value read back before it; a reset starts the accumulator
+    afresh. Uses in the loop's ``else``, in a ``while`` test or in a nested scope are not handled.
+    """
+    if loop.orelse is not None and _mentions_in(loop.orelse, acc.total):
+        return None
+    reads: list[cst.CSTNode] = []
+    resets: list[cst.SimpleStatementLine] = []
+    for name in _names_in(loop.body, acc.total, skip=acc.stmt):
+        stmt, header = _statement_of(a, name, loop)
+        if stmt is None:
+            return None
+        if isinstance(stmt, cst.SimpleStatementLine) and acc.total in stored_names(stmt):
+            small = stmt.body[0] if len(stmt.body) == 1 else None
+            if not (
+                isinstance(small, cst.Assign)
+                and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)
+                and small.targets[0].target.value == acc.total
+                and literal_kind(small.value, one_minus=True) is not None
+            ):
+                return None  # any other write (or a read and write in one statement)
+            if stmt not in resets:
+                resets.append(stmt)
+            continue
+        if not header and not isinstance(stmt, cst.SimpleStatementLine):
+            return None
+        if not any(isinstance(n, cst.If) for n in _ancestors_until(a, stmt, loop)):
+            return None  # read every step: a read-back there would only move the sync
+        if stmt not in reads:
+            reads.append(stmt)
+    if not reads:
+        return None
+    return reads, resets
+
+
+def _statement_of(a, name: cst.Name, loop: cst.CSTNode) -> tuple[cst.CSTNode | None, bool]:
+    """The statement in the loop holding ``name``: its simple statement line, or the compound
+    statement whose header (an ``if``/``while`` test, a ``for`` iterable, ``with`` items) holds
+    it (second item True)."""
+    child: cst.CSTNode = name
+    for anc in a.ancestors(name):
+        if isinstance(anc, cst.SimpleStatementLine):
+            return anc, False
+        if isinstance(anc, (cst.If, cst.While, cst.For, cst.With)) and child is not anc.body and (
+            not isinstance(anc, (cst.If, cst.While, cst.For)) or child is not anc.orelse
+        ):
+            if isinstance(anc, cst.While) or (isinstance(anc, cst.For) and child is anc.target):
+                return None, False  # a test read again and again, or ``for total in ...``
+            return anc, True
+        if anc is loop:
+            return None, False
+        child = anc
+    return None, False
+
+
+def _reset_ok(stmt: cst.SimpleStatementLine, kind: str | None) -> bool:
+    """A reset the accumulator can follow exactly: an int count restarts at an int, a float total
+    at a float or an int the float64 start represents exactly."""
+    small = stmt.body[0]
+    assert isinstance(small, cst.Assign)
+    lit = literal_kind(small.value, one_minus=True)
+    if lit == "float":
+        return kind == "float"
+    if lit != "int":
+        return False
+    text = cst.Module([]).code_for_node(small.value).replace("_", "")
+    return abs(int(text, 0)) <= (_EXACT_FLOAT_INT if kind == "float" else 2**62 - 1)
+
+
+def _names_in(node: cst.CSTNode, name: str, *, skip: cst.CSTNode | None) -> list[cst.Name]:
+    found: list[cst.Name] = []
+
+    class V(cst.CSTVisitor):
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            if n is skip:
+                return False
+            if isinstance(n, cst.Name) and n.value == name:
+                found.append(n)
+            return True
+
+    walk(node, V())
+    return found
+
+
+def _mentions_in(node: cst.CSTNode, name: str) -> bool:
+    return bool(_names_in(node, name, skip=None))
 
 
 def _ancestors_until(a, node: cst.CSTNode, stop: cst.CSTNode):
@@ -423,7 +575,7 @@ def _start_value(a, fn: cst.FunctionDef, loop: cst.CSTNode, acc: _Acc) -> str | 
 
     class V(cst.CSTVisitor):
         def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
-            if node is not acc.stmt and acc.total in stored_names(node):
+            if node is not acc.stmt and node not in acc.resets and acc.total in stored_names(node):
                 starts.append(node)
             return False
 

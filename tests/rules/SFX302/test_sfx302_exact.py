@@ -106,3 +106,47 @@ def test_sfx302_int_start_with_float_summands_is_exact(dtype, values, start, sum
 def test_sfx302_int_start_past_2_53_with_float_summands_is_not_fixed():
     source = _loop_snippet("float32", str(2**53 + 1), "+= {}.item()")
     assert "_acc" not in fix_code(source, select=["SFX302"], unsafe_fixes=True)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from((*FLOATS, "count")),
+    st.lists(st.floats(width=16), max_size=9),
+    st.integers(1, 4),
+    st.sampled_from(("0.0", "0", "2.5")),
+    st.sampled_from(("0.0", "0", None)),
+    st.sampled_from(("known", "param")),
+)
+def test_sfx302_total_read_every_n_steps_is_exact(dtype, values, every, start, reset, device):
+    # a running total logged (and maybe reset) every `every` steps: the host value is read back
+    # under the `if`; every logged value, its type, and the final total must be what they were
+    count = dtype == "count"
+    if count:
+        start = "0" if start != "0.0" else "0"
+        reset = None if reset is None else "0"
+    make = "torch.full((), v, dtype=torch.float32, device=dev)" if count else f"torch.full((), v, dtype=torch.{dtype}, device=dev)"
+    summand = "(t > 0).sum()" if count else "t"
+    bind = "        s = " + summand + "\n" if count else ""
+    term = "s" if count else "t"
+    source = HEADER + (
+        ("def f(values, dev):\n" if device == "param" else "def f(values):\n")
+        + f"    total = {start}\n"
+        "    logged = []\n"
+        "    for i, v in enumerate(values):\n"
+        f"        t = {make}\n"
+        f"{bind}"
+        f"        total += {term}.item()\n"
+        f"        if i % {every} == {every - 1}:\n"
+        "            logged.append(total)\n"
+        + (f"            total = {reset}\n" if reset is not None else "")
+        + "    return total, logged\n"
+    )
+    fixed = fix_code(source, select=["SFX302"])
+    assert "total_acc += " in fixed and "total = total_acc.item()" in fixed, fixed
+    namespace_a: dict = {}
+    namespace_b: dict = {}
+    exec(compile(source, "<a>", "exec"), namespace_a)
+    exec(compile(fixed, "<b>", "exec"), namespace_b)
+    args = (values, namespace_a["dev"]) if device == "param" else (values,)
+    before, after = namespace_a["f"](*args), namespace_b["f"](*args)
+    assert same(before, after), (source, fixed, values, before, after)
