@@ -112,6 +112,7 @@ class BlockingHostToDevice(Rule):
     MESSAGE = "Blocking host-to-device copy: the CPU waits for all queued GPU work"
     FIX = "sometimes"
     SAFETY = ("safe", "unsafe")
+    OBSERVABLE = ("cpu_tensor", "unshared_source", "copy_source", "cuda_device")
     TRIGGERS = (".cuda(", ".to(")
     NEEDS_TORCH = False  # ``x.cuda()`` in a loop is reported even when nothing proves x a tensor
     VALID = [
@@ -190,19 +191,37 @@ class BlockingHostToDevice(Rule):
         else:
             # ``.cuda()`` is all but always a tensor's; ``.to(...)`` is as often a module's
             if receiver.kind is Kind.UNKNOWN and method == "cuda" and a.is_hot(node):
-                self.report(node, self.MESSAGE + " (receiver not provably a tensor: no fix)")
+                why = self.MESSAGE + " (receiver not provably a tensor: no fix)"
+                fix = None
+                if self._may_observe(node):
+                    fix = self.observed_fix(
+                        {node: _non_blocking_call(node)},
+                        "Copy with non_blocking=True (observed: a CPU tensor nothing refills)",
+                        [("cpu_tensor", func.value), ("unshared_source", func.value)],
+                        why,
+                    )
+                self.report(node, why if fix is None else self.MESSAGE, fix=fix)
             return
         if source is not Source.CPU and target is not Device.CUDA and source is not Source.LIKELY_BATCH:
             # the source may be on CUDA and the target the CPU: a device-to-host copy made
             # non-blocking would be read before it lands
-            if target is Device.UNKNOWN:
-                if a.is_hot(node):
-                    self.report(node, _UNKNOWN_DEVICE)
+            if target is Device.UNKNOWN and not a.is_hot(node):
                 return
-            self.report(
-                node,
-                self.MESSAGE + " (device may be the CPU and the tensor may be on CUDA: no fix)",
+            why = (
+                _UNKNOWN_DEVICE
+                if target is Device.UNKNOWN
+                else self.MESSAGE + " (device may be the CPU and the tensor may be on CUDA: no fix)"
             )
+            device = _device_argument(node)
+            fix = None
+            if device is not None and self._may_observe(node):
+                fix = self.observed_fix(
+                    {node: _non_blocking_call(node)},
+                    "Copy with non_blocking=True (observed: the device is CUDA)",
+                    [("cuda_device", device), ("copy_source", func.value)],
+                    why,
+                )
+            self.report(node, why if fix is None else self.MESSAGE, fix=fix)
             return
         if source is Source.LIKELY_BATCH and not a.is_hot(node):
             return  # a likely fact is worth a finding only where it repeats
@@ -222,16 +241,32 @@ class BlockingHostToDevice(Rule):
         else:
             self.report(node, fix=fix)
 
+    def _may_observe(self, node: cst.Call) -> bool:
+        """Could facts seen on a run make this copy non-blocking? Not where no run can tell:
+        streams, a ``try`` that should see the copy's error, a source written after the copy."""
+        a = self.analysis
+        return not (
+            a.uses_streams
+            or caught_by_enclosing_try(a, node)
+            or source_may_change(a, node, passed_on=False)
+        )
+
     def _fix(self, node: cst.Call, receiver: Value, source: Source, target: Device) -> Fix | None:
         a = self.analysis
         changes = {node: _non_blocking_call(node)}
         if a.uses_streams:
             return None
+        func = node.func
+        assert isinstance(func, cst.Attribute)
+        device = _device_argument(node)
+        # what a recorded run can confirm of an unsafe fix's likely facts
+        where = [("cuda_device", device)] if target is not Device.CUDA and device is not None else []
+        source_need = [("copy_source", func.value)]
         if source is Source.LIKELY_BATCH:
             # the likely fact covers code the batch is passed to; a write here it cannot cover
             if source_may_change(a, node, passed_on=False):
                 return None  # the batch is written after the copy: keep it blocking
-            return self.unsafe_fix(changes, _LIKELY_BATCH_FIX)
+            return self.unsafe_fix(changes, _LIKELY_BATCH_FIX, [*source_need, *where])
         unknown_origin = (
             "Copy with non_blocking=True (unsafe: the source's origin is unknown; it may be a "
             "pinned buffer that other code writes again before the copy runs)"
@@ -245,13 +280,13 @@ class BlockingHostToDevice(Rule):
                 return None  # a pinned source written again would be copied with the new data
             if receiver.fresh:
                 return self.safe_fix(changes, "Copy with non_blocking=True")
-            return self.unsafe_fix(changes, unknown_origin)
+            return self.unsafe_fix(changes, unknown_origin, source_need)
         # A CPU source to a device syncfix cannot name: exact on CUDA and the CPU only.
         if receiver.memory is not Memory.PAGEABLE and source_may_change(a, node):
             return None
         if receiver.memory is Memory.PAGEABLE or receiver.fresh:
-            return self.unsafe_fix(changes, _UNKNOWN_TARGET_FIX)
-        return self.unsafe_fix(changes, unknown_origin)
+            return self.unsafe_fix(changes, _UNKNOWN_TARGET_FIX, where)
+        return self.unsafe_fix(changes, unknown_origin, [*source_need, *where])
 
 
 class Source(enum.Enum):
@@ -295,6 +330,18 @@ def _to_names_device(a, call: cst.Call) -> bool:
         return True
     args = positional(call)
     return bool(args) and not a.value(args[0].value).is_tensor
+
+
+def _device_argument(call: cst.Call) -> cst.BaseExpression | None:
+    """The expression naming the target device: ``device=`` or the first argument of ``.to``."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "cuda":
+        return None  # ``.cuda(i)``: CUDA whatever ``i`` is
+    kw = keyword(call, "device")
+    if kw is not None:
+        return kw.value
+    args = positional(call)
+    return args[0].value if args else None
 
 
 def _non_blocking_call(node: cst.Call) -> cst.Call:

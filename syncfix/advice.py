@@ -59,7 +59,7 @@ class Explainer:
     def why_no_fix(self, f: Finding) -> str | None:
         """What keeps ``apply`` from fixing ``f`` and what to do about it; None when it would."""
         if f.fix is not None:
-            if f.fix.applicability is Applicability.SAFE or self.unsafe_fixes:
+            if f.fix.applicability is not Applicability.UNSAFE or self.unsafe_fixes:
                 return None
             return "the fix is unsafe: review it and pass --unsafe-fixes, or prove it with `syncfix verify`"
         other = self.covering(f)

@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from .config import Settings
 from .engine import process_source
 from .model import Finding
+from .observed import Need, Observations
 
 
 def _settings(
-    select: Iterable[str] | None, ignore: Iterable[str] | None, unsafe_fixes: bool, include_cold: bool
+    select: Iterable[str] | None,
+    ignore: Iterable[str] | None,
+    unsafe_fixes: bool,
+    include_cold: bool,
+    observations: Observations | str | None = None,
 ) -> Settings:
-    s = Settings(unsafe_fixes=unsafe_fixes, include_cold=include_cold)
+    if isinstance(observations, str):
+        observations = Observations.load(observations)
+    s = Settings(unsafe_fixes=unsafe_fixes, include_cold=include_cold, observations=observations)
     if select is not None:
         s = replace(s, select=tuple(select))
     if ignore is not None:
@@ -29,11 +37,14 @@ def check_code(
     ignore: Iterable[str] | None = None,
     unsafe_fixes: bool = False,
     include_cold: bool = False,
+    observations: Observations | str | None = None,
 ) -> list[Finding]:
     """Findings for ``source`` (each with its fix, if any, and whether it is safe). As in the CLI,
-    only where the sync repeats (loops, step functions) unless ``include_cold``."""
+    only where the sync repeats (loops, step functions) unless ``include_cold``. With
+    ``observations`` (an observation file or its path; ``path`` must then be the file's real
+    path), fixes whose facts the recorded run showed come as *observed*."""
     _, findings, _ = process_source(
-        source.encode("utf-8"), path, _settings(select, ignore, unsafe_fixes, include_cold), fix=False
+        source.encode("utf-8"), path, _settings(select, ignore, unsafe_fixes, include_cold, observations), fix=False
     )
     return findings
 
@@ -46,10 +57,11 @@ def fix_code_with_findings(
     ignore: Iterable[str] | None = None,
     unsafe_fixes: bool = False,
     include_cold: bool = False,
+    observations: Observations | str | None = None,
 ) -> tuple[str, list[Finding]]:
     """``source`` with syncfix's fixes applied, and the findings whose fixes were applied."""
     new, _, applied = process_source(
-        source.encode("utf-8"), path, _settings(select, ignore, unsafe_fixes, include_cold), fix=True
+        source.encode("utf-8"), path, _settings(select, ignore, unsafe_fixes, include_cold, observations), fix=True
     )
     return new.decode("utf-8"), applied
 
@@ -62,9 +74,35 @@ def fix_code(
     ignore: Iterable[str] | None = None,
     unsafe_fixes: bool = False,
     include_cold: bool = False,
+    observations: Observations | str | None = None,
 ) -> str:
     """``source`` with syncfix's fixes applied (safe ones, plus unsafe ones if asked)."""
     new, _, _ = process_source(
-        source.encode("utf-8"), path, _settings(select, ignore, unsafe_fixes, include_cold), fix=True, with_edits=False
+        source.encode("utf-8"), path, _settings(select, ignore, unsafe_fixes, include_cold, observations), fix=True, with_edits=False
     )
     return new.decode("utf-8")
+
+
+def observable_needs(
+    paths: Sequence[str],
+    *,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+    include_cold: bool = False,
+) -> dict[str, list[Need]]:
+    """Per file (absolute path), the facts that fixes there wait for: what ``syncfix trace
+    --record`` watches. Files that cannot be read or parsed are left out."""
+    settings = _settings(select, ignore, False, include_cold)
+    out: dict[str, list[Need]] = {}
+    for path in paths:
+        full = os.path.abspath(path)
+        try:
+            with open(full, "rb") as fh:
+                data = fh.read()
+            _, findings, _ = process_source(data, full, settings, fix=False, with_edits=False)
+        except Exception:  # noqa: BLE001 - a file syncfix cannot check has nothing to watch
+            continue
+        needs = list(dict.fromkeys(n for f in findings for n in f.needs))
+        if needs:
+            out[full] = needs
+    return out

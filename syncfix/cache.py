@@ -29,6 +29,7 @@ from pathlib import Path
 
 from .config import Settings
 from .model import Applicability, Edit, Finding, FixInfo
+from .observed import Need
 from .rules import all_rules
 from .version import __version__
 
@@ -42,7 +43,7 @@ CACHEDIR_TAG = (
 # Settings that decide which files are read and how results are shown, never what is found.
 _NOT_RESULTS = frozenset(
     {"output_format", "jobs", "exclude", "extend_exclude", "respect_gitignore", "force_exclude",
-     "config_path", "root", "unsafe_fixes"}
+     "config_path", "root", "unsafe_fixes", "observations"}
 )
 
 
@@ -135,7 +136,7 @@ def clean(directory: Path) -> bool:
 def would_fix(finding: Finding, settings: Settings) -> bool:
     """Whether ``apply`` would rewrite this finding (then a cached result cannot stand in)."""
     fix = finding.fix
-    return fix is not None and (fix.applicability is Applicability.SAFE or settings.unsafe_fixes)
+    return fix is not None and (fix.applicability is not Applicability.UNSAFE or settings.unsafe_fixes)
 
 
 def _jsonable(f: Finding) -> dict:
@@ -151,5 +152,7 @@ def _finding(d: dict, path: str) -> Finding:
     info = None
     if fix is not None:
         edit = Edit(**fix["edit"]) if fix["edit"] is not None else None
-        info = FixInfo(Applicability(fix["applicability"]), fix["description"], edit)
+        needs = tuple(Need(**n) for n in fix.get("needs", ()))
+        info = FixInfo(Applicability(fix["applicability"]), fix["description"], edit, needs)
+    d["needs"] = tuple(Need(**n) for n in d.get("needs", ()))
     return Finding(path=path, fix=info, **d)

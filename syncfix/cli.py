@@ -23,8 +23,10 @@ from .config import ConfigError, Settings, load_settings, load_table, validate_c
 from .discovery import discover
 from .engine import InternalError, Job, cached_result, process_file, process_source
 from .fileio import FileError, decode, read_source, write_atomic
-from .model import FileResult, Finding
+from .model import Applicability, FileResult, Finding
 from .noqa import add_noqa
+from .observed import DEFAULT_FILE as DEFAULT_OBSERVED
+from .observed import ObservationError, Observations
 from .progress import Tick, no_tick, progress_bar
 from .projects import contexts as project_contexts
 from .reporting import (
@@ -94,6 +96,8 @@ def _load(paths: Sequence[str], opts: dict) -> Settings:
     if opts.get("target_version"):
         updates["target_version"] = opts["target_version"].removeprefix("py").replace("3", "3.", 1) if "." not in opts["target_version"] else opts["target_version"].removeprefix("py")
     settings = replace(settings, **updates)
+    if opts.get("observed") is not None:
+        settings = replace(settings, observations=_observations(opts["observed"], paths))
     known = list(all_rules())
     try:
         for group in (settings.select, settings.extend_select, settings.ignore):
@@ -103,6 +107,29 @@ def _load(paths: Sequence[str], opts: dict) -> Settings:
     if settings.output_format not in FORMATS:
         raise Failure(f"unknown output format '{settings.output_format}' (choose from {', '.join(sorted(FORMATS))})")
     return settings
+
+
+def _observed_file(value: str, paths: Sequence[str]) -> str:
+    """The observation file ``--observed`` names, or the nearest ``.syncfix/observed.json`` above
+    the first path (or here)."""
+    if value:
+        return value
+    start = Path(paths[0] if paths and paths[0] != "-" else ".").resolve()
+    for folder in (start, *start.parents) if start.is_dir() else start.parents:
+        candidate = folder / DEFAULT_OBSERVED
+        if candidate.is_file():
+            return str(candidate)
+    raise Failure(
+        f"--observed: no {DEFAULT_OBSERVED} here or above {paths[0] if paths else '.'}; record one "
+        "with `syncfix trace TARGET --record`, or name the file (--observed FILE.json)"
+    )
+
+
+def _observations(value: str, paths: Sequence[str]) -> Observations:
+    try:
+        return Observations.load(_observed_file(value, paths))
+    except ObservationError as exc:
+        raise Failure(str(exc)) from exc
 
 
 def _split_paths(values: Iterable[str]) -> tuple[str, ...]:
@@ -127,6 +154,15 @@ def _shared_options(fn):
             default=None,
             help="Also report one-time code (set-up, __main__ blocks, tests), not only code that "
             "runs every step.",
+        ),
+        click.option(
+            "--observed",
+            is_flag=False,
+            flag_value="",
+            default=None,
+            metavar="[FILE.json]",
+            help="Also apply fixes whose facts a recorded run showed (`syncfix trace TARGET "
+            "--record`; default file: the nearest .syncfix/observed.json).",
         ),
         click.option(
             "--output-format",
@@ -301,6 +337,10 @@ _register_optional_commands()
 
 
 def _run(opts: dict, mode: str) -> int:
+    observed = opts.get("observed")
+    if observed and not observed.endswith(".json"):
+        # `--observed` takes an optional value: a path that is no observation file is a PATH
+        opts = {**opts, "observed": "", "paths": (observed, *opts["paths"])}
     paths = list(opts["paths"]) or ["."]
     settings = _load(paths, opts)
     root = os.getcwd()  # paths are shown relative to where syncfix runs (as ruff and git do)
@@ -324,7 +364,8 @@ def _run(opts: dict, mode: str) -> int:
     write = fix and not diff
     fmt = settings.output_format
     want_source = diff or interactive or fmt == "full"
-    use_cache = not opts.get("no_cache") and not interactive
+    # observed fixes depend on the observation file too: never cached
+    use_cache = not opts.get("no_cache") and not interactive and settings.observations is None
     cache = results_cache.Cache(_cache_dir(settings, opts), settings) if use_cache else None
     places = project_contexts(found.files)  # the project index: one pass over each project's files
     jobs = [
@@ -359,6 +400,13 @@ def _run(opts: dict, mode: str) -> int:
         for r in diffs:
             assert r.source is not None and r.new_source is not None  # as chosen above
             text = unified_diff(r.path, r.source, r.new_source, root)
+            observed = sorted({f.line for f in r.fixed if f.fix and f.fix.applicability is Applicability.OBSERVED})
+            if observed:
+                # before the header: patch and git apply skip text there
+                text = (
+                    f"# syncfix: observed fixes (facts a recorded run showed) at line"
+                    f"{'s' if len(observed) > 1 else ''} {', '.join(map(str, observed))}\n" + text
+                )
             if console.is_terminal or opts["color"] == "always":
                 console.print(diff_text(text), end="")
             else:

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .observed import Observations
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -55,6 +57,8 @@ class Settings:
     jobs: int | None = None
     target_version: str | None = None
     hot_functions: tuple[str, ...] = DEFAULT_HOT_FUNCTIONS
+    # a recorded run's observations (``--observed``): fixes whose facts they show apply as observed
+    observations: Observations | None = None
     config_path: Path | None = None  # where these came from (for --show-settings)
     root: Path | None = None  # the folder paths are reported relative to
 

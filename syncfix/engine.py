@@ -24,6 +24,7 @@ from .config import Settings
 from .deepstack import call_deep
 from .fileio import FileError, decode, read_source, write_atomic
 from .model import Applicability, Edit, FileResult, Finding, FixInfo
+from .observed import FileObservations, Need
 from .repetition import Repetition
 from .rules import Fix, RawFinding, Rule, all_rules
 from .walk import Structure, replaying
@@ -101,6 +102,11 @@ def imports_torch(data: bytes) -> bool:
     return False
 
 
+# What a recorded run saw in this file and the analysed tree its spans refer to: None when no run
+# was given, or when the text was already rewritten (observations describe the recorded text).
+Seen = tuple[FileObservations, Analyzed] | None
+
+
 def prefilter(data: bytes, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
     """The rules that could possibly fire on ``data``, judged without LibCST (substrings, and
     for rules that need torch, the imports)."""
@@ -168,14 +174,41 @@ def analyze(
     return Analyzed(module, findings, wrapper, visitors, analysis)
 
 
-def fix_allowed(raw: RawFinding, settings: Settings) -> bool:
+def fix_allowed(raw: RawFinding, settings: Settings, seen: Seen = None) -> bool:
     if raw.fix is None or not settings.is_fixable(raw.rule.CODE):
         return False
-    return applicability(raw, settings) is Applicability.SAFE or settings.unsafe_fixes
+    kind = applicability(raw, settings, seen)
+    if kind is None:
+        return False
+    return kind is not Applicability.UNSAFE or settings.unsafe_fixes
 
 
-def applicability(raw: RawFinding, settings: Settings) -> Applicability:
+def observed_needs(raw: RawFinding, analyzed: Analyzed) -> tuple[Need, ...]:
+    """The fix's needs with the positions of their expressions (as findings give positions)."""
     assert raw.fix is not None
+    out = []
+    for fact, node in raw.fix.needs:
+        pos = analyzed.position(node)
+        out.append(Need(fact, pos.start.line, pos.start.column + 1, pos.end.line, pos.end.column + 1))
+    return tuple(out)
+
+
+def observation_verdict(raw: RawFinding, seen: Seen) -> tuple[bool, str]:
+    """Whether the fix's needs held on every recorded execution, and if not, why."""
+    assert raw.fix is not None and raw.fix.needs
+    if seen is None:
+        return False, "record a run with `syncfix trace TARGET --record`, then pass --observed"
+    observations, analyzed = seen
+    return observations.check(observed_needs(raw, analyzed))
+
+
+def applicability(raw: RawFinding, settings: Settings, seen: Seen = None) -> Applicability | None:
+    """The fix's tier here: None for an observed fix whose facts a run did not show."""
+    assert raw.fix is not None
+    if raw.fix.needs and observation_verdict(raw, seen)[0]:
+        return Applicability.OBSERVED
+    if raw.fix.applicability is Applicability.OBSERVED:
+        return None
     safe = settings.is_safe(raw.rule.CODE, raw.fix.applicability is Applicability.SAFE)
     return Applicability.SAFE if safe else Applicability.UNSAFE
 
@@ -187,13 +220,19 @@ def span(fix: Fix, analyzed: Analyzed) -> tuple[tuple[int, int], tuple[int, int]
     return start, end
 
 
-def choose_fixes(candidates: Sequence[RawFinding], analyzed: Analyzed) -> list[RawFinding]:
-    """Non-overlapping fixes in source order; the rest wait for the next round."""
+def choose_fixes(
+    candidates: Sequence[RawFinding], analyzed: Analyzed, first: Sequence[RawFinding] = ()
+) -> list[RawFinding]:
+    """Non-overlapping fixes in source order; the rest wait for the next round. ``first`` go
+    before the others (observed fixes: the observations describe this round's text only)."""
     chosen: list[RawFinding] = []
     taken: list[tuple[tuple[int, int], tuple[int, int]]] = []
     seen_nodes: set[int] = set()
-    fixes = [(span(r.fix, analyzed), r.rule.CODE, r, r.fix) for r in candidates if r.fix is not None]
-    for (s, e), _code, raw, fix in sorted(fixes, key=lambda c: c[:2]):
+    early = {id(r) for r in first}
+    fixes = [
+        (id(r) not in early, span(r.fix, analyzed), r.rule.CODE, r, r.fix) for r in candidates if r.fix is not None
+    ]
+    for _late, (s, e), _code, raw, fix in sorted(fixes, key=lambda c: c[:3]):
         if any(s < te and ts < e for ts, te in taken):
             continue
         if any(id(n) in seen_nodes for n in fix.changes):
@@ -299,19 +338,39 @@ def _single_top_statement(analyzed: Analyzed, fix: Fix) -> cst.CSTNode | None:
     return top
 
 
-def to_finding(raw: RawFinding, analyzed: Analyzed, path: str, settings: Settings, with_edits: bool) -> Finding:
+def to_finding(
+    raw: RawFinding, analyzed: Analyzed, path: str, settings: Settings, with_edits: bool, seen: Seen = None
+) -> Finding:
     pos = analyzed.position(raw.node)
     fix = None
+    message = raw.message
+    needs: tuple[Need, ...] = ()
     if raw.fix is not None and settings.is_fixable(raw.rule.CODE):
-        fix = FixInfo(
-            applicability(raw, settings),
-            raw.fix.description,
-            fix_edit(analyzed, raw.fix) if with_edits else None,
-        )
+        kind = applicability(raw, settings, seen)
+        if raw.fix.needs and kind is not Applicability.OBSERVED:
+            needs = observed_needs(raw, analyzed)
+        if kind is None:
+            # an observed fix the recorded run (if any) does not back: say what is missing
+            why = observation_verdict(raw, seen)[1]
+            message = f"{raw.fix.unobserved or raw.message}; for an observed fix, {why}"
+        else:
+            description = raw.fix.description
+            if kind is Applicability.OBSERVED and raw.fix.applicability is Applicability.UNSAFE:
+                # the likely fact the unsafe fix rested on was seen to hold: say that instead
+                description = description.split(" (unsafe:")[0] + " (observed: its facts held on every recorded execution)"
+            fix = FixInfo(
+                kind,
+                description,
+                fix_edit(analyzed, raw.fix) if with_edits else None,
+                observed_needs(raw, analyzed) if kind is Applicability.OBSERVED else (),
+            )
+            if raw.fix.needs and kind is Applicability.UNSAFE and seen is not None:
+                message = f"{message}; not observed: {observation_verdict(raw, seen)[1]}"
     return Finding(
         code=raw.rule.CODE,
         name=raw.rule.NAME,
-        message=raw.message,
+        message=message,
+        needs=needs,
         path=path,
         line=pos.start.line,
         column=pos.start.column + 1,
@@ -365,19 +424,23 @@ def _process_source(
     applied: list[Finding] = []
     declined: set[tuple] = set()
     text = decode(data, module.encoding)  # the source as it stands in each round
+    recorded = settings.observations.for_file(path, data) if settings.observations is not None else None
+    seen: Seen = None
     for _round in range(MAX_ROUNDS):
         analyzed = analyze(module, rules, settings, context)
+        # observations describe the file as it was recorded: the first round only
+        seen = (recorded, analyzed) if recorded is not None and _round == 0 else None
         sup = suppression.parse(text)
         raws = apply_suppressions(analyzed, sup, {r.CODE for r in enabled})
         if not settings.include_cold:
             raws = only_where_repeated(raws, analyzed, path)
         if not fix:
             break
-        candidates = [r for r in raws if fix_allowed(r, settings)]
+        candidates = [r for r in raws if fix_allowed(r, settings, seen)]
         if accept is not None:
             wanted = []
             for r in candidates:
-                finding = to_finding(r, analyzed, path, settings, True)
+                finding = to_finding(r, analyzed, path, settings, True, seen)
                 assert finding.fix is not None  # a candidate's fix is allowed, so fixable
                 key = (finding.code, finding.message, finding.fix.edit)
                 if key in declined:
@@ -387,14 +450,15 @@ def _process_source(
                 else:
                     declined.add(key)
             candidates = wanted
-        chosen = choose_fixes(candidates, analyzed)
+        observed = [r for r in candidates if seen is not None and applicability(r, settings, seen) is Applicability.OBSERVED]
+        chosen = choose_fixes(candidates, analyzed, first=observed)
         if not chosen:
             break
         if _round == 0 and module.bytes != data:
             # LibCST does not reproduce every file exactly (e.g. a last line that is an indented
             # comment without a newline): rewriting such a file would change bytes outside the fix.
             raise FileError("LibCST does not reproduce this file byte for byte; left untouched")
-        applied.extend(to_finding(r, analyzed, path, settings, False) for r in chosen)
+        applied.extend(to_finding(r, analyzed, path, settings, False, seen) for r in chosen)
         new_module = apply_fixes(module, [r.fix for r in chosen if r.fix], analyzed.parents)
         new_bytes = new_module.bytes
         text = new_bytes.decode(new_module.encoding).removeprefix("\ufeff")
@@ -407,7 +471,7 @@ def _process_source(
     else:
         raise InternalError(f"no fixpoint after {MAX_ROUNDS} rounds of fixes")
     remaining = sorted(
-        (to_finding(r, analyzed, path, settings, with_edits) for r in raws),
+        (to_finding(r, analyzed, path, settings, with_edits, seen) for r in raws),
         key=Finding.sort_key,
     )
     return (module.bytes if applied else data), remaining, applied

@@ -42,6 +42,7 @@ TOOL = "syncfix"
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 ANNOTATIONS_PER_LEVEL = 10  # GitHub shows at most 10 annotations of each level per step
 UNSAFE_TAG = "[unsafe fix]"
+OBSERVED_TAG = "[observed fix]"  # rests on facts a recorded run showed (``--observed``)
 SUMMARY_BUDGET = 900_000  # GitHub rejects a step summary over 1 MiB
 
 
@@ -64,7 +65,13 @@ def is_unsafe(f: Finding) -> bool:
 def tagged_message(f: Finding, message: str | None = None) -> str:
     """The message (with why there is no fix), tagged for formats with no field for fix safety."""
     text = f.message if message is None else message
+    if is_observed(f):
+        return f"{text} {OBSERVED_TAG}"
     return f"{text} {UNSAFE_TAG}" if is_unsafe(f) else text
+
+
+def is_observed(f: Finding) -> bool:
+    return f.fix is not None and f.fix.applicability is Applicability.OBSERVED
 
 
 def level(f: Finding) -> str:
@@ -397,7 +404,8 @@ def rd_diagnostic(
     elif suggestion is not None:
         edit, unsafe = suggestion[0], suggestion[1]
     diag: dict = {
-        "message": f"{text} {UNSAFE_TAG}" if unsafe and edit is not None else text,
+        "message": f"{text} {UNSAFE_TAG}" if unsafe and edit is not None
+        else f"{text} {OBSERVED_TAG}" if is_observed(f) and edit is not None else text,
         "location": {"path": rel(f.path, ctx.root), "range": {"start": start, "end": end}},
         "severity": "WARNING" if level(f) == "warning" else "INFO",
         "source": {"name": TOOL},
@@ -632,14 +640,20 @@ def statistics(findings: Sequence[Finding], ctx: ReportContext, as_json: bool) -
     """One line per code, most frequent first: ``count<TAB>CODE<TAB>[*]<TAB>name``."""
     rows: dict[str, dict] = {}
     for f in findings:
-        row = rows.setdefault(f.code, {"code": f.code, "name": f.name, "count": 0, "fixable_count": 0})
+        row = rows.setdefault(
+            f.code, {"code": f.code, "name": f.name, "count": 0, "fixable_count": 0, "observed_count": 0}
+        )
         row["count"] += 1
         row["fixable_count"] += fix_available(f, ctx)
+        row["observed_count"] += is_observed(f)
     ordered = sorted(rows.values(), key=lambda r: (-r["count"], r["code"]))
     for row in ordered:
         row["fixable"] = row["fixable_count"] > 0
     if as_json:
         return json.dumps(ordered, indent=2) + "\n"
     return "".join(
-        f"{r['count']}\t{r['code']}\t{'[*]' if r['fixable'] else '[ ]'}\t{r['name']}\n" for r in ordered
+        f"{r['count']}\t{r['code']}\t{'[*]' if r['fixable'] else '[ ]'}\t{r['name']}"
+        + (f"\t({r['observed_count']} observed)" if r["observed_count"] else "")
+        + "\n"
+        for r in ordered
     )

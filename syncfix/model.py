@@ -58,6 +58,9 @@ class Finding:
     end_line: int
     end_column: int  # 1-based, exclusive, in code points
     fix: FixInfo | None = None
+    # what a fix here would need observed on a run (``syncfix trace --record``) when it has none
+    # yet, or only an unsafe one resting on a likely fact that a run could confirm
+    needs: tuple[Need, ...] = ()
 
     @property
     def fixable(self) -> bool:

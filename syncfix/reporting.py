@@ -19,6 +19,7 @@ from rich.text import Text
 
 from .advice import Explainer
 from .model import Applicability, Edit, Finding
+from .observed import Need
 
 
 @dataclass(frozen=True)
@@ -110,11 +111,14 @@ def headline(f: Finding, ctx: ReportContext, message: str) -> str:
 
 
 def fix_available(f: Finding, ctx: ReportContext) -> bool:
-    return f.fix is not None and (f.fix.applicability is Applicability.SAFE or ctx.unsafe_fixes)
+    return f.fix is not None and (f.fix.applicability is not Applicability.UNSAFE or ctx.unsafe_fixes)
 
 
 def marker(f: Finding, ctx: ReportContext) -> str:
-    return " [*]" if fix_available(f, ctx) else ""
+    if not fix_available(f, ctx):
+        return ""
+    assert f.fix is not None
+    return " [*] [observed]" if f.fix.applicability is Applicability.OBSERVED else " [*]"
 
 
 @reporter("concise")
@@ -195,6 +199,9 @@ def full(findings: Sequence[Finding], ctx: ReportContext) -> str:
             out.append(f"  = {paint(label + ':', label, on)} {f.fix.description}\n")
             if f.fix.applicability is Applicability.UNSAFE:
                 out.append(f"  = {paint('note:', 'note', on)} This is an unsafe fix and may change runtime behavior\n")
+            elif f.fix.applicability is Applicability.OBSERVED:
+                facts = "; ".join(n.describe() for n in f.fix.needs)
+                out.append(f"  = {paint('note:', 'note', on)} An observed fix: a recorded run saw, every time, {facts}\n")
             edit = f.fix.edit
             if edit is not None and (edit.original or edit.content):
                 styles = {"-": "minus", "+": "plus", " ": ""}
@@ -212,6 +219,7 @@ def finding_json(f: Finding, ctx: ReportContext, message: str | None = None) -> 
         fix = {
             "applicability": f.fix.applicability.value,
             "message": f.fix.description,
+            "needs": [needs_json(n) for n in f.fix.needs],
             "edits": []
             if edit is None
             else [
@@ -232,6 +240,16 @@ def finding_json(f: Finding, ctx: ReportContext, message: str | None = None) -> 
         "noqa_row": f.line,
         "url": None,
         "fix": fix,
+        "needs": [needs_json(n) for n in f.needs],
+    }
+
+
+def needs_json(n: Need) -> dict:
+    """A fact a fix rests on (or would need), as JSON outputs give it."""
+    return {
+        "fact": n.fact,
+        "location": {"row": n.line, "column": n.column},
+        "end_location": {"row": n.end_line, "column": n.end_column},
     }
 
 
@@ -263,11 +281,14 @@ def summary(findings: Sequence[Finding], ctx: ReportContext) -> str:
         head = f"Found {remaining} finding{'s' if remaining != 1 else ''}.\n"
     safe = sum(1 for f in findings if f.fix and f.fix.applicability is Applicability.SAFE)
     unsafe = sum(1 for f in findings if f.fix and f.fix.applicability is Applicability.UNSAFE)
+    observed = sum(1 for f in findings if f.fix and f.fix.applicability is Applicability.OBSERVED)
     tail = ""
-    if ctx.mode == "check" and (safe or (unsafe and ctx.unsafe_fixes)):
-        n = safe + (unsafe if ctx.unsafe_fixes else 0)
-        flag = " --unsafe-fixes" if ctx.unsafe_fixes and unsafe else ""
-        tail += f"[*] {n} fixable with `syncfix apply{flag}`.\n"
+    if ctx.mode == "check" and (safe or observed or (unsafe and ctx.unsafe_fixes)):
+        n = safe + observed + (unsafe if ctx.unsafe_fixes else 0)
+        flag = " --observed" if observed else ""
+        flag += " --unsafe-fixes" if ctx.unsafe_fixes and unsafe else ""
+        kinds = f" ({observed} observed)" if observed else ""
+        tail += f"[*] {n} fixable{kinds} with `syncfix apply{flag}`.\n"
     if unsafe and not ctx.unsafe_fixes:
         tail += (
             f"{unsafe} unsafe fix{'es are' if unsafe != 1 else ' is'} available with "

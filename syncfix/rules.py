@@ -18,7 +18,7 @@ import importlib
 import inspect
 import pkgutil
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, TypeVar, cast
 
@@ -26,6 +26,7 @@ import libcst as cst
 from libcst.metadata import ProviderT
 
 from .model import Applicability
+from .observed import FACTS
 
 if TYPE_CHECKING:
     from .analysis import ModuleAnalysis
@@ -41,6 +42,12 @@ class Fix:
     changes: Mapping[cst.CSTNode, Replacement]
     applicability: Applicability
     description: str
+    # Facts no analysis proved that a run can show: (a key of syncfix.observed.FACTS, the
+    # expression it is about). With them observed on every execution of a recorded run the fix
+    # applies as OBSERVED; without, an OBSERVED fix does not apply at all and an UNSAFE one
+    # stays unsafe. ``unobserved`` is the finding's message when an OBSERVED fix cannot apply.
+    needs: tuple[tuple[str, cst.CSTNode], ...] = ()
+    unobserved: str | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,9 @@ class Rule(cst.BatchableCSTVisitor):
     # Whether the rule reports only where its sync repeats (loops, step functions and what they
     # call; see syncfix/repetition.py): one-time set-up pays once, so a fix there is churn.
     ONLY_WHERE_REPEATED: ClassVar[bool] = True
+    # Facts (keys of syncfix.observed.FACTS) a recorded run can supply to this rule's fixes
+    # (``syncfix trace --record``, then ``--observed``); the rule's page lists them.
+    OBSERVABLE: ClassVar[tuple[str, ...]] = ()
     VALID: ClassVar[list[str]] = []
     INVALID: ClassVar[list[Invalid]] = []
     # Parents, scopes and qualified names come from the analysis (``self.analysis.parent(node)``,
@@ -101,8 +111,25 @@ class Rule(cst.BatchableCSTVisitor):
     def safe_fix(self, changes: Mapping[_Node, Replacement], description: str) -> Fix:
         return Fix(_nodes(changes), Applicability.SAFE, description)
 
-    def unsafe_fix(self, changes: Mapping[_Node, Replacement], description: str) -> Fix:
-        return Fix(_nodes(changes), Applicability.UNSAFE, description)
+    def unsafe_fix(
+        self,
+        changes: Mapping[_Node, Replacement],
+        description: str,
+        needs: Sequence[tuple[str, cst.CSTNode]] = (),
+    ) -> Fix:
+        """A fix resting on a likely fact; ``needs`` are the facts a recorded run can confirm."""
+        return Fix(_nodes(changes), Applicability.UNSAFE, description, tuple(needs))
+
+    def observed_fix(
+        self,
+        changes: Mapping[_Node, Replacement],
+        description: str,
+        needs: Sequence[tuple[str, cst.CSTNode]],
+        unobserved: str,
+    ) -> Fix:
+        """A fix that applies only where a recorded run saw every one of ``needs`` hold;
+        ``unobserved`` is the finding's message otherwise (it says what is missing)."""
+        return Fix(_nodes(changes), Applicability.OBSERVED, description, tuple(needs), unobserved)
 
     @classmethod
     def doc(cls) -> str:
@@ -115,7 +142,17 @@ class Rule(cst.BatchableCSTVisitor):
             if cls.ONLY_WHERE_REPEATED
             else ""
         )
-        return f"# {cls.NAME} ({cls.CODE})\n\n{cls.fix_summary()}{where}\n\n{body}\n"
+        observed = ""
+        if cls.OBSERVABLE:
+            facts = "; ".join(f"`{f}`: the value {FACTS[f]}" for f in cls.OBSERVABLE)
+            observed = (
+                "\n\n## Facts a recorded run can supply\n"
+                "Where a fix waits only for facts no analysis proves, `syncfix trace TARGET --record` "
+                "watches the values on a real run and `--observed` applies the fix (labelled "
+                "*observed*) when each fact held on every execution of that line: "
+                f"{facts}. A line the run never reached, or a file changed since, gets no fix."
+            )
+        return f"# {cls.NAME} ({cls.CODE})\n\n{cls.fix_summary()}{where}\n\n{body}{observed}\n"
 
     @classmethod
     def fix_summary(cls) -> str:

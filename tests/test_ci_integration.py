@@ -172,7 +172,7 @@ def test_statistics(workdir):
     assert r.stdout == "3\tSFX101\t[*]\tblocking-host-to-device\n"
     r = _invoke("check", "m.py", "--statistics", "-o", "json")
     assert json.loads(r.stdout) == [
-        {"code": "SFX101", "name": "blocking-host-to-device", "count": 3, "fixable_count": 1, "fixable": True}
+        {"code": "SFX101", "name": "blocking-host-to-device", "count": 3, "fixable_count": 1, "observed_count": 0, "fixable": True}
     ]
     r = _invoke("check", "m.py", "--statistics", "-o", "json", "--unsafe-fixes")
     assert json.loads(r.stdout)[0]["fixable_count"] == 2
