@@ -37,6 +37,7 @@ from typing import Any
 
 from . import counter
 from .equivalence import snapshot
+from .record import Observer
 from .rewrite import Rewriter, make_fixer
 from .target import Target, load_object
 
@@ -114,6 +115,11 @@ class Child:
                 spec=fx.get("spec"),
             )
         self.rewriter = Rewriter(fixer, config["root"])
+        self.observer: Observer | None = None
+        if config.get("observe"):
+            self.observer = Observer(config["observe"])
+            self.observer.install()
+            self.rewriter.instrument = self.observer.instrument
         self.rewriter.install()
         self.captures: list[dict[str, Any]] = []
         self._capture: dict[str, Any] | None = None
@@ -332,6 +338,10 @@ class Child:
             "environment": self.environment(),
             "notes": self.notes,
         }
+        if self.observer is not None:
+            result["observations"] = self.observer.results()
+            result["instrumented"] = self.observer.instrumented
+            result["not_instrumented"] = self.observer.missing
         with open(self.config["result_path"], "wb") as fh:
             pickle.dump(result, fh, protocol=pickle.HIGHEST_PROTOCOL)
         return {"ok": True}

@@ -275,6 +275,17 @@ def verify_command(
     is_flag=True,
     help="Do not arm set_sync_debug_mode('warn') beside the counter.",
 )
+@click.option(
+    "--record",
+    "record_to",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[FILE.json]",
+    help="Instead of counting syncs, record the facts syncfix's fixes wait for (types, devices, "
+    "dtypes, pinned buffers) on one run, for `apply --observed` (default file: "
+    ".syncfix/observed.json under the project root). Works without CUDA.",
+)
 @_apply(_common)
 @click.pass_context
 def trace_command(
@@ -285,6 +296,7 @@ def trace_command(
     select: tuple[str, ...],
     limit: int | None,
     no_cross_check: bool,
+    record_to: str | None,
     timeout: float,
     seed: int,
     deterministic: bool,
@@ -296,6 +308,8 @@ def trace_command(
     marks each line a syncfix rule matches, with whether a fix exists. Needs CUDA.
     """
     tgt = _parse(target, args)
+    if record_to is not None:
+        ctx.exit(_record(tgt, target, args, record_to, timeout, seed, deterministic, json_mode))
     _require_torch(ctx, "trace", "syncfix.trace/1", json_mode)
 
     from .counter import cuda_available
@@ -338,6 +352,66 @@ def trace_command(
         ctx.exit(EXIT_ERROR)
     _emit(report, json_mode, render_trace, limit=limit)
     ctx.exit(report["verdict"]["exit_code"])
+
+
+def _record(
+    tgt: Any,
+    target: str,
+    args: tuple[str, ...],
+    out: str,
+    timeout: float,
+    seed: int,
+    deterministic: bool,
+    json_mode: bool,
+) -> int:
+    """``trace --record``: run once with the needed spans watched; write the observation file."""
+    import syncfix
+
+    from ..observed import DEFAULT_FILE
+    from .record import RecordError, cuda_facts, project_files, record
+
+    root = _root(tgt.path, None)
+    needs = syncfix.observable_needs(project_files(root))
+    spans = sum(len(v) for v in needs.values())
+    if not needs:
+        click.echo("syncfix trace --record: no finding under this project waits for a fact a run "
+                   "could show; nothing to record", err=True)
+        return 0
+    path = out or os.path.join(root, DEFAULT_FILE)
+    try:
+        obs = record(target, args, needs, root=root, out=path, timeout=timeout, seed=seed, deterministic=deterministic)
+    except RecordError as exc:
+        click.echo(f"syncfix trace --record: {exc}\nNothing was written.", err=True)
+        return EXIT_ERROR
+    ran = sum(len(f["spans"]) for f in obs.files.values())
+    runs = sum(r.get("count", 0) for f in obs.files.values() for r in f["spans"].values())
+    summary = {
+        "schema": "syncfix.record/1",
+        "file": path,
+        "files": len(needs),
+        "spans": spans,
+        "spans_run": ran,
+        "executions": runs,
+        "cuda": obs.meta.get("cuda"),
+        "needs_cuda": [] if obs.meta.get("cuda") else cuda_facts(needs),
+    }
+    if json_mode:
+        click.echo(json.dumps(summary, indent=2))
+        return 0
+    click.echo(
+        f"Recorded {ran} of {spans} watched expressions in {len(needs)} file"
+        f"{'s' if len(needs) != 1 else ''} ({runs} evaluations) to {path}.",
+        err=True,
+    )
+    if summary["needs_cuda"]:
+        click.echo(
+            "This run had no CUDA: facts it could not show ("
+            + ", ".join(summary["needs_cuda"])
+            + ") count as not held; record on a GPU machine for those fixes.",
+            err=True,
+        )
+    click.echo("Next: `syncfix apply --observed --diff` to review the fixes they justify.", err=True)
+    return 0
 
 
 def main() -> (

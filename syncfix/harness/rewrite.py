@@ -166,6 +166,8 @@ class Rewriter:
     _by_code_name: dict[str, RewrittenFile] = field(default_factory=dict)
     _finder: Any = None
     _fixing: int = 0
+    # ``(path, source) -> ast.Module | None``: an instrumented tree to compile instead (trace --record)
+    instrument: Any = None
 
     def under_root(self, path: str) -> bool:
         path = os.path.abspath(path)
@@ -218,6 +220,9 @@ class Rewriter:
         if not self.wants(path):
             return compile(source, path, "exec", dont_inherit=True)
         rf = self.rewrite(path, source)
+        tree = self.instrument(path, rf.new_source) if self.instrument is not None else None
+        if tree is not None:
+            return compile(tree, rf.code_filename, "exec", dont_inherit=True)
         return compile(rf.new_source, rf.code_filename, "exec", dont_inherit=True)
 
     def resolve(self, filename: str, line: int) -> tuple[str, int]:

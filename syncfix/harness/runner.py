@@ -264,6 +264,7 @@ class Plan:
     timeout: float = 300.0
     cross_check: bool = True
     measure_wait: bool = False
+    observe: dict[str, list[dict[str, Any]]] | None = None  # trace --record: spans to watch
 
     def child_config(self, rewrite: bool) -> dict[str, Any]:
         return {
@@ -276,6 +277,7 @@ class Plan:
             "cross_check": self.cross_check,
             "measure_wait": self.measure_wait,
             "cwd": os.getcwd(),
+            "observe": self.observe,
         }
 
 
@@ -358,14 +360,15 @@ def run_pair(plan: Plan, tick: Callable[..., None] | None = None) -> tuple[SideR
         return sides["original"], sides["rewritten"]
 
 
-def run_single(plan: Plan) -> SideResult:
-    """Run the original once (after ``plan.warmup`` warm-up runs) with the counter on (trace)."""
+def run_single(plan: Plan, count: bool = True) -> SideResult:
+    """Run the original once (after ``plan.warmup`` warm-up runs) with the counter on (trace);
+    without ``count``, just once (``trace --record``)."""
     with tempfile.TemporaryDirectory(prefix="syncfix-trace-") as workdir:
         side = SideResult("original")
         proc = ChildProcess("original", plan.child_config(False), workdir, timeout=plan.timeout)
         try:
             _, side.failure = proc.request(None, "start")
-            phases = ["warmup"] * plan.warmup + ["count"]
+            phases = ["warmup"] * plan.warmup + ["count"] if count else ["warmup"]
             for phase in phases:
                 if side.failure is not None:
                     break
