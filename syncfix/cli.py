@@ -256,15 +256,89 @@ def check(**opts) -> None:
     sys.exit(_run(opts, mode="apply" if fixing else "check"))
 
 
-@cli.command(short_help="Write safe fixes in place; report what is left.")
+class _ApplyCommand(click.Command):
+    """``apply PATHS --verify TARGET -- ARGS``: what follows ``--`` is TARGET's arguments."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        verify = [i for i, a in enumerate(args) if a == "--verify" or a.startswith("--verify=")]
+        if verify and "--" in args[verify[0]:]:
+            cut = args.index("--", verify[0])
+            ctx.meta["verify_args"] = args[cut + 1 :]
+            args = args[:cut]
+        return super().parse_args(ctx, args)
+
+
+@cli.command(cls=_ApplyCommand, short_help="Write safe fixes in place; report what is left.")
 @_shared_options
 @_apply_options
 @click.option("-i", "--interactive", is_flag=True, help="Review each fix before it is written.")
-def apply(**opts) -> None:
+@click.option(
+    "--verify",
+    "verify_target",
+    metavar="TARGET",
+    help="Run TARGET (a script, its arguments after --, or module:function) with the fixes, in "
+    "memory, beside the original; write only those that keep its numbers equal and its syncs "
+    "down (needs torch; counts syncs on CUDA).",
+)
+@click.pass_context
+def apply(ctx: click.Context, **opts) -> None:
     """Write safe fixes in place (and unsafe ones with --unsafe-fixes); report what is left."""
     if opts["diff"] and opts["interactive"]:
         raise click.UsageError("--diff and --interactive cannot be combined")
+    target = opts.pop("verify_target")
+    if target:
+        if opts["interactive"]:
+            raise click.UsageError("--verify and --interactive cannot be combined")
+        sys.exit(_apply_verified(opts, target, ctx.meta.get("verify_args", [])))
     sys.exit(_run(opts, mode="apply"))
+
+
+def _apply_verified(opts: dict, target: str, args: list[str]) -> int:
+    """``apply --verify``: see syncfix/harness/apply_verify.py."""
+    from .harness.commands import TORCH_MISSING, torch_missing
+
+    if torch_missing():
+        click.echo("syncfix apply --verify: " + TORCH_MISSING.format(python=sys.executable), err=True)
+        return 2
+    from .harness import apply_verify
+    from .harness.target import TargetError, parse_target
+
+    paths = list(opts["paths"]) or ["."]
+    settings = _load(paths, opts)
+    try:
+        tgt = parse_target(target, tuple(args))
+    except TargetError as exc:
+        raise click.UsageError(str(exc)) from exc
+    cwd = os.getcwd()
+    folder = os.path.dirname(tgt.path) if tgt.path else cwd
+    root = cwd if folder == cwd or folder.startswith(cwd.rstrip(os.sep) + os.sep) else folder
+    quiet = opts["quiet"] or settings.output_format == "json"
+
+    def tick(what: str) -> None:
+        if not quiet:
+            click.echo(f"syncfix apply --verify: {what}", err=True)
+
+    options = {
+        "select": list(settings.select + settings.extend_select),
+        "ignore": list(settings.ignore) or None,
+        "unsafe_fixes": settings.unsafe_fixes,
+        "include_cold": settings.include_cold,
+    }
+    try:
+        outcome = apply_verify.run(paths, target, args, options, root=root, write=not opts["diff"], tick=tick)
+    except apply_verify.OriginalFailed as exc:
+        click.echo(f"syncfix apply --verify: the program fails as it is, so nothing can be verified "
+                   f"and nothing was written: {exc}", err=True)
+        return 2
+    if settings.output_format == "json":
+        click.echo(json.dumps(apply_verify.to_json(outcome, root), indent=2))
+    else:
+        if opts["diff"]:
+            click.echo(apply_verify.diff_text(outcome, root), nl=False)
+        for line in apply_verify.report_lines(outcome, root) + [f"  note: {n}" for n in outcome.notes]:
+            click.echo(line, err=True)
+        click.echo(apply_verify.summary_line(outcome) + ("" if not opts["diff"] else " (nothing written: --diff)"), err=True)
+    return 1 if outcome.dropped else 0
 
 
 @cli.command(short_help="Explain a rule: what it finds, why it costs, how to fix it.")

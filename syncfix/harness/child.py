@@ -113,6 +113,7 @@ class Child:
                 ignore=fx.get("ignore"),
                 unsafe_fixes=bool(fx.get("unsafe_fixes")),
                 spec=fx.get("spec"),
+                texts=fx.get("texts"),
             )
         self.rewriter = Rewriter(fixer, config["root"])
         self.observer: Observer | None = None

@@ -49,8 +49,13 @@ def make_fixer(
     ignore: Sequence[str] | None = None,
     unsafe_fixes: bool = False,
     spec: str | None = None,
+    texts: dict[str, str] | None = None,
 ) -> Fixer:
-    """syncfix's own fixes (``fix_code``), or a custom ``module:function(source, path) -> str``."""
+    """syncfix's own fixes (``fix_code``), a custom ``module:function(source, path) -> str``, or
+    given ``texts`` (path -> rewritten source; ``apply --verify`` tries chosen fixes that way)."""
+    if texts is not None:
+        given = {os.path.abspath(p): t for p, t in texts.items()}
+        return lambda source, path: given.get(os.path.abspath(path), source)
     if spec:
         from .target import load_object
 
