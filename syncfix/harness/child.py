@@ -114,6 +114,7 @@ class Child:
                 unsafe_fixes=bool(fx.get("unsafe_fixes")),
                 spec=fx.get("spec"),
                 texts=fx.get("texts"),
+                observations=fx.get("observations"),
             )
         self.rewriter = Rewriter(fixer, config["root"])
         self.observer: Observer | None = None

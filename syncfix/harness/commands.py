@@ -133,6 +133,14 @@ def _apply(options: list[Any]) -> Any:
 )
 @click.option("--ignore", multiple=True, help="Rules whose fixes to leave out.")
 @click.option(
+    "--observed",
+    "observed",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Also apply the observed fixes this observation file (from `syncfix trace --record`) "
+    "justifies.",
+)
+@click.option(
     "--unsafe-fixes", is_flag=True, help="Also apply unsafe fixes (then consider --rtol/--atol)."
 )
 @click.option(
@@ -188,6 +196,7 @@ def verify_command(
     args: tuple[str, ...],
     select: tuple[str, ...],
     ignore: tuple[str, ...],
+    observed: str | None,
     unsafe_fixes: bool,
     rtol: float,
     atol: float,
@@ -231,6 +240,7 @@ def verify_command(
             "ignore": _codes(ignore),
             "unsafe_fixes": unsafe_fixes,
             "spec": fixer,
+            "observations": os.path.abspath(observed) if observed else None,
         },
         seed=seed,
         deterministic=deterministic,

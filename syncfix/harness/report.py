@@ -331,6 +331,7 @@ def _applied_codes(paths: list[str], fixer: dict[str, Any]) -> dict[str, set[str
                     select=fixer.get("select") or None,
                     ignore=fixer.get("ignore") or None,
                     unsafe_fixes=bool(fixer.get("unsafe_fixes")),
+                    observations=fixer.get("observations"),
                 )
             out[p] = {f.code for f in applied}
         except Exception:  # the report must not die on a file it cannot re-check
@@ -352,6 +353,7 @@ def _findings(paths: list[str], fixer: dict[str, Any]) -> dict[str, list[Any]]:
                 select=fixer.get("select"),
                 ignore=fixer.get("ignore"),
                 unsafe_fixes=bool(fixer.get("unsafe_fixes")),
+                observations=fixer.get("observations"),
             )
         except Exception:  # the report must not die on a file it cannot re-check
             out[p] = []
@@ -500,7 +502,7 @@ def _ms(s: float | None) -> str:
 def _fix_label(fixes: list[dict[str, Any]]) -> str:
     """``SFX301, SFX401 (safe)``: every fix behind a hunk, grouped by safety."""
     out = []
-    for kind in ("safe", "unsafe"):
+    for kind in ("safe", "observed", "unsafe"):
         codes = sorted({f["code"] for f in fixes if f["applicability"] == kind})
         if codes:
             out.append(f"{', '.join(codes)} ({kind})")

@@ -50,6 +50,7 @@ def make_fixer(
     unsafe_fixes: bool = False,
     spec: str | None = None,
     texts: dict[str, str] | None = None,
+    observations: str | None = None,
 ) -> Fixer:
     """syncfix's own fixes (``fix_code``), a custom ``module:function(source, path) -> str``, or
     given ``texts`` (path -> rewritten source; ``apply --verify`` tries chosen fixes that way)."""
@@ -66,8 +67,16 @@ def make_fixer(
 
     from syncfix import fix_code
 
+    seen: Any = None
+    if observations:
+        from syncfix.observed import Observations
+
+        seen = Observations.load(observations)  # once, not per file
+
     def fixer(source: str, path: str) -> str:
-        return fix_code(source, path=path, select=select, ignore=ignore, unsafe_fixes=unsafe_fixes)
+        return fix_code(
+            source, path=path, select=select, ignore=ignore, unsafe_fixes=unsafe_fixes, observations=seen
+        )
 
     return fixer
 
