@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Everything syncfix runs on a GPU, in one go (used through the device tool; see docs/benchmarks.md).
 #   bash benchmarks/gpu_session.sh OUT_DIR [PARTS]
-# PARTS: any of "tests verify effect logging" (default all):
+# PARTS: any of "tests verify effect logging loop" (default all):
 #   tests    the CUDA-marked tests          verify   syncfix verify on the examples
 #   effect   benchmarks/gpu_effect.py       logging  the logging rewrites on examples/train_logged.py
+#   loop     trace --record -> apply --observed -> verify, and apply --verify (examples/train_from_config.py)
 # Needs: torch with CUDA, and syncfix's dependencies (or wheels in .whl/, installed to /tmp/site).
 set -u
 OUT=${1:-${OUT:-/tmp/syncfix-gpu}}; mkdir -p "$OUT"
-PARTS=${2:-tests verify effect logging}
+PARTS=${2:-tests verify effect logging loop}
 for part in $PARTS; do
-  case $part in tests|verify|effect|logging) ;; *) echo "unknown part '$part'" >&2; exit 2;; esac
+  case $part in tests|verify|effect|logging|loop) ;; *) echo "unknown part '$part'" >&2; exit 2;; esac
 done
 want() { case " $PARTS " in *" $1 "*) return 0;; esac; return 1; }
 export PYTHONUNBUFFERED=1 COLUMNS=200
@@ -21,7 +22,7 @@ nvidia-smi -L; python3 -c "import torch; print('torch', torch.__version__, torch
 if want tests; then
 echo "== CUDA tests"
 timeout 240 python3 -m pytest -p no:cacheprovider -p no:syncfix -q -rA -s -m cuda \
-  tests/rules tests/harness/test_harness_cuda.py > "$OUT/cuda_tests.log" 2>&1
+  tests/rules tests/harness/test_harness_cuda.py tests/harness/test_observed_cuda.py > "$OUT/cuda_tests.log" 2>&1
 echo "pytest rc=$?"; grep -E "passed|failed|error" "$OUT/cuda_tests.log" | tail -3
 fi
 if want verify; then
@@ -47,4 +48,22 @@ for args in "--select SFX301,SFX401" "--unsafe-fixes --select SFX402"; do
   timeout 150 python3 -m syncfix verify examples/train_logged.py $args --repeats 7 2>&1 | tee -a "$OUT/logging.log" \
     | grep -E "Numbers|total|Time|OK|FAIL|rc"
 done
+fi
+if want loop; then
+echo "== the observed-fix loop and apply --verify on examples/train_from_config.py"
+REPO=$PWD; D=$(mktemp -d); cp examples/train_from_config.py examples/train_passed_on.py "$D/"
+(
+  cd "$D" && export PYTHONPATH=${PYTHONPATH:-}:$REPO
+  run() { echo "\$ syncfix $*"; timeout 240 python3 -m syncfix "$@"; echo "rc=$?"; }
+  run check --isolated --no-cache -o concise train_from_config.py
+  run verify train_from_config.py --repeats 5
+  run trace train_from_config.py --record
+  run check --isolated --no-cache -o concise --observed .syncfix/observed.json train_from_config.py
+  run apply --isolated --no-cache --observed --diff train_from_config.py
+  run verify train_from_config.py --observed .syncfix/observed.json --repeats 5
+  run apply train_from_config.py --isolated --no-cache --verify train_from_config.py
+  run verify train_from_config.py --repeats 5
+  run apply train_passed_on.py --isolated --no-cache --verify train_passed_on.py
+) > "$OUT/loop.log" 2>&1
+grep -E "^\$|rc=|verified|dropped|Syncs|syncs|total|Numbers|Time" "$OUT/loop.log" | head -80
 fi
