@@ -112,7 +112,7 @@ class BlockingHostToDevice(Rule):
     MESSAGE = "Blocking host-to-device copy: the CPU waits for all queued GPU work"
     FIX = "sometimes"
     SAFETY = ("safe", "unsafe")
-    OBSERVABLE = ("cpu_tensor", "unshared_source", "copy_source", "cuda_device")
+    OBSERVABLE = ("cpu_tensor", "unshared_source", "cuda_device")
     TRIGGERS = (".cuda(", ".to(")
     NEEDS_TORCH = False  # ``x.cuda()`` in a loop is reported even when nothing proves x a tensor
     VALID = [
@@ -169,6 +169,8 @@ class BlockingHostToDevice(Rule):
         receiver = a.value(func.value)
         if receiver.kind is Kind.MODULE:
             return
+        if _onto_accumulator(a, node):
+            return  # ``total += x.to(total.device)``: kept on the total's device on purpose
         method = func.attr.value
         target: Device | None
         if method == "cuda":
@@ -218,7 +220,7 @@ class BlockingHostToDevice(Rule):
                 fix = self.observed_fix(
                     {node: _non_blocking_call(node)},
                     "Copy with non_blocking=True (observed: the device is CUDA)",
-                    [("cuda_device", device), ("copy_source", func.value)],
+                    [("cuda_device", device), ("unshared_source", func.value)],
                     why,
                 )
             self.report(node, why if fix is None else self.MESSAGE, fix=fix)
@@ -261,7 +263,8 @@ class BlockingHostToDevice(Rule):
         device = _device_argument(node)
         # what a recorded run can confirm of an unsafe fix's likely facts
         where = [("cuda_device", device)] if target is not Device.CUDA and device is not None else []
-        source_need = [("copy_source", func.value)]
+        # a CPU source: a CUDA one copies without the host waiting anyway (nothing to fix)
+        source_need = [("unshared_source", func.value)]
         if source is Source.LIKELY_BATCH:
             # the likely fact covers code the batch is passed to; a write here it cannot cover
             if source_may_change(a, node, passed_on=False):
@@ -330,6 +333,22 @@ def _to_names_device(a, call: cst.Call) -> bool:
         return True
     args = positional(call)
     return bool(args) and not a.value(args[0].value).is_tensor
+
+
+def _onto_accumulator(a, call: cst.Call) -> bool:
+    """``total += x.to(total.device)``: the summand follows the total's device (as SFX302 writes
+    its device totals); the summand was a device value, so no host-to-device copy is expected."""
+    target = _device_argument(call)
+    parent = a.parent(call)
+    return (
+        isinstance(target, cst.Attribute)
+        and target.attr.value == "device"
+        and isinstance(target.value, cst.Name)
+        and isinstance(parent, cst.AugAssign)
+        and parent.value is call
+        and isinstance(parent.target, cst.Name)
+        and parent.target.value == target.value.value
+    )
 
 
 def _device_argument(call: cst.Call) -> cst.BaseExpression | None:

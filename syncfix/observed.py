@@ -39,10 +39,6 @@ FACTS: dict[str, str] = {
         "is a CPU tensor that is pageable, or pinned and never written in place between two "
         "copies (its storage's version counter unchanged when the same storage comes back)"
     ),
-    "copy_source": (
-        "is a tensor on a CUDA device, or a CPU tensor that is pageable or never written in place "
-        "between two copies"
-    ),
     "python_float": "is a Python float",
 }
 # Facts only a run with CUDA can show (a CPU-only run records them as not seen).
@@ -131,12 +127,6 @@ def holds(fact: str, record: Mapping[str, Any] | None) -> bool | None:
         if pinned.get("true", 0) == 0:
             return True  # pageable: the copy is staged before the call returns
         return int(record.get("written_between", 0)) == 0
-    if fact == "copy_source":
-        if not all_tensors:
-            return False
-        if devices.get("cuda", 0) == n:
-            return True
-        return devices.get("cuda", 0) == 0 and holds("unshared_source", record) is True
     if fact == "python_float":
         return types.get("float", 0) == n
     raise ValueError(f"unknown fact {fact!r}")

@@ -60,7 +60,7 @@ def test_needs_point_at_the_receiver_and_the_device(tmp_path):
     lines = script.read_text().splitlines()
     needs = observable_needs([str(script)])[str(script)]
     texts = {(n.fact, lines[n.line - 1][n.column - 1 : n.end_column - 1]) for n in needs}
-    assert texts == {("copy_source", "x"), ("cuda_device", "device"), ("copy_source", "y")}
+    assert texts == {("unshared_source", "x"), ("cuda_device", "device"), ("unshared_source", "y")}
 
 
 def test_observed_fixes_apply_only_with_observations(tmp_path):
@@ -72,7 +72,7 @@ def test_observed_fixes_apply_only_with_observations(tmp_path):
     kinds = {f.line: f.fix.applicability for f in seen if f.fix}
     assert kinds[46] is Applicability.OBSERVED and kinds[47] is Applicability.OBSERVED
     observed = [f for f in seen if f.fix and f.fix.applicability is Applicability.OBSERVED]
-    assert {n.fact for f in observed for n in f.fix.needs} == {"copy_source", "cuda_device"}
+    assert {n.fact for f in observed for n in f.fix.needs} == {"unshared_source", "cuda_device"}
 
 
 def test_check_and_apply_label_observed_fixes(tmp_path):
@@ -127,3 +127,15 @@ def test_missing_or_bad_observation_file_exits_2(tmp_path):
     bad.write_text("{}")
     code, out = _run("check", "--no-cache", "--isolated", "--observed", str(bad), str(script))
     assert code == 2 and "not an observation file" in out, out
+
+
+def test_a_source_seen_on_cuda_gets_no_observed_fix(tmp_path):
+    # a CUDA source copies without the host waiting: nothing to make non-blocking
+    script, obs = _project(tmp_path)
+    data = json.loads(obs.read_text())
+    for key, rec in data["files"]["train.py"]["spans"].items():
+        if "types" in rec and "torch.Tensor" in rec["types"]:
+            data["files"]["train.py"]["spans"][key] = _record(device="cuda")
+    obs.write_text(json.dumps(data))
+    _, out = _run("check", "--no-cache", "--isolated", "-o", "concise", "--observed", str(obs), str(script))
+    assert "[observed]" not in out and "is not always a CPU tensor that is pageable" in out, out
