@@ -32,6 +32,9 @@ class _Acc:
     # statements before which the host value is read back, and resets ``total = <literal>``.
     reads: list[cst.CSTNode] = field(default_factory=list)
     resets: list[cst.SimpleStatementLine] = field(default_factory=list)
+    # facts a recorded run must show for the fix (``--observed``), and the reason without them
+    needs: list[tuple[str, cst.CSTNode]] = field(default_factory=list)
+    unobserved: str | None = None
 
 
 class AccumulateOnDevice(Rule):
@@ -140,6 +143,7 @@ class AccumulateOnDevice(Rule):
     MESSAGE = "Running total of GPU values read to the host every iteration: one sync per step"
     FIX = "sometimes"
     SAFETY = ("safe", "unsafe")
+    OBSERVABLE = ("floating", "one_element")
     TRIGGERS = (".item(", "float(", "int(")
     VALID = [
         # not in a loop
@@ -196,6 +200,10 @@ class AccumulateOnDevice(Rule):
         for acc in accs:
             self._check(loop, acc)
         torch_name = a.torch_alias
+        if any(acc.unsafe for acc in accs if acc.why_not is None):
+            for acc in accs:
+                if acc.why_not is None and acc.needs:
+                    acc.why_not = acc.unobserved  # one fix per loop: unsafe and observed do not mix
         fixable = [acc for acc in accs if acc.why_not is None]
         for acc in accs:
             if acc.why_not == _USED_IN_LOOP:
@@ -262,12 +270,17 @@ class AccumulateOnDevice(Rule):
         receiver = acc.read.receiver
         kind = a.dtype_kind(receiver)
         if kind not in ("float", "int") or (acc.read.form != "item" and acc.read.form != kind):
-            acc.why_not = "the summand's dtype is not provably floating (or an integer count)"
-            return
+            if kind is not None or acc.read.form == "int":
+                acc.why_not = "the summand's dtype is not provably floating (or an integer count)"
+                return
+            # unknown: a float total if a recorded run shows a floating summand (observed tier)
+            kind = "float"
+            acc.needs.append(("floating", receiver))
+            acc.unobserved = "the summand's dtype is not provably floating (or an integer count)"
         acc.kind = kind
         if a.one_element_shape(receiver) is None:
-            acc.why_not = "the summand is not provably a one-element tensor"
-            return
+            acc.needs.append(("one_element", receiver))
+            acc.unobserved = acc.unobserved or "the summand is not provably a one-element tensor"
         origin = a.device_origin(receiver)
         if origin is None or (origin[0] != '"' and origin in _names_bound_in(loop)):
             origin = None  # the accumulator follows the summand's device (see ``_fix``)
@@ -399,6 +412,15 @@ class AccumulateOnDevice(Rule):
         unsafe = [acc.unsafe for acc in accs if acc.unsafe]
         if unsafe:
             return self.unsafe_fix(changes, f"{description} (unsafe: {unsafe[0]})")
+        needs = [n for acc in accs for n in acc.needs]
+        if needs:
+            why = next(acc.unobserved for acc in accs if acc.unobserved)
+            return self.observed_fix(
+                changes,
+                f"{description} (observed: a one-element floating summand)",
+                needs,
+                f"{self.MESSAGE}; no fix: {why}",
+            )
         return self.safe_fix(changes, description)
 
 

@@ -139,3 +139,38 @@ def test_a_source_seen_on_cuda_gets_no_observed_fix(tmp_path):
     obs.write_text(json.dumps(data))
     _, out = _run("check", "--no-cache", "--isolated", "-o", "concise", "--observed", str(obs), str(script))
     assert "[observed]" not in out and "is not always a CPU tensor that is pageable" in out, out
+
+
+SFX302_SOURCE = """import torch
+
+
+def run(values):
+    total = 0.0
+    for v in values:
+        t = torch.as_tensor(v, device="cuda")
+        total += t.item()
+    return total
+"""
+
+
+def _observations_for(tmp_path: Path, source: str, dtype: str) -> tuple[Path, Path]:
+    script = tmp_path / "acc.py"
+    script.write_text(source)
+    needs = observable_needs([str(script)], include_cold=True)[str(script)]
+    assert {n.fact for n in needs} == {"floating", "one_element"}
+    spans = {n.key: {**_record(device="cuda"), "dtypes": {dtype: 3}, "numel": {"min": 1, "max": 1}} for n in needs}
+    obs = tmp_path / "obs.json"
+    obs.write_text(json.dumps({"schema": SCHEMA, "root": str(tmp_path),
+                               "files": {"acc.py": {"sha256": source_hash(source), "spans": spans}}}))
+    return script, obs
+
+
+def test_sfx302_total_of_an_observed_float_scalar(tmp_path):
+    script, obs = _observations_for(tmp_path, SFX302_SOURCE, "torch.float32")
+    found = check_code(SFX302_SOURCE, path=str(script), include_cold=True, select=["SFX302"], observations=str(obs))
+    assert [f.fix.applicability for f in found if f.fix] == [Applicability.OBSERVED]
+    plain = check_code(SFX302_SOURCE, path=str(script), include_cold=True, select=["SFX302"], unsafe_fixes=True)
+    assert all(f.fix is None for f in plain)
+    script, obs = _observations_for(tmp_path / "i" if (tmp_path / "i").mkdir() is None else tmp_path, SFX302_SOURCE, "torch.int64")
+    found = check_code(SFX302_SOURCE, path=str(script), include_cold=True, select=["SFX302"], observations=str(obs))
+    assert all(f.fix is None for f in found) and "not always a tensor of a floating-point dtype" in found[0].message
