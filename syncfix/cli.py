@@ -359,7 +359,14 @@ def rule(code: str | None, show_all: bool, output_format: str) -> None:
         raise click.UsageError("give a rule code, or --all")
     if output_format == "json":
         data = [
-            {"code": r.CODE, "name": r.NAME, "summary": r.MESSAGE, "fix": r.FIX, "explanation": r.doc()}
+            {
+                "code": r.CODE,
+                "name": r.NAME,
+                "summary": r.MESSAGE,
+                "fix": r.FIX,
+                "observable": list(r.OBSERVABLE),
+                "explanation": r.doc(),
+            }
             for r in chosen
         ]
         click.echo(json.dumps(data if show_all else data[0], indent=2))
