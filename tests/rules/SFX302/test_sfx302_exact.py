@@ -31,6 +31,17 @@ def _loops(draw):
     return dtype, values, start, form, device
 
 
+def _assert_same_result(source: str, fixed: str, values, device: str) -> None:
+    """``f`` of the original and of the rewrite return exactly the same (values and types)."""
+    namespace_a: dict = {}
+    namespace_b: dict = {}
+    exec(compile(source, "<a>", "exec"), namespace_a)
+    exec(compile(fixed, "<b>", "exec"), namespace_b)
+    args = (values, namespace_a["dev"]) if device == "param" else (values,)
+    before, after = namespace_a["f"](*args), namespace_b["f"](*args)
+    assert same(before, after), (source, fixed, values, before, after)
+
+
 def _loop_snippet(dtype: str, start: str, form: str, device: str = "known") -> str:
     if dtype == "count":
         make, summand = "torch.full((), v, dtype=torch.float32, device=dev)", "(t > 0).sum()"
@@ -59,13 +70,7 @@ def test_sfx302_device_total_is_exact(case):
     fixed = fix_code(source, select=["SFX302"], unsafe_fixes=True)
     assert "_acc += " in fixed, source  # the property must exercise the rewrite
     assert (".to(total_acc.device)" in fixed) is (device == "param"), fixed
-    namespace_a: dict = {}
-    namespace_b: dict = {}
-    exec(compile(source, "<a>", "exec"), namespace_a)
-    exec(compile(fixed, "<b>", "exec"), namespace_b)
-    args = (values, namespace_a["dev"]) if device == "param" else (values,)
-    before, after = namespace_a["f"](*args), namespace_b["f"](*args)
-    assert same(before, after), (source, fixed, values, before, after)
+    _assert_same_result(source, fixed, values, device)
 
 
 def test_sfx302_int64_total_is_only_an_unsafe_fix_but_a_count_is_safe():
@@ -94,13 +99,7 @@ def test_sfx302_int_start_with_float_summands_is_exact(dtype, values, start, sum
     )
     fixed = fix_code(source, select=["SFX302"])
     assert "total_acc += " in fixed and "if total_acc is not None:" in fixed, fixed
-    namespace_a: dict = {}
-    namespace_b: dict = {}
-    exec(compile(source, "<a>", "exec"), namespace_a)
-    exec(compile(fixed, "<b>", "exec"), namespace_b)
-    args = (values, namespace_a["dev"]) if device == "param" else (values,)
-    before, after = namespace_a["f"](*args), namespace_b["f"](*args)
-    assert same(before, after), (source, fixed, values, before, after)
+    _assert_same_result(source, fixed, values, device)
 
 
 def test_sfx302_int_start_past_2_53_with_float_summands_is_not_fixed():
@@ -143,10 +142,4 @@ def test_sfx302_total_read_every_n_steps_is_exact(dtype, values, every, start, r
     )
     fixed = fix_code(source, select=["SFX302"])
     assert "total_acc += " in fixed and "total = total_acc.item()" in fixed, fixed
-    namespace_a: dict = {}
-    namespace_b: dict = {}
-    exec(compile(source, "<a>", "exec"), namespace_a)
-    exec(compile(fixed, "<b>", "exec"), namespace_b)
-    args = (values, namespace_a["dev"]) if device == "param" else (values,)
-    before, after = namespace_a["f"](*args), namespace_b["f"](*args)
-    assert same(before, after), (source, fixed, values, before, after)
+    _assert_same_result(source, fixed, values, device)
