@@ -5,12 +5,13 @@
 #   tests    the CUDA-marked tests          verify   syncfix verify on the examples
 #   effect   benchmarks/gpu_effect.py       logging  the logging rewrites on examples/train_logged.py
 #   loop     trace --record -> apply --observed -> verify, and apply --verify (examples/train_from_config.py)
+#   workloads  apply --verify (safe; then with --unsafe-fixes) on each gpu_effect workload run as a script
 # Needs: torch with CUDA, and syncfix's dependencies (or wheels in .whl/, installed to /tmp/site).
 set -u
 OUT=${1:-${OUT:-/tmp/syncfix-gpu}}; mkdir -p "$OUT"
-PARTS=${2:-tests verify effect logging loop}
+PARTS=${2:-tests verify effect logging loop workloads}
 for part in $PARTS; do
-  case $part in tests|verify|effect|logging|loop) ;; *) echo "unknown part '$part'" >&2; exit 2;; esac
+  case $part in tests|verify|effect|logging|loop|workloads) ;; *) echo "unknown part '$part'" >&2; exit 2;; esac
 done
 want() { case " $PARTS " in *" $1 "*) return 0;; esac; return 1; }
 export PYTHONUNBUFFERED=1 COLUMNS=200
@@ -66,4 +67,19 @@ REPO=$PWD; D=$(mktemp -d); cp examples/train_from_config.py examples/train_passe
   run apply train_passed_on.py --isolated --no-cache --verify train_passed_on.py
 ) > "$OUT/loop.log" 2>&1
 grep -E "^\$|rc=|verified|dropped|Syncs|syncs|total|Numbers|Time" "$OUT/loop.log" | head -80
+fi
+if want workloads; then
+echo "== apply --verify on the gpu_effect workloads, run as scripts"
+REPO=$PWD; D=$(mktemp -d)
+(
+  cd "$D" && export PYTHONPATH=${PYTHONPATH:-}:$REPO
+  for w in train_loop eval_loop decode_loop scalar_branch data_loading; do
+    for flag in "" --unsafe-fixes; do
+      cp "$REPO/benchmarks/workloads/$w.py" .
+      echo "\$ syncfix apply $w.py $flag --verify $w.py"
+      timeout 200 python3 -m syncfix apply $w.py --isolated --no-cache $flag --verify $w.py; echo "rc=$?"
+    done
+  done
+) > "$OUT/workloads.log" 2>&1
+grep -E "^\$|rc=|fix(es)? verified|dropped" "$OUT/workloads.log"
 fi
