@@ -448,7 +448,7 @@ def _run(opts: dict, mode: str) -> int:
     # observed fixes depend on the observation file too: never cached
     use_cache = not opts.get("no_cache") and not interactive and settings.observations is None
     cache = results_cache.Cache(_cache_dir(settings, opts), settings) if use_cache else None
-    places = project_contexts(found.files)  # the project index: one pass over each project's files
+    places = project_contexts(found.files, settings.hot_functions)  # the project index: one pass over each project's files
     jobs = [
         Job(f, fix=fix, write=write, want_source=want_source, cache=cache, context=places.get(f))
         for f in found.files

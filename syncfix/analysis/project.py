@@ -98,7 +98,9 @@ class ModuleContext:
 
     module_name: str
     imported: frozenset[str]
+    # its functions that other project files call from repeating code (analysis/hotness.py)
+    hot: frozenset[str] = frozenset()
 
     def fingerprint(self) -> str:
         """For the results cache: a file's findings change when (only when) this does."""
-        return self.module_name + "\0" + ",".join(sorted(self.imported))
+        return "\0".join((self.module_name, ",".join(sorted(self.imported)), ",".join(sorted(self.hot))))

@@ -1,0 +1,150 @@
+"""Which functions run repeatedly because code in *another* project file calls them from a loop.
+
+Within a file the analysis sees loops and step-like functions (``forward``, ``training_step``...)
+and what they call by name. Across files, a helper such as ``timestep_embedding`` in ``nn.py``,
+called from ``forward`` in ``unet.py``, runs every step too. The project index reads each file
+once with the standard library's parser (a C parser: far cheaper than the analysis) and keeps
+per function the calls it makes, and whether each sits in a loop. A fixpoint over the project
+then marks a function hot when a hot function, or any loop, calls it: by a name imported from
+its module (``from .nn import timestep_embedding``), through its module (``nn.f(...)``), or, in
+its own file, by name or as ``self.method(...)``. Calls through other objects
+(``self.sampler.sample(...)``) are not resolved. Test files make nothing hot.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+# A call, resolved as far as one file can: (module, function) with module "" for the file itself.
+Callee = tuple[str, str]
+
+
+@dataclass
+class FileCalls:
+    """What the fixpoint needs of one file."""
+
+    module: str
+    hot_names: set[str] = field(default_factory=set)  # its functions named as step functions
+    # per function name (``""``: module level), its calls: (callee, made in a loop)
+    calls: dict[str, list[tuple[Callee, bool]]] = field(default_factory=dict)
+
+
+def file_calls(module: str, source: bytes, hot_functions: Iterable[str], resolve: Mapping[str, str]) -> FileCalls:
+    """The calls of one file. ``resolve`` maps a dotted import target to a project module."""
+    out = FileCalls(module)
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return out
+    hot = set(hot_functions)
+    package = module.rpartition(".")[0]
+    names: dict[str, Callee] = {}  # local name -> (project module, function) it was imported as
+    modules: dict[str, str] = {}  # local name -> project module (``import pkg.nn as nn``)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = _absolute(package, node.module or "", node.level)
+            for alias in node.names:
+                local = alias.asname or alias.name
+                target = resolve.get(base or "")
+                if target is not None:
+                    names[local] = (target, alias.name)
+                sub = resolve.get(f"{base}.{alias.name}" if base else alias.name)
+                if sub is not None:
+                    modules[local] = sub
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                target = resolve.get(alias.name)
+                if target is not None:
+                    modules[alias.asname or alias.name.split(".")[0]] = target
+    _Collector(out, hot, names, modules).visit(tree)
+    return out
+
+
+def _absolute(package: str, module: str, level: int) -> str | None:
+    if level == 0:
+        return module
+    parts = package.split(".") if package else []
+    if level - 1 > len(parts):
+        return None
+    base = parts[: len(parts) - (level - 1)]
+    return ".".join([*base, module] if module else base)
+
+
+class _Collector(ast.NodeVisitor):
+    def __init__(self, out: FileCalls, hot: set[str], names: dict[str, Callee], modules: dict[str, str]) -> None:
+        self.out = out
+        self.hot = hot
+        self.names = names
+        self.modules = modules
+        self.function = ""
+        self.loops = 0
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        saved = self.function, self.loops
+        self.function, self.loops = node.name, 0
+        if node.name in self.hot:
+            self.out.hot_names.add(node.name)
+        self.out.calls.setdefault(node.name, [])
+        for stmt in node.body:
+            self.visit(stmt)
+        self.function, self.loops = saved
+
+    visit_FunctionDef = _function
+    visit_AsyncFunctionDef = _function
+
+    def _loop(self, node: ast.For | ast.AsyncFor | ast.While) -> None:
+        self.loops += 1
+        self.generic_visit(node)
+        self.loops -= 1
+
+    visit_For = _loop
+    visit_AsyncFor = _loop
+    visit_While = _loop
+
+    def visit_Call(self, node: ast.Call) -> None:
+        callee = self._callee(node.func)
+        if callee is not None:
+            self.out.calls.setdefault(self.function, []).append((callee, self.loops > 0))
+        self.generic_visit(node)
+
+    def _callee(self, func: ast.expr) -> Callee | None:
+        if isinstance(func, ast.Name):
+            return self.names.get(func.id, ("", func.id))
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            owner = func.value.id
+            if owner in ("self", "cls"):
+                return ("", func.attr)
+            if owner in self.modules:
+                return (self.modules[owner], func.attr)
+        return None
+
+
+def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
+    """Per module, the names of its functions that run repeatedly (a fixpoint over the calls)."""
+    by_module = {f.module: f for f in files}
+    hot: set[tuple[str, str]] = {(f.module, n) for f in by_module.values() for n in f.hot_names}
+    work = list(hot)
+    # calls made in a loop make their callee hot wherever the caller is
+    for f in by_module.values():
+        for calls in f.calls.values():
+            for callee, in_loop in calls:
+                target = (callee[0] or f.module, callee[1])
+                if in_loop and target[0] in by_module and target not in hot:
+                    hot.add(target)
+                    work.append(target)
+    while work:
+        module, name = work.pop()
+        owner = by_module.get(module)
+        if owner is None:
+            continue
+        for callee, _ in owner.calls.get(name, ()):
+            target = (callee[0] or module, callee[1])
+            if target[0] in by_module and target not in hot:
+                hot.add(target)
+                work.append(target)
+    out: dict[str, set[str]] = {}
+    for module, name in hot:
+        out.setdefault(module, set()).add(name)
+    return {m: frozenset(n) for m, n in out.items()}

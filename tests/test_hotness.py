@@ -1,0 +1,99 @@
+"""Functions called from repeating code in *other* project files are hot (analysis/hotness.py)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from syncfix.analysis.hotness import file_calls, hot_functions
+from syncfix.cli import cli
+from syncfix.projects import build_index, contexts
+
+NN = '''
+import torch
+
+
+def timestep_embedding(t, dim):
+    freqs = torch.exp(torch.arange(dim // 2) * -0.5)
+    return torch.cat([t[:, None] * freqs.to(device=t.device)], dim=-1)
+
+
+def inner(x):
+    return helper(x)
+
+
+def helper(x):
+    return x
+
+
+def never_called(t):
+    return torch.arange(4).to(device=t.device)
+'''
+
+MODEL = '''
+import torch
+from .nn import timestep_embedding, inner
+
+
+class Net(torch.nn.Module):
+    def forward(self, x, t):
+        return x + timestep_embedding(t, 8) + inner(x)
+'''
+
+TEST = '''
+from pkg.nn import never_called
+
+
+def test_it():
+    for _ in range(3):
+        never_called(None)
+'''
+
+
+def _project(tmp_path: Path) -> Path:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    for rel, text in {"pkg/__init__.py": "", "pkg/nn.py": NN, "pkg/model.py": MODEL, "tests/test_nn.py": TEST}.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+    return tmp_path
+
+
+def test_fixpoint_over_calls():
+    resolve = {"pkg.nn": "pkg.nn", "nn": "pkg.nn", "pkg.model": "pkg.model"}
+    files = [
+        file_calls("pkg.nn", NN.encode(), ["forward"], resolve),
+        file_calls("pkg.model", MODEL.encode(), ["forward"], resolve),
+    ]
+    hot = hot_functions(files)
+    assert hot["pkg.model"] == {"forward"}
+    # called from forward in another file, and what that calls in its own file
+    assert hot["pkg.nn"] == {"timestep_embedding", "inner", "helper"}
+
+
+def test_test_files_make_nothing_hot(tmp_path):
+    root = _project(tmp_path)
+    _, hot = build_index(root)
+    assert "never_called" not in hot.get("pkg.nn", frozenset())
+    ctx = contexts([str(root / "pkg" / "nn.py")])[str(root / "pkg" / "nn.py")]
+    assert {"timestep_embedding", "inner", "helper"} <= ctx.hot
+    assert "timestep_embedding" in ctx.fingerprint()  # the results cache keys on it
+
+
+def test_a_helper_called_from_forward_elsewhere_is_reported(tmp_path, monkeypatch):
+    root = _project(tmp_path)
+    monkeypatch.chdir(root)
+    r = CliRunner().invoke(cli, ["check", "--no-cache", "pkg/nn.py", "-o", "json"])
+    lines = {(f["code"], f["location"]["row"]) for f in json.loads(r.stdout)}
+    assert ("SFX101", 6) in lines, r.stdout  # the copy in timestep_embedding: runs every forward
+    assert not any(row == 18 for _, row in lines)  # never_called: nothing repeats it
+    # the same file alone (no project around it) knows nothing of its callers
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "nn.py").write_text(textwrap.dedent(NN).lstrip())
+    monkeypatch.chdir(alone)
+    r = CliRunner().invoke(cli, ["check", "--no-cache", "nn.py", "-o", "json"])
+    assert not json.loads(r.stdout)
