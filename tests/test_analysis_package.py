@@ -95,3 +95,33 @@ def test_the_private_name_check_catches_a_private_use(tmp_path):
         encoding="utf-8",
     )
     assert len(_private_uses(bad)) == 3
+
+
+def test_max_along_a_dim_is_a_values_indices_pair():
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper
+
+    from syncfix.analysis import Device, ModuleAnalysis
+
+    src = (
+        "import torch\n"
+        "out = torch.randn(4, 3, device='cuda')\n"
+        "_, predicted = out.max(1)\n"
+        "a = out.max(dim=-1).indices\n"
+        "b = out.min(1)[0]\n"
+        "c = out.max(out)\n"
+        "d = out.max(1)\n"
+        "print(predicted, a, b, c, d)\n"
+    )
+    wrapper = MetadataWrapper(cst.parse_module(src))
+    analysis = ModuleAnalysis(wrapper)
+    seen = {}
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            seen[node.value] = analysis.value(node)  # the last one: the read in print()
+
+    wrapper.module.visit(V())
+    for name in ("predicted", "a", "b", "c"):
+        assert seen[name].is_tensor and seen[name].device is Device.CUDA, name
+    assert not seen["d"].is_tensor  # the pair itself is no tensor

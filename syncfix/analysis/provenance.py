@@ -26,7 +26,7 @@ from .bindings import assignment_order
 from .devices import fstring_device, string_device
 from .dtypes import dtype_kw
 from .project import ALL
-from .syntax import is_none, keyword, positional, through_call
+from .syntax import is_none, keyword, literal_kind, positional, through_call
 from .torch_api import (
     CREATION_DEVICE_ARG,
     DATALOADER,
@@ -101,6 +101,9 @@ def _value(a: ModuleAnalysis, expr: cst.CSTNode) -> Value:
         base = a.value(expr.value)
         if base.kind is Kind.BOTTOM:
             return BOTTOM
+        if isinstance(base, TupleValue):
+            index = _literal_index(expr)
+            return base.items[index] if index is not None and -len(base.items) <= index < len(base.items) else UNKNOWN
         if base.kind is Kind.TENSOR:
             return replace(base, dtype=base.dtype)
         if base.kind is Kind.BATCH:
@@ -293,6 +296,8 @@ def _attribute_value(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
         return OTHER
     base = a.value(expr.value)
     attr = expr.attr.value
+    if isinstance(base, TupleValue) and len(base.items) == 2 and attr in ("values", "indices"):
+        return base.items[0 if attr == "values" else 1]  # of ``t.max(dim)``
     if base.is_tensor:
         if attr in TENSOR_ATTR_TENSOR:
             return Value(Kind.TENSOR, base.device, base.memory, base.fresh)
@@ -578,6 +583,13 @@ def _display_arg(call: cst.Call) -> bool:
 def _method_value(a: ModuleAnalysis, receiver: Value, method: str, call: cst.Call) -> Value:
     if method in METHOD_NON_TENSOR:
         return METHOD_NON_TENSOR[method]
+    if method in ("max", "min") and _along_a_dim(a, call):
+        # ``values, indices = t.max(1)``: a (values, int64 indices) pair on the tensor's device
+        memory = Memory.PAGEABLE if receiver.device is Device.CPU else Memory.UNKNOWN
+        return TupleValue((
+            Value(Kind.TENSOR, receiver.device, memory, True),
+            Value(Kind.TENSOR, receiver.device, memory, True, "torch.int64"),
+        ))
     if method == "cuda":
         return Value(Kind.TENSOR, Device.CUDA, Memory.UNKNOWN, receiver.fresh)
     if method == "cpu":
@@ -607,6 +619,26 @@ def _method_value(a: ModuleAnalysis, receiver: Value, method: str, call: cst.Cal
     return Value(Kind.TENSOR, receiver.device, Memory.PAGEABLE if receiver.device is Device.CPU else Memory.UNKNOWN, True)
 
 
+
+
+def _along_a_dim(a: ModuleAnalysis, call: cst.Call) -> bool:
+    """``t.max(1)`` / ``t.min(dim=-1)``: a reduction along a dimension (not ``t.max(other)``)."""
+    if keyword(call, "dim") is not None:
+        return True
+    args = positional(call)
+    return bool(args) and literal_kind(args[0].value) == "int"
+
+
+def _literal_index(expr: cst.Subscript) -> int | None:
+    if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+        return None
+    value = expr.slice[0].slice.value
+    negative = isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus)
+    inner = value.expression if isinstance(value, cst.UnaryOperation) and negative else value
+    if not isinstance(inner, cst.Integer):
+        return None
+    n = int(inner.value, 0)
+    return -n if negative else n
 
 
 def _batch_dict_view(a: ModuleAnalysis, call: cst.Call) -> Value | None:
