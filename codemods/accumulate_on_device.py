@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from syncfix.analysis import Device, HostRead, literal_kind, stored_names
+from syncfix.analysis import Device, HostRead, Kind, literal_kind, stored_names
 from syncfix.rules import Fix, Invalid, Rule
 from syncfix.walk import walk
 
@@ -35,6 +35,9 @@ class _Acc:
     # facts a recorded run must show for the fix (``--observed``), and the reason without them
     needs: list[tuple[str, cst.CSTNode]] = field(default_factory=list)
     unobserved: str | None = None
+    # ``total += x.item() * n`` with ``n`` a size (``len(batch)``, ``x.size(0)``): the summand is
+    # weighted by it, in float64 as Python multiplies
+    weight: cst.BaseExpression | None = None
 
 
 class AccumulateOnDevice(Rule):
@@ -46,6 +49,9 @@ class AccumulateOnDevice(Rule):
     module (`criterion = nn.CrossEntropyLoss()` at module level, as `self.criterion`, or local)
     or `F.cross_entropy`/`F.mse_loss`... with the default or `"sum"` reduction is a 0-d float;
     `(out.argmax(1) == y).sum()`, `pred.eq(y).sum()` and `count_nonzero()` are int64 counts.
+    A float total may weight each value by a size, `total += loss.item() * x.size(0)` (or
+    `len(batch) * ...`, `x.shape[0]`, an int literal): Python multiplies in float64, and so does
+    the fix (`loss.detach().to(torch.float64) * x.size(0)`), so the sum is the same to the bit.
     A total the loop also reads under an `if` (a running loss logged, and perhaps reset, every
     N steps) is fixed too: its host value is read back just before each such read, so the sync
     happens every N steps instead of every step. A total read every step (a running mean printed
@@ -250,6 +256,15 @@ class AccumulateOnDevice(Rule):
             total, summand = small.value.left.value, small.value.right
         else:
             return None
+        weight = None
+        if isinstance(summand, cst.BinaryOperation) and isinstance(summand.operator, cst.Multiply):
+            # ``loss.item() * x.size(0)``: a mean weighted by a batch size (either order)
+            for read_side, other in ((summand.left, summand.right), (summand.right, summand.left)):
+                if isinstance(read_side, cst.Call) and _is_size(a, other):
+                    summand, weight = read_side, other
+                    break
+            else:
+                return None
         if not isinstance(summand, cst.Call):
             return None
         read = a.host_read(summand)
@@ -257,7 +272,9 @@ class AccumulateOnDevice(Rule):
             return None
         if a.value(read.receiver).device is Device.CPU:
             return None
-        return _Acc(stmt, total, read)
+        if weight is not None and read.form == "int":
+            return None
+        return _Acc(stmt, total, read, weight=weight)
 
     def _check(self, loop: cst.For | cst.While, acc: _Acc) -> None:
         a = self.analysis
@@ -331,6 +348,8 @@ class AccumulateOnDevice(Rule):
             return
         if kind == "int" and not _is_count(a, receiver):
             acc.unsafe = "int64 wraps past 2**63 where Python ints do not"
+        if acc.weight is not None and kind != "float":
+            acc.why_not = "a weighted count: only float totals are weighted exactly"
 
     def _fix(self, loop: cst.For | cst.While, accs: list[_Acc], torch_name: str) -> Fix:
         a = self.analysis
@@ -356,6 +375,10 @@ class AccumulateOnDevice(Rule):
             if isinstance(receiver, (cst.BinaryOperation, cst.Comparison, cst.UnaryOperation, cst.IfExp)):
                 code = f"({code})"
             detach = ".detach()" if acc.kind == "float" else ""
+            if acc.weight is not None:
+                # ``n * x`` in Python is float(n) * x in float64: the same on the device in float64
+                weight = cst.Module([]).code_for_node(acc.weight)
+                detach = f".detach().to({torch_name}.float64) * {weight}"
             reshape = ".reshape(())" if shape != () else ""
             if acc.origin is not None:
                 before.append(cst.parse_statement(f"{name} = {full.format(acc.origin)}\n"))
@@ -377,7 +400,10 @@ class AccumulateOnDevice(Rule):
                     cst.parse_statement(f"if {name} is None:\n    {name} = {full.format(code + '.device')}\n")
                 )
                 first[0] = first[0].with_changes(leading_lines=acc.stmt.leading_lines)
-                new = cst.parse_statement(f"{name} += {code}{reshape}{detach}.to({name}.device)\n")
+                summand = f"{code}{reshape}{detach}"
+                if acc.weight is not None and detach:
+                    summand = f"({summand})"  # ``(x * n).to(...)``, not ``x * n.to(...)``
+                new = cst.parse_statement(f"{name} += {summand}.to({name}.device)\n")
                 replace[acc.stmt] = cst.FlattenSentinel([
                     *first,
                     new.with_changes(trailing_whitespace=acc.stmt.trailing_whitespace),
@@ -516,6 +542,37 @@ def _names_in(node: cst.CSTNode, name: str, *, skip: cst.CSTNode | None) -> list
 
 def _mentions_in(node: cst.CSTNode, name: str) -> bool:
     return bool(_names_in(node, name, skip=None))
+
+
+def _is_size(a, expr: cst.BaseExpression) -> bool:
+    """A count of elements that is a Python int well under 2**53 (so float64 holds it exactly)
+    and has no side effects: ``len(name)``, ``t.size(i)``, ``t.shape[i]``, ``t.numel()``, or an
+    int literal."""
+    if isinstance(expr, cst.Integer):
+        return int(expr.value.replace("_", ""), 0) < 2**53
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        if isinstance(func, cst.Name) and func.value == "len" and a.callee(expr) in ("len", "builtins.len"):
+            return len(expr.args) == 1 and isinstance(expr.args[0].value, cst.Name)
+        if isinstance(func, cst.Attribute) and func.attr.value in ("size", "numel") and _sized(a, func.value):
+            return isinstance(func.value, cst.Name) and all(isinstance(arg.value, cst.Integer) for arg in expr.args)
+        return False
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute):
+        shape = expr.value
+        return (
+            shape.attr.value == "shape"
+            and isinstance(shape.value, cst.Name)
+            and _sized(a, shape.value)
+            and len(expr.slice) == 1
+            and isinstance(expr.slice[0].slice, cst.Index)
+            and isinstance(expr.slice[0].slice.value, cst.Integer)
+        )
+    return False
+
+
+def _sized(a, expr: cst.BaseExpression) -> bool:
+    """A tensor, or an item of a loader batch (whose ``size(0)`` is the batch size)."""
+    return a.value(expr).kind in (Kind.TENSOR, Kind.BATCH)
 
 
 def _ancestors_until(a, node: cst.CSTNode, stop: cst.CSTNode):

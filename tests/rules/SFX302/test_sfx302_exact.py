@@ -143,3 +143,29 @@ def test_sfx302_total_read_every_n_steps_is_exact(dtype, values, every, start, r
     fixed = fix_code(source, select=["SFX302"])
     assert "total_acc += " in fixed and "total = total_acc.item()" in fixed, fixed
     _assert_same_result(source, fixed, values, device)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from(FLOATS),
+    st.lists(st.tuples(st.floats(width=32), st.integers(0, 4096)), max_size=6),
+    st.sampled_from(("0.0", "0", "-2.5")),
+    st.sampled_from(("w * t.item()", "t.item() * w")),
+    st.sampled_from(("known", "param")),
+)
+def test_sfx302_total_weighted_by_a_size_is_exact(dtype, pairs, start, form, device):
+    # ``total += loss.item() * x.size(0)``: Python multiplies in float64; so does the rewrite
+    make = f"torch.full((), v, dtype=torch.{dtype}, device=dev)"
+    summand = form.replace("w", "len(b)")
+    source = HEADER + (
+        ("def f(values, dev):\n" if device == "param" else "def f(values):\n")
+        + f"    total = {start}\n"
+        "    for v, n in values:\n"
+        "        b = [0] * n\n"
+        f"        t = {make}\n"
+        f"        total += {summand}\n"
+        "    return total\n"
+    )
+    fixed = fix_code(source, select=["SFX302"])
+    assert "total_acc += " in fixed and "torch.float64) * len(b)" in fixed, fixed
+    _assert_same_result(source, fixed, pairs, device)
