@@ -63,6 +63,7 @@ class Candidate:
 class Outcome:
     kept: list[Candidate] = field(default_factory=list)
     dropped: list[Candidate] = field(default_factory=list)
+    unrun: list[Candidate] = field(default_factory=list)  # in files the program never loaded
     texts: dict[str, str] = field(default_factory=dict)  # path -> verified text
     originals: dict[str, str] = field(default_factory=dict)
     runs: int = 0
@@ -111,7 +112,7 @@ def _files(paths: Sequence[str]) -> list[str]:
     out: list[str] = []
     for p in paths:
         if os.path.isdir(p):
-            out += project_files(p)
+            out += [os.path.abspath(f) for f in project_files(p)]
         elif p.endswith(".py") and os.path.isfile(p):
             out.append(os.path.abspath(p))
     return sorted(dict.fromkeys(out))
@@ -172,6 +173,7 @@ class Verifier:
         self.tick = tick
         self.runs = 0
         self.last: dict[str, Any] = {}
+        self.loaded: set[str] | None = None  # files the rewritten run loaded with an edit (first run)
 
     def texts_with(self, chosen: Sequence[Candidate]) -> dict[str, str]:
         by_file: dict[str, list[Any]] = {}
@@ -186,6 +188,8 @@ class Verifier:
         orig, new = run_pair(plan)
         if orig.failure is not None:
             raise OriginalFailed(_failure_text(orig.failure))
+        if self.loaded is None:
+            self.loaded = {os.path.abspath(r["path"]) for r in new.data.get("rewrites", []) if r.get("changed")}
         eq = equivalence(orig, new, self.tol, plan.target.kind)
         sy = syncs(orig, new)
         self.last = {"equivalence": eq, "syncs": sy, "failure": new.failure}
@@ -264,7 +268,18 @@ def run(
         if not candidates:
             break
         verifier = Verifier(plan, texts, tol, tick)
-        kept, dropped = bisect(candidates, verifier.passes, verifier.blame)
+        # the first run, with every candidate, also shows which files the program loads: a fix
+        # in a file it never loads is not proved by it, so it is neither tried further nor written
+        first_ok = verifier.passes(candidates)
+        loaded = verifier.loaded or set()
+        outcome.unrun += [c for c in candidates if c.path not in loaded]
+        candidates = [c for c in candidates if c.path in loaded]
+        kept: list[Candidate]
+        dropped: list[Candidate]
+        if first_ok:
+            kept, dropped = candidates, []
+        else:
+            kept, dropped = bisect(candidates, verifier.passes, verifier.blame)
         if dropped and kept:
             verifier.passes(kept)  # the kept set once more, whole: its numbers for the report
         outcome.runs += verifier.runs
@@ -329,6 +344,8 @@ def summary_line(outcome: Outcome) -> str:
     if outcome.dropped:
         d = len(outcome.dropped)
         text += f", {d} dropped ({'; '.join(sorted({c.dropped_because or 'failed' for c in outcome.dropped}))})"
+    if outcome.unrun:
+        text += f", {len(outcome.unrun)} not run by the program (not written)"
     if outcome.syncs_before is not None and outcome.syncs_after is not None:
         text += f", syncs per run {outcome.syncs_before:,g} → {outcome.syncs_after:,g}"
     return text
@@ -349,6 +366,8 @@ def report_lines(outcome: Outcome, root: str) -> list[str]:
         )
     for c in outcome.dropped:
         lines.append(f"  dropped   {c.label(root)} [{c.tier}] {c.dropped_because or 'failed verification'}")
+    for c in outcome.unrun:
+        lines.append(f"  not run   {c.label(root)} [{c.tier}] the program never loaded this file: not verified, not written")
     return lines
 
 
@@ -370,6 +389,7 @@ def to_json(outcome: Outcome, root: str) -> dict[str, Any]:
         "schema": "syncfix.apply-verify/1",
         "verified": [one(c) for c in outcome.kept],
         "dropped": [one(c) for c in outcome.dropped],
+        "not_run": [one(c) for c in outcome.unrun],
         "syncs_per_run": {"before": outcome.syncs_before, "after": outcome.syncs_after},
         "runs": outcome.runs,
         "notes": outcome.notes,

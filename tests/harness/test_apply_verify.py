@@ -109,3 +109,18 @@ def test_a_planted_bad_candidate_is_bisected_out_and_reported(tmp_path, monkeypa
     written = script.read_text()
     assert "lr=0.05" in written and "running_acc" in written
     assert "1 dropped (values differ" in apply_verify.summary_line(outcome)
+
+
+def test_a_fix_in_a_file_the_program_never_loads_is_not_written(tmp_path, monkeypatch):
+    script = _project(tmp_path)
+    other = tmp_path / "other.py"
+    other.write_text(
+        "import torch\n\n\ndef total(values):\n    s = 0.0\n    for v in values:\n"
+        "        s += torch.full((), v, dtype=torch.float32, device='cuda').item()\n    return s\n"
+    )
+    before = other.read_bytes()
+    r = _cli(tmp_path, monkeypatch, "apply", ".", "--isolated", "--verify", "train.py", "--", "--config", CPU_CONFIG)
+    assert r.exit_code == 0, r.output
+    assert other.read_bytes() == before  # nothing ran it: nothing proved its fix
+    assert "other.py" in r.output and "not run" in r.output
+    assert "running_acc" in script.read_text()
