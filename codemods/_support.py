@@ -218,6 +218,25 @@ def syncs_on_gpu(a: ModuleAnalysis, test: cst.BaseExpression) -> bool:
     return bool(a.host_read_syncs(test, truth=True))
 
 
+#: Said of a finding on a tensor whose device syncfix cannot name (reported where code repeats).
+UNPLACED = "; syncfix cannot tell which device the tensor is on: this syncs, every step, if it is on a GPU"
+
+
+def unplaced_tensor(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` a tensor of a device syncfix cannot name, in code that runs every step (so
+    likely on the GPU)? Read in the likely view (``p.grad``, ``x.eq(y)`` are tensors there).
+    Such findings get no fix: it would pay only on a GPU, and the device is not known."""
+    if not a.is_hot(expr):
+        return False
+    v = a.likely.value(expr)
+    return v.is_tensor and v.device is Device.UNKNOWN
+
+
+def unplaced_reads(a: ModuleAnalysis, test: cst.BaseExpression) -> bool:
+    """Does ``test`` read on the host a tensor that :func:`unplaced_tensor` describes?"""
+    return a.is_hot(test) and bool(a.likely.host_read_syncs(test, truth=True, any_device=True))
+
+
 def assignments(suite: cst.BaseSuite | None) -> dict[str, cst.BaseExpression] | None:
     """``{name: value}`` when the suite only assigns each name once (``name = value``)."""
     if suite is None:

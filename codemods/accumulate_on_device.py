@@ -38,6 +38,10 @@ class _Acc:
     # ``total += x.item() * n`` with ``n`` a size (``len(batch)``, ``x.size(0)``): the summand is
     # weighted by it, in float64 as Python multiplies
     weight: cst.BaseExpression | None = None
+    # the summand is a tensor only by the likely view (``ModuleAnalysis.likely``): unsafe fix
+    likely: bool = False
+    # facts a run can confirm of an unsafe fix (a likely summand)
+    likely_needs: list[tuple[str, cst.CSTNode]] = field(default_factory=list)
 
 
 class AccumulateOnDevice(Rule):
@@ -122,6 +126,12 @@ class AccumulateOnDevice(Rule):
       to `None` so that the next step starts it afresh from the reset value: every read sees the
       value, and the type, it saw before.
     Float summands are added as `loss.detach()` so the accumulator never joins the autograd graph.
+    The fix is **unsafe** where the summand is a value syncfix cannot name (a criterion, model
+    or parameter passed in; `predicted.eq(y).sum()` of an unknown `predicted`), read with
+    `.item()` in code that repeats. It rests on the likely fact that **a value read with
+    `.item()` in code that runs every step is a one-element tensor** (of a real dtype, for a
+    float total: then the total must start as a float, since its type after the loop follows the
+    summand's otherwise). `syncfix trace --record` can confirm the facts for an observed fix.
     No fix when the start value is an int past 2**53 and the summand a float, when the total is
     read in the loop every step, in a `while` test or the loop's `else` (the host value is needed
     there), when the loop writes it other than by a reset, or for `meter.update(loss.item())`.
@@ -149,7 +159,7 @@ class AccumulateOnDevice(Rule):
     MESSAGE = "Running total of GPU values read to the host every iteration: one sync per step"
     FIX = "sometimes"
     SAFETY = ("safe", "unsafe")
-    OBSERVABLE = ("floating", "one_element")
+    OBSERVABLE = ("floating", "one_element", "tensor", "real")
     TRIGGERS = (".item(", "float(", "int(")
     VALID = [
         # not in a loop
@@ -268,16 +278,21 @@ class AccumulateOnDevice(Rule):
         if not isinstance(summand, cst.Call):
             return None
         read = a.host_read(summand)
+        likely = False
+        if read is None and a.is_hot(stmt):
+            # ``total += x.item()`` of an ``x`` syncfix cannot name, in code that runs every step
+            read = a.likely.host_read(summand)
+            likely = read is not None
         if read is None or read.form not in ("item", "float", "int"):
             return None
-        if a.value(read.receiver).device is Device.CPU:
+        if (a.likely if likely else a).value(read.receiver).device is Device.CPU:
             return None
         if weight is not None and read.form == "int":
             return None
-        return _Acc(stmt, total, read, weight=weight)
+        return _Acc(stmt, total, read, weight=weight, likely=likely)
 
     def _check(self, loop: cst.For | cst.While, acc: _Acc) -> None:
-        a = self.analysis
+        a = self.analysis.likely if acc.likely else self.analysis
         if _mentions(loop, acc.total, skip=acc.stmt, header=isinstance(loop, cst.While)):
             uses = _periodic_uses(a, loop, acc)
             if uses is None:
@@ -290,14 +305,22 @@ class AccumulateOnDevice(Rule):
             if kind is not None or acc.read.form == "int":
                 acc.why_not = "the summand's dtype is not provably floating (or an integer count)"
                 return
-            # unknown: a float total if a recorded run shows a floating summand (observed tier)
             kind = "float"
-            acc.needs.append(("floating", receiver))
-            acc.unobserved = "the summand's dtype is not provably floating (or an integer count)"
+            if acc.likely:
+                # a float total sums any real summand in float64, as Python does (checked below
+                # that it starts as a float)
+                acc.likely_needs.append(("real", receiver))
+            else:
+                # unknown: a float total if a recorded run shows a floating summand (observed tier)
+                acc.needs.append(("floating", receiver))
+                acc.unobserved = "the summand's dtype is not provably floating (or an integer count)"
         acc.kind = kind
         if a.one_element_shape(receiver) is None:
-            acc.needs.append(("one_element", receiver))
-            acc.unobserved = acc.unobserved or "the summand is not provably a one-element tensor"
+            if acc.likely:
+                acc.likely_needs.append(("one_element", receiver))
+            else:
+                acc.needs.append(("one_element", receiver))
+                acc.unobserved = acc.unobserved or "the summand is not provably a one-element tensor"
         origin = a.device_origin(receiver)
         if origin is None or (origin[0] != '"' and origin in _names_bound_in(loop)):
             origin = None  # the accumulator follows the summand's device (see ``_fix``)
@@ -335,6 +358,12 @@ class AccumulateOnDevice(Rule):
             # read back under the ``if`` and started afresh at a reset: the accumulator is made
             # at the first step after each (below), so a read before any step sees the host value
             acc.origin = None
+        if acc.likely and ("real", receiver) in acc.likely_needs and start != "pyfloat":
+            acc.why_not = (
+                f"the summand's dtype is unknown, so `{acc.total}`'s type after the loop is too "
+                "(start it at 0.0 for a fix)"
+            )
+            return
         if kind == "float" and start == "pyint" and acc.exact_in_float:
             # ``0 + x`` is ``float(0) + x``: exact on the device too, but an empty loop must leave
             # the int, so the accumulator is made at the first step and read back only if it was
@@ -350,6 +379,15 @@ class AccumulateOnDevice(Rule):
             acc.unsafe = "int64 wraps past 2**63 where Python ints do not"
         if acc.weight is not None and kind != "float":
             acc.why_not = "a weighted count: only float totals are weighted exactly"
+            return
+        if acc.likely:
+            code = cst.Module([]).code_for_node(receiver)
+            acc.likely_needs.insert(0, ("tensor", receiver))
+            acc.unsafe = (
+                f"syncfix cannot name `{code}`; a value read with `.item()` in code that runs "
+                "every step is likely a one-element tensor"
+                + (" of a real dtype" if ("real", receiver) in acc.likely_needs else "")
+            )
 
     def _fix(self, loop: cst.For | cst.While, accs: list[_Acc], torch_name: str) -> Fix:
         a = self.analysis
@@ -437,7 +475,8 @@ class AccumulateOnDevice(Rule):
         changes = {loop: cst.FlattenSentinel([*before, new_loop, *after])}
         unsafe = [acc.unsafe for acc in accs if acc.unsafe]
         if unsafe:
-            return self.unsafe_fix(changes, f"{description} (unsafe: {unsafe[0]})")
+            likely = [n for acc in accs for n in acc.likely_needs]
+            return self.unsafe_fix(changes, f"{description} (unsafe: {unsafe[0]})", likely)
         needs = [n for acc in accs for n in acc.needs]
         if needs:
             why = next(acc.unobserved for acc in accs if acc.unobserved)

@@ -7,7 +7,7 @@ import libcst as cst
 from syncfix.analysis import Device, ModuleAnalysis, keyword, positional, root_name
 from syncfix.rules import Fix, Invalid, Rule
 
-from ._support import code
+from ._support import UNPLACED, code, unplaced_tensor
 
 _MAYBE_CUDA = (Device.CUDA, Device.CUDA_OR_CPU)
 _ADVICE = {
@@ -34,6 +34,9 @@ class DataDependentShape(Rule):
     `unique_consecutive`, `bincount`, `histc` without a range, `repeat_interleave` with a tensor of
     repeats and no `output_size`, `F.one_hot` without `num_classes`, and slicing or indexing with a
     CUDA scalar (`x[:n]`, `x[i]` with `n`, `i` 0-d CUDA tensors).
+    Where the code repeats (a loop body, a step-like function or a function called from one), a
+    tensor whose device syncfix cannot name (a parameter's `.grad`, a model output passed in) is
+    reported too, as likely on the GPU, with no fix: the message says the device is unknown.
 
     ## Why it costs
     The output must be allocated before the kernel that fills it runs, so the host waits for the
@@ -109,13 +112,16 @@ class DataDependentShape(Rule):
         if name is not None and name.startswith("torch."):
             op = name.rsplit(".", 1)[-1]
             subject = args[0].value if args else None
-        elif isinstance(func, cst.Attribute) and a.is_tensor(func.value):
+        elif isinstance(func, cst.Attribute) and a.likely.is_tensor(func.value):
             op = func.attr.value
             subject = func.value
             args = [cst.Arg(func.value), *args]  # as if torch.op(x, ...)
         else:
             return
-        if op not in _ADVICE or subject is None or not self._cuda(subject):
+        if op not in _ADVICE or subject is None:
+            return
+        unplaced = not self._cuda(subject)
+        if unplaced and not unplaced_tensor(a, subject):
             return
         if op == "histc" and _has_range(node, args):
             return
@@ -131,12 +137,20 @@ class DataDependentShape(Rule):
             repeats = repeats if repeats is not None else subject  # repeat_interleave(reps)
             if not a.is_tensor(repeats):
                 return  # an int number of repeats: no sync
-            fix = self._output_size_fix(node, repeats)
-        self.report(node, f"{self.MESSAGE}: `{op}`; {_ADVICE[op]}", fix=fix)
+            fix = None if unplaced else self._output_size_fix(node, repeats)
+        self.report(node, f"{self.MESSAGE}: `{op}`; {_ADVICE[op]}" + (UNPLACED if unplaced else ""), fix=fix)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         a = self.analysis
-        if not self._cuda(node.value) or _is_store(a, node):
+        if _is_store(a, node):
+            return
+        if not self._cuda(node.value):
+            if unplaced_tensor(a, node.value) and any(
+                isinstance(e.slice, cst.Index) and a.likely.dtype_of(e.slice.value) == "torch.bool"
+                and a.likely.value(e.slice.value).device is not Device.CPU
+                for e in node.slice
+            ):
+                self.report(node, f"{self.MESSAGE}: boolean-mask read" + UNPLACED)
             return
         for element in node.slice:
             index = element.slice

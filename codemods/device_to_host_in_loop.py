@@ -7,6 +7,8 @@ import libcst as cst
 from syncfix.analysis import Device, keyword
 from syncfix.rules import Invalid, Rule
 
+from ._support import UNPLACED, unplaced_tensor
+
 # Calls that only collect a value for later (the loop does not look at it now).
 _COLLECTORS = {"append", "extend", "put", "put_nowait"}
 # Applied to the copy without reading its bytes (``.numpy()``/``.tolist()``/``.float()`` read them).
@@ -20,6 +22,9 @@ class DeviceToHostInLoop(Rule):
     `x.tolist()` (and so `x.cpu().numpy()`, `x.detach().cpu().tolist()`). The tensor must be
     provably on CUDA, or provably CUDA-or-CPU. `x.numpy()` on a CUDA tensor raises, so it is
     reported through the `.cpu()` before it.
+    Where the code repeats (a loop body, a step-like function or a function called from one), a
+    tensor whose device syncfix cannot name (a parameter's `.grad`, a model output passed in) is
+    reported too, as likely on the GPU, with no fix: the message says the device is unknown.
 
     ## Why it costs
     A device-to-host copy with `non_blocking=False` runs `cudaMemcpyAsync` and then
@@ -87,7 +92,8 @@ class DeviceToHostInLoop(Rule):
         if a.enclosing_loop(node) is None:
             return
         receiver = a.value(func.value)
-        if not receiver.is_tensor or receiver.device not in (Device.CUDA, Device.CUDA_OR_CPU):
+        unplaced = not (receiver.is_tensor and receiver.device in (Device.CUDA, Device.CUDA_OR_CPU))
+        if unplaced and not unplaced_tensor(a, func.value):
             return
         method = func.attr.value
         if method == "to":
@@ -97,6 +103,8 @@ class DeviceToHostInLoop(Rule):
             ):
                 return
         where = "" if receiver.device is Device.CUDA else " (when the tensor is on CUDA)"
+        if unplaced:
+            where = UNPLACED
         if self._collected(node):
             hint = (
                 "; the value is only collected here: `.to(\"cpu\", non_blocking=True)`, an event "
@@ -132,3 +140,4 @@ class DeviceToHostInLoop(Rule):
         if isinstance(parent, cst.Assign):
             return all(isinstance(t.target, cst.Subscript) for t in parent.targets)
         return False
+

@@ -6,10 +6,10 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from syncfix.analysis import Device, keyword, positional
+from syncfix.analysis import Device, Kind, keyword, positional
 from syncfix.rules import Fix, Invalid, Rule
 
-from ._support import comma, kwarg
+from ._support import comma, kwarg, unplaced_tensor
 
 _FLOAT_DTYPES = {"float32", "float", "float64", "double", "float16", "half", "bfloat16",
                  "complex64", "complex128", "cfloat", "cdouble"}
@@ -25,6 +25,8 @@ class TensorCreationOnDevice(Rule):
     ## What it finds
     `torch.tensor(data, device=cuda)` and `torch.as_tensor(data, device=cuda)` where `data` is
     host data (a Python number, list, tuple or numpy array) and the device is provably CUDA.
+    Where the code repeats, `device=x.device` of a tensor `x` whose device syncfix cannot name is
+    reported too (likely a GPU's), with no fix: the pinned form the fix writes needs CUDA.
 
     ## Why it costs
     PyTorch builds the tensor on the CPU and then moves it with a *blocking* copy
@@ -128,6 +130,11 @@ class TensorCreationOnDevice(Rule):
         if dev is None or len(args) != 1 or any(x.star for x in node.args):
             return
         device = a.device_of(dev.value)
+        if device is Device.UNKNOWN and _unplaced_device(a, dev.value):
+            data = a.value(args[0].value)
+            if not data.is_tensor and data.kind is not Kind.MODULE:
+                self.report(node, self.MESSAGE + _UNPLACED_DEVICE)
+            return
         if device not in (Device.CUDA, Device.CUDA_OR_CPU):
             return
         data = args[0].value
@@ -250,3 +257,19 @@ def _without(args: Sequence[cst.Arg], dropped: cst.Arg) -> list[cst.Arg]:
     if args and args[-1] is dropped and kept:
         kept[-1] = kept[-1].with_changes(comma=dropped.comma)
     return kept
+
+
+_UNPLACED_DEVICE = (
+    " (if the device is a GPU's: syncfix cannot tell which device the tensor it is taken from is "
+    "on; no fix)"
+)
+
+
+def _unplaced_device(a, dev: cst.BaseExpression) -> bool:
+    """``device=x.device`` of a tensor ``x`` whose device syncfix cannot name, in code that runs
+    every step (so likely a GPU's)."""
+    return (
+        isinstance(dev, cst.Attribute)
+        and dev.attr.value == "device"
+        and unplaced_tensor(a, dev.value)
+    )

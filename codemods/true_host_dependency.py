@@ -7,7 +7,7 @@ import libcst as cst
 from syncfix.analysis import keyword
 from syncfix.rules import Invalid, Rule
 
-from ._support import assignments, syncs_on_gpu
+from ._support import UNPLACED, assignments, syncs_on_gpu, unplaced_reads
 
 _GRAD_SCALERS = {
     "torch.amp.GradScaler", "torch.cuda.amp.GradScaler", "torch.amp.grad_scaler.GradScaler",
@@ -23,6 +23,9 @@ class TrueHostDependency(Rule):
     meaning: `if loss.item() < best: save()`, early stopping (`break`/`return` on a GPU value),
     NaN checks that skip a step (`if torch.isnan(loss): continue`), `while` loops whose test is a
     GPU value, and `GradScaler.step(optimizer)` with a non-fused optimizer.
+    Where the code repeats (a loop body, a step-like function or a function called from one), a
+    tensor whose device syncfix cannot name (a parameter's `.grad`, a model output passed in) is
+    reported too, as likely on the GPU, with no fix: the message says the device is unknown.
 
     ## Why it costs
     Each test copies the value to the host and waits for all queued GPU work: the CPU stops
@@ -102,6 +105,9 @@ class TrueHostDependency(Rule):
                     suites.append(cur.orelse.body)
                 cur = None
         if not any(syncs_on_gpu(a, t) for t in tests):
+            if any(unplaced_reads(a, t) for t in tests):
+                # every step, on a tensor that is on a GPU unless the code runs on the CPU
+                self.report(node, self._message(node, suites) + UNPLACED)
             return
         if all(assignments(s) is not None for s in suites):
             return  # picks values only: SFX201
@@ -110,12 +116,14 @@ class TrueHostDependency(Rule):
         self.report(node, self._message(node, suites))
 
     def visit_While(self, node: cst.While) -> None:
-        if syncs_on_gpu(self.analysis, node.test):
+        a = self.analysis
+        proven = syncs_on_gpu(a, node.test)
+        if proven or unplaced_reads(a, node.test):
             self.report(
                 node,
                 f"{self.MESSAGE}: the loop's trip count depends on a GPU value, so every test "
                 "syncs. Test every N iterations, or run a fixed number of iterations and mask "
-                "finished work on the device",
+                "finished work on the device" + ("" if proven else UNPLACED),
             )
 
     def visit_Call(self, node: cst.Call) -> None:

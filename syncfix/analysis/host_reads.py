@@ -12,7 +12,7 @@ import libcst as cst
 from ..walk import walk
 from .syntax import positional
 from .torch_api import HOST_BUILTINS, HOST_METHODS, READ_BUILTIN_NAMES, READ_BUILTINS, READ_METHODS
-from .values import Device
+from .values import Device, Kind
 
 if TYPE_CHECKING:
     from .module import ModuleAnalysis
@@ -37,6 +37,9 @@ def host_read(a: ModuleAnalysis, call: cst.Call) -> HostRead | None:
     if isinstance(func, cst.Attribute) and func.attr.value in READ_METHODS and not call.args:
         if a.is_tensor(func.value):
             return HostRead(call, func.value, func.attr.value)
+        if a.assume_tensors and a.torch_alias is not None and a.value(func.value).kind is Kind.UNKNOWN:
+            # the likely view: what is read with ``.item()`` in torch code is a tensor
+            return HostRead(call, func.value, func.attr.value)
         return None
     if not a.may_end_in(func, READ_BUILTIN_NAMES):
         return None
@@ -48,15 +51,19 @@ def host_read(a: ModuleAnalysis, call: cst.Call) -> HostRead | None:
     return None
 
 
-def host_read_syncs(a: ModuleAnalysis, expr: cst.BaseExpression, *, truth: bool = False) -> list[cst.CSTNode]:
+def host_read_syncs(
+    a: ModuleAnalysis, expr: cst.BaseExpression, *, truth: bool = False, any_device: bool = False
+) -> list[cst.CSTNode]:
     """The nodes of ``expr`` that read a (possibly) CUDA tensor's value on the host:
     ``.item()``/``.tolist()``, ``bool/int/float(t)``, and with ``truth`` (``expr`` is an
-    ``if``/``while``/``assert`` test) the implicit ``bool()`` of a tensor-valued test."""
+    ``if``/``while``/``assert`` test) the implicit ``bool()`` of a tensor-valued test. With
+    ``any_device``, also of tensors whose device syncfix cannot name (not those on the CPU)."""
     found: list[cst.CSTNode] = []
+    devices = (Device.CUDA, Device.CUDA_OR_CPU, Device.UNKNOWN) if any_device else (Device.CUDA, Device.CUDA_OR_CPU)
 
     def maybe_cuda(e: cst.CSTNode) -> bool:
         v = a.value(e)
-        return v.is_tensor and v.device in (Device.CUDA, Device.CUDA_OR_CPU)
+        return v.is_tensor and v.device in devices
 
     def truthy(e: cst.BaseExpression) -> None:
         if isinstance(e, cst.BooleanOperation):

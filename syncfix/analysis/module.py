@@ -92,6 +92,29 @@ class ModuleAnalysis:
         #: Memoised facts with loop-carried cycles solved by rounds; ``solver.work`` counts them.
         self.solver = FactSolver()
         self.cache = Caches()
+        #: True in :attr:`likely`'s view only: read unknown receivers of tensor methods as tensors.
+        self.assume_tensors = False
+
+    @cached_property
+    def likely(self) -> ModuleAnalysis:
+        """The same module read with one *likely* fact added, for findings and unsafe fixes only:
+        a value syncfix cannot name whose method or attribute is one tensors have
+        (``x.eq(y)``, ``x.mean()``, ``p.grad``; ``torch_api.LIKELY_TENSOR_METHODS``), or that is
+        read with ``.item()``/``.tolist()``, is a tensor (device, dtype and shape unknown). Its
+        facts are memoised apart, so the proofs of this analysis never see the assumption."""
+        if self.assume_tensors:
+            return self
+        view = ModuleAnalysis(
+            self.wrapper,
+            hot_functions=tuple(self.hot_functions),
+            module_name=self.module_name,
+            imported=self.imported,
+        )
+        view.assume_tensors = True
+        # the syntax is shared; only facts about values differ
+        for name in ("structure", "scopes", "positions"):
+            view.__dict__[name] = getattr(self, name)
+        return view
 
     # ---- metadata: parents, scopes, qualified names, positions ----------------------------
     @cached_property
@@ -365,9 +388,12 @@ class ModuleAnalysis:
         """``call`` as a host read of a tensor's value (``t.item()``, ``float(t)``...), or None."""
         return host_reads.host_read(self, call)
 
-    def host_read_syncs(self, expr: cst.BaseExpression, *, truth: bool = False) -> list[cst.CSTNode]:
-        """The nodes of ``expr`` that read a (possibly) CUDA tensor's value on the host."""
-        return host_reads.host_read_syncs(self, expr, truth=truth)
+    def host_read_syncs(
+        self, expr: cst.BaseExpression, *, truth: bool = False, any_device: bool = False
+    ) -> list[cst.CSTNode]:
+        """The nodes of ``expr`` that read a (possibly) CUDA tensor's value on the host (with
+        ``any_device``, also a tensor whose device syncfix cannot name)."""
+        return host_reads.host_read_syncs(self, expr, truth=truth, any_device=any_device)
 
     def flows_to_host(self, name: str, after: cst.CSTNode) -> bool:
         """Might the tensor bound to ``name`` be read on the host after ``after``?"""

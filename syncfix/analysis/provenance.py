@@ -31,6 +31,8 @@ from .torch_api import (
     CREATION_DEVICE_ARG,
     DATALOADER,
     DEFAULT_DEVICE_FACTORIES,
+    LIKELY_TENSOR_ATTRS,
+    LIKELY_TENSOR_METHODS,
     METHOD_MAYBE_SELF,
     METHOD_NON_TENSOR,
     MODULE_BASES,
@@ -307,8 +309,17 @@ def _attribute_value(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
             return OTHER
         return UNKNOWN
     if isinstance(expr.value, cst.Name) and expr.value.value == "self":
-        return _self_attribute(a, expr)
+        held = _self_attribute(a, expr)
+        if held.kind is not Kind.UNKNOWN:
+            return held
+    if _assumed_tensor(a, base, attr, LIKELY_TENSOR_ATTRS):
+        return Value(Kind.TENSOR)
     return UNKNOWN
+
+
+def _assumed_tensor(a: ModuleAnalysis, receiver: Value, name: str, names: set[str]) -> bool:
+    """In the likely view only: is an unknown receiver of this method/attribute read as a tensor?"""
+    return a.assume_tensors and receiver.kind is Kind.UNKNOWN and name in names and a.torch_alias is not None
 
 
 def _self_attribute(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
@@ -465,6 +476,8 @@ def _call_value(a: ModuleAnalysis, call: cst.Call) -> Value:
             if func.attr.value in ("forward", "__call__"):
                 return _module_output(a, call)
             return UNKNOWN
+        if _assumed_tensor(a, receiver, func.attr.value, LIKELY_TENSOR_METHODS):
+            return _method_value(a, Value(Kind.TENSOR), func.attr.value, call)
     callee = a.value(func)
     if callee.kind is Kind.MODULE:
         return _module_output(a, call)

@@ -97,6 +97,19 @@ TENSOR_ATTR_NON_TENSOR = {
     "is_sparse", "is_quantized", "is_meta", "names", "itemsize", "nbytes", "grad_fn",
 }
 # Tensor attributes that are tensors on the same device.
+# Read only by the *likely* view of the analysis (``ModuleAnalysis.likely``): a receiver syncfix
+# cannot name, called with one of these methods (or read through one of these attributes) in a
+# module that imports torch, is taken to be a tensor. Not a proof: numpy arrays share some names.
+LIKELY_TENSOR_METHODS = {
+    "eq", "ne", "lt", "gt", "le", "ge", "argmax", "argmin", "sum", "mean", "max", "min", "amax",
+    "amin", "abs", "float", "double", "half", "bfloat16", "long", "int", "bool", "detach", "cuda",
+    "view", "view_as", "reshape", "squeeze", "unsqueeze", "flatten", "clone", "exp", "log",
+    "sqrt", "pow", "norm", "softmax", "log_softmax", "sigmoid", "masked_fill", "nonzero", "any",
+    "all", "isnan", "isfinite", "logical_not", "logical_and", "std", "var", "prod", "cumsum",
+    "numel", "contiguous", "type_as", "topk", "sort", "gather",
+}
+LIKELY_TENSOR_ATTRS = {"grad"}
+
 TENSOR_ATTR_TENSOR = {"T", "mT", "H", "mH", "data", "grad", "real", "imag"}
 # Tensor methods whose result may be the receiver itself (so it keeps the receiver's memory).
 METHOD_MAYBE_SELF = {
