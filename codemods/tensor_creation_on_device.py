@@ -131,8 +131,8 @@ class TensorCreationOnDevice(Rule):
             return
         device = a.device_of(dev.value)
         if device is Device.UNKNOWN and _unplaced_device(a, dev.value):
-            data = a.value(args[0].value)
-            if not data.is_tensor and data.kind is not Kind.MODULE:
+            held = a.value(args[0].value)
+            if not held.is_tensor and held.kind is not Kind.MODULE:
                 self.report(node, self.MESSAGE + _UNPLACED_DEVICE)
             return
         if device not in (Device.CUDA, Device.CUDA_OR_CPU):
