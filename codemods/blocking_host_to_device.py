@@ -85,8 +85,10 @@ class BlockingHostToDevice(Rule):
       A loop over a loader passed in as a parameter, an attribute (`self.loader`) or another
       function's result, its parts (`x, y = batch`, `batch["input_ids"]`, `batch[0]`), the
       items in `{k: v.to(device) for k, v in batch.items()}` or `[t.to(device) for t in
-      batch]`, and `batch = next(it)`: syncfix cannot see the loader, so the batch may be a
-      pinned buffer its loader refills, or not a tensor at all. Copied non-blocking, a fresh CPU
+      batch]`, `batch = next(it)`, and a parameter that every call in its module passes such
+      an item (`batch = next(self.data); self.run_step(batch)`): syncfix cannot see the loader,
+      so the batch may be a pinned buffer its loader refills, or not a tensor at all (and other
+      callers of that parameter's function may pass something else). Copied non-blocking, a fresh CPU
       tensor gives the same values on every target, so this fix is offered whatever the
       device. It is reported only where it repeats (loop bodies, step-like functions); a batch
       written in place later in the same function keeps its copy blocking.

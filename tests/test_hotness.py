@@ -97,3 +97,47 @@ def test_a_helper_called_from_forward_elsewhere_is_reported(tmp_path, monkeypatc
     monkeypatch.chdir(alone)
     r = CliRunner().invoke(cli, ["check", "--no-cache", "nn.py", "-o", "json"])
     assert not json.loads(r.stdout)
+
+
+SAMPLER = '''
+import numpy as np
+
+
+class Sampler:
+    def sample(self, n):
+        return np.random.choice(n, size=n)
+
+    def update_with_local_losses(self, t, losses):
+        return t
+
+    def update(self, x):
+        return x
+'''
+
+LOOP = '''
+class Loop:
+    def run_loop(self):
+        while True:
+            self.sampler.sample(8)
+            self.sampler.update_with_local_losses(1, 2)
+            self.sampler.update(3)
+'''
+
+
+def test_methods_called_through_other_objects_resolve_by_a_rare_name():
+    resolve = {"pkg.sampler": "pkg.sampler", "pkg.loop": "pkg.loop"}
+    files = [
+        file_calls("pkg.sampler", SAMPLER.encode(), ["forward"], resolve),
+        file_calls("pkg.loop", LOOP.encode(), ["forward"], resolve),
+    ]
+    hot = hot_functions(files)
+    # ``update`` is a name dicts, sets and optimizers have too: not resolved by name
+    assert hot["pkg.sampler"] == {"sample", "update_with_local_losses"}
+
+
+def test_a_name_many_files_define_is_not_resolved():
+    resolve = {f"pkg.s{i}": f"pkg.s{i}" for i in range(3)} | {"pkg.loop": "pkg.loop"}
+    files = [file_calls(f"pkg.s{i}", SAMPLER.encode(), ["forward"], resolve) for i in range(3)]
+    files.append(file_calls("pkg.loop", LOOP.encode(), ["forward"], resolve))
+    hot = hot_functions(files)
+    assert all(f"pkg.s{i}" not in hot for i in range(3))

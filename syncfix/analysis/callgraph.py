@@ -99,6 +99,32 @@ def _call_sites(a: ModuleAnalysis, fn: cst.FunctionDef) -> CallSites:
     return CallSites(tuple(calls), None)
 
 
+def _calls_seen(a: ModuleAnalysis, fn: cst.FunctionDef) -> tuple[cst.Call, ...]:
+    """The calls of ``fn`` this module makes, whoever else may call it: ``self.m(...)`` in the
+    class of a method, ``f(...)`` of a module-level function (none with ``*args``)."""
+    name = fn.name.value
+    block = a.parent(fn)
+    cls = a.parent(block) if block is not None else None
+    calls: list[cst.Call] = []
+    if isinstance(cls, cst.ClassDef):
+        for ref in _attribute_refs(a).get(name, ()):
+            call = a.parent(ref)
+            owner = next((c for c in a.ancestors(ref) if isinstance(c, cst.ClassDef)), None)
+            if isinstance(ref.value, cst.Name) and ref.value.value == "self" and owner is cls and (
+                isinstance(call, cst.Call) and call.func is ref
+            ):
+                calls.append(call)
+    elif block is a.module:
+        scope = a.scope(fn)
+        for asg in scope.assignments[name] if scope is not None else ():
+            if isinstance(asg, Assignment) and asg.node is fn:
+                for access in asg.references:
+                    call = a.parent(access.node)
+                    if isinstance(call, cst.Call) and call.func is access.node:
+                        calls.append(call)
+    return tuple(c for c in calls if not any(arg.star for arg in c.args))
+
+
 def _method_call_sites(a: ModuleAnalysis, fn: cst.FunctionDef) -> CallSites:
     """``self.m(...)`` calls in the class (and its subclasses here) of a method ``m`` that only
     they can call: the class has no base (no framework calls its methods: ``forward`` through
@@ -266,6 +292,19 @@ def across(v: Value) -> Value:
 def param_value(a: ModuleAnalysis, param: cst.Param) -> Value | None:
     """The join of what the call sites bind to ``param``, or None when the function escapes,
     is never called here, or ``param`` is ``*args``/``**kwargs``."""
+    passed = param_arguments(a, param)
+    if not passed:
+        return None
+    return join_all(across(a.value(expr)) for expr in passed)
+
+
+def param_arguments(
+    a: ModuleAnalysis, param: cst.Param, *, likely: bool = False
+) -> list[cst.BaseExpression] | None:
+    """What the call sites of this module bind to ``param`` (an argument or the default), or
+    None when the function escapes, is never called here, or ``param`` is ``*args``/``**kwargs``.
+    With ``likely`` (for likely facts only), a function that escapes answers with the calls this
+    module makes of it (``self.m(...)`` in its class, ``f(...)`` by name), taken to be typical."""
     params = a.parent(param)
     fn = a.parent(params) if params is not None else None
     if not isinstance(params, cst.Parameters) or not isinstance(fn, cst.FunctionDef):
@@ -280,16 +319,17 @@ def param_value(a: ModuleAnalysis, param: cst.Param) -> Value | None:
     if index is None and not any(p is param for p in params.kwonly_params):
         return None  # *args / **kwargs
     sites = call_sites(a, fn)
-    if sites.escapes is not None or not sites.calls:
+    calls = sites.calls if sites.escapes is None else _calls_seen(a, fn) if likely else ()
+    if not calls:
         return None
-    values: list[Value] = []
-    for call in sites.calls:
+    passed: list[cst.BaseExpression] = []
+    for call in calls:
         expr = _argument(call, param.name.value, index, keyword_ok)
         if expr is None:
             expr = param.default
         if expr is not None:
-            values.append(across(a.value(expr)))
-    return join_all(values) if values else None
+            passed.append(expr)
+    return passed or None
 
 
 def _argument(call: cst.Call, name: str, index: int | None, keyword_ok: bool) -> cst.BaseExpression | None:

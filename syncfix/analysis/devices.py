@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.metadata import Assignment
 
+from . import callgraph
 from .bindings import fact_of_name
 from .dtypes import is_dtype
 from .syntax import keyword, positional
@@ -289,9 +290,21 @@ def _likely_batch(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
         return False
     bindings = [asg for asg in a.bindings(expr) if _may_reach(a, asg, expr)]
     return bool(bindings) and all(
-        isinstance(asg, Assignment) and isinstance(asg.node, cst.Name) and _bound_to_batch(a, asg.node)
+        isinstance(asg, Assignment)
+        and (
+            (isinstance(asg.node, cst.Name) and _bound_to_batch(a, asg.node))
+            or (isinstance(asg.node, cst.Param) and _passed_batches(a, asg.node))
+        )
         for asg in bindings
     )
+
+
+def _passed_batches(a: ModuleAnalysis, param: cst.Param) -> bool:
+    """Is every argument the module's call sites pass to ``param`` a batch item (``batch, cond =
+    next(self.data); self.run_step(batch, cond)``)? A likely fact: callers elsewhere may pass
+    something else, so a function that escapes counts its calls here alone."""
+    passed = callgraph.param_arguments(a, param, likely=True)
+    return passed is not None and all(is_likely_batch_item(a, expr) for expr in passed)
 
 
 def _may_reach(a: ModuleAnalysis, asg: object, use: cst.Name) -> bool:

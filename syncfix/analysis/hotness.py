@@ -7,8 +7,11 @@ once with the standard library's parser (a C parser: far cheaper than the analys
 per function the calls it makes, and whether each sits in a loop. A fixpoint over the project
 then marks a function hot when a hot function, or any loop, calls it: by a name imported from
 its module (``from .nn import timestep_embedding``), through its module (``nn.f(...)``), or, in
-its own file, by name or as ``self.method(...)``. Calls through other objects
-(``self.sampler.sample(...)``) are not resolved. Test files make nothing hot.
+its own file, by name or as ``self.method(...)``. A call through another object
+(``self.sampler.sample(...)``) is resolved by the method's name alone, when at most
+``_MAX_DEFINERS`` project files define a function of that name and the name is not one that
+builtins, tensors or modules also have (``update``, ``sum``, ``step``...): hotness decides what
+is worth reporting, never what a fix may assume. Test files make nothing hot.
 """
 
 from __future__ import annotations
@@ -17,8 +20,22 @@ import ast
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-# A call, resolved as far as one file can: (module, function) with module "" for the file itself.
+# A call, resolved as far as one file can: (module, function) with module "" for the file itself
+# and ``ANY`` for a method called through another object (resolved by name in the fixpoint).
 Callee = tuple[str, str]
+ANY = "?"
+# A method name defined in more project files than this is too common to resolve by name.
+_MAX_DEFINERS = 2
+# Names too common to resolve by name: those of builtin containers, tensors and nn.Modules.
+_COMMON = frozenset(
+    {n for t in (list, dict, set, str, bytes, int, float) for n in dir(t)}
+    | {
+        "update", "step", "forward", "run", "get", "set", "add", "close", "reset", "save", "load",
+        "to", "cuda", "cpu", "eval", "train", "sum", "mean", "max", "min", "item", "backward",
+        "zero_grad", "state_dict", "load_state_dict", "parameters", "apply", "detach", "numpy",
+        "log", "info", "debug", "warning", "error", "write", "read", "flush", "join", "format",
+    }
+)
 
 
 @dataclass
@@ -118,32 +135,47 @@ class _Collector(ast.NodeVisitor):
                 return ("", func.attr)
             if owner in self.modules:
                 return (self.modules[owner], func.attr)
+        if isinstance(func, ast.Attribute) and func.attr not in _COMMON and not func.attr.startswith("__"):
+            return (ANY, func.attr)  # ``self.sampler.update_with_local_losses(...)``
         return None
 
 
 def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
     """Per module, the names of its functions that run repeatedly (a fixpoint over the calls)."""
     by_module = {f.module: f for f in files}
+    definers: dict[str, list[str]] = {}
+    for f in by_module.values():
+        for name in f.calls:
+            if name:
+                definers.setdefault(name, []).append(f.module)
+
+    def targets(callee: Callee, caller: str) -> list[tuple[str, str]]:
+        if callee[0] == ANY:
+            found = definers.get(callee[1], [])
+            return [(m, callee[1]) for m in found] if len(found) <= _MAX_DEFINERS else []
+        target = (callee[0] or caller, callee[1])
+        return [target] if target[0] in by_module else []
+
     hot: set[tuple[str, str]] = {(f.module, n) for f in by_module.values() for n in f.hot_names}
     work = list(hot)
     # calls made in a loop make their callee hot wherever the caller is
     for f in by_module.values():
         for calls in f.calls.values():
             for callee, in_loop in calls:
-                target = (callee[0] or f.module, callee[1])
-                if in_loop and target[0] in by_module and target not in hot:
-                    hot.add(target)
-                    work.append(target)
+                for target in targets(callee, f.module) if in_loop else ():
+                    if target not in hot:
+                        hot.add(target)
+                        work.append(target)
     while work:
         module, name = work.pop()
         owner = by_module.get(module)
         if owner is None:
             continue
         for callee, _ in owner.calls.get(name, ()):
-            target = (callee[0] or module, callee[1])
-            if target[0] in by_module and target not in hot:
-                hot.add(target)
-                work.append(target)
+            for target in targets(callee, module):
+                if target not in hot:
+                    hot.add(target)
+                    work.append(target)
     out: dict[str, set[str]] = {}
     for module, name in hot:
         out.setdefault(module, set()).add(name)
