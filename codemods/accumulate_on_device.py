@@ -134,7 +134,9 @@ class AccumulateOnDevice(Rule):
     summand's otherwise). `syncfix trace --record` can confirm the facts for an observed fix.
     No fix when the start value is an int past 2**53 and the summand a float, when the total is
     read in the loop every step, in a `while` test or the loop's `else` (the host value is needed
-    there), when the loop writes it other than by a reset, or for `meter.update(loss.item())`.
+    there), or when the loop writes it other than by a reset. A value handed to a meter every
+    step (`losses.update(loss.item(), n)`) is reported without a fix: the meter keeps its sum on
+    the host, and only its class can change that.
 
     ```python
     running_loss = 0.0
@@ -189,6 +191,27 @@ class AccumulateOnDevice(Rule):
             None,
         ),
     ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        """``meter.update(loss.item(), n)`` every step: reported; the meter's sum is host state."""
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "update" and node.args):
+            return
+        a = self.analysis
+        first = node.args[0].value
+        if not isinstance(first, cst.Call) or not a.is_hot(node):
+            return
+        read = a.host_read(first) or a.likely.host_read(first)
+        if read is None or read.form not in ("item", "float", "int"):
+            return
+        if a.likely.value(read.receiver).device is Device.CPU:
+            return
+        self.report(
+            first,
+            f"{self.MESSAGE}; no fix: the value goes to a meter (`.update`), whose running sum "
+            "lives on the host; keep a device sum in the meter (`self.sum += val.detach() * n`) "
+            "and read it only where it is shown",
+        )
 
     def visit_For(self, node: cst.For) -> None:
         self._loop(node)

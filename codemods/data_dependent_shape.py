@@ -10,6 +10,8 @@ from syncfix.rules import Fix, Invalid, Rule
 from ._support import UNPLACED, code, unplaced_tensor
 
 _MAYBE_CUDA = (Device.CUDA, Device.CUDA_OR_CPU)
+# Indexes that are never boolean masks (checked before any fact is asked).
+_NOT_MASKS = (cst.Integer, cst.SimpleString, cst.UnaryOperation, cst.Ellipsis, cst.Tuple, cst.Slice)
 _ADVICE = {
     "nonzero": "`torch.nonzero_static(x, size=k)` is sync-free (pads or truncates); element-wise "
     "uses can stay masks (`torch.where`, `masked_fill`)",
@@ -145,11 +147,15 @@ class DataDependentShape(Rule):
         if _is_store(a, node):
             return
         if not self._cuda(node.value):
-            if unplaced_tensor(a, node.value) and any(
-                isinstance(e.slice, cst.Index) and a.likely.dtype_of(e.slice.value) == "torch.bool"
-                and a.likely.value(e.slice.value).device is not Device.CPU
+            masks = [
+                e.slice.value
                 for e in node.slice
-            ):
+                if isinstance(e.slice, cst.Index) and not isinstance(e.slice.value, _NOT_MASKS)
+            ]
+            if masks and any(
+                a.likely.dtype_of(m) == "torch.bool" and a.likely.value(m).device is not Device.CPU
+                for m in masks
+            ) and unplaced_tensor(a, node.value):
                 self.report(node, f"{self.MESSAGE}: boolean-mask read" + UNPLACED)
             return
         for element in node.slice:

@@ -68,6 +68,7 @@ class Caches:
     method_definitions: dict[str, int] | None = None
     method_defs: dict[str, cst.FunctionDef] | None = None
     dynamic_attributes: bool | None = None
+    steps: dict[cst.FunctionDef, bool] = field(default_factory=dict)  # calls .backward()/.step()
 
 
 class ModuleAnalysis:
@@ -94,6 +95,8 @@ class ModuleAnalysis:
         self.cache = Caches()
         #: True in :attr:`likely`'s view only: read unknown receivers of tensor methods as tensors.
         self.assume_tensors = False
+        #: The analysis whose syntax (structure, scopes, positions) a view shares, lazily.
+        self._syntax_of: ModuleAnalysis | None = None
 
     @cached_property
     def likely(self) -> ModuleAnalysis:
@@ -111,14 +114,14 @@ class ModuleAnalysis:
             imported=self.imported,
         )
         view.assume_tensors = True
-        # the syntax is shared; only facts about values differ
-        for name in ("structure", "scopes", "positions"):
-            view.__dict__[name] = getattr(self, name)
+        view._syntax_of = self  # the syntax is shared (resolved once, when first needed)
         return view
 
     # ---- metadata: parents, scopes, qualified names, positions ----------------------------
     @cached_property
     def structure(self) -> Structure:
+        if self._syntax_of is not None:
+            return self._syntax_of.structure
         return Structure(self.module)
 
     def walk(self, node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
@@ -127,12 +130,16 @@ class ModuleAnalysis:
 
     @cached_property
     def scopes(self) -> Mapping[cst.CSTNode, Scope | None]:
+        if self._syntax_of is not None:
+            return self._syntax_of.scopes
         self.structure  # noqa: B018 (recorded first, so that the scope visitors replay it)
         with replaying():
             return self.wrapper.resolve(ScopeProvider)
 
     @cached_property
     def positions(self) -> Mapping[cst.CSTNode, CodeRange]:
+        if self._syntax_of is not None:
+            return self._syntax_of.positions
         return self.wrapper.resolve(PositionProvider)
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:

@@ -84,6 +84,13 @@ def is_hot(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
 
 
 def _calls_training_step(a: ModuleAnalysis, fn: cst.FunctionDef) -> bool:
+    memo = a.cache.steps
+    if fn not in memo:
+        memo[fn] = _walk_for_step(a, fn)
+    return memo[fn]
+
+
+def _walk_for_step(a: ModuleAnalysis, fn: cst.FunctionDef) -> bool:
     found = False
 
     class V(cst.CSTVisitor):
