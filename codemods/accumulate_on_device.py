@@ -104,6 +104,9 @@ class AccumulateOnDevice(Rule):
       `count_nonzero()`) added with `.item()`/`int()`, and the total starts as a Python int: an
       int64 accumulator is exact up to 2**63, which counts can not reach. Other integer summands
       get an **unsafe** fix: Python ints never overflow, int64 wraps past 2**63.
+    - a summand on which `loss.backward()` (no gradient argument) ran earlier in the same
+      block, the name unchanged since, is a real floating tensor of one element whatever else
+      is known of it: `backward()` raises for any other tensor;
     - the summand tensor provably holds one element (0-d, or one element reshaped to 0-d), and
       its device is one expression (`device`, `"cuda"`) bound outside the loop, used to place the
       accumulator. When the device is not provable (tensors from parameters), the accumulator
@@ -338,7 +341,7 @@ class AccumulateOnDevice(Rule):
                 acc.needs.append(("floating", receiver))
                 acc.unobserved = "the summand's dtype is not provably floating (or an integer count)"
         acc.kind = kind
-        if a.one_element_shape(receiver) is None:
+        if not a.is_one_element(receiver):
             if acc.likely:
                 acc.likely_needs.append(("one_element", receiver))
             else:

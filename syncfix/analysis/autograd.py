@@ -8,7 +8,7 @@ import libcst as cst
 
 from .fixpoint import solve
 from .pynumbers import number_kind
-from .syntax import keyword
+from .syntax import keyword, positional, stored_names
 from .torch_api import BOOL_INT, FLOAT_FACTORIES, GRAD_ON, NO_GRAD, TENSOR_NAMESPACES
 from .values import Kind
 
@@ -100,4 +100,49 @@ def in_no_grad(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
                     if m is not None:
                         return m
             return False
+    return False
+
+
+def backward_checked(a: ModuleAnalysis, name: cst.CSTNode) -> bool:
+    """Is ``name`` a tensor on which ``name.backward()`` (or ``torch.autograd.backward(name)``),
+    with no gradient argument, ran earlier in the same block, the name unchanged since? Then it
+    is a real floating tensor of one element: ``backward`` raises for anything else ("grad can
+    be implicitly created only for real scalar outputs"; integer tensors cannot require grad).
+    Statements in between that write the name, change it in place, or may run unknown code that
+    reads it, void the proof (``resize_``/``set_`` could change its shape or dtype)."""
+    if not isinstance(name, cst.Name):
+        return False
+    stmt = a.statement_of(name)
+    block = a.block_of(stmt) if stmt is not None else None
+    if block is None:
+        return False
+    body = list(block[1])
+    index = next((i for i, s in enumerate(body) if s is stmt), None)
+    if index is None:
+        return False
+    for prev in reversed(body[:index]):
+        if not isinstance(prev, cst.SimpleStatementLine) or name.value in stored_names(prev):
+            return False
+        if any(_is_plain_backward(a, small, name.value) for small in prev.body):
+            return True
+        fx = a.effects(prev)
+        if name.value in fx.inplace or (fx.may_mutate_anything and name.value in fx.reads):
+            return False
+    return False
+
+
+def _is_plain_backward(a: ModuleAnalysis, small: cst.BaseSmallStatement, name: str) -> bool:
+    call = small.value if isinstance(small, cst.Expr) else None
+    if not isinstance(call, cst.Call):
+        return False
+    if any(arg.keyword is not None and arg.keyword.value in ("gradient", "grad_tensors") for arg in call.args):
+        return False
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "backward":
+        receiver = func.value
+        return isinstance(receiver, cst.Name) and receiver.value == name and not positional(call)
+    if a.callee(call) == "torch.autograd.backward":
+        args = positional(call)
+        first = args[0].value if args else None
+        return len(args) == 1 and isinstance(first, cst.Name) and first.value == name
     return False

@@ -2,12 +2,14 @@
 
 - *Which bindings may reach this use?* :func:`bindings` gives LibCST's assignments: those before
   the use in its scope, plus loop-carried ones (later in a loop around the use, see
-  :func:`carrying_loops`). :func:`reaching_values` gives their expressions in source order (the
+  :func:`carrying_loops`); where no loop carries any, less those in the other branch of an
+  ``if`` around the use. :func:`reaching_values` gives their expressions in source order (the
   ``AugAssign`` node itself for ``n op= e``), or None when one is not a plain assignment. Value,
   dtype, grad and Python-number facts of a name join or agree over these.
 - *Which right-hand sides hold here in straight-line code?* :func:`binding_values`: the nearest
-  preceding binding in this block or an enclosing one decides (``a, b = e1, e2`` included); it
-  gives up (None) where a loop, walrus, ``with``, ``try`` or parameter may bind the name, and past
+  preceding binding in this block or an enclosing one decides (``a, b = e1, e2`` included, and
+  the last one in the body of a ``with torch.no_grad():``-like block that never swallows an
+  error); it gives up (None) where a loop, walrus, ``with``, ``try`` or parameter may bind the name, and past
   the function's start uses every binding in the scope. The scalar facts (SFX3xx/4xx: dtype kind,
   one-element shape, device origin) are built on it, through :func:`fact_of_name`.
 - *Which single ``name = expr`` provably still holds, with its inputs unchanged?*
@@ -26,6 +28,7 @@ from libcst.metadata import Assignment, Scope
 from libcst.metadata.scope_provider import Access, BaseAssignment
 
 from .syntax import parallel_element, stored_names, target_names
+from .torch_api import NON_SUPPRESSING_CONTEXTS
 
 if TYPE_CHECKING:
     from .module import ModuleAnalysis
@@ -57,7 +60,43 @@ def bindings(a: ModuleAnalysis, name: cst.Name) -> frozenset[BaseAssignment]:
     loops = a.carrying_loops(name)
     if loops:
         found |= _bindings_in_loop(a, scope, name.value, loops[-1])
+    elif len(found) > 1:
+        # no loop carries a binding round to the use: one in the other branch of an ``if``
+        # around it never reaches it (``if c: x = x.cuda(i) else: y = x.to(d)``)
+        others = _other_branches(a, name)
+        if others:
+            found = {asg for asg in found if not _inside_any(a, asg, others)}
     return frozenset(found)
+
+
+def _other_branches(a: ModuleAnalysis, use: cst.CSTNode) -> list[cst.CSTNode]:
+    """The branches, within the use's function, that exclude it: for each ``if`` around the
+    use, the branch (body or ``else``/``elif``) it is not in."""
+    out: list[cst.CSTNode] = []
+    child = use
+    for anc in a.ancestors(use):
+        if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.Module)):
+            break
+        if isinstance(anc, cst.If):
+            if child is anc.body and anc.orelse is not None:
+                out.append(anc.orelse)
+            elif child is anc.orelse:
+                out.append(anc.body)
+        child = anc
+    return out
+
+
+def _inside_any(a: ModuleAnalysis, asg: BaseAssignment, branches: list[cst.CSTNode]) -> bool:
+    node = getattr(asg, "node", None)
+    if not isinstance(node, cst.CSTNode):
+        return False
+    ids = {id(b) for b in branches}
+    for anc in a.ancestors(node):
+        if id(anc) in ids:
+            return True
+        if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.Module)):
+            return False
+    return False
 
 
 def _bindings_in_loop(
@@ -187,9 +226,12 @@ def binding_values(a: ModuleAnalysis, name: cst.Name) -> list[cst.BaseExpression
     return _scope_binding_values(a, name)
 
 
-def _block_of_binding(a: ModuleAnalysis, stmt: cst.CSTNode, name: str) -> list[cst.BaseExpression] | None:
+def _block_of_binding(
+    a: ModuleAnalysis, stmt: cst.CSTNode, name: str, *, include_self: bool = False
+) -> list[cst.BaseExpression] | None:
     """Look back from ``stmt`` in its block: ``[expr]`` for a plain binding, ``[]`` for any
-    other binding (unknown), None when no preceding statement of the block binds ``name``."""
+    other binding (unknown), None when no preceding statement of the block binds ``name``
+    (``include_self``: ``stmt`` itself counts as preceding)."""
     block = a.block_of(stmt)
     if block is None:
         return None
@@ -197,7 +239,7 @@ def _block_of_binding(a: ModuleAnalysis, stmt: cst.CSTNode, name: str) -> list[c
     index = next((i for i, s in enumerate(body) if s is stmt), None)
     if index is None:
         return None
-    for prev in reversed(body[:index]):
+    for prev in reversed(body[: index + 1 if include_self else index]):
         if name not in stored_names(prev):
             continue
         if isinstance(prev, cst.SimpleStatementLine) and len(prev.body) == 1:
@@ -214,8 +256,34 @@ def _block_of_binding(a: ModuleAnalysis, stmt: cst.CSTNode, name: str) -> list[c
                     return [pair]
             if isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
                 return [small.value]
+        if isinstance(prev, cst.With) and _runs_whole_body(a, prev, name):
+            # ``with torch.no_grad(): x = vae(x)``: the body ran to its end, so its last
+            # binding of the name holds after it
+            inner = _last_in_block(a, prev.body, name)
+            if inner is not None:
+                return inner
         return []
     return None
+
+
+def _runs_whole_body(a: ModuleAnalysis, stmt: cst.With, name: str) -> bool:
+    """Does every item of ``stmt`` leave ``name`` alone and let no exception pass silently?"""
+    return all(
+        item.asname is None
+        and isinstance(item.item, cst.Call)
+        and (a.callee(item.item) or "") in NON_SUPPRESSING_CONTEXTS
+        and name not in stored_names(item.item)
+        for item in stmt.items
+    )
+
+
+def _last_in_block(a: ModuleAnalysis, block: cst.BaseSuite, name: str) -> list[cst.BaseExpression] | None:
+    """The value of the last statement of ``block`` that binds ``name`` (as
+    :func:`_block_of_binding` reads one), or None when that cannot be told."""
+    if not isinstance(block, cst.IndentedBlock) or not block.body:
+        return None
+    found = _block_of_binding(a, block.body[-1], name, include_self=True)
+    return found or None
 
 
 def _scope_binding_values(a: ModuleAnalysis, name: cst.Name) -> list[cst.BaseExpression] | None:

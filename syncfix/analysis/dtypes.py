@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, cast
 
 import libcst as cst
 
+from .autograd import backward_checked
 from .bindings import fact_of_name
 from .fixpoint import CYCLE, agree, solve
 from .losses import loss_reduction
@@ -249,7 +250,9 @@ def dtype_kind(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:
     float32, float64), ``"int"`` a signed integer dtype or uint8; None when unknown.
     """
     if isinstance(expr, cst.Name):
-        return fact_of_name(a, expr, a.dtype_kind)
+        kind = fact_of_name(a, expr, a.dtype_kind)
+        # a ``backward()`` just before proves a real floating scalar whatever the binding
+        return kind if kind is not None or not backward_checked(a, expr) else "float"
     if isinstance(expr, cst.Comparison):
         return "bool" if a.is_tensor(expr) else None
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):

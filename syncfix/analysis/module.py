@@ -382,6 +382,10 @@ class ModuleAnalysis:
         """The shape of a tensor that provably holds exactly one element, or None."""
         return shapes.one_element_shape(self, expr)
 
+    def is_one_element(self, expr: cst.BaseExpression) -> bool:
+        """Does the tensor provably hold exactly one element (its shape known or not)?"""
+        return shapes.one_element_shape(self, expr) is not None or autograd.backward_checked(self, expr)
+
     def is_one_dim(self, expr: cst.BaseExpression) -> bool:
         """Is ``expr`` provably a 1-D tensor?"""
         return shapes.is_one_dim(self, expr)

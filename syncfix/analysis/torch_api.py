@@ -281,6 +281,13 @@ GRAD_ON = {
     "torch.autograd.grad_mode.set_grad_enabled",
 }
 
+# Context managers that never swallow an exception raised in their body: after ``with`` one
+# of these, every binding its body made has run (so the last one holds).
+NON_SUPPRESSING_CONTEXTS = NO_GRAD | GRAD_ON | {
+    "torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast",
+    "contextlib.nullcontext",
+}
+
 # --------------------------------------------------------------------------------------------
 # Devices, streams and graphs
 

@@ -139,3 +139,39 @@ def test_sfx302_loss_module_int_start_and_counts_are_exact_with_fewer_syncs():
     assert n_after < n_before // 4, (n_before, n_after)
     empty_before, empty_after = load(LOOP_LOSS_MODULE_AND_COUNTS, "f")([], []), load(fixed, "f")([], [])
     assert empty_before == empty_after == (0, 0, 0) and type(empty_after[0]) is int
+
+
+LOOP_AFTER_BACKWARD = '''\
+import torch
+import torch.nn as nn
+
+
+def f(xs, ys):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1)).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    running = 0
+    for x, y in zip(xs, ys):
+        loss = (model(x) - y).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        running += loss.item()
+    return running
+'''
+
+
+def test_sfx302_total_after_backward_is_exact_with_fewer_syncs():
+    # nothing names the loss's dtype: the `backward()` before the read proves it a real float
+    import torch
+
+    fixed = fix_code(LOOP_AFTER_BACKWARD, select=["SFX302"])
+    assert "running_acc +=" in fixed, fixed
+    torch.manual_seed(1)
+    xs = [torch.randn(64, 8, device="cuda") for _ in range(20)]
+    ys = [torch.randn(64, 1, device="cuda") for _ in range(20)]
+    before, n_before = count_syncs(load(LOOP_AFTER_BACKWARD, "f"), xs, ys)
+    after, n_after = count_syncs(load(fixed, "f"), xs, ys)
+    assert before == after and type(before) is type(after) is float
+    assert n_after < n_before // 4, (n_before, n_after)
+    assert load(fixed, "f")([], []) == 0 and type(load(fixed, "f")([], [])) is int

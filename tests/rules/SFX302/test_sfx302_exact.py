@@ -169,3 +169,31 @@ def test_sfx302_total_weighted_by_a_size_is_exact(dtype, pairs, start, form, dev
     fixed = fix_code(source, select=["SFX302"])
     assert "total_acc += " in fixed and "torch.float64) * len(b)" in fixed, fixed
     _assert_same_result(source, fixed, pairs, device)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from(FLOATS),
+    st.lists(st.floats(width=16), max_size=5),
+    st.sampled_from(("0", "0.0", "-3")),
+    st.sampled_from(("(1, 1)", "(1,)")),
+)
+def test_sfx302_total_of_a_value_backward_ran_on_is_exact(dtype, values, start, shape):
+    # nothing names the module output's dtype or shape: `loss.backward()` proves it a real
+    # floating tensor of one element (it raises otherwise), which the device total needs
+    source = HEADER + (
+        "def f(values):\n"
+        f"    model = torch.nn.Linear(1, 1, dtype=torch.{dtype}).to(dev)\n"
+        "    with torch.no_grad():\n"
+        "        model.weight.fill_(1.0)\n"
+        "        model.bias.zero_()\n"
+        f"    total = {start}\n"
+        "    for v in values:\n"
+        f"        loss = model(torch.full({shape}, v, dtype=torch.{dtype}, device=dev))\n"
+        "        loss.backward()\n"
+        "        total += loss.item()\n"
+        "    return total\n"
+    )
+    fixed = fix_code(source, select=["SFX302"])
+    assert "total_acc += " in fixed, fixed
+    _assert_same_result(source, fixed, values, "known")
