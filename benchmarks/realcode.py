@@ -18,14 +18,17 @@ For each repository of the manifest, syncfix's CLI runs in a subprocess on the l
   ``if __name__ == "__main__":`` blocks are cold; then a loop around the line, a step-like
   function name or a function the manifest lists as hot make it hot; anything else is cold).
 
-A fix's edit replaces whole lines (``location`` to ``end_location`` in the json); an edit that
-replaces nothing inserts before its start line and touches no existing line.
+A fix's edit replaces whole lines (``location`` to ``end_location`` in the json); a line counts
+as edited only when the edit's new text does not keep it (a diff against the clone's file: a fix
+that rewrites a whole loop to change two lines edits those two); an edit that replaces nothing
+inserts before its start line and touches no existing line.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import difflib
 import fnmatch
 import json
 import os
@@ -328,10 +331,22 @@ def run_syncfix(
     return json.loads(proc.stdout or "[]"), seconds, ""
 
 
-def edited_lines(finding: dict) -> set[int]:
+def edited_lines(finding: dict, original: list[str] | None = None) -> set[int]:
+    """The lines a fix changes. An edit replaces whole lines (``location`` to ``end_location``);
+    given the file's ``original`` lines, only those the new content does not keep count (a fix
+    that rewrites a whole loop to change two of its lines changes two lines, not the loop)."""
     lines: set[int] = set()
     for e in (finding.get("fix") or {}).get("edits", []):
-        lines.update(range(e["location"]["row"], e["end_location"]["row"]))
+        first, end = e["location"]["row"], e["end_location"]["row"]
+        if original is None or "content" not in e:
+            lines.update(range(first, end))
+            continue
+        old = original[first - 1 : end - 1]
+        new = e["content"].splitlines(keepends=True)
+        matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+        for op, i1, i2, _, _ in matcher.get_opcodes():
+            if op in ("replace", "delete"):
+                lines.update(range(first + i1, first + i2))
     return lines
 
 
@@ -388,6 +403,17 @@ def score(
     def at(repo: str, mode: str, path: str) -> list[dict]:
         return [f for f in runs[repo][mode] or [] if f["filename"] == path]
 
+    sources: dict[tuple[str, str], list[str] | None] = {}
+
+    def lines_of(repo: str, path: str) -> list[str] | None:
+        if (repo, path) not in sources:
+            try:
+                text = (root / man.repos[repo][1] / path).read_text(encoding="utf-8")
+                sources[repo, path] = text.splitlines(keepends=True)
+            except (OSError, UnicodeDecodeError):
+                sources[repo, path] = None
+        return sources[repo, path]
+
     marks = []
     for m in man.marks:
         if m.repo not in runs:
@@ -407,10 +433,12 @@ def score(
                 "codes": sorted({f["code"] for f in found}),
                 "messages": sorted({f["message"] for f in found}),
                 "safe_fixed": any(
-                    applied(f, False) and edited_lines(f) & set(m.lines) for f in safe_f
+                    applied(f, False) and edited_lines(f, lines_of(m.repo, m.path)) & set(m.lines)
+                    for f in safe_f
                 ),
                 "unsafe_fixed": any(
-                    applied(f, True) and edited_lines(f) & set(m.lines) for f in unsafe_f
+                    applied(f, True) and edited_lines(f, lines_of(m.repo, m.path)) & set(m.lines)
+                    for f in unsafe_f
                 ),
                 "ran": runs[m.repo]["safe"] is not None,
             }

@@ -330,9 +330,10 @@ class _Replace(cst.CSTTransformer):
         return self.mapping.get(original_node, updated_node)
 
 
-def _start(a: ModuleAnalysis, node: cst.CSTNode) -> tuple[int, int]:
-    pos = a.positions[node].start
-    return (pos.line, pos.column)
+def _start(a: ModuleAnalysis, node: cst.CSTNode) -> int:
+    """Source order of a read (pre-order rank: the same order as start positions for the reads
+    of one statement, without resolving positions for the whole file)."""
+    return a.structure.order.get(node, -1)
 
 
 def _safe_receiver(expr: cst.BaseExpression) -> bool:

@@ -175,25 +175,43 @@ def memo(kind: str, node: cst.CSTNode) -> dict[tuple[str, cst.CSTNode], object] 
 _original_visit = cst.CSTNode.visit
 
 
+_READ_ONLY: dict[type, bool] = {}  # visitor class -> is it a read-only CSTVisitor (ABC checks are slow)
+
+
 def _replaying_visit(self: cst.CSTNode, visitor: Any) -> Any:
     """``CSTNode.visit`` for a read-only visitor over a recorded node: the same callbacks, in
     the same order (field marks included), with no node rebuilt."""
     record = _active
-    if record is not None and isinstance(visitor, cst.CSTVisitor):
-        events = record.events.get(self)
-        if events is not None:
-            if visitor.on_visit(self):
-                for e in events:
-                    if isinstance(e, tuple):
-                        if e[0]:
-                            visitor.on_visit_attribute(self, e[1])
-                        else:
-                            visitor.on_leave_attribute(self, e[1])
-                    else:
-                        e.visit(visitor)
-            visitor.on_leave(self)
+    if record is not None:
+        kind = type(visitor)
+        read_only = _READ_ONLY.get(kind)
+        if read_only is None:
+            read_only = _READ_ONLY[kind] = isinstance(visitor, cst.CSTVisitor)
+        if read_only and self in record.events:
+            _replay(record.events, self, visitor)
             return self
     return _original_visit(self, visitor)
+
+
+def _replay(events: dict[cst.CSTNode, list[cst.CSTNode | tuple[bool, str]]], node: cst.CSTNode, visitor: Any) -> None:
+    # bound methods looked up once per replay, not once per node (the scope analysis replays
+    # every node of the module through here)
+    on_visit, on_leave = visitor.on_visit, visitor.on_leave
+    enter_field, leave_field = visitor.on_visit_attribute, visitor.on_leave_attribute
+
+    def go(n: cst.CSTNode) -> None:
+        if on_visit(n):
+            for e in events[n]:
+                if isinstance(e, tuple):
+                    if e[0]:
+                        enter_field(n, e[1])
+                    else:
+                        leave_field(n, e[1])
+                else:
+                    go(e)
+        on_leave(n)
+
+    go(node)
 
 
 @contextmanager

@@ -92,6 +92,14 @@ def test_fix_lines_and_reasons():
         {"location": {"row": 3}, "end_location": {"row": 3}}]}}
     assert realcode.edited_lines(replace) == {3, 4}
     assert realcode.edited_lines(insert) == set()
+    # a block rewritten to change one of its lines changes that line only
+    block = {"fix": {"applicability": "safe", "edits": [{
+        "location": {"row": 2}, "end_location": {"row": 5},
+        "content": "    for x in xs:\n        y = x.to(d, non_blocking=True)\n        sync()\n",
+    }]}}
+    original = ["def f(xs, d):\n", "    for x in xs:\n", "        y = x.to(d)\n", "        sync()\n"]
+    assert realcode.edited_lines(block, original) == {3}
+    assert realcode.edited_lines(block) == {2, 3, 4}
     assert realcode.applied(replace, False) and not realcode.applied(insert, False)
     assert realcode.applied(insert, True)
     f = {"code": "SFX101", "message": "Blocking copy (receiver not provably a tensor: no fix)"}
