@@ -40,8 +40,11 @@ class PerElementReads(Rule):
     `[float(v) for v in x.tolist()]` unless the dtype kind already gives that type; the conversion
     of the Python scalar equals the tensor conversion for real dtypes, so the dtype kind must be
     provably floating, integer or bool (complex tensors convert differently). A tensor of
-    unknown rank gets no fix: iterating a 2-D tensor gives rows, whose `item()` raises while
-    `tolist()` would return nested lists.
+    unknown rank gets no safe fix: iterating a 2-D tensor gives rows, whose `item()` raises while
+    `tolist()` would return nested lists. For `[v.item() for v in x]` over a named tensor of
+    unknown rank the fix is **unsafe**: `x.reshape(len(x)).tolist()` gives the same values and types
+    when each row holds one element (`tokens` of shape `[B, 1]`) and raises a `RuntimeError`
+    where a row holds more, as `item()` does, but with another message.
     Comprehensions over a list of separate tensors, and `for` loops, are findings only: a stack of
     the elements is exact only when they provably share dtype kind, shape and device, and for an
     empty list `torch.stack` raises where the comprehension gives `[]` (SFX301 merges reads of
@@ -52,7 +55,7 @@ class PerElementReads(Rule):
     NAME = "per-element-reads"
     MESSAGE = "One host read per element: one sync each"
     FIX = "sometimes"
-    SAFETY = ("safe",)
+    SAFETY = ("safe", "unsafe")
     TRIGGERS = (".item(", ".tolist(", "float(", "int(", "bool(")
     VALID = [
         # one read of a whole tensor
@@ -123,6 +126,18 @@ class PerElementReads(Rule):
             self.report(node, self.MESSAGE)
             return
         if not a.is_tensor(source) or a.value(source).device is Device.CPU or not a.is_one_dim(source):
+            likely = a.likely
+            if (
+                read.form == "item"
+                and isinstance(source, cst.Name)
+                and likely.is_tensor(source)
+                and likely.value(source).device is not Device.CPU
+            ):
+                # rows of one element each (``tokens`` of shape [B, 1]): ``reshape(len(x))``
+                # keeps every value and type, and still raises where a row holds more
+                rows = cst.parse_expression(f"{source.value}.reshape(len({source.value})).tolist()")
+                self.report(node, fix=self.unsafe_fix({node: rows}, _ROWS_FIX))
+                return
             self.report(node, f"{self.MESSAGE}; no fix: the iterated tensor is not provably 1-D")
             return
         kind = a.dtype_kind(source)
@@ -135,6 +150,12 @@ class PerElementReads(Rule):
             var = comp.target
             new = node.with_changes(for_in=comp.with_changes(iter=tolist), elt=elt.with_changes(args=[cst.Arg(var)]))
         self.report(node, fix=self.safe_fix({node: new}, "Read the whole tensor with one .tolist()"))
+
+
+_ROWS_FIX = (
+    "Read the whole tensor with one .tolist() (unsafe: the tensor's rank is unknown; where a row "
+    "holds more than one element both versions raise a RuntimeError, with different messages)"
+)
 
 
 def _reads_var(read: HostRead, var: str) -> bool:

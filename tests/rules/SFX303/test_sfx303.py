@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from syncfix import fix_code
 
-from ..support import FLOATS, HEADER, INTS, KIND, run_snippet, same, value_of
+from ..support import FLOATS, HEADER, INTS, KIND, load, run_snippet, same, value_of
 
 torch = pytest.importorskip("torch")
 
@@ -33,3 +33,42 @@ def test_sfx303_tolist_is_exact(data, form):
     assert ".tolist()" in fixed and " for v in x]" not in fixed, source
     before, after = run_snippet(source), run_snippet(fixed)
     assert before[0] == after[0] and same(before[1:], after[1:]), (source, fixed, before, after)
+
+
+
+ROWS = HEADER + (
+    "def f(x):\n"
+    "    for _ in range(2):\n"
+    "        tokens = torch.clone(x)  # a tensor of unknown rank and device\n"
+    "        vals = [t.item() for t in tokens]\n"
+    "    return vals\n"
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from((*FLOATS, *INTS, "bool")).flatmap(
+        lambda d: st.tuples(st.just(d), st.lists(value_of(d), max_size=5))
+    ),
+    st.sampled_from(((), (1,), (1, 1), (2,))),
+)
+def test_sfx303_rows_of_unknown_rank_read_once_is_exact(case, tail):
+    # `[t.item() for t in tokens]` -> `tokens.reshape(len(tokens)).tolist()` (unsafe): the same
+    # values and types for rows of one element whatever the rank and dtype; rows of two raise
+    # a RuntimeError in both
+    dtype, values = case
+    fixed = fix_code(ROWS, select=["SFX303"], unsafe_fixes=True)
+    assert "tokens.reshape(len(tokens)).tolist()" in fixed, fixed
+    assert fix_code(ROWS, select=["SFX303"]) == ROWS  # never a safe fix
+    data = torch.tensor(values, dtype=getattr(torch, dtype)).reshape(len(values), *([1] * len(tail)))
+    if tail == (2,):
+        data = torch.cat([data.reshape(len(values), 1)] * 2, dim=1)
+    outcomes = []
+    for code in (ROWS, fixed):
+        try:
+            outcomes.append(("ok", load(code, "f")(data)))
+        except RuntimeError:
+            outcomes.append(("raised", RuntimeError))
+    assert outcomes[0][0] == outcomes[1][0], outcomes
+    if outcomes[0][0] == "ok":
+        assert same(outcomes[0][1], outcomes[1][1]), (values, outcomes)
