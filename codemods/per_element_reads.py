@@ -45,7 +45,12 @@ class PerElementReads(Rule):
     unknown rank the fix is **unsafe**: `x.reshape(len(x)).tolist()` gives the same values and types
     when each row holds one element (`tokens` of shape `[B, 1]`) and raises a `RuntimeError`
     where a row holds more, as `item()` does, but with another message.
-    Comprehensions over a list of separate tensors, and `for` loops, are findings only: a stack of
+    A `for` loop over a provably 1-D tensor whose variable is used only as `v.item()` (in the
+    loop and anywhere else in its scope), with no `else` and nothing in the loop that may write
+    the tensor (iterating a tensor yields views of it, read as the loop goes; `tolist()` reads it
+    once, up front), is fixed **safely**: `for v in x.tolist():` with each `v.item()` read as `v`
+    (`x.nonzero(as_tuple=True)[0]` and `torch.where(mask)[0]` are 1-D).
+    Comprehensions over a list of separate tensors, and other `for` loops, are findings only: a stack of
     the elements is exact only when they provably share dtype kind, shape and device, and for an
     empty list `torch.stack` raises where the comprehension gives `[]` (SFX301 merges reads of
     named tensors written out one by one).
@@ -101,13 +106,50 @@ class PerElementReads(Rule):
                 return False
 
         walk(node.body, V())
-        for read in found:
-            if a.value(read.receiver).device is not Device.CPU:
-                self.report(
-                    read.node,
-                    f"{self.MESSAGE}: `{var}` is read on every iteration; read the whole tensor "
-                    "once before the loop (`.tolist()`, or `torch.stack([...]).tolist()`)",
-                )
+        found = [r for r in found if a.value(r.receiver).device is not Device.CPU]
+        if not found:
+            return
+        message = (
+            f"{self.MESSAGE}: `{var}` is read on every iteration; read the whole tensor "
+            "once before the loop (`.tolist()`, or `torch.stack([...]).tolist()`)"
+        )
+        changes = self._loop_fix(node, var, found)
+        if changes is None:
+            for read in found:
+                self.report(read.node, message)
+            return
+        fix = self.safe_fix(changes, "Read the whole tensor with one .tolist() before the loop")
+        self.report(found[0].node, message, fix=fix)
+        for read in found[1:]:
+            self.report(read.node, f"{message}; fixed together with the first read")
+
+    def _loop_fix(self, node: cst.For, var: str, reads: list[HostRead]) -> dict | None:
+        """``for v in x: ... v.item() ...`` -> ``for v in x.tolist(): ... v ...`` when that is
+        exact: ``x`` provably a 1-D tensor, ``v`` used only as ``v.item()`` (in this body and
+        anywhere else in its scope), and nothing in the loop may write ``x`` while it runs
+        (iterating a tensor yields views of it; ``tolist()`` reads it once, up front)."""
+        a = self.analysis
+        if node.orelse is not None or node.asynchronous is not None or not a.is_one_dim(node.iter):
+            return None
+        receivers = {id(r.receiver) for r in reads}
+        if not all(r.form == "item" and isinstance(r.receiver, cst.Name) for r in reads):
+            return None
+        scope = a.scope(node.target)
+        if scope is None:
+            return None
+        bindings = list(scope.assignments[var])
+        if len(bindings) != 1 or getattr(bindings[0], "node", None) is not node.target:
+            return None
+        if any(id(acc.node) not in receivers for acc in scope.accesses[var]):
+            return None  # used other than as ``v.item()``, or after the loop
+        for stmt in _statements(node.body):
+            fx = a.effects(stmt)
+            if fx.inplace or fx.may_mutate_anything:
+                return None
+        changes: dict = {node.iter: cst.Call(cst.Attribute(_paren(node.iter), cst.Name("tolist")))}
+        for r in reads:
+            changes[r.node] = cst.Name(var)
+        return changes
 
     def _comprehension(self, node, fixable: bool = True) -> None:
         a = self.analysis
@@ -156,6 +198,11 @@ _ROWS_FIX = (
     "Read the whole tensor with one .tolist() (unsafe: the tensor's rank is unknown; where a row "
     "holds more than one element both versions raise a RuntimeError, with different messages)"
 )
+
+
+def _statements(block: cst.BaseSuite) -> list[cst.CSTNode]:
+    """The statements of a block (a compound one's effects cover its nested blocks)."""
+    return list(block.body) if isinstance(block, cst.IndentedBlock) else [block]
 
 
 def _reads_var(read: HostRead, var: str) -> bool:

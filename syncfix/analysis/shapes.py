@@ -229,6 +229,8 @@ def is_one_dim(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
     ``torch.randn(n)``, ``torch.tensor([...])`` of numbers)?"""
     if isinstance(expr, cst.Name):
         return fact_of_name(a, expr, a.is_one_dim) is True
+    if isinstance(expr, cst.Subscript):
+        return _item_of_index_tuple(a, expr)
     if not isinstance(expr, cst.Call) or not a.is_tensor(expr):
         return False
     name = a.direct_callee(expr)
@@ -248,4 +250,30 @@ def is_one_dim(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
             return int_args(expr) == [-1]
         if method in SHAPE_KEEPING:
             return a.is_one_dim(func.value)
+    return False
+
+
+def _item_of_index_tuple(a: ModuleAnalysis, expr: cst.Subscript) -> bool:
+    """``x.nonzero(as_tuple=True)[i]``, ``torch.nonzero(x, as_tuple=True)[i]``,
+    ``torch.where(cond)[i]``: each item of these tuples is a 1-D tensor of indices (a 0-d input
+    is read as 1-D)."""
+    call = expr.value
+    if not (
+        isinstance(call, cst.Call)
+        and len(expr.slice) == 1
+        and isinstance(expr.slice[0].slice, cst.Index)
+        and isinstance(expr.slice[0].slice.value, cst.Integer)
+    ):
+        return False
+    as_tuple = keyword(call, "as_tuple")
+    literal_true = as_tuple is not None and isinstance(as_tuple.value, cst.Name) and as_tuple.value.value == "True"
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "nonzero":
+        return literal_true and a.is_tensor(func.value)
+    name = a.direct_callee(call)
+    args = positional(call)
+    if name == "torch.nonzero":
+        return literal_true and len(args) == 1 and a.is_tensor(args[0].value)
+    if name == "torch.where":
+        return len(call.args) == 1 and len(args) == 1 and a.is_tensor(args[0].value)
     return False

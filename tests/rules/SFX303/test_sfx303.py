@@ -72,3 +72,27 @@ def test_sfx303_rows_of_unknown_rank_read_once_is_exact(case, tail):
     assert outcomes[0][0] == outcomes[1][0], outcomes
     if outcomes[0][0] == "ok":
         assert same(outcomes[0][1], outcomes[1][1]), (values, outcomes)
+
+
+LOOP = HEADER + (
+    "def f(x: torch.Tensor):\n"
+    "    seen = ()\n"
+    "    for v in x.flatten():\n"
+    "        seen = seen + (v.item(),)\n"
+    "    return seen\n"
+)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from((*FLOATS, *INTS, "bool")).flatmap(
+        lambda d: st.tuples(st.just(d), st.lists(value_of(d), max_size=6))
+    ),
+)
+def test_sfx303_loop_over_a_1d_tensor_read_once_is_exact(case):
+    # `for v in x.flatten(): ... v.item()` -> `for v in x.flatten().tolist(): ... v` (safe)
+    dtype, values = case
+    fixed = fix_code(LOOP, select=["SFX303"])
+    assert "for v in x.flatten().tolist():" in fixed and "v.item()" not in fixed, fixed
+    data = torch.tensor(values, dtype=getattr(torch, dtype))
+    assert same(load(LOOP, "f")(data), load(fixed, "f")(data)), values
