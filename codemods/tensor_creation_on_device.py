@@ -26,7 +26,8 @@ class TensorCreationOnDevice(Rule):
     `torch.tensor(data, device=cuda)` and `torch.as_tensor(data, device=cuda)` where `data` is
     host data (a Python number, list, tuple or numpy array) and the device is provably CUDA.
     Where the code repeats, `device=x.device` of a tensor `x` whose device syncfix cannot name is
-    reported too (likely a GPU's), with no fix: the pinned form the fix writes needs CUDA.
+    reported too (likely a GPU's), and so is a device that is CUDA or the CPU
+    (`"cuda" if torch.cuda.is_available() else "cpu"`).
 
     ## Why it costs
     PyTorch builds the tensor on the CPU and then moves it with a *blocking* copy
@@ -70,6 +71,17 @@ class TensorCreationOnDevice(Rule):
       Safe: the pinned temporary is referenced by nothing else, so nothing can write it before the
       copy runs, and the host allocator keeps its block until the copy is done (docs/semantics.md#copies-between-host-and-device). Not
       applied with `requires_grad` (the result would no longer be a leaf).
+    - **A device that is CUDA or the CPU** (not provably CUDA, so no pinned memory, which needs
+      CUDA): host data becomes `torch.tensor(data, dtype=...).to(device, non_blocking=True)`,
+      **safe**: on the CPU `.to` returns the tensor itself (as `device="cpu"` would build it); to
+      CUDA the fresh temporary is pageable, which the driver stages when the call returns
+      (nothing waits for queued GPU work for small data; large pageable copies still wait, but
+      stay exact), and nothing else holds it.
+    - **A tensor's device** (`device=boxes.device`, `x` of unknown device, in code that repeats):
+      the same form is **unsafe**: it rests on the likely fact that the device is CUDA or the CPU
+      (other accelerators have their own copy rules). In this tier the data may also be a list
+      literal of names (`[[x0, y0, x0, y0]]`) or a parameter annotated as a list or tuple of
+      numbers (`crop_box: List[int]`).
     - Data that may already be a tensor, a device expression that is not a plain name, string or
       attribute (it would be evaluated later), a file that uses CUDA streams (the copy would be
       ordered on the current stream only) or calls `torch.set_default_device`: finding, no fix.
@@ -133,7 +145,8 @@ class TensorCreationOnDevice(Rule):
         if device is Device.UNKNOWN and _unplaced_device(a, dev.value):
             held = a.value(args[0].value)
             if not held.is_tensor and held.kind is not Kind.MODULE:
-                self.report(node, self.MESSAGE + _UNPLACED_DEVICE)
+                fix = self._pageable_fix(node, args[0].value, dev.value, safe=False)
+                self.report(node, self.MESSAGE if fix else self.MESSAGE + _UNPLACED_DEVICE, fix=fix)
             return
         if device not in (Device.CUDA, Device.CUDA_OR_CPU):
             return
@@ -144,8 +157,43 @@ class TensorCreationOnDevice(Rule):
                 self.report(node, self.MESSAGE + " (a CPU tensor: see SFX101 for a non-blocking copy)")
             return  # a CUDA tensor copies on the device; an unknown one we cannot judge
         if device is Device.CUDA_OR_CPU and a.python_number_type(data) is None:
-            return  # the pinned form needs CUDA; on the CPU there is nothing to fix anyway
+            # the pinned form needs CUDA: a pageable temporary, exact on both
+            fix = self._pageable_fix(node, data, dev.value, safe=True)
+            if fix is not None:
+                self.report(node, fix=fix)
+            return
         self.report(node, fix=self._fix(node, data, dev.value))
+
+    def _pageable_fix(
+        self, node: cst.Call, data: cst.BaseExpression, dev: cst.BaseExpression, *, safe: bool
+    ) -> Fix | None:
+        """``torch.tensor(data, device=d)`` -> ``torch.tensor(data).to(d, non_blocking=True)`` for
+        host data and a device that is CUDA or the CPU (``safe``), or a tensor's device syncfix
+        cannot name (unsafe): on the CPU ``.to`` returns the tensor itself; to CUDA the fresh
+        pageable temporary is staged when the call returns, and nothing else holds it."""
+        a = self.analysis
+        func = node.func
+        kwargs = {arg.keyword.value for arg in node.args if arg.keyword is not None}
+        if (
+            a.uses_streams
+            or a.sets_default_device
+            or not isinstance(func, cst.Attribute)
+            or a.qualname(func.value) != "torch"
+            or not kwargs <= {"device", "dtype"}
+            or not _is_simple(dev)
+            or not (a.is_host_data(data) or (not safe and _likely_numbers(a, data)))
+        ):
+            return None
+        device_arg = keyword(node, "device")
+        assert device_arg is not None
+        built = node.with_changes(args=_without(node.args, device_arg))
+        new = cst.Call(
+            cst.Attribute(built, cst.Name("to")),
+            [cst.Arg(dev, comma=comma()), kwarg("non_blocking", cst.Name("True"))],
+        )
+        if safe:
+            return self.safe_fix({node: new}, _PAGEABLE_FIX)
+        return self.unsafe_fix({node: new}, _PAGEABLE_FIX + _PAGEABLE_UNSAFE)
 
     def _fix(self, node: cst.Call, data: cst.BaseExpression, dev: cst.BaseExpression) -> Fix | None:
         a = self.analysis
@@ -259,10 +307,64 @@ def _without(args: Sequence[cst.Arg], dropped: cst.Arg) -> list[cst.Arg]:
     return kept
 
 
+_PAGEABLE_FIX = (
+    "Build on the host and copy with non_blocking=True: on the CPU .to returns the tensor itself; "
+    "a fresh pageable temporary is staged when the call returns"
+)
+_PAGEABLE_UNSAFE = (
+    " (unsafe: the device is a tensor's, which syncfix cannot name; exact when it is CUDA or the "
+    "CPU, and other accelerators have their own copy rules)"
+)
 _UNPLACED_DEVICE = (
     " (if the device is a GPU's: syncfix cannot tell which device the tensor it is taken from is "
     "on; no fix)"
 )
+
+
+_SEQUENCE_TYPES = {"list", "tuple", "List", "Tuple", "Sequence"}
+
+
+def _likely_numbers(a, data: cst.BaseExpression) -> bool:
+    """Host numbers by a likely fact only: a list or tuple literal whose items are names or
+    arithmetic that syncfix cannot name and that are not tensors (``[[x0, y0, x0, y0]]``), or a
+    parameter annotated as a list or tuple of numbers (``crop_box: List[int]``)."""
+    if isinstance(data, (cst.List, cst.Tuple)):
+        return bool(data.elements) and all(
+            not isinstance(el, cst.StarredElement) and _likely_numbers(a, el.value) for el in data.elements
+        )
+    if isinstance(data, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(data, (cst.Name, cst.Attribute, cst.BinaryOperation, cst.UnaryOperation)):
+        if a.likely.value(data).is_tensor:
+            return False
+        if isinstance(data, cst.Name) and not isinstance(a.parent(data), (cst.List, cst.Tuple, cst.Element)):
+            return _annotated_numbers(a, data)
+        return True
+    return False
+
+
+def _annotated_numbers(a, name: cst.Name) -> bool:
+    bindings = a.bindings(name)
+    params = [node for b in bindings if isinstance(node := getattr(b, "node", None), cst.Param)]
+    if not params or len(params) != len(bindings):
+        return False
+    for p in params:
+        ann = p.annotation
+        hint = ann.annotation if ann is not None else None
+        if not (
+            isinstance(hint, cst.Subscript)
+            and isinstance(hint.value, (cst.Name, cst.Attribute))
+            and (hint.value.value if isinstance(hint.value, cst.Name) else hint.value.attr.value) in _SEQUENCE_TYPES
+            and all(
+                isinstance(e.slice, cst.Index)
+                and isinstance(e.slice.value, cst.Name)
+                and e.slice.value.value in ("int", "float", "bool")
+                or isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Ellipsis)
+                for e in hint.slice
+            )
+        ):
+            return False
+    return True
 
 
 def _unplaced_device(a, dev: cst.BaseExpression) -> bool:

@@ -36,3 +36,29 @@ def test_sfx102_creation_on_device():
             return out
         """,
     )
+
+
+CUDA_OR_CPU = """
+import torch
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def f(boxes: torch.Tensor, crop_box: list[int]):
+    out = ()
+    for i in range(8):
+        boxes = boxes @ boxes  # queued GPU work a blocking copy would wait for
+        ids = torch.tensor([1, 2, 3], dtype=torch.int32, device=device)
+        crop = torch.as_tensor(crop_box, dtype=torch.float, device=boxes.device)
+        out = out + ((ids, crop, boxes.sum()),)
+    return out
+"""
+
+
+@pytest.mark.cuda
+def test_sfx102_pageable_copies_to_cuda_or_cpu_and_a_tensors_device():
+    from ..support import check_rewrite_keeps_values_with_fewer_syncs
+
+    boxes = torch.eye(256, device="cuda")
+    # the `device` of `cuda|cpu` is a safe fix; `boxes.device` an unsafe one: both together here
+    check_rewrite_keeps_values_with_fewer_syncs("SFX102", CUDA_OR_CPU, True, (boxes, [1, 2, 3, 4]), True)
