@@ -13,12 +13,15 @@ from ..support import FLOATS, HEADER, INTS, KIND, load, run_snippet, same, value
 
 torch = pytest.importorskip("torch")
 
+# a dtype of every kind and values a tensor of it holds (edges included)
+_DTYPE_VALUES = st.sampled_from((*FLOATS, *INTS, "bool")).flatmap(
+    lambda d: st.tuples(st.just(d), st.lists(value_of(d), max_size=6))
+)
+
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    st.sampled_from((*FLOATS, *INTS, "bool")).flatmap(
-        lambda d: st.tuples(st.just(d), st.lists(value_of(d), max_size=5))
-    ),
+    _DTYPE_VALUES,
     st.sampled_from(("{v}.item()", "{v}.tolist()", "float({v})", "int({v})", "bool({v})")),
 )
 def test_sfx303_tolist_is_exact(data, form):
@@ -47,9 +50,7 @@ ROWS = HEADER + (
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    st.sampled_from((*FLOATS, *INTS, "bool")).flatmap(
-        lambda d: st.tuples(st.just(d), st.lists(value_of(d), max_size=5))
-    ),
+    _DTYPE_VALUES,
     st.sampled_from(((), (1,), (1, 1), (2,))),
 )
 def test_sfx303_rows_of_unknown_rank_read_once_is_exact(case, tail):
@@ -85,9 +86,7 @@ LOOP = HEADER + (
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    st.sampled_from((*FLOATS, *INTS, "bool")).flatmap(
-        lambda d: st.tuples(st.just(d), st.lists(value_of(d), max_size=6))
-    ),
+    _DTYPE_VALUES,
 )
 def test_sfx303_loop_over_a_1d_tensor_read_once_is_exact(case):
     # `for v in x.flatten(): ... v.item()` -> `for v in x.flatten().tolist(): ... v` (safe)
