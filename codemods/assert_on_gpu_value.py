@@ -6,7 +6,7 @@ import libcst as cst
 
 from syncfix.rules import Fix, Invalid, Rule
 
-from ._support import as_tensor_condition, syncs_on_gpu
+from ._support import UNPLACED, as_tensor_condition, syncs_on_gpu, unplaced_reads
 
 
 class AssertOnGpuValue(Rule):
@@ -14,7 +14,8 @@ class AssertOnGpuValue(Rule):
     ## What it finds
     A check that reads a GPU value only to fail: `assert (x >= 0).all(), "msg"`, and guards
     `if not cond: raise ValueError("msg")` / `if cond: raise ...` (no `else`, nothing but the
-    `raise`).
+    `raise`). Where the code repeats, a check on a tensor whose device syncfix cannot name is
+    reported too (it syncs every step if the tensor is on a GPU).
 
     ## Why it costs
     `assert` and `if` need a Python `bool`: the host copies the value and waits for all queued GPU
@@ -80,8 +81,11 @@ class AssertOnGpuValue(Rule):
 
     def visit_Assert(self, node: cst.Assert) -> None:
         a = self.analysis
+        unplaced = False
         if not syncs_on_gpu(a, node.test):
-            return
+            unplaced = unplaced_reads(a, node.test)
+            if not unplaced:
+                return
         msg = node.msg
         fix = None
         if msg is None or isinstance(msg, cst.SimpleString):
@@ -89,12 +93,17 @@ class AssertOnGpuValue(Rule):
             text = self._call(cond.code if cond else None, a.module.code_for_node(msg) if msg else None)
             if text is not None and cond is not None and cond.exact and cond.zero_dim:
                 fix = self._fix(node, cst.Expr(cst.parse_expression(text)))
-        self.report(node, fix=fix)
+        self.report(node, self.MESSAGE + (UNPLACED if unplaced else ""), fix=fix)
 
     def visit_If(self, node: cst.If) -> None:
         a = self.analysis
-        if node.orelse is not None or not syncs_on_gpu(a, node.test):
+        if node.orelse is not None:
             return
+        unplaced = False
+        if not syncs_on_gpu(a, node.test):
+            unplaced = unplaced_reads(a, node.test)  # a tensor of unknown device, every step
+            if not unplaced:
+                return
         parent = a.parent(node)
         if isinstance(parent, cst.If) and parent.orelse is node:
             return  # an elif: not a bare guard
@@ -115,7 +124,7 @@ class AssertOnGpuValue(Rule):
             if text is not None and cond is not None and cond.exact and cond.zero_dim:
                 stmt = cst.parse_statement(text + "\n").with_changes(leading_lines=node.leading_lines)
                 fix = self._fix(node, stmt)
-        self.report(node, fix=fix)
+        self.report(node, self.MESSAGE + (UNPLACED if unplaced else ""), fix=fix)
 
     def _call(self, cond: str | None, msg: str | None) -> str | None:
         torch = self.analysis.torch_alias

@@ -27,6 +27,7 @@ class _Read:
     shape: tuple[int, ...] | None = None
     origin: str | None = None
     why_not: str | None = None  # why it cannot be merged
+    likely_device: bool = False  # on the group's device by a likely fact only (unsafe)
 
     @property
     def code(self) -> str:
@@ -61,7 +62,7 @@ class MergeScalarReads(Rule):
     ```
 
     ## Fix safety
-    The fix is **safe**, and only offered where syncfix proves that every variable gets exactly
+    The fix is **safe** where syncfix proves that every variable gets exactly
     the Python value and type the separate reads gave (docs/semantics.md#merging-reads shows how a
     naive merge breaks: int64 16777217 read as 16777216.0, `True` read as `1`, 0-d and shape-(1,)
     tensors that refuse to stack). Reads are merged only in groups of one *dtype kind*:
@@ -82,7 +83,11 @@ class MergeScalarReads(Rule):
       converted to Scalar"; shape-(1,) tensors are stacked as `t.reshape(())` and their `tolist()`
       becomes `[v]`;
     - every tensor provably lives on the **same device** (placed through the same device
-      expression, e.g. all derived from `.to(device)`), so the stack cannot fail;
+      expression, e.g. all derived from `.to(device)`), so the stack cannot fail. Where that is
+      the only fact missing, the fix is **unsafe**: it rests on the likely fact that values read
+      together in code that repeats live on one device (losses of one step); where they do not,
+      `torch.stack` raises. Reads of a device syncfix cannot name are merged only with each
+      other;
     - the tensors are plain names (or `.detach()`/`.float()`/`.sum()`... chains of them), which
       cannot raise when read earlier, and nothing between the first and the last read writes them,
       mutates anything, exits, or calls code that might (in one statement: no unknown call is
@@ -98,7 +103,7 @@ class MergeScalarReads(Rule):
     NAME = "merge-scalar-reads"
     MESSAGE = "Several host reads of GPU values in a row: one sync each"
     FIX = "sometimes"
-    SAFETY = ("safe",)
+    SAFETY = ("safe", "unsafe")
     TRIGGERS = (".item(", ".tolist(", "float(", "int(", "bool(")
     VALID = [
         # one read only
@@ -259,8 +264,10 @@ class MergeScalarReads(Rule):
             return  # one read per dtype kind: nothing to merge exactly, nothing to report
         if not merged or torch_name is None:
             why = next((i.why_not for i in items if i.why_not), None) or (
-                "their dtypes differ in kind (float/int/bool); merging them exactly would need "
-                "one transfer per kind"
+                "the tensors are not provably on one device"
+                if len(set(kinds)) < len(kinds)  # a kind read twice, from two devices
+                else "their dtypes differ in kind (float/int/bool); merging them exactly would "
+                "need one transfer per kind"
             )
             if torch_name is None:
                 why = "`torch` is not imported by name in this module"
@@ -284,7 +291,8 @@ class MergeScalarReads(Rule):
             return item
         item.origin = a.device_origin(read.receiver)
         if item.origin is None:
-            item.why_not = "the tensors are not provably on one device"
+            # likely: values read together in one stretch of code live on one device
+            item.origin, item.likely_device = "", True
         return item
 
     def _fix(self, run, groups: list[list[_Read]], torch_name: str) -> Fix:
@@ -318,7 +326,16 @@ class MergeScalarReads(Rule):
             else:
                 changes[stmt] = new
         count = sum(len(g) for g in groups)
-        return self.safe_fix(changes, f"Read {count} values with {len(groups)} transfer(s)")
+        what = f"Read {count} values with {len(groups)} transfer(s)"
+        if any(i.likely_device for g in groups for i in g):
+            return self.unsafe_fix(changes, what + _LIKELY_DEVICE)
+        return self.safe_fix(changes, what)
+
+
+_LIKELY_DEVICE = (
+    " (unsafe: syncfix cannot name the tensors' device; values read together in code that "
+    "repeats are likely on one, and where they are not `torch.stack` raises)"
+)
 
 
 class _Replace(cst.CSTTransformer):

@@ -29,7 +29,7 @@ DEFAULT_EXCLUDE = (
 )
 # Functions whose bodies count as hot paths (``hot-functions``). Settings sit below the analysis
 # (import-linter's layers in pyproject.toml), so the default lives here and the analysis imports it.
-DEFAULT_HOT_FUNCTIONS = ("forward", "training_step", "validation_step", "train_step", "step")
+DEFAULT_HOT_FUNCTIONS = ("forward", "training_step", "validation_step", "train_step", "step", "update")
 TARGET_VERSIONS = ("3.9", "3.10", "3.11", "3.12", "3.13", "3.14", "3.15")
 
 

@@ -214,12 +214,27 @@ def _replay(events: dict[cst.CSTNode, list[cst.CSTNode | tuple[bool, str]]], nod
     go(node)
 
 
+_original_get_visitors = cst.BatchableCSTVisitor.get_visitors
+_VISITOR_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _cached_get_visitors(self: cst.BatchableCSTVisitor) -> dict[str, Any]:
+    """``get_visitors`` with the method names found once per class: LibCST looks them up with
+    ``inspect.getmembers`` for every provider of every file, a third of a small file's cost."""
+    names = _VISITOR_NAMES.get(type(self))
+    if names is None:
+        names = _VISITOR_NAMES[type(self)] = tuple(_original_get_visitors(self))
+    return {name: getattr(self, name) for name in names}
+
+
 @contextmanager
 def replaying() -> Iterator[None]:
     """Within this block LibCST's read-only visitors (the scope provider's among them) replay
     the record instead of rebuilding the tree: resolving scopes costs about half as much."""
     cst.CSTNode.visit = _replaying_visit  # type: ignore[method-assign]
+    cst.BatchableCSTVisitor.get_visitors = _cached_get_visitors  # type: ignore[method-assign]
     try:
         yield
     finally:
         cst.CSTNode.visit = _original_visit  # type: ignore[method-assign]
+        cst.BatchableCSTVisitor.get_visitors = _original_get_visitors  # type: ignore[method-assign]

@@ -265,8 +265,11 @@ def test_syntactic_precheck_keeps_aliased_callees(call):
         ("typing.Tuple[int, torch.Tensor]", "a, b", Kind.TENSOR),
         ("tuple[torch.Tensor, torch.Tensor, int]", "a, b, c", Kind.TENSOR),
         ("tuple[torch.Tensor, int]", "a, b", Kind.UNKNOWN),  # b is the int
-        ("tuple[torch.Tensor, ...]", "a, b", Kind.UNKNOWN),  # any length: items unknown
-        ("list[torch.Tensor]", "a, b", Kind.UNKNOWN),
+        # a sequence of tensors, any length: each item is a tensor (read as a batch's item)
+        ("tuple[torch.Tensor, ...]", "a, b", Kind.BATCH),
+        ("list[torch.Tensor]", "a, b", Kind.BATCH),
+        ("typing.Sequence[torch.Tensor]", "a, b", Kind.BATCH),
+        ("list[int]", "a, b", Kind.UNKNOWN),
         ('"tuple[int, torch.Tensor]"', "a, b", Kind.UNKNOWN),  # a string annotation is not read
     ],
 )

@@ -112,15 +112,7 @@ def backward_checked(a: ModuleAnalysis, name: cst.CSTNode) -> bool:
     reads it, void the proof (``resize_``/``set_`` could change its shape or dtype)."""
     if not isinstance(name, cst.Name):
         return False
-    stmt = a.statement_of(name)
-    block = a.block_of(stmt) if stmt is not None else None
-    if block is None:
-        return False
-    body = list(block[1])
-    index = next((i for i, s in enumerate(body) if s is stmt), None)
-    if index is None:
-        return False
-    for prev in reversed(body[:index]):
+    for prev in a.statements_before(a.statement_of(name)) or ():
         if not isinstance(prev, cst.SimpleStatementLine) or name.value in stored_names(prev):
             return False
         if any(_is_plain_backward(a, small, name.value) for small in prev.body):

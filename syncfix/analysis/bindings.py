@@ -232,14 +232,10 @@ def _block_of_binding(
     """Look back from ``stmt`` in its block: ``[expr]`` for a plain binding, ``[]`` for any
     other binding (unknown), None when no preceding statement of the block binds ``name``
     (``include_self``: ``stmt`` itself counts as preceding)."""
-    block = a.block_of(stmt)
-    if block is None:
+    before = a.statements_before(stmt)
+    if before is None:
         return None
-    body = list(block[1])
-    index = next((i for i, s in enumerate(body) if s is stmt), None)
-    if index is None:
-        return None
-    for prev in reversed(body[: index + 1 if include_self else index]):
+    for prev in [stmt, *before] if include_self else before:
         if name not in stored_names(prev):
             continue
         if isinstance(prev, cst.SimpleStatementLine) and len(prev.body) == 1:

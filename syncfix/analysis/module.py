@@ -194,6 +194,10 @@ class ModuleAnalysis:
         """The block holding ``stmt`` and its statements (so a rule can look before/after)."""
         return navigation.block_of(self, stmt)
 
+    def statements_before(self, stmt: cst.CSTNode | None) -> list[cst.BaseStatement] | None:
+        """The statements before ``stmt`` in its block, nearest first (None: not in a block)."""
+        return navigation.statements_before(self, stmt)
+
     def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
         return navigation.enclosing_function(self, node)
 

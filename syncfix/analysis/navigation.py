@@ -38,6 +38,16 @@ def block_of(a: ModuleAnalysis, stmt: cst.CSTNode) -> tuple[cst.CSTNode, Sequenc
     return None
 
 
+def statements_before(a: ModuleAnalysis, stmt: cst.CSTNode | None) -> list[cst.BaseStatement] | None:
+    """The statements before ``stmt`` in its block, nearest first (None: not in a block)."""
+    block = block_of(a, stmt) if stmt is not None else None
+    if block is None:
+        return None
+    body = list(block[1])
+    index = next((i for i, s in enumerate(body) if s is stmt), None)
+    return None if index is None else body[index - 1 :: -1] if index else []
+
+
 def enclosing_function(a: ModuleAnalysis, node: cst.CSTNode) -> cst.FunctionDef | None:
     for anc in a.ancestors(node):
         if isinstance(anc, cst.FunctionDef):

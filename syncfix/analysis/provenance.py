@@ -278,6 +278,8 @@ def _type_value(a: ModuleAnalysis, expr: cst.BaseExpression) -> Value:
     ``torch.Tensor``; a fixed-length tuple's items for ``tuple[...]``/``Tuple[...]``."""
     if a.qualname(expr) in TENSOR_TYPES:
         return Value(Kind.TENSOR)
+    if isinstance(expr, cst.Subscript) and _tensor_sequence(a, expr):
+        return Value(Kind.BATCH)  # a container of tensors: its items are tensors
     if isinstance(expr, cst.Subscript) and a.qualname(expr.value) in ("builtins.tuple", "typing.Tuple"):
         items = []
         for el in expr.slice:
@@ -288,6 +290,26 @@ def _type_value(a: ModuleAnalysis, expr: cst.BaseExpression) -> Value:
             items.append(_type_value(a, el.slice.value))
         return TupleValue(tuple(items))
     return UNKNOWN
+
+
+_SEQUENCES = {
+    "builtins.list", "typing.List", "typing.Sequence", "collections.abc.Sequence",
+    "builtins.tuple", "typing.Tuple",
+}
+
+
+def _tensor_sequence(a: ModuleAnalysis, expr: cst.Subscript) -> bool:
+    """``Sequence[torch.Tensor]``, ``list[Tensor]``, ``tuple[Tensor, ...]``."""
+    if a.qualname(expr.value) not in _SEQUENCES or not expr.slice:
+        return False
+    first = expr.slice[0].slice
+    if not isinstance(first, cst.Index) or a.qualname(first.value) not in TENSOR_TYPES:
+        return False
+    rest = [e.slice for e in expr.slice[1:]]
+    is_tuple = a.qualname(expr.value) in ("builtins.tuple", "typing.Tuple")
+    if is_tuple:  # only the homogeneous form; ``tuple[T, U]`` is a TupleValue
+        return len(rest) == 1 and isinstance(rest[0], cst.Index) and isinstance(rest[0].value, cst.Ellipsis)
+    return not rest
 
 
 def _attribute_value(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
