@@ -277,3 +277,26 @@ def test_fixed_length_tuple_annotations_type_their_items(annotation, unpack, exp
     src = f"import typing\nimport torch\ndef f(state: {annotation}):\n    {unpack} = state\n    return b\n"
     a, module = analyse(src)
     assert a.value(last_name(module, "b")).kind is expected
+
+
+def test_a_binding_in_the_other_branch_reaches_only_a_name_that_outlives_the_call():
+    # a local bound in the `if` never reaches its `else`; a global may, from an earlier call
+    src = (
+        "import torch\n"
+        "cache = torch.ones(3)\n"
+        "def step(first):\n"
+        "    global cache\n"
+        "    if first:\n"
+        "        cache = torch.ones(3).pin_memory()\n"
+        "    else:\n"
+        "        return cache\n"
+        "def local(first):\n"
+        "    if first:\n"
+        "        buf = torch.ones(3).pin_memory()\n"
+        "    else:\n"
+        "        buf = torch.ones(3)\n"
+        "        return buf\n"
+    )
+    a, module = analyse(src)
+    assert a.value(last_name(module, "buf")).memory is Memory.PAGEABLE
+    assert a.value(last_name(module, "cache")).memory is not Memory.PAGEABLE

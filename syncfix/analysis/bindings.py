@@ -62,10 +62,13 @@ def bindings(a: ModuleAnalysis, name: cst.Name) -> frozenset[BaseAssignment]:
         found |= _bindings_in_loop(a, scope, name.value, loops[-1])
     elif len(found) > 1:
         # no loop carries a binding round to the use: one in the other branch of an ``if``
-        # around it never reaches it (``if c: x = x.cuda(i) else: y = x.to(d)``)
+        # around it never reaches it (``if c: x = x.cuda(i) else: y = x.to(d)``), unless it
+        # outlives the call that made it (a ``global``/``nonlocal`` name: another scope's)
         others = _other_branches(a, name)
         if others:
-            found = {asg for asg in found if not _inside_any(a, asg, others)}
+            found = {
+                asg for asg in found if asg.scope is not scope or not _inside_any(a, asg, others)
+            }
     return frozenset(found)
 
 
