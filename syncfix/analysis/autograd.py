@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 import libcst as cst
+from libcst.metadata import GlobalScope
 
 from .fixpoint import solve
 from .pynumbers import number_kind
@@ -112,13 +113,19 @@ def backward_checked(a: ModuleAnalysis, name: cst.CSTNode) -> bool:
     reads it, void the proof (``resize_``/``set_`` could change its shape or dtype)."""
     if not isinstance(name, cst.Name):
         return False
+    # a name other code can rebind (module-level, ``global``, ``nonlocal``): any unknown call
+    # in between voids the proof, not only one that reads it
+    scope = a.scope(name)
+    shared = isinstance(scope, GlobalScope) or any(
+        getattr(asg, "scope", scope) is not scope for asg in a.bindings(name)
+    )
     for prev in a.statements_before(a.statement_of(name)) or ():
         if not isinstance(prev, cst.SimpleStatementLine) or name.value in stored_names(prev):
             return False
         if any(_is_plain_backward(a, small, name.value) for small in prev.body):
             return True
         fx = a.effects(prev)
-        if name.value in fx.inplace or (fx.may_mutate_anything and name.value in fx.reads):
+        if name.value in fx.inplace or (fx.may_mutate_anything and (shared or name.value in fx.reads)):
             return False
     return False
 
