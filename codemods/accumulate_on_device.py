@@ -6,7 +6,14 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from syncfix.analysis import Device, HostRead, Kind, literal_kind, stored_names
+from syncfix.analysis import (
+    NON_SUPPRESSING_CONTEXTS,
+    Device,
+    HostRead,
+    Kind,
+    literal_kind,
+    stored_names,
+)
 from syncfix.rules import Fix, Invalid, Rule
 from syncfix.walk import walk
 
@@ -137,7 +144,9 @@ class AccumulateOnDevice(Rule):
     summand's otherwise). `syncfix trace --record` can confirm the facts for an observed fix.
     No fix when the start value is an int past 2**53 and the summand a float, when the total is
     read in the loop every step, in a `while` test or the loop's `else` (the host value is needed
-    there), or when the loop writes it other than by a reset. A value handed to a meter every
+    there), or when the loop writes it other than by a reset (a write after the loop, such as
+`test_loss /= n`, sees the value read back; one that a loop around carries into the next start
+keeps the finding). A value handed to a meter every
     step (`losses.update(loss.item(), n)`) is reported without a fix: the meter keeps its sum on
     the host, and only its class can change that.
 
@@ -711,15 +720,31 @@ def _declared_global(fn: cst.FunctionDef, name: str) -> bool:
 
 def _start_value(a, fn: cst.FunctionDef, loop: cst.CSTNode, acc: _Acc) -> str | None:
     """``"pyfloat"``/``"pyint"`` when ``total``'s only other binding is ``total = <literal>``
-    in a block enclosing the loop, before it; else None."""
+    in a block enclosing the loop, before it (bindings after the loop that no loop around it
+    carries back, ``test_loss /= n``, see the value read back after the loop); else None."""
     params = {p.name.value for p in (*fn.params.params, *fn.params.posonly_params, *fn.params.kwonly_params)}
     if acc.total in params:
         return None
     starts: list[cst.CSTNode] = []
+    order = a.structure.order
+    outer_loops = {id(n) for n in a.ancestors(loop) if isinstance(n, (cst.For, cst.While))}
+
+    def after_the_loop(stmt: cst.CSTNode) -> bool:
+        ancestors = list(a.ancestors(stmt))
+        return (
+            order.get(stmt, -1) > order.get(loop, -1)
+            and all(n is not loop for n in ancestors)
+            and not any(id(n) in outer_loops for n in ancestors)
+        )
 
     class V(cst.CSTVisitor):
         def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
-            if node is not acc.stmt and node not in acc.resets and acc.total in stored_names(node):
+            if (
+                node is not acc.stmt
+                and node not in acc.resets
+                and acc.total in stored_names(node)
+                and not after_the_loop(node)
+            ):
                 starts.append(node)
             return False
 
@@ -765,17 +790,10 @@ def _start_value(a, fn: cst.FunctionDef, loop: cst.CSTNode, acc: _Acc) -> str | 
     return kind
 
 
-# Context managers that never suppress an exception.
-_PLAIN_CONTEXTS = {
-    "torch.no_grad", "torch.inference_mode", "torch.enable_grad", "torch.set_grad_enabled",
-    "torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast", "torch.cuda.device",
-}
-
-
 def _plain_with(a, node: cst.With) -> bool:
     for item in node.items:
         expr = item.item
-        if not isinstance(expr, cst.Call) or a.callee(expr) not in _PLAIN_CONTEXTS:
+        if not isinstance(expr, cst.Call) or a.callee(expr) not in NON_SUPPRESSING_CONTEXTS:
             return False
     return True
 

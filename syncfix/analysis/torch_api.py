@@ -285,7 +285,7 @@ GRAD_ON = {
 # of these, every binding its body made has run (so the last one holds).
 NON_SUPPRESSING_CONTEXTS = NO_GRAD | GRAD_ON | {
     "torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast",
-    "contextlib.nullcontext",
+    "torch.cuda.device", "contextlib.nullcontext",
 }
 
 # --------------------------------------------------------------------------------------------
