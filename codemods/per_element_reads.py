@@ -15,6 +15,8 @@ class PerElementReads(Rule):
     A host read per element of a GPU tensor or of a collection of GPU tensors: a list
     comprehension `[v.item() for v in x]`, `[float(t) for t in (loss, acc)]`, or a `for` loop
     whose body reads its loop variable with `.item()`/`float()`/`int()`/`bool()`/`.tolist()`.
+    Where the code repeats, a comprehension that reads each element of values syncfix cannot name
+    with `.item()` (`[x.item() for x in gathered]`) is reported too, without a fix.
 
     ## Why it costs
     Each read is a device-to-host copy plus a full stream sync: a comprehension over N elements
@@ -155,10 +157,21 @@ class PerElementReads(Rule):
         a = self.analysis
         elt = node.elt
         comp = node.for_in
-        if not isinstance(elt, cst.Call) or not isinstance(comp.target, cst.Name):
+        if not isinstance(elt, cst.Call):
             return
         read = a.host_read(elt)
-        if read is None or not _reads_var(read, comp.target.value):
+        if read is None and a.is_hot(node):
+            # the likely view: what is read with ``.item()`` per element, every step, is a tensor
+            read = a.likely.host_read(elt)
+            if read is not None and _var_of(node, read) is not None:
+                if a.likely.value(read.receiver).device is not Device.CPU:
+                    self.report(node, f"{self.MESSAGE}; no fix: {_UNKNOWN_ELEMENTS}")
+                return
+        if read is None or not isinstance(comp.target, cst.Name):
+            return
+        if not _reads_var(read, comp.target.value):
+            if _var_of(node, read) is not None and a.value(read.receiver).device is not Device.CPU:
+                self.report(node, self.MESSAGE)  # the element of an inner ``for``
             return
         if a.value(read.receiver).device is Device.CPU:
             return
@@ -192,6 +205,22 @@ class PerElementReads(Rule):
             var = comp.target
             new = node.with_changes(for_in=comp.with_changes(iter=tolist), elt=elt.with_changes(args=[cst.Arg(var)]))
         self.report(node, fix=self.safe_fix({node: new}, "Read the whole tensor with one .tolist()"))
+
+
+_UNKNOWN_ELEMENTS = (
+    "syncfix cannot tell what the iterated values are; where they are tensors of one shape, dtype "
+    "kind and device, `torch.stack([...]).tolist()` (or `torch.cat`) reads them with one transfer"
+)
+
+
+def _var_of(node, read: HostRead) -> cst.CompFor | None:
+    """The ``for`` of the comprehension whose (plain name) target the read starts from."""
+    comp = node.for_in
+    while comp is not None:
+        if isinstance(comp.target, cst.Name) and _reads_var(read, comp.target.value):
+            return comp
+        comp = comp.inner_for_in
+    return None
 
 
 _ROWS_FIX = (
