@@ -15,6 +15,46 @@ _COLLECTORS = {"append", "extend", "put", "put_nowait"}
 _NO_READ = {"detach"}
 
 
+_SCALAR = "GPU value read on the host where code repeats: the CPU waits for all queued GPU work"
+_SCALAR_HINT = (
+    "; no fix: Python uses the value here. Read it less often, compute it from what the host "
+    "already has (sizes, lengths, positions it set), or keep it a tensor: if it is only logged "
+    "later, read it at the log line"
+)
+_HANDLED_CONTEXTS = (
+    cst.If, cst.While, cst.Assert, cst.IfExp, cst.BooleanOperation, cst.ListComp, cst.SetComp,
+    cst.DictComp, cst.GeneratorExp, cst.FormattedString, cst.Lambda, cst.AugAssign, cst.Comparison,
+)
+
+
+def _owned_elsewhere(a, node: cst.Call, stmt: cst.SimpleStatementLine) -> bool:
+    """Is this read in a context another rule reports (see ``_scalar_read``)?"""
+    for anc in a.ancestors(node):
+        if anc is stmt:
+            break
+        if isinstance(anc, _HANDLED_CONTEXTS):
+            return True
+        if isinstance(anc, cst.Call) and anc is not node and (
+            a.is_logging_call(anc)
+            or (isinstance(anc.func, cst.Attribute) and anc.func.attr.value in ("update", "append", "add_scalar"))
+        ):
+            return True
+    reads = a.likely.host_read_syncs
+    if isinstance(stmt.body[0], cst.AugAssign) or len(reads(stmt, any_device=True)) > 1:
+        return True  # a running total (SFX302), or several reads in one statement (SFX301)
+    before = a.statements_before(stmt) or []
+    block = a.block_of(stmt)
+    after: list = []
+    if block is not None:
+        body = list(block[1])
+        index = next((i for i, s in enumerate(body) if s is stmt), None)
+        after = body[index + 1 : index + 2] if index is not None else []
+    for other in [*before[:1], *after]:
+        if isinstance(other, cst.SimpleStatementLine) and reads(other, any_device=True):
+            return True  # reads in a row: SFX301 merges them
+    return False
+
+
 class DeviceToHostInLoop(Rule):
     """
     ## What it finds
@@ -25,6 +65,10 @@ class DeviceToHostInLoop(Rule):
     Where the code repeats (a loop body, a step-like function or a function called from one), a
     tensor whose device syncfix cannot name (a parameter's `.grad`, a model output passed in) is
     reported too, as likely on the GPU, with no fix: the message says the device is unknown.
+    Where the code repeats, a scalar read `v = t.item()` (or `t.item()` passed to a call, used
+    in a slice) is reported as well, unless another rule owns it: a running total (SFX302), a
+    log line (SFX401/SFX402), a branch or check (SFX201-SFX206), a comprehension (SFX303), or
+    reads in a row (SFX301).
 
     ## Why it costs
     A device-to-host copy with `non_blocking=False` runs `cudaMemcpyAsync` and then
@@ -63,7 +107,7 @@ class DeviceToHostInLoop(Rule):
     MESSAGE = "Blocking device-to-host copy in a loop: the CPU waits for all queued GPU work"
     FIX = "never"
     SAFETY = ()
-    TRIGGERS = (".cpu(", ".tolist(", ".to(")
+    TRIGGERS = (".cpu(", ".tolist(", ".to(", ".item(")
     VALID = [
         # not in a loop
         "import torch\nx = torch.ones(3, device='cuda')\ny = x.cpu()\n",
@@ -86,6 +130,9 @@ class DeviceToHostInLoop(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "item" and not node.args:
+            self._scalar_read(node)
+            return
         if not isinstance(func, cst.Attribute) or func.attr.value not in ("cpu", "to", "tolist"):
             return
         a = self.analysis
@@ -117,6 +164,25 @@ class DeviceToHostInLoop(Rule):
                 "later, collect the tensor and convert it after one event wait)"
             )
         self.report(node, self.MESSAGE + where + hint)
+
+    def _scalar_read(self, node: cst.Call) -> None:
+        """``v = t.item()`` or ``f(t.item())`` where code repeats, on a tensor that is (or may be)
+        on the GPU. Reads that other rules own are left to them: a total (SFX302), a log line
+        (SFX401/402), a branch or check (SFX2xx), a comprehension (SFX303), reads next to other
+        reads (SFX301)."""
+        a = self.analysis
+        read = a.host_read(node) or a.likely.host_read(node)
+        if read is None:
+            return
+        receiver = a.value(read.receiver)
+        proven = receiver.is_tensor and receiver.device in (Device.CUDA, Device.CUDA_OR_CPU)
+        if not proven and not unplaced_tensor(a, read.receiver):
+            return
+        stmt = a.statement_of(node)
+        if stmt is None or not isinstance(stmt, cst.SimpleStatementLine) or _owned_elsewhere(a, node, stmt):
+            return
+        where = "" if receiver.device is Device.CUDA else (UNPLACED if not proven else " (when the tensor is on CUDA)")
+        self.report(node, _SCALAR + where + _SCALAR_HINT)
 
     def _collected(self, node: cst.Call) -> bool:
         """Is the copied value only stored away (appended, put in a container) at this point?"""
