@@ -16,6 +16,10 @@ _NO_READ = {"detach"}
 
 
 _SCALAR = "GPU value read on the host where code repeats: the CPU waits for all queued GPU work"
+_TOTAL_HINT = (
+    "; no fix: a running total kept in a container or attribute; keep it a device tensor "
+    "(`counts[k] = counts[k] + t.sum()`) and read it only where it is shown"
+)
 _SCALAR_HINT = (
     "; no fix: Python uses the value here. Read it less often, compute it from what the host "
     "already has (sizes, lengths, positions it set), or keep it a tensor: if it is only logged "
@@ -23,12 +27,13 @@ _SCALAR_HINT = (
 )
 _HANDLED_CONTEXTS = (
     cst.If, cst.While, cst.Assert, cst.IfExp, cst.BooleanOperation, cst.ListComp, cst.SetComp,
-    cst.DictComp, cst.GeneratorExp, cst.FormattedString, cst.Lambda, cst.AugAssign, cst.Comparison,
+    cst.DictComp, cst.GeneratorExp, cst.FormattedString, cst.Lambda, cst.Comparison,
 )
 
 
-def _owned_elsewhere(a, node: cst.Call, stmt: cst.SimpleStatementLine) -> bool:
-    """Is this read in a context another rule reports (see ``_scalar_read``)?"""
+def _owned_elsewhere(a, node: cst.Call, stmt: cst.SimpleStatementLine, proven: bool) -> bool:
+    """Is this read in a context another rule reports (see ``_scalar_read``)? SFX301 merges
+    reads it can prove (``proven``); of reads it cannot, only the statement's first is reported."""
     for anc in a.ancestors(node):
         if anc is stmt:
             break
@@ -39,9 +44,18 @@ def _owned_elsewhere(a, node: cst.Call, stmt: cst.SimpleStatementLine) -> bool:
             or (isinstance(anc.func, cst.Attribute) and anc.func.attr.value in ("update", "append", "add_scalar"))
         ):
             return True
-    reads = a.likely.host_read_syncs
-    if isinstance(stmt.body[0], cst.AugAssign) or len(reads(stmt, any_device=True)) > 1:
-        return True  # a running total (SFX302), or several reads in one statement (SFX301)
+    small = stmt.body[0]
+    if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name):
+        return True  # a running total in a name: SFX302's
+    in_stmt = a.likely.host_read_syncs(stmt, any_device=True)
+    if len(in_stmt) > 1:
+        if proven:
+            return True  # several reads in one statement: SFX301's
+        first = min(in_stmt, key=lambda n: a.structure.order.get(n, -1))
+        return first is not node  # one finding for the statement
+    if not proven:
+        return False
+    reads = a.host_read_syncs
     before = a.statements_before(stmt) or []
     block = a.block_of(stmt)
     after: list = []
@@ -66,9 +80,10 @@ class DeviceToHostInLoop(Rule):
     tensor whose device syncfix cannot name (a parameter's `.grad`, a model output passed in) is
     reported too, as likely on the GPU, with no fix: the message says the device is unknown.
     Where the code repeats, a scalar read `v = t.item()` (or `t.item()` passed to a call, used
-    in a slice) is reported as well, unless another rule owns it: a running total (SFX302), a
-    log line (SFX401/SFX402), a branch or check (SFX201-SFX206), a comprehension (SFX303), or
-    reads in a row (SFX301).
+    in a slice, added to a total kept in a container: `counts["raw"] += t.sum().item()`) is
+    reported as well, unless another rule owns it: a running total in a name (SFX302), a log
+    line (SFX401/SFX402), a branch or check (SFX201-SFX206), a comprehension (SFX303), or reads
+    in a row that SFX301 can merge (of reads it cannot, one finding per statement).
 
     ## Why it costs
     A device-to-host copy with `non_blocking=False` runs `cudaMemcpyAsync` and then
@@ -179,10 +194,11 @@ class DeviceToHostInLoop(Rule):
         if not proven and not unplaced_tensor(a, read.receiver):
             return
         stmt = a.statement_of(node)
-        if stmt is None or not isinstance(stmt, cst.SimpleStatementLine) or _owned_elsewhere(a, node, stmt):
+        if stmt is None or not isinstance(stmt, cst.SimpleStatementLine) or _owned_elsewhere(a, node, stmt, proven):
             return
         where = "" if receiver.device is Device.CUDA else (UNPLACED if not proven else " (when the tensor is on CUDA)")
-        self.report(node, _SCALAR + where + _SCALAR_HINT)
+        total = isinstance(stmt.body[0], cst.AugAssign)  # ``counts["raw"] += t.sum().item()``
+        self.report(node, _SCALAR + where + (_TOTAL_HINT if total else _SCALAR_HINT))
 
     def _collected(self, node: cst.Call) -> bool:
         """Is the copied value only stored away (appended, put in a container) at this point?"""
