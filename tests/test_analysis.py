@@ -265,10 +265,10 @@ def test_syntactic_precheck_keeps_aliased_callees(call):
         ("typing.Tuple[int, torch.Tensor]", "a, b", Kind.TENSOR),
         ("tuple[torch.Tensor, torch.Tensor, int]", "a, b, c", Kind.TENSOR),
         ("tuple[torch.Tensor, int]", "a, b", Kind.UNKNOWN),  # b is the int
-        # a sequence of tensors, any length: each item is a tensor (read as a batch's item)
-        ("tuple[torch.Tensor, ...]", "a, b", Kind.BATCH),
-        ("list[torch.Tensor]", "a, b", Kind.BATCH),
-        ("typing.Sequence[torch.Tensor]", "a, b", Kind.BATCH),
+        # a sequence of tensors, any length: each item is a tensor
+        ("tuple[torch.Tensor, ...]", "a, b", Kind.TENSOR),
+        ("list[torch.Tensor]", "a, b", Kind.TENSOR),
+        ("typing.Sequence[torch.Tensor]", "a, b", Kind.TENSOR),
         ("list[int]", "a, b", Kind.UNKNOWN),
         ('"tuple[int, torch.Tensor]"', "a, b", Kind.UNKNOWN),  # a string annotation is not read
     ],
@@ -300,3 +300,23 @@ def test_a_binding_in_the_other_branch_reaches_only_a_name_that_outlives_the_cal
     a, module = analyse(src)
     assert a.value(last_name(module, "buf")).memory is Memory.PAGEABLE
     assert a.value(last_name(module, "cache")).memory is not Memory.PAGEABLE
+
+
+def test_a_sequence_of_tensors_is_no_tensor_but_its_items_are():
+    src = (
+        "import torch\n"
+        "def f(xs: list[torch.Tensor], n):\n"
+        "    for i in range(n):\n"
+        "        if xs:\n"
+        "            pass\n"
+        "    return xs[0], xs[1:], [x for x in xs]\n"
+    )
+    a, module = analyse(src)
+    first = find(module, "xs[0]", cst.Subscript)
+    rest = find(module, "xs[1:]", cst.Subscript)
+    comp = find(module, "[x for x in xs]", cst.ListComp)
+    assert a.value(first).kind is Kind.TENSOR
+    assert a.value(rest).kind is Kind.TENSORS and not a.value(rest).is_tensor
+    assert a.value(comp.elt).kind is Kind.TENSOR
+    from syncfix import check_code
+    assert not [f for f in check_code(src) if f.line == 4]  # `if xs:` tests a list, not a tensor

@@ -110,6 +110,9 @@ def _value(a: ModuleAnalysis, expr: cst.CSTNode) -> Value:
             return replace(base, dtype=base.dtype)
         if base.kind is Kind.BATCH:
             return base
+        if base.kind is Kind.TENSORS:  # an item, or a slice that is still a sequence
+            sliced = any(isinstance(el.slice, cst.Slice) for el in expr.slice)
+            return base if sliced else replace(base, kind=Kind.TENSOR)
         return UNKNOWN
     if isinstance(expr, cst.BinaryOperation):
         return _arith(a, expr.left, expr.right)
@@ -228,6 +231,9 @@ def _destructure(a: ModuleAnalysis, expr: cst.BaseExpression | None, value: Valu
         if value.kind is Kind.BATCH or value.kind is Kind.TENSOR:
             expr = None  # a batch's items are batches; a tensor's rows are views
             continue
+        if value.kind is Kind.TENSORS:
+            expr, value = None, replace(value, kind=Kind.TENSOR)
+            continue
         if isinstance(value, TupleValue):
             if index < len(value.items):
                 expr, value = None, value.items[index]
@@ -243,6 +249,8 @@ def _element_of(a: ModuleAnalysis, iterable: cst.BaseExpression) -> Value:
         return replace(v, kind=Kind.BATCH)
     if v.kind is Kind.TENSOR or v.kind is Kind.BATCH:
         return v  # rows of a tensor; items of a batch (as in ``_destructure``)
+    if v.kind is Kind.TENSORS:
+        return replace(v, kind=Kind.TENSOR)
     if isinstance(iterable, cst.Call):
         batch_view = _batch_dict_view(a, iterable)
         if batch_view is not None:
@@ -279,7 +287,7 @@ def _type_value(a: ModuleAnalysis, expr: cst.BaseExpression) -> Value:
     if a.qualname(expr) in TENSOR_TYPES:
         return Value(Kind.TENSOR)
     if isinstance(expr, cst.Subscript) and _tensor_sequence(a, expr):
-        return Value(Kind.BATCH)  # a container of tensors: its items are tensors
+        return Value(Kind.TENSORS)  # a container of tensors: its items are tensors
     if isinstance(expr, cst.Subscript) and a.qualname(expr.value) in ("builtins.tuple", "typing.Tuple"):
         items = []
         for el in expr.slice:

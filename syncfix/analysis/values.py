@@ -19,6 +19,7 @@ class Kind(enum.Enum):
     MODULE = "module"  # an nn.Module instance
     LOADER = "loader"  # a torch DataLoader
     BATCH = "batch"  # one item of a DataLoader (tensor, or container of tensors)
+    TENSORS = "tensors"  # a list or tuple of tensors (``Sequence[Tensor]``): not itself a tensor
     NUMBER = "number"  # a Python bool/int/float
     NDARRAY = "ndarray"
     OTHER = "other"  # known not to be any of the above (str, list, dict, None...)
