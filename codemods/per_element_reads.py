@@ -142,7 +142,8 @@ class PerElementReads(Rule):
         bindings = list(scope.assignments[var])
         if len(bindings) != 1 or getattr(bindings[0], "node", None) is not node.target:
             return None
-        if any(id(acc.node) not in receivers for acc in scope.accesses[var]):
+        # every read of the binding, nested scopes included (a closure sees ``v`` later)
+        if any(id(acc.node) not in receivers for acc in bindings[0].references):
             return None  # used other than as ``v.item()``, or after the loop
         for stmt in _statements(node.body):
             fx = a.effects(stmt)
