@@ -256,6 +256,9 @@ class MergeScalarReads(Rule):
             if item.why_not is None:
                 groups.setdefault((item.kind, item.origin), []).append(item)  # type: ignore[arg-type]
         merged = [g for g in groups.values() if len({i.code for i in g}) >= 2]
+        proven = [g for g in merged if not any(i.likely_device for i in g)]
+        if proven:
+            merged = proven  # a safe fix for what is proven; never an unsafe one bundled with it
         torch_name = a.torch_alias
         first = items[0].read.node
         n = len(items)
