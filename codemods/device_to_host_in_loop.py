@@ -56,14 +56,8 @@ def _owned_elsewhere(a, node: cst.Call, stmt: cst.SimpleStatementLine, proven: b
     if not proven:
         return False
     reads = a.host_read_syncs
-    before = a.statements_before(stmt) or []
-    block = a.block_of(stmt)
-    after: list = []
-    if block is not None:
-        body = list(block[1])
-        index = next((i for i, s in enumerate(body) if s is stmt), None)
-        after = body[index + 1 : index + 2] if index is not None else []
-    for other in [*before[:1], *after]:
+    neighbours = [*(a.statements_before(stmt) or [])[:1], *(a.statements_after(stmt) or [])[:1]]
+    for other in neighbours:
         if isinstance(other, cst.SimpleStatementLine) and reads(other, any_device=True):
             return True  # reads in a row: SFX301 merges them
     return False

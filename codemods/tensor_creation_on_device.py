@@ -164,6 +164,18 @@ class TensorCreationOnDevice(Rule):
             return
         self.report(node, fix=self._fix(node, data, dev.value))
 
+    def _rewritable(self, node: cst.Call) -> bool:
+        """``torch.tensor``/``torch.as_tensor`` spelled through the module name, in a file with
+        no streams (a copy would be ordered on the current one only) and no default device."""
+        a = self.analysis
+        func = node.func
+        return (
+            not a.uses_streams
+            and not a.sets_default_device
+            and isinstance(func, cst.Attribute)
+            and a.qualname(func.value) == "torch"
+        )
+
     def _pageable_fix(
         self, node: cst.Call, data: cst.BaseExpression, dev: cst.BaseExpression, *, safe: bool
     ) -> Fix | None:
@@ -172,13 +184,9 @@ class TensorCreationOnDevice(Rule):
         cannot name (unsafe): on the CPU ``.to`` returns the tensor itself; to CUDA the fresh
         pageable temporary is staged when the call returns, and nothing else holds it."""
         a = self.analysis
-        func = node.func
         kwargs = {arg.keyword.value for arg in node.args if arg.keyword is not None}
         if (
-            a.uses_streams
-            or a.sets_default_device
-            or not isinstance(func, cst.Attribute)
-            or a.qualname(func.value) != "torch"
+            not self._rewritable(node)
             or not kwargs <= {"device", "dtype"}
             or not _is_simple(dev)
             or not (a.is_host_data(data) or (not safe and _likely_numbers(a, data)))
@@ -198,13 +206,9 @@ class TensorCreationOnDevice(Rule):
     def _fix(self, node: cst.Call, data: cst.BaseExpression, dev: cst.BaseExpression) -> Fix | None:
         a = self.analysis
         func = node.func
-        if (
-            a.uses_streams
-            or a.sets_default_device
-            or not isinstance(func, cst.Attribute)
-            or a.qualname(func.value) != "torch"
-        ):
+        if not self._rewritable(node):
             return None
+        assert isinstance(func, cst.Attribute)
         kwargs = {arg.keyword.value for arg in node.args if arg.keyword is not None}
         scalar = a.python_number_type(data)
         if scalar is not None:
@@ -321,7 +325,11 @@ _UNPLACED_DEVICE = (
 )
 
 
-_SEQUENCE_TYPES = {"list", "tuple", "List", "Tuple", "Sequence"}
+_SEQUENCES = {
+    "builtins.list", "builtins.tuple", "typing.List", "typing.Tuple", "typing.Sequence",
+    "collections.abc.Sequence",
+}
+_NUMBERS = {"builtins.int", "builtins.float", "builtins.bool"}
 
 
 def _likely_numbers(a, data: cst.BaseExpression) -> bool:
@@ -344,25 +352,23 @@ def _likely_numbers(a, data: cst.BaseExpression) -> bool:
 
 
 def _annotated_numbers(a, name: cst.Name) -> bool:
+    """Is every binding of ``name`` a parameter annotated as a list or tuple of numbers?"""
     bindings = a.bindings(name)
     params = [node for b in bindings if isinstance(node := getattr(b, "node", None), cst.Param)]
-    if not params or len(params) != len(bindings):
+    return bool(params) and len(params) == len(bindings) and all(
+        p.annotation is not None and _number_sequence(a, p.annotation.annotation) for p in params
+    )
+
+
+def _number_sequence(a, hint: cst.BaseExpression) -> bool:
+    """``List[int]``, ``list[float]``, ``Tuple[int, ...]``, ``Sequence[int]``..."""
+    if not isinstance(hint, cst.Subscript) or a.qualname(hint.value) not in _SEQUENCES:
         return False
-    for p in params:
-        ann = p.annotation
-        hint = ann.annotation if ann is not None else None
-        if not (
-            isinstance(hint, cst.Subscript)
-            and isinstance(hint.value, (cst.Name, cst.Attribute))
-            and (hint.value.value if isinstance(hint.value, cst.Name) else hint.value.attr.value) in _SEQUENCE_TYPES
-            and all(
-                isinstance(e.slice, cst.Index)
-                and isinstance(e.slice.value, cst.Name)
-                and e.slice.value.value in ("int", "float", "bool")
-                or isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Ellipsis)
-                for e in hint.slice
-            )
-        ):
+    for element in hint.slice:
+        index = element.slice
+        if not isinstance(index, cst.Index):
+            return False
+        if not (isinstance(index.value, cst.Ellipsis) or a.qualname(index.value) in _NUMBERS):
             return False
     return True
 

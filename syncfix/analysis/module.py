@@ -198,6 +198,10 @@ class ModuleAnalysis:
         """The statements before ``stmt`` in its block, nearest first (None: not in a block)."""
         return navigation.statements_before(self, stmt)
 
+    def statements_after(self, stmt: cst.CSTNode | None) -> list[cst.BaseStatement] | None:
+        """The statements after ``stmt`` in its block, nearest first (None: not in a block)."""
+        return navigation.statements_after(self, stmt)
+
     def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
         return navigation.enclosing_function(self, node)
 

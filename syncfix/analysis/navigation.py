@@ -40,12 +40,25 @@ def block_of(a: ModuleAnalysis, stmt: cst.CSTNode) -> tuple[cst.CSTNode, Sequenc
 
 def statements_before(a: ModuleAnalysis, stmt: cst.CSTNode | None) -> list[cst.BaseStatement] | None:
     """The statements before ``stmt`` in its block, nearest first (None: not in a block)."""
+    split = _split_block(a, stmt)
+    return None if split is None else split[0][::-1]
+
+
+def statements_after(a: ModuleAnalysis, stmt: cst.CSTNode | None) -> list[cst.BaseStatement] | None:
+    """The statements after ``stmt`` in its block, nearest first (None: not in a block)."""
+    split = _split_block(a, stmt)
+    return None if split is None else split[1]
+
+
+def _split_block(
+    a: ModuleAnalysis, stmt: cst.CSTNode | None
+) -> tuple[list[cst.BaseStatement], list[cst.BaseStatement]] | None:
     block = block_of(a, stmt) if stmt is not None else None
     if block is None:
         return None
     body = list(block[1])
     index = next((i for i, s in enumerate(body) if s is stmt), None)
-    return None if index is None else body[index - 1 :: -1] if index else []
+    return None if index is None else (body[:index], body[index + 1 :])
 
 
 def enclosing_function(a: ModuleAnalysis, node: cst.CSTNode) -> cst.FunctionDef | None:
