@@ -10,7 +10,6 @@ from syncfix.analysis import (
     NON_SUPPRESSING_CONTEXTS,
     Device,
     HostRead,
-    Kind,
     literal_kind,
     stored_names,
 )
@@ -305,7 +304,7 @@ keeps the finding). A value handed to a meter every
         if isinstance(summand, cst.BinaryOperation) and isinstance(summand.operator, cst.Multiply):
             # ``loss.item() * x.size(0)``: a mean weighted by a batch size (either order)
             for read_side, other in ((summand.left, summand.right), (summand.right, summand.left)):
-                if isinstance(read_side, cst.Call) and _is_size(a, other):
+                if isinstance(read_side, cst.Call) and a.is_element_count(other):
                     summand, weight = read_side, other
                     break
             else:
@@ -357,7 +356,7 @@ keeps the finding). A value handed to a meter every
                 acc.needs.append(("one_element", receiver))
                 acc.unobserved = acc.unobserved or "the summand is not provably a one-element tensor"
         origin = a.device_origin(receiver)
-        if origin is None or (origin[0] != '"' and origin in _names_bound_in(loop)):
+        if origin is None or (origin[0] != '"' and origin in stored_names(loop)):
             origin = None  # the accumulator follows the summand's device (see ``_fix``)
         acc.origin = origin
         fn = a.enclosing_function(loop)
@@ -618,37 +617,6 @@ def _mentions_in(node: cst.CSTNode, name: str) -> bool:
     return bool(_names_in(node, name, skip=None))
 
 
-def _is_size(a, expr: cst.BaseExpression) -> bool:
-    """A count of elements that is a Python int well under 2**53 (so float64 holds it exactly)
-    and has no side effects: ``len(name)``, ``t.size(i)``, ``t.shape[i]``, ``t.numel()``, or an
-    int literal."""
-    if isinstance(expr, cst.Integer):
-        return int(expr.value.replace("_", ""), 0) < 2**53
-    if isinstance(expr, cst.Call):
-        func = expr.func
-        if isinstance(func, cst.Name) and func.value == "len" and a.callee(expr) in ("len", "builtins.len"):
-            return len(expr.args) == 1 and isinstance(expr.args[0].value, cst.Name)
-        if isinstance(func, cst.Attribute) and func.attr.value in ("size", "numel") and _sized(a, func.value):
-            return isinstance(func.value, cst.Name) and all(isinstance(arg.value, cst.Integer) for arg in expr.args)
-        return False
-    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute):
-        shape = expr.value
-        return (
-            shape.attr.value == "shape"
-            and isinstance(shape.value, cst.Name)
-            and _sized(a, shape.value)
-            and len(expr.slice) == 1
-            and isinstance(expr.slice[0].slice, cst.Index)
-            and isinstance(expr.slice[0].slice.value, cst.Integer)
-        )
-    return False
-
-
-def _sized(a, expr: cst.BaseExpression) -> bool:
-    """A tensor, or an item of a loader batch (whose ``size(0)`` is the batch size)."""
-    return a.value(expr).kind in (Kind.TENSOR, Kind.BATCH)
-
-
 def _ancestors_until(a, node: cst.CSTNode, stop: cst.CSTNode):
     for anc in a.ancestors(node):
         if anc is stop:
@@ -656,31 +624,14 @@ def _ancestors_until(a, node: cst.CSTNode, stop: cst.CSTNode):
         yield anc
 
 
-def _names_bound_in(node: cst.CSTNode) -> set[str]:
-    return stored_names(node)
-
-
 def _mentions(loop: cst.For | cst.While, name: str, *, skip: cst.CSTNode, header: bool) -> bool:
     """Is ``name`` used in the loop (body, ``else``, a ``while`` test) outside ``skip``?"""
-    found = False
-
-    class V(cst.CSTVisitor):
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            nonlocal found
-            if node is skip:
-                return False
-            if isinstance(node, cst.Name) and node.value == name:
-                found = True
-            return not found
-
     parts: list[cst.CSTNode] = [loop.body]
     if loop.orelse is not None:
         parts.append(loop.orelse)
     if header and isinstance(loop, cst.While):
         parts.append(loop.test)
-    for part in parts:
-        walk(part, V())
-    return found
+    return any(_names_in(part, name, skip=skip) for part in parts)
 
 
 def _nested_scope_mentions(fn: cst.FunctionDef, name: str) -> bool:

@@ -390,6 +390,11 @@ class ModuleAnalysis:
         """The shape of a tensor that provably holds exactly one element, or None."""
         return shapes.one_element_shape(self, expr)
 
+    def is_element_count(self, expr: cst.BaseExpression) -> bool:
+        """A count of elements (``len(x)``, ``t.size(0)``, ``t.shape[0]``, ``t.numel()``, an int
+        literal): a Python int under 2**53, evaluated without side effects."""
+        return shapes.is_element_count(self, expr)
+
     def is_one_element(self, expr: cst.BaseExpression) -> bool:
         """Does the tensor provably hold exactly one element (its shape known or not)?"""
         return shapes.one_element_shape(self, expr) is not None or autograd.backward_checked(self, expr)

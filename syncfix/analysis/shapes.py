@@ -28,6 +28,7 @@ from .torch_api import (
     SHAPE_KEEPING,
     TENSOR_NAMESPACES,
 )
+from .values import Kind
 
 if TYPE_CHECKING:
     from .module import ModuleAnalysis
@@ -277,3 +278,34 @@ def _item_of_index_tuple(a: ModuleAnalysis, expr: cst.Subscript) -> bool:
     if name == "torch.where":
         return len(call.args) == 1 and len(args) == 1 and a.is_tensor(args[0].value)
     return False
+
+
+def is_element_count(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    """A count of elements that is a Python int well under 2**53 (so float64 holds it exactly)
+    and has no side effects: ``len(name)``, ``t.size(i)``, ``t.shape[i]``, ``t.numel()``, or an
+    int literal."""
+    if isinstance(expr, cst.Integer):
+        return int(expr.value.replace("_", ""), 0) < 2**53
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        if isinstance(func, cst.Name) and func.value == "len" and a.callee(expr) in ("len", "builtins.len"):
+            return len(expr.args) == 1 and isinstance(expr.args[0].value, cst.Name)
+        if isinstance(func, cst.Attribute) and func.attr.value in ("size", "numel") and _sized(a, func.value):
+            return isinstance(func.value, cst.Name) and all(isinstance(arg.value, cst.Integer) for arg in expr.args)
+        return False
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute):
+        shape = expr.value
+        return (
+            shape.attr.value == "shape"
+            and isinstance(shape.value, cst.Name)
+            and _sized(a, shape.value)
+            and len(expr.slice) == 1
+            and isinstance(expr.slice[0].slice, cst.Index)
+            and isinstance(expr.slice[0].slice.value, cst.Integer)
+        )
+    return False
+
+
+def _sized(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    """A tensor, or an item of a loader batch (whose ``size(0)`` is the batch size)."""
+    return a.value(expr).kind in (Kind.TENSOR, Kind.BATCH)
