@@ -1,0 +1,50 @@
+"""On a GPU: SFX303's one read per tensor instead of one per element (the rewrite comes from
+``syncfix.fix_code``; values and Python types must match, syncs must fall)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ..support import check_rewrite_keeps_values_with_fewer_syncs
+
+torch = pytest.importorskip("torch")
+
+LOOP = """
+import torch
+
+
+def f(sequence: torch.Tensor, first: torch.Tensor):
+    best = -1
+    for _ in range(4):
+        starts = (sequence == first).nonzero(as_tuple=True)[0]
+        for start in starts:
+            idx = start.item()
+            if idx + 2 <= len(sequence):
+                best = max(best, idx)
+    return (best,)
+"""
+
+ROWS = """
+import torch
+
+
+def f(logits: torch.Tensor):
+    out = ()
+    for _ in range(4):
+        tokens = torch.argmax(logits, dim=-1, keepdim=True)
+        out = out + (tuple([t.item() for t in tokens]),)
+        logits = logits.roll(1, 0)
+    return out
+"""
+
+
+@pytest.mark.cuda
+def test_sfx303_loop_over_indices_reads_once():
+    sequence = torch.tensor([3, 1, 3, 3, 2, 3] * 8, device="cuda")
+    check_rewrite_keeps_values_with_fewer_syncs("SFX303", LOOP, False, (sequence, sequence[0]), True)
+
+
+@pytest.mark.cuda
+def test_sfx303_rows_of_unknown_rank_read_once():
+    logits = torch.randn(16, 50, device="cuda")
+    check_rewrite_keeps_values_with_fewer_syncs("SFX303", ROWS, True, (logits,), True)
