@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfix.analysis import Device, keyword
+from syncfix.analysis import Device, Kind, keyword
 from syncfix.rules import Invalid, Rule
 
 from ._support import UNPLACED, unplaced_tensor
@@ -180,12 +180,16 @@ class DeviceToHostInLoop(Rule):
         (SFX401/402), a branch or check (SFX2xx), a comprehension (SFX303), reads next to other
         reads (SFX301)."""
         a = self.analysis
-        read = a.host_read(node) or a.likely.host_read(node)
+        read = a.host_read(node)
+        read_as_tensor = False  # a value syncfix cannot name, read with ``.item()``: likely a tensor
+        if read is None:
+            read = a.likely.host_read(node)
+            read_as_tensor = read is not None and a.likely.value(read.receiver).kind is Kind.UNKNOWN
         if read is None:
             return
         receiver = a.value(read.receiver)
         proven = receiver.is_tensor and receiver.device in (Device.CUDA, Device.CUDA_OR_CPU)
-        if not proven and not unplaced_tensor(a, read.receiver):
+        if not proven and not unplaced_tensor(a, read.receiver) and not (read_as_tensor and a.is_hot(node)):
             return
         stmt = a.statement_of(node)
         if stmt is None or not isinstance(stmt, cst.SimpleStatementLine) or _owned_elsewhere(a, node, stmt, proven):

@@ -91,6 +91,9 @@ class PerElementReads(Rule):
     def visit_SetComp(self, node: cst.SetComp) -> None:
         self._comprehension(node, fixable=False)
 
+    def visit_DictComp(self, node: cst.DictComp) -> None:
+        self._comprehension(node, fixable=False)
+
     def visit_For(self, node: cst.For) -> None:
         a = self.analysis
         if not isinstance(node.target, cst.Name) or a.value(node.iter).kind is not Kind.TENSOR:
@@ -156,9 +159,10 @@ class PerElementReads(Rule):
 
     def _comprehension(self, node, fixable: bool = True) -> None:
         a = self.analysis
-        elt = node.elt
+        elt = node.value if isinstance(node, cst.DictComp) else node.elt
         comp = node.for_in
         if not isinstance(elt, cst.Call):
+            self._read_inside(node, elt)
             return
         read = a.host_read(elt)
         if read is None and a.is_hot(node):
@@ -208,6 +212,29 @@ class PerElementReads(Rule):
         self.report(node, fix=self.safe_fix({node: new}, "Read the whole tensor with one .tolist()"))
 
 
+    def _read_inside(self, node, elt: cst.BaseExpression) -> None:
+        """A read of each element inside a larger expression (``{k: v.item() / n for k, v in
+        d.items()}``), where code repeats: reported, no fix."""
+        a = self.analysis
+        if not a.is_hot(node):
+            return
+        found: list[HostRead] = []
+
+        class V(cst.CSTVisitor):
+            def visit_Call(self, call: cst.Call) -> None:
+                read = a.host_read(call) or a.likely.host_read(call)
+                if read is not None and _var_of(node, read) is not None:
+                    found.append(read)
+
+            def visit_Lambda(self, n: cst.Lambda) -> bool:
+                return False
+
+        walk(elt, V())
+        if any(a.likely.value(r.receiver).device is not Device.CPU for r in found):
+            proven = all(a.is_tensor(r.receiver) for r in found)
+            self.report(node, self.MESSAGE if proven else f"{self.MESSAGE}; no fix: {_UNKNOWN_ELEMENTS}")
+
+
 _UNKNOWN_ELEMENTS = (
     "syncfix cannot tell what the iterated values are; where they are tensors of one shape, dtype "
     "kind and device, `torch.stack([...]).tolist()` (or `torch.cat`) reads them with one transfer"
@@ -218,7 +245,9 @@ def _var_of(node, read: HostRead) -> cst.CompFor | None:
     """The ``for`` of the comprehension whose (plain name) target the read starts from."""
     comp = node.for_in
     while comp is not None:
-        if isinstance(comp.target, cst.Name) and _reads_var(read, comp.target.value):
+        target = comp.target
+        names = [e.value for e in target.elements] if isinstance(target, cst.Tuple) else [target]
+        if any(isinstance(n, cst.Name) and _reads_var(read, n.value) for n in names):
             return comp
         comp = comp.inner_for_in
     return None

@@ -77,9 +77,10 @@ class TensorCreationOnDevice(Rule):
       CUDA the fresh temporary is pageable, which the driver stages when the call returns
       (nothing waits for queued GPU work for small data; large pageable copies still wait, but
       stay exact), and nothing else holds it.
-    - **A tensor's device** (`device=boxes.device`, `x` of unknown device, in code that repeats):
-      the same form is **unsafe**: it rests on the likely fact that the device is CUDA or the CPU
-      (other accelerators have their own copy rules). In this tier the data may also be a list
+    - **A device syncfix cannot name**, in code that repeats (a tensor's, `device=boxes.device`
+      with `boxes` of unknown device; or a name or attribute that holds one, `device=device`,
+      `self.device`, `args.device`): the same form is **unsafe**: it rests on the likely fact
+      that the device is CUDA or the CPU (other accelerators have their own copy rules). In this tier the data may also be a list
       literal of names (`[[x0, y0, x0, y0]]`) or a parameter annotated as a list or tuple of
       numbers (`crop_box: List[int]`).
     - Data that may already be a tensor, a device expression that is not a plain name, string or
@@ -145,8 +146,10 @@ class TensorCreationOnDevice(Rule):
         if device is Device.UNKNOWN and _unplaced_device(a, dev.value):
             held = a.value(args[0].value)
             if not held.is_tensor and held.kind is not Kind.MODULE:
-                fix = self._pageable_fix(node, args[0].value, dev.value, safe=False)
-                self.report(node, self.MESSAGE if fix else self.MESSAGE + _UNPLACED_DEVICE, fix=fix)
+                data = args[0].value
+                fix = self._pageable_fix(node, data, dev.value, safe=False)
+                known = a.is_host_data(data) or _likely_numbers(a, data)
+                self.report(node, self.MESSAGE if fix else self.MESSAGE + (_UNPLACED_DEVICE if known else _UNKNOWN_DATA), fix=fix)
             return
         if device not in (Device.CUDA, Device.CUDA_OR_CPU):
             return
@@ -319,9 +322,11 @@ _PAGEABLE_UNSAFE = (
     " (unsafe: the device is a tensor's, which syncfix cannot name; exact when it is CUDA or the "
     "CPU, and other accelerators have their own copy rules)"
 )
-_UNPLACED_DEVICE = (
-    " (if the device is a GPU's: syncfix cannot tell which device the tensor it is taken from is "
-    "on; no fix)"
+_UNPLACED_DEVICE = " (if the device is a GPU's: syncfix cannot tell which device this is; no fix)"
+_UNKNOWN_DATA = (
+    " (if the device is a GPU's, which syncfix cannot tell; no fix: the data is not provably host "
+    "data (a list of numbers, a numpy array); if it is, build it without `device=` and copy it with "
+    "`.to(device, non_blocking=True)`)"
 )
 
 
@@ -374,10 +379,13 @@ def _number_sequence(a, hint: cst.BaseExpression) -> bool:
 
 
 def _unplaced_device(a, dev: cst.BaseExpression) -> bool:
-    """``device=x.device`` of a tensor ``x`` whose device syncfix cannot name, in code that runs
-    every step (so likely a GPU's)."""
-    return (
-        isinstance(dev, cst.Attribute)
-        and dev.attr.value == "device"
-        and unplaced_tensor(a, dev.value)
-    )
+    """A device syncfix cannot name, in code that runs every step (so likely a GPU's):
+    ``device=x.device`` of a tensor ``x`` of unknown device, or a name or attribute that says it
+    holds a device (``device``, ``self.device``, ``args.device``, ``self.predictor.device``)."""
+    if isinstance(dev, cst.Attribute) and dev.attr.value == "device":
+        if unplaced_tensor(a, dev.value):
+            return True
+        held = a.likely.value(dev.value)
+        return not held.is_tensor and held.kind is not Kind.MODULE and a.is_hot(dev)
+    last = dev.attr.value if isinstance(dev, cst.Attribute) else dev.value if isinstance(dev, cst.Name) else ""
+    return "device" in last.lower() and a.is_hot(dev)

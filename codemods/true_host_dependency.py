@@ -117,6 +117,24 @@ class TrueHostDependency(Rule):
             return  # a guard: SFX203
         self.report(node, self._message(node, suites))
 
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        # SFX201 owns tests proven on the GPU (it picks tensors with ``torch.where``); here, a
+        # test on a tensor of unknown device, in code that repeats
+        a = self.analysis
+        if syncs_on_gpu(a, node.test) or not unplaced_reads(a, node.test):
+            return
+        child: cst.CSTNode = node
+        for anc in a.ancestors(node):
+            if isinstance(anc, (cst.If, cst.While, cst.Assert)) and child is anc.test:
+                return  # inside a test this rule (or SFX203) reports already
+            child = anc
+        self.report(
+            node,
+            f"{self.MESSAGE}: a conditional expression picks its value by a tensor's value. Compute "
+            "the choice on the device (`torch.where`), or read what it needs once, before the loop"
+            + UNPLACED,
+        )
+
     def visit_While(self, node: cst.While) -> None:
         a = self.analysis
         proven = syncs_on_gpu(a, node.test)

@@ -638,14 +638,17 @@ HUMAN_FORMATS = frozenset({"full", "concise", "grouped"})
 
 def _report(findings: list[Finding], ctx: ReportContext, fmt: str, opts: dict) -> None:
     """Write the report (or the statistics), the summary, and GitHub's job summary."""
+    report: str | Iterable[str]
     if opts.get("statistics"):
         report = formats.statistics(findings, ctx, as_json=fmt == "json")
     else:
-        report = FORMATS[fmt](findings, ctx)
+        report = FORMATS[fmt](findings, ctx)  # the per-finding formats stream their pieces
+    pieces = [report] if isinstance(report, str) else report
     if opts.get("output_file"):
-        Path(opts["output_file"]).write_text(report, encoding="utf-8")
+        with open(opts["output_file"], "w", encoding="utf-8") as fh:
+            fh.writelines(pieces)
     else:
-        sys.stdout.write(report)
+        sys.stdout.writelines(pieces)
     if not opts.get("quiet") and fmt in HUMAN_FORMATS and not opts.get("statistics"):
         click.echo(summary(findings, ctx), nl=False, err=bool(opts.get("output_file")))
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")

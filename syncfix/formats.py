@@ -21,7 +21,7 @@ import json
 import urllib.parse
 import xml.etree.ElementTree as ET
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from .advice import Explainer
 from .model import Applicability, Edit, Finding
@@ -117,8 +117,7 @@ def _strip_eol(text: str) -> str:
 
 
 @reporter("grouped")
-def grouped(findings: Sequence[Finding], ctx: ReportContext) -> str:
-    out: list[str] = []
+def grouped(findings: Sequence[Finding], ctx: ReportContext) -> Iterator[str]:
     by_file: dict[str, list[Finding]] = {}
     message = Explainer(findings, ctx.unsafe_fixes)
     on = ctx.color
@@ -126,7 +125,7 @@ def grouped(findings: Sequence[Finding], ctx: ReportContext) -> str:
         by_file.setdefault(f.path, []).append(f)
     for path, group in by_file.items():
         width = max(len(f"{f.line}:{f.column}") for f in group)
-        out.append(f"{paint(rel(path, ctx.root), 'path', on)}{paint(':', 'sep', on)}\n")
+        out = [f"{paint(rel(path, ctx.root), 'path', on)}{paint(':', 'sep', on)}\n"]
         for f in group:
             mark = paint(marker(f, ctx).strip(), "marker", on)
             out.append(
@@ -134,13 +133,13 @@ def grouped(findings: Sequence[Finding], ctx: ReportContext) -> str:
                 f"{' ' + mark if mark else ''} {message(f)}\n"
             )
         out.append("\n")
-    return "".join(out)
+        yield "".join(out)
 
 
 @reporter("json-lines")
-def json_lines(findings: Sequence[Finding], ctx: ReportContext) -> str:
+def json_lines(findings: Sequence[Finding], ctx: ReportContext) -> Iterator[str]:
     message = Explainer(findings, ctx.unsafe_fixes)
-    return "".join(json.dumps(finding_json(f, ctx, message(f))) + "\n" for f in findings)
+    return (json.dumps(finding_json(f, ctx, message(f))) + "\n" for f in findings)
 
 
 # ---- GitHub workflow commands ------------------------------------------------------------------

@@ -1,7 +1,9 @@
 """Reporters: small pure functions from findings to text, and the unified diff.
 
-``FORMATS`` maps an ``--output-format`` name to a function ``(findings, ctx) -> str``. More formats
-(CI ones) register themselves in :mod:`syncfix.formats`.
+``FORMATS`` maps an ``--output-format`` name to a function ``(findings, ctx)`` that returns the
+report as text, or as an iterable of pieces written one after another: the per-finding formats
+(full, concise, json, json-lines, grouped) stream, so a report of 80,000 findings is never one
+string in memory. More formats (CI ones) register themselves in :mod:`syncfix.formats`.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import functools
 import json
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from rich.console import Console
@@ -42,7 +44,7 @@ class ReportContext:
     fixed_text: Callable[[str, bool], str | None] | None = None
 
 
-Reporter = Callable[[Sequence[Finding], ReportContext], str]
+Reporter = Callable[[Sequence[Finding], ReportContext], "str | Iterable[str]"]
 FORMATS: dict[str, Reporter] = {}
 
 
@@ -122,9 +124,9 @@ def marker(f: Finding, ctx: ReportContext) -> str:
 
 
 @reporter("concise")
-def concise(findings: Sequence[Finding], ctx: ReportContext) -> str:
+def concise(findings: Sequence[Finding], ctx: ReportContext) -> Iterator[str]:
     message = Explainer(findings, ctx.unsafe_fixes)
-    return "".join(headline(f, ctx, message(f)) + "\n" for f in findings)
+    return (headline(f, ctx, message(f)) + "\n" for f in findings)
 
 
 def edit_diff(edit: Edit, context: int = 1) -> list[tuple[str, str]]:
@@ -168,18 +170,18 @@ def edit_hunks(edit: Edit, context: int = 1) -> str:
 
 
 @reporter("full")
-def full(findings: Sequence[Finding], ctx: ReportContext) -> str:
-    out: list[str] = []
-    split: dict[str, list[str]] = {}  # each file's lines, split once
+def full(findings: Sequence[Finding], ctx: ReportContext) -> Iterator[str]:
+    split: dict[str, list[str]] = {}  # the current file's lines, split once
     message = Explainer(findings, ctx.unsafe_fixes)
     on = ctx.color
     bar = paint("|", "gutter", on)
     for f in findings:
-        out.append(headline(f, ctx, message(f)) + "\n")
+        out: list[str] = [headline(f, ctx, message(f)) + "\n"]
         text = ctx.sources.get(f.path)
         if text is not None:
             lines = split.get(f.path)
             if lines is None:
+                split.clear()  # findings come sorted by file: keep one file's lines at a time
                 # only real newlines end a line (str.splitlines also breaks at form feeds)
                 lines = split[f.path] = [ln.rstrip("\r\n") for ln in _LINE.findall(text)]
             width = len(str(f.end_line))
@@ -209,7 +211,7 @@ def full(findings: Sequence[Finding], ctx: ReportContext) -> str:
                     row = f"{sign} {line}".rstrip()
                     out.append(f"  {paint(row, styles[sign], on) if styles[sign] else row}\n")
         out.append("\n")
-    return "".join(out)
+        yield "".join(out)
 
 
 def finding_json(f: Finding, ctx: ReportContext, message: str | None = None) -> dict:
@@ -254,9 +256,16 @@ def needs_json(n: Need) -> dict:
 
 
 @reporter("json")
-def as_json(findings: Sequence[Finding], ctx: ReportContext) -> str:
+def as_json(findings: Sequence[Finding], ctx: ReportContext) -> Iterator[str]:
+    """One JSON array, written a finding at a time (the same text as ``json.dumps(list, indent=2)``)."""
     message = Explainer(findings, ctx.unsafe_fixes)
-    return json.dumps([finding_json(f, ctx, message(f)) for f in findings], indent=2) + "\n"
+    if not findings:
+        yield "[]\n"
+        return
+    for i, f in enumerate(findings):
+        item = json.dumps(finding_json(f, ctx, message(f)), indent=2).replace("\n", "\n  ")
+        yield ("[\n  " if i == 0 else ",\n  ") + item
+    yield "\n]\n"
 
 
 # ---- summaries -------------------------------------------------------------------------------

@@ -310,7 +310,7 @@ def test_github_format_writes_the_step_summary(tmp_path, monkeypatch):
 
 def test_json_lines_gitlab_junit_grouped():
     findings, ctx = _findings(ALL_KINDS)
-    rows = [json.loads(x) for x in FORMATS["json-lines"](findings, ctx).splitlines()]
+    rows = [json.loads(x) for x in "".join(FORMATS["json-lines"](findings, ctx)).splitlines()]
     assert [r["fix"] and r["fix"]["applicability"] for r in rows] == ["safe", "unsafe", None]
 
     cq = json.loads(FORMATS["gitlab"](findings, ctx))
@@ -330,7 +330,7 @@ def test_json_lines_gitlab_junit_grouped():
     empty = ET.fromstring(FORMATS["junit"]([], ctx))
     assert empty.get("failures") == "0" and empty.find("./testsuite/testcase") is not None
 
-    grouped = FORMATS["grouped"](findings, ctx)
+    grouped = "".join(FORMATS["grouped"](findings, ctx))
     assert grouped.startswith("m.py:\n  2:5  SFX101 [*] ")  # padded to the widest l:c
     assert grouped.count("[*]") == 1  # unsafe fixes are not marked without --unsafe-fixes
 
@@ -375,3 +375,37 @@ def test_full_output_shows_the_finding_line_after_a_form_feed(tmp_path):
     result = CliRunner().invoke(cli, ["check", str(tmp_path / "m.py"), "--no-cache", "--output-format", "full"])
     assert "4 | y = x.cuda()" in result.output
     assert "    ^^^^^^^^" in result.output
+
+
+# ---- streaming -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["full", "concise", "json", "json-lines", "grouped"])
+def test_per_finding_formats_stream_one_piece_per_finding(fmt):
+    # a report is written piece by piece, so 80,000 findings are never one string in memory
+    findings, ctx = _findings(ALL_KINDS, path="a.py")
+    more, _ = _findings(SAFE, path="b.py")
+    findings = sorted(findings + more, key=Finding.sort_key)
+    ctx = replace(ctx, sources={"a.py": ALL_KINDS, "b.py": SAFE})
+    pieces = FORMATS[fmt](findings, ctx)
+    assert not isinstance(pieces, str)
+    pieces = list(pieces)
+    expected = 2 if fmt == "grouped" else len(findings) + (2 if fmt == "json" else 0)  # json: "[" ... "]"
+    assert len(pieces) >= expected - 1 and len(findings) >= 3
+
+
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_streamed_json_is_the_text_of_one_dump(n):
+    findings, ctx = _findings(ALL_KINDS)
+    findings = findings[:n]
+    text = "".join(FORMATS["json"](findings, ctx))
+    assert text == json.dumps(json.loads(text), indent=2) + "\n"
+    assert len(json.loads(text)) == n
+
+
+def test_output_file_gets_the_streamed_report(tmp_path):
+    (tmp_path / "m.py").write_text(ALL_KINDS)
+    out = tmp_path / "report.json"
+    result = CliRunner().invoke(cli, ["check", str(tmp_path / "m.py"), "--isolated", "-o", "json", "--output-file", str(out)])
+    assert result.exit_code == 1, result.output
+    assert len(json.loads(out.read_text())) == len(check_code(ALL_KINDS))

@@ -71,6 +71,9 @@ def host_read_syncs(
             truthy(e.right)
         elif isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Not):
             truthy(e.expression)
+        elif isinstance(e, cst.IfExp):  # the test takes the truth of the value picked
+            truthy(e.body)
+            truthy(e.orelse)
         elif maybe_cuda(e):
             found.append(e)
 

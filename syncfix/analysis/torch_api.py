@@ -108,7 +108,7 @@ LIKELY_TENSOR_METHODS = {
     "all", "isnan", "isfinite", "logical_not", "logical_and", "std", "var", "prod", "cumsum",
     "numel", "contiguous", "type_as", "topk", "sort", "gather",
 }
-LIKELY_TENSOR_ATTRS = {"grad"}
+LIKELY_TENSOR_ATTRS = {"grad", "weight", "bias"}
 
 TENSOR_ATTR_TENSOR = {"T", "mT", "H", "mH", "data", "grad", "real", "imag"}
 # Tensor methods whose result may be the receiver itself (so it keeps the receiver's memory).
