@@ -147,7 +147,9 @@ class TensorCreationOnDevice(Rule):
             held = a.value(args[0].value)
             if not held.is_tensor and held.kind is not Kind.MODULE:
                 data = args[0].value
-                fix = self._pageable_fix(node, data, dev.value, safe=False)
+                fix = None
+                if _tensor_device(a, dev.value) or a.repeats_here(node):  # not a helper hot only by name
+                    fix = self._pageable_fix(node, data, dev.value, safe=False)
                 known = a.is_host_data(data) or _likely_numbers(a, data)
                 self.report(node, self.MESSAGE if fix else self.MESSAGE + (_UNPLACED_DEVICE if known else _UNKNOWN_DATA), fix=fix)
             return
@@ -378,13 +380,18 @@ def _number_sequence(a, hint: cst.BaseExpression) -> bool:
     return True
 
 
+def _tensor_device(a, dev: cst.BaseExpression) -> bool:
+    """``device=x.device`` of a tensor ``x`` of unknown device, in code that repeats."""
+    return isinstance(dev, cst.Attribute) and dev.attr.value == "device" and unplaced_tensor(a, dev.value)
+
+
 def _unplaced_device(a, dev: cst.BaseExpression) -> bool:
     """A device syncfix cannot name, in code that runs every step (so likely a GPU's):
     ``device=x.device`` of a tensor ``x`` of unknown device, or a name or attribute that says it
     holds a device (``device``, ``self.device``, ``args.device``, ``self.predictor.device``)."""
+    if _tensor_device(a, dev):
+        return True
     if isinstance(dev, cst.Attribute) and dev.attr.value == "device":
-        if unplaced_tensor(a, dev.value):
-            return True
         held = a.likely.value(dev.value)
         return not held.is_tensor and held.kind is not Kind.MODULE and a.is_hot(dev)
     last = dev.attr.value if isinstance(dev, cst.Attribute) else dev.value if isinstance(dev, cst.Name) else ""

@@ -155,7 +155,8 @@ def analyze(
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     analysis = ModuleAnalysis(
         wrapper,
-        hot_functions=settings.hot_functions + (tuple(sorted(context.hot)) if context else ()),
+        hot_functions=settings.hot_functions,
+        called_from_loops=frozenset(context.hot) if context else frozenset(),
         module_name=context.module_name if context else None,
         imported=context.imported if context else None,
     )

@@ -81,6 +81,7 @@ class ModuleAnalysis:
         hot_functions: Sequence[str] = DEFAULT_HOT_FUNCTIONS,
         module_name: str | None = None,
         imported: frozenset[str] | None = None,
+        called_from_loops: frozenset[str] = frozenset(),
     ) -> None:
         self.wrapper = wrapper
         #: The dotted module name of this file in its project (None: a source without a path).
@@ -89,7 +90,10 @@ class ModuleAnalysis:
         #: when the project is unknown (a source given as text): then nothing is imported.
         self.imported = imported
         self.module = wrapper.module
+        #: Step-like function names (settings), and the functions other project files call from
+        #: repeating code (by name, projects.py): both are hot (:meth:`is_hot`).
         self.hot_functions = set(hot_functions)
+        self.called_from_loops = called_from_loops
         #: Memoised facts with loop-carried cycles solved by rounds; ``solver.work`` counts them.
         self.solver = FactSolver()
         self.cache = Caches()
@@ -110,6 +114,7 @@ class ModuleAnalysis:
         view = ModuleAnalysis(
             self.wrapper,
             hot_functions=tuple(self.hot_functions),
+            called_from_loops=self.called_from_loops,
             module_name=self.module_name,
             imported=self.imported,
         )
@@ -213,8 +218,15 @@ class ModuleAnalysis:
         return navigation.loops_around(self, node)
 
     def is_hot(self, node: cst.CSTNode) -> bool:
-        """In a loop body, or in a function that looks like a training/inference step."""
+        """In a loop body, or in a function that looks like a training/inference step, or that
+        other project files call from repeating code."""
         return navigation.is_hot(self, node)
+
+    def repeats_here(self, node: cst.CSTNode) -> bool:
+        """:meth:`is_hot` by this file alone: a loop body or a step-like function, not a helper
+        that other files call from a loop (found by name, so a one-time call of a same-named
+        function may count there)."""
+        return navigation.is_hot(self, node, project=False)
 
     @cached_property
     def is_script(self) -> bool:

@@ -94,13 +94,15 @@ def loops_around(a: ModuleAnalysis, node: cst.CSTNode) -> list[cst.For | cst.Whi
     return loops
 
 
-def is_hot(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
-    """In a loop body, or in a function that looks like a training/inference step."""
+def is_hot(a: ModuleAnalysis, node: cst.CSTNode, *, project: bool = True) -> bool:
+    """In a loop body, or in a function that looks like a training/inference step (or, with
+    ``project``, that other project files call from repeating code)."""
     if a.enclosing_loop(node) is not None:
         return True
     fn = a.enclosing_function(node)
     while fn is not None:
-        if fn.name.value in a.hot_functions or _calls_training_step(a, fn):
+        name = fn.name.value
+        if name in a.hot_functions or (project and name in a.called_from_loops) or _calls_training_step(a, fn):
             return True
         fn = a.enclosing_function(fn)
     return False
@@ -216,6 +218,7 @@ def fresh_name(a: ModuleAnalysis, base: str, taken: set[str] | None = None) -> s
 
 
 def _import_aliases(a: ModuleAnalysis) -> frozenset[str]:
+    a = a._syntax_of or a  # syntax: the likely view shares it
     if a.cache.import_aliases is not None:
         return a.cache.import_aliases
     out: set[str] = set()

@@ -24,3 +24,29 @@ def test_sfx102_pageable_form_is_exact_on_the_cpu():
     before = load(CUDA_OR_CPU, "f")(boxes, [1, 2, 3, 4])
     for fixed in (safe, unsafe):
         compare(before, load(fixed, "f")(boxes, [1, 2, 3, 4]), bitwise=True)
+
+
+def test_a_device_held_by_a_name_gets_a_fix_only_where_the_code_itself_repeats():
+    # ``make_ids`` is hot only because another project file calls it from a loop (by name): the
+    # finding stands, the unsafe fix does not (a one-time call of a same-named helper would churn)
+    from syncfix.config import Settings
+    from syncfix.engine import analyze, parse
+    from syncfix.rules import all_rules
+
+    src = (
+        "from typing import List\nimport torch\n\n"
+        "def make_ids(counts: List[int], device):\n    return torch.tensor(counts, device=device)\n\n"
+        "def loop(counts: List[int], device):\n    for _ in range(3):\n        torch.tensor(counts, device=device)\n"
+    )
+    rules = [all_rules()["SFX102"]]
+    settings = Settings(unsafe_fixes=True)
+
+    class Context:  # what projects.py gives a file: other files call ``make_ids`` from a loop
+        hot = frozenset({"make_ids"})
+        module_name = "m"
+        imported = frozenset()
+
+    found = analyze(parse(src.encode(), settings), rules, settings, Context())  # type: ignore[arg-type]
+    by_line = {found.position(f.node).start.line: f for f in found.findings}
+    assert set(by_line) == {5, 9}
+    assert by_line[5].fix is None and by_line[9].fix is not None

@@ -62,3 +62,39 @@ def test_sfx102_pageable_copies_to_cuda_or_cpu_and_a_tensors_device():
     boxes = torch.eye(256, device="cuda")
     # the `device` of `cuda|cpu` is a safe fix; `boxes.device` an unsafe one: both together here
     check_rewrite_keeps_values_with_fewer_syncs("SFX102", CUDA_OR_CPU, True, (boxes, [1, 2, 3, 4]), True)
+
+
+NAMED_DEVICE = """
+import torch
+
+
+def f(w: torch.Tensor, counts: list[int], device):
+    out = ()
+    for i in range(8):
+        w = w @ w  # queued GPU work a blocking copy would wait for
+        ids = torch.tensor(counts, device=device)  # a device held by a parameter: unsafe fix
+        out = out + ((ids, w.sum()),)
+    return out
+"""
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("device", ["cuda", "cpu"])
+def test_sfx102_pageable_copy_to_a_device_held_by_a_name(device):
+    from ..support import check_rewrite_keeps_values_with_fewer_syncs
+
+    # the unsafe fix rests on the device being CUDA or the CPU: exact on both (on the CPU `.to`
+    # returns the tensor itself; to CUDA the fresh pageable temporary is staged at once)
+    w = torch.eye(256, device="cuda")
+    if device == "cuda":
+        check_rewrite_keeps_values_with_fewer_syncs("SFX102", NAMED_DEVICE, True, (w, [1, 2, 3, 4], device), True)
+    else:
+        from syncfix import fix_code
+
+        from ..support import compare, count_syncs, load
+
+        new = fix_code(NAMED_DEVICE, select=["SFX102"], unsafe_fixes=True)
+        assert new != NAMED_DEVICE
+        before, _ = count_syncs(load(NAMED_DEVICE, "f"), w, [1, 2, 3, 4], device, seed=0)
+        after, _ = count_syncs(load(new, "f"), w, [1, 2, 3, 4], device, seed=0)
+        compare(before, after, bitwise=True)
