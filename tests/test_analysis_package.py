@@ -125,3 +125,42 @@ def test_max_along_a_dim_is_a_values_indices_pair():
     for name in ("predicted", "a", "b", "c"):
         assert seen[name].is_tensor and seen[name].device is Device.CUDA, name
     assert not seen["d"].is_tensor  # the pair itself is no tensor
+
+
+def test_an_isinstance_test_narrows_a_name_to_a_tensor_in_its_body_only():
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper
+
+    from syncfix.analysis import Kind, ModuleAnalysis
+
+    src = (
+        "import torch\n"
+        "def f(items, other):\n"
+        "    for k, v in items:\n"
+        "        if v is None:\n"
+        "            use(v)  # none\n"
+        "        elif isinstance(v, torch.Tensor) and v.dim() > 0:\n"
+        "            use(v)  # narrowed\n"
+        "        elif isinstance(v, (torch.Tensor, list)):\n"
+        "            use(v)  # a list passes too\n"
+        "        if isinstance(v, torch.Tensor):\n"
+        "            v = other\n"
+        "            use(v)  # rebound in the body\n"
+        "        if not isinstance(v, torch.Tensor):\n"
+        "            use(v)  # the negation\n"
+        "        else:\n"
+        "            use(v)  # an else is not narrowed (a test of its own would be)\n"
+        "        if isinstance(v, torch.Tensor):\n"
+        "            g = lambda: use(v)  # a later call: not narrowed\n"
+    )
+    wrapper = MetadataWrapper(cst.parse_module(src))
+    analysis = ModuleAnalysis(wrapper)
+    kinds = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            if isinstance(node.func, cst.Name) and node.func.value == "use":
+                kinds.append(analysis.value(node.args[0].value).kind)
+
+    wrapper.module.visit(V())
+    assert kinds == [Kind.UNKNOWN, Kind.TENSOR] + [Kind.UNKNOWN] * 5

@@ -96,7 +96,10 @@ def host_read_syncs(
         def visit_Call(self, node: cst.Call) -> None:
             func = node.func
             if isinstance(func, cst.Attribute) and func.attr.value in ("item", "tolist"):
-                if maybe_cuda(func.value):
+                if maybe_cuda(func.value) or (
+                    # the likely view: a value syncfix cannot name, read with ``.item()``
+                    any_device and a.value(func.value).kind is Kind.UNKNOWN and host_read(a, node) is not None
+                ):
                     found.append(node)
             elif a.callee(node) in ("builtins.bool", "builtins.int", "builtins.float"):
                 args = positional(node)

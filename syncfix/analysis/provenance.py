@@ -25,6 +25,7 @@ from . import callgraph
 from .bindings import assignment_order
 from .devices import fstring_device, string_device
 from .dtypes import dtype_kw
+from .narrowing import narrowed_to_tensor
 from .project import ALL
 from .syntax import is_none, keyword, literal_kind, positional, through_call
 from .torch_api import (
@@ -165,7 +166,11 @@ def _name_value(a: ModuleAnalysis, name: cst.Name) -> Value:
     if not bindings:
         return UNKNOWN
     # Many uses share one set of bindings (every later use in straight-line code): join once.
-    return a.solver.get("join", bindings, lambda n: _join_bindings(a, n), BOTTOM, UNKNOWN)
+    held = a.solver.get("join", bindings, lambda n: _join_bindings(a, n), BOTTOM, UNKNOWN)
+    if held.kind in (Kind.UNKNOWN, Kind.BATCH) and narrowed_to_tensor(a, name):
+        # ``if isinstance(x, torch.Tensor):`` around this use (a batch keeps where it lives)
+        return replace(held, kind=Kind.TENSOR) if held.kind is Kind.BATCH else Value(Kind.TENSOR)
+    return held
 
 
 def _join_bindings(a: ModuleAnalysis, bindings: frozenset[BaseAssignment]) -> Value:
