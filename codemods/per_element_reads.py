@@ -52,10 +52,13 @@ class PerElementReads(Rule):
     the tensor (iterating a tensor yields views of it, read as the loop goes; `tolist()` reads it
     once, up front), is fixed **safely**: `for v in x.tolist():` with each `v.item()` read as `v`
     (`x.nonzero(as_tuple=True)[0]` and `torch.where(mask)[0]` are 1-D).
-    Comprehensions over a list of separate tensors, and other `for` loops, are findings only: a stack of
-    the elements is exact only when they provably share dtype kind, shape and device, and for an
-    empty list `torch.stack` raises where the comprehension gives `[]` (SFX301 merges reads of
-    named tensors written out one by one).
+    Comprehensions over a list of separate tensors, and other `for` loops, are findings only for
+    the safe tier: a stack of the elements is exact only when they provably share dtype, shape
+    and device. In code that repeats, `[x.item() for x in xs]` over a name bound only to a list
+    built in the function (a display or a comprehension) gets an **unsafe** fix,
+    `torch.stack(xs).reshape(len(xs)).tolist() if xs else []`: it rests on the likely fact that
+    such a list holds tensors of one element, one dtype and one device (what `all_gather` fills);
+    an empty list keeps giving `[]`. SFX301 merges reads of named tensors written out one by one.
     """
 
     CODE = "SFX303"
@@ -170,7 +173,11 @@ class PerElementReads(Rule):
             read = a.likely.host_read(elt)
             if read is not None and _var_of(node, read) is not None:
                 if a.likely.value(read.receiver).device is not Device.CPU:
-                    self.report(node, f"{self.MESSAGE}; no fix: {_UNKNOWN_ELEMENTS}")
+                    stacked = self._stacked_list(node, read) if fixable else None
+                    if stacked is not None:
+                        self.report(node, fix=self.unsafe_fix({node: stacked}, _STACK_FIX))
+                    else:
+                        self.report(node, f"{self.MESSAGE}; no fix: {_UNKNOWN_ELEMENTS}")
                 return
         if read is None or not isinstance(comp.target, cst.Name):
             return
@@ -212,6 +219,32 @@ class PerElementReads(Rule):
         self.report(node, fix=self.safe_fix({node: new}, "Read the whole tensor with one .tolist()"))
 
 
+    def _stacked_list(self, node: cst.ListComp, read: HostRead) -> cst.BaseExpression | None:
+        """``[x.item() for x in xs]`` where ``xs`` is a name bound only to a list built here (a
+        display or a comprehension): ``torch.stack(xs).reshape(len(xs)).tolist() if xs else []``."""
+        a = self.analysis
+        comp, source, torch = node.for_in, node.for_in.iter, a.torch_alias
+        if (
+            torch is None
+            or read.form != "item"
+            or not isinstance(source, cst.Name)
+            or not isinstance(comp.target, cst.Name)
+            or not isinstance(read.receiver, cst.Name)
+            or read.receiver.value != comp.target.value
+            or comp.inner_for_in is not None
+            or comp.ifs
+            or comp.asynchronous
+        ):
+            return None
+        bound = a.reaching_values(source)
+        if not bound or not all(isinstance(v, (cst.List, cst.ListComp)) for v in bound):
+            return None
+        xs = source.value
+        new = cst.parse_expression(f"{torch}.stack({xs}).reshape(len({xs})).tolist() if {xs} else []")
+        if not isinstance(a.parent(node), (cst.Assign, cst.AnnAssign, cst.Return, cst.Arg, cst.Element)):
+            new = _paren(new)  # ``[...] + other`` must not become ``... else [] + other``
+        return new
+
     def _read_inside(self, node, elt: cst.BaseExpression) -> None:
         """A read of each element inside a larger expression (``{k: v.item() / n for k, v in
         d.items()}``), where code repeats: reported, no fix."""
@@ -234,6 +267,12 @@ class PerElementReads(Rule):
             proven = all(a.is_tensor(r.receiver) for r in found)
             self.report(node, self.MESSAGE if proven else f"{self.MESSAGE}; no fix: {_UNKNOWN_ELEMENTS}")
 
+
+_STACK_FIX = (
+    "Read the list's tensors with one stack (unsafe: it rests on the likely fact that they share "
+    "a device and a dtype, with one element each; mixed dtypes would promote, and a tensor of "
+    "more elements raises a RuntimeError with another message, as `item()` does)"
+)
 
 _UNKNOWN_ELEMENTS = (
     "syncfix cannot tell what the iterated values are; where they are tensors of one shape, dtype "

@@ -48,3 +48,26 @@ def test_sfx303_loop_over_indices_reads_once():
 def test_sfx303_rows_of_unknown_rank_read_once():
     logits = torch.randn(16, 50, device="cuda")
     check_rewrite_keeps_values_with_fewer_syncs("SFX303", ROWS, True, (logits,), True)
+
+
+STACKED = """
+import torch
+
+
+def f(x: torch.Tensor, world: int):
+    out = ()
+    for _ in range(4):
+        x = x @ x.T / x.shape[1]  # queued GPU work
+        sizes = [torch.zeros(1, dtype=torch.int32, device=x.device) + i for i in range(world)]
+        parts = [x.sum(), x.amax(), x.abs().mean()]
+        none = [t for t in parts if t is None]
+        out = out + (tuple([s.item() for s in sizes]), tuple([p.item() for p in parts]), [n.item() for n in none])
+    return out
+"""
+
+
+@pytest.mark.cuda
+def test_sfx303_list_of_tensors_read_with_one_stack():
+    # ints stay ints (int32 shape-(1,) tensors), floats floats, and an empty list gives []
+    x = torch.randn(64, 64, device="cuda")
+    check_rewrite_keeps_values_with_fewer_syncs("SFX303", STACKED, True, (x, 5), True)
