@@ -19,9 +19,13 @@ What a statement reads/writes/mutates; pure, effect-free,   ``effects``
 logging and clock calls
 Which bindings reach this use?                              ``bindings``
 What value (tensor? device? pinned? fresh?) is this?        ``provenance``
+What does an attribute hold (``t.grad``, ``self.fc``);      ``attributes``
+is a callee an ``nn.Module`` class?
+Does ``if isinstance(x, torch.Tensor):`` narrow ``x``?      ``narrowing``
 What do the callers pass; what does a call return; which    ``callgraph``
 functions escape (callers out of sight)?
 What do other project files import from this module?        ``project``
+Which functions do other files call from repeating code?    ``hotness``
 Which device expression placed this tensor?                 ``devices``
 Which dtype (exact, or its kind)?                           ``dtypes``
 Which shape: one shape, 0-d, one element, 1-D?              ``shapes``

@@ -22,26 +22,22 @@ from libcst.metadata import Assignment
 from libcst.metadata.scope_provider import BaseAssignment
 
 from . import callgraph
+from .attributes import assumed_tensor, attribute_value, is_module_class
 from .bindings import assignment_order
 from .devices import fstring_device, string_device
 from .dtypes import dtype_kw
 from .narrowing import narrowed_to_tensor
-from .project import ALL
 from .syntax import is_none, keyword, literal_kind, positional, through_call
 from .torch_api import (
     CREATION_DEVICE_ARG,
     DATALOADER,
     DEFAULT_DEVICE_FACTORIES,
-    LIKELY_TENSOR_ATTRS,
     LIKELY_TENSOR_METHODS,
     METHOD_MAYBE_SELF,
     METHOD_NON_TENSOR,
-    MODULE_BASES,
     NON_TENSOR_NAMESPACES,
     PASS_THROUGH_ITER,
     SIZE_FACTORIES,
-    TENSOR_ATTR_NON_TENSOR,
-    TENSOR_ATTR_TENSOR,
     TENSOR_NAMESPACES,
     TENSOR_TYPES,
     TORCH_NON_TENSOR,
@@ -97,7 +93,7 @@ def _value(a: ModuleAnalysis, expr: cst.CSTNode) -> Value:
             return OTHER
         return _name_value(a, expr)
     if isinstance(expr, cst.Attribute):
-        return _attribute_value(a, expr)
+        return attribute_value(a, expr)
     if isinstance(expr, cst.Call):
         return _call_value(a, expr)
     if isinstance(expr, cst.Subscript):
@@ -325,139 +321,6 @@ def _tensor_sequence(a: ModuleAnalysis, expr: cst.Subscript) -> bool:
     return not rest
 
 
-def _attribute_value(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
-    names = a.qualnames(expr)
-    if names and all(n.startswith("torch.") for n in names):
-        if any(n in ("torch.float32", "torch.float", "torch.float64") for n in names):
-            return OTHER
-        return OTHER
-    base = a.value(expr.value)
-    attr = expr.attr.value
-    if isinstance(base, TupleValue) and len(base.items) == 2 and attr in ("values", "indices"):
-        return base.items[0 if attr == "values" else 1]  # of ``t.max(dim)``
-    if base.is_tensor:
-        if attr in TENSOR_ATTR_TENSOR:
-            return Value(Kind.TENSOR, base.device, base.memory, base.fresh)
-        if attr == "device":
-            return Value(Kind.DEVICE, base.device)
-        if attr in TENSOR_ATTR_NON_TENSOR:
-            return OTHER
-        return UNKNOWN
-    if isinstance(expr.value, cst.Name) and expr.value.value == "self":
-        held = _self_attribute(a, expr)
-        if held.kind is not Kind.UNKNOWN:
-            return held
-    if _assumed_tensor(a, base, attr, LIKELY_TENSOR_ATTRS):
-        return Value(Kind.TENSOR)
-    return UNKNOWN
-
-
-def _assumed_tensor(a: ModuleAnalysis, receiver: Value, name: str, names: set[str]) -> bool:
-    """In the likely view only: is an unknown receiver of this method/attribute read as a tensor?"""
-    return a.assume_tensors and receiver.kind is Kind.UNKNOWN and name in names and a.torch_alias is not None
-
-
-def _self_attribute(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
-    """``a.fc`` in a method: the join of every ``a.fc = ...`` in the class."""
-    cls = next((anc for anc in a.ancestors(expr) if isinstance(anc, cst.ClassDef)), None)
-    if cls is None:
-        return UNKNOWN
-    attr = expr.attr.value
-    imported = a.imported
-    if imported is not None and (ALL in imported or cls.name.value in imported):
-        return UNKNOWN  # another project file imports the class: a subclass there may set it too
-    # ``self`` may be an instance of a subclass of this module that sets the attribute too.
-    classes = callgraph.with_subclasses(a, cls)
-    if callgraph.attribute_set_elsewhere(a, attr, classes):
-        return UNKNOWN  # ``trainer.device = ...`` outside the class: not only its methods set it
-    bound = [v for c in classes for v in _self_assignments(a, c).get(attr, [])]
-    if not bound or None in bound or any("\0setattr" in _self_assignments(a, c) for c in classes):
-        return UNKNOWN  # never assigned here, assigned from a tuple or a loop, or ``setattr``
-    return join_all(a.value(v) for v in bound if v is not None)
-
-
-def _self_assignments(a: ModuleAnalysis, cls: cst.ClassDef) -> dict[str, list[cst.BaseExpression | None]]:
-    cache = a.cache.self_assignments
-    if cls in cache:
-        return cache[cls]
-    found: dict[str, list[cst.BaseExpression | None]] = {}
-
-    def record(target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
-        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
-            found.setdefault(target.attr.value, []).append(value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for el in target.elements:  # ``self.a, self.b = ...``: unknown items
-                record(el.value, None)
-
-    class V(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
-            for t in node.targets:
-                record(t.target, node.value)
-
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-            record(node.target, node.value)
-
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            record(node.target, node.value)
-
-        def visit_For(self, node: cst.For) -> None:
-            record(node.target, None)
-
-        def visit_Call(self, node: cst.Call) -> None:
-            if isinstance(node.func, cst.Name) and node.func.value == "setattr":
-                found.setdefault("\0setattr", []).append(None)
-
-    a.walk(cls.body, V())
-    # Class attributes (``device = "cuda"`` in the class body) are what ``self.device`` reads
-    # until an instance assignment shadows them: they join in.
-    for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
-                if isinstance(small, cst.Assign):
-                    for t in small.targets:
-                        if isinstance(t.target, cst.Name):
-                            found.setdefault(t.target.value, []).append(small.value)
-                elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value is not None:
-                    found.setdefault(small.target.value, []).append(small.value)
-    cache[cls] = found
-    return found
-
-
-def _is_module_class(a: ModuleAnalysis, node: cst.BaseExpression) -> bool:
-    """Is ``node`` (a callee) an ``nn.Module`` subclass or a torch.nn layer class?"""
-    names = a.qualnames(node)
-    if names and all(
-        n.startswith("torch.nn.") and n.rsplit(".", 1)[-1][:1].isupper()
-        and not n.startswith(("torch.nn.utils.", "torch.nn.functional.", "torch.nn.init."))
-        for n in names
-    ):
-        return True
-    # A class defined in this module that subclasses nn.Module (directly or through another).
-    if isinstance(node, cst.Name):
-        cls = _local_class(a, node.value)
-        if cls is not None:
-            return _class_is_module(a, cls, set())
-    return False
-
-
-def _local_class(a: ModuleAnalysis, name: str) -> cst.ClassDef | None:
-    return callgraph.module_classes(a).get(name)
-
-
-def _class_is_module(a: ModuleAnalysis, cls: cst.ClassDef, seen: set[str]) -> bool:
-    if cls.name.value in seen:
-        return False
-    seen.add(cls.name.value)
-    for base in cls.bases:
-        if a.qualnames(base.value) & MODULE_BASES:
-            return True
-        if isinstance(base.value, cst.Name):
-            local = _local_class(a, base.value.value)
-            if local is not None and _class_is_module(a, local, seen):
-                return True
-    return False
-
-
 def _call_value(a: ModuleAnalysis, call: cst.Call) -> Value:
     func = call.func
     local = callgraph.call_value(a, call)  # a function of this module: what it returns
@@ -493,7 +356,7 @@ def _call_value(a: ModuleAnalysis, call: cst.Call) -> Value:
                 return NUMBER
             if short in ("str", "repr", "format", "list", "tuple", "dict", "set", "sorted", "print"):
                 return OTHER
-    if _is_module_class(a, func):
+    if is_module_class(a, func):
         return Value(Kind.MODULE)
     if isinstance(func, cst.Attribute):
         receiver = a.value(func.value)
@@ -511,7 +374,7 @@ def _call_value(a: ModuleAnalysis, call: cst.Call) -> Value:
             if func.attr.value in ("forward", "__call__"):
                 return _module_output(a, call)
             return UNKNOWN
-        if _assumed_tensor(a, receiver, func.attr.value, LIKELY_TENSOR_METHODS):
+        if assumed_tensor(a, receiver, func.attr.value, LIKELY_TENSOR_METHODS):
             return _method_value(a, Value(Kind.TENSOR), func.attr.value, call)
     callee = a.value(func)
     if callee.kind is Kind.MODULE:
@@ -582,7 +445,7 @@ def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | N
             return Value(Kind.TENSOR, data.device, data.memory, data.fresh, data.dtype)
         return Value(Kind.TENSOR)
     if short[:1].isupper():  # a class: nn layers are modules, anything else we do not model
-        return Value(Kind.MODULE) if _is_module_class(a, call.func) else UNKNOWN
+        return Value(Kind.MODULE) if is_module_class(a, call.func) else UNKNOWN
     if namespace not in TENSOR_NAMESPACES or short.startswith("_") or short in TORCH_NON_TENSOR:
         return UNKNOWN
     dev_arg = keyword(call, CREATION_DEVICE_ARG)

@@ -1,0 +1,148 @@
+"""What attributes hold: a tensor's attributes (``t.grad``, ``t.device``), ``self.<attr>`` as the
+join of every assignment in its class (and class attributes), the likely tensors of the likely
+view (``p.grad``, ``m.weight``), and which callees are ``nn.Module`` classes."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from . import callgraph
+from .project import ALL
+from .torch_api import LIKELY_TENSOR_ATTRS, MODULE_BASES, TENSOR_ATTR_NON_TENSOR, TENSOR_ATTR_TENSOR
+from .values import OTHER, UNKNOWN, Kind, TupleValue, Value, join_all
+
+if TYPE_CHECKING:
+    from .module import ModuleAnalysis
+
+
+def attribute_value(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
+    names = a.qualnames(expr)
+    if names and all(n.startswith("torch.") for n in names):
+        return OTHER  # ``torch.float32``, ``torch.cuda``...: no tensor
+    base = a.value(expr.value)
+    attr = expr.attr.value
+    if isinstance(base, TupleValue) and len(base.items) == 2 and attr in ("values", "indices"):
+        return base.items[0 if attr == "values" else 1]  # of ``t.max(dim)``
+    if base.is_tensor:
+        if attr in TENSOR_ATTR_TENSOR:
+            return Value(Kind.TENSOR, base.device, base.memory, base.fresh)
+        if attr == "device":
+            return Value(Kind.DEVICE, base.device)
+        if attr in TENSOR_ATTR_NON_TENSOR:
+            return OTHER
+        return UNKNOWN
+    if isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        held = _self_attribute(a, expr)
+        if held.kind is not Kind.UNKNOWN:
+            return held
+    if assumed_tensor(a, base, attr, LIKELY_TENSOR_ATTRS):
+        return Value(Kind.TENSOR)
+    return UNKNOWN
+
+
+def assumed_tensor(a: ModuleAnalysis, receiver: Value, name: str, names: set[str]) -> bool:
+    """In the likely view only: is an unknown receiver of this method/attribute read as a tensor?"""
+    return a.assume_tensors and receiver.kind is Kind.UNKNOWN and name in names and a.torch_alias is not None
+
+
+def _self_attribute(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
+    """``a.fc`` in a method: the join of every ``a.fc = ...`` in the class."""
+    cls = next((anc for anc in a.ancestors(expr) if isinstance(anc, cst.ClassDef)), None)
+    if cls is None:
+        return UNKNOWN
+    attr = expr.attr.value
+    imported = a.imported
+    if imported is not None and (ALL in imported or cls.name.value in imported):
+        return UNKNOWN  # another project file imports the class: a subclass there may set it too
+    # ``self`` may be an instance of a subclass of this module that sets the attribute too.
+    classes = callgraph.with_subclasses(a, cls)
+    if callgraph.attribute_set_elsewhere(a, attr, classes):
+        return UNKNOWN  # ``trainer.device = ...`` outside the class: not only its methods set it
+    bound = [v for c in classes for v in _self_assignments(a, c).get(attr, [])]
+    if not bound or None in bound or any("\0setattr" in _self_assignments(a, c) for c in classes):
+        return UNKNOWN  # never assigned here, assigned from a tuple or a loop, or ``setattr``
+    return join_all(a.value(v) for v in bound if v is not None)
+
+
+def _self_assignments(a: ModuleAnalysis, cls: cst.ClassDef) -> dict[str, list[cst.BaseExpression | None]]:
+    cache = a.cache.self_assignments
+    if cls in cache:
+        return cache[cls]
+    found: dict[str, list[cst.BaseExpression | None]] = {}
+
+    def record(target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+            found.setdefault(target.attr.value, []).append(value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:  # ``self.a, self.b = ...``: unknown items
+                record(el.value, None)
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            for t in node.targets:
+                record(t.target, node.value)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            record(node.target, node.value)
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            record(node.target, node.value)
+
+        def visit_For(self, node: cst.For) -> None:
+            record(node.target, None)
+
+        def visit_Call(self, node: cst.Call) -> None:
+            if isinstance(node.func, cst.Name) and node.func.value == "setattr":
+                found.setdefault("\0setattr", []).append(None)
+
+    a.walk(cls.body, V())
+    # Class attributes (``device = "cuda"`` in the class body) are what ``self.device`` reads
+    # until an instance assignment shadows them: they join in.
+    for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Assign):
+                    for t in small.targets:
+                        if isinstance(t.target, cst.Name):
+                            found.setdefault(t.target.value, []).append(small.value)
+                elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value is not None:
+                    found.setdefault(small.target.value, []).append(small.value)
+    cache[cls] = found
+    return found
+
+
+def is_module_class(a: ModuleAnalysis, node: cst.BaseExpression) -> bool:
+    """Is ``node`` (a callee) an ``nn.Module`` subclass or a torch.nn layer class?"""
+    names = a.qualnames(node)
+    if names and all(
+        n.startswith("torch.nn.") and n.rsplit(".", 1)[-1][:1].isupper()
+        and not n.startswith(("torch.nn.utils.", "torch.nn.functional.", "torch.nn.init."))
+        for n in names
+    ):
+        return True
+    # A class defined in this module that subclasses nn.Module (directly or through another).
+    if isinstance(node, cst.Name):
+        cls = _local_class(a, node.value)
+        if cls is not None:
+            return _class_is_module(a, cls, set())
+    return False
+
+
+def _local_class(a: ModuleAnalysis, name: str) -> cst.ClassDef | None:
+    return callgraph.module_classes(a).get(name)
+
+
+def _class_is_module(a: ModuleAnalysis, cls: cst.ClassDef, seen: set[str]) -> bool:
+    if cls.name.value in seen:
+        return False
+    seen.add(cls.name.value)
+    for base in cls.bases:
+        if a.qualnames(base.value) & MODULE_BASES:
+            return True
+        if isinstance(base.value, cst.Name):
+            local = _local_class(a, base.value.value)
+            if local is not None and _class_is_module(a, local, seen):
+                return True
+    return False
