@@ -80,7 +80,10 @@ class TensorCreationOnDevice(Rule):
     - **A device syncfix cannot name**, in code that repeats (a tensor's, `device=boxes.device`
       with `boxes` of unknown device; or a name or attribute that holds one, `device=device`,
       `self.device`, `args.device`): the same form is **unsafe**: it rests on the likely fact
-      that the device is CUDA or the CPU (other accelerators have their own copy rules). In this tier the data may also be a list
+      that the device is CUDA or the CPU (other accelerators have their own copy rules). A device
+      held by a name gets the fix only in a loop or a step-like function; a helper that is hot
+      only because another file calls a function of its name from a loop keeps the finding
+      without it (such a call may be one-time code). In this tier the data may also be a list
       literal of names (`[[x0, y0, x0, y0]]`) or a parameter annotated as a list or tuple of
       numbers (`crop_box: List[int]`).
     - Data that may already be a tensor, a device expression that is not a plain name, string or
