@@ -67,6 +67,7 @@ class Condition:
     zero_dim: bool  # provably 0-d (so it broadcasts to anything without changing shapes)
     devices: set[Device] = field(default_factory=set)
     why_inexact: list[str] = field(default_factory=list)
+    origins: set[str | None] = field(default_factory=set)  # the tensors' device origins (Value.origin)
 
 
 def code(a: ModuleAnalysis, node: cst.CSTNode) -> str:
@@ -135,12 +136,15 @@ def as_tensor_condition(a: ModuleAnalysis, test: cst.BaseExpression) -> Conditio
             left.zero_dim and right.zero_dim,
             left.devices | right.devices,
             left.why_inexact + right.why_inexact,
+            left.origins | right.origins,
         )
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = as_tensor_condition(a, test.expression)
         if inner is None:
             return None
-        return Condition(f"~({inner.code})", inner.exact, inner.zero_dim, inner.devices, inner.why_inexact)
+        return Condition(
+            f"~({inner.code})", inner.exact, inner.zero_dim, inner.devices, inner.why_inexact, inner.origins
+        )
     if isinstance(test, cst.Comparison) and len(test.comparisons) > 1:
         return None  # ``0 < t < 1`` is ``(0 < t) and (t < 1)``: a host read even inside where()
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
@@ -166,7 +170,7 @@ def _truth(a: ModuleAnalysis, t: cst.BaseExpression) -> Condition | None:
         return None  # ``t.item() > u`` with a tensor ``u``: the rewrite would still sync
     dtype = a.dtype_of(t)
     text = code(a, t) if dtype == "torch.bool" else f"{atom(a, t)} != 0"
-    return Condition(text, True, a.is_zero_dim(t), {v.device})
+    return Condition(text, True, a.is_zero_dim(t), {v.device}, origins={v.origin})
 
 
 def _item_comparison(a, left, cmp, right) -> Condition | None:
@@ -174,7 +178,7 @@ def _item_comparison(a, left, cmp, right) -> Condition | None:
     if lt is None and rt is None:
         return None
     op = code(a, cmp.operator).strip()
-    parts, exact, why, zero, devices = [], True, [], True, set()
+    parts, exact, why, zero, devices, origins = [], True, [], True, set(), set()
     dtypes = []
     for side, recv in ((left, lt), (right, rt)):
         if recv is not None:
@@ -183,6 +187,7 @@ def _item_comparison(a, left, cmp, right) -> Condition | None:
                 return None
             parts.append(atom(a, recv))
             devices.add(v.device)
+            origins.add(v.origin)
             zero = zero and a.is_zero_dim(recv)
             dtypes.append(a.dtype_of(recv))
         else:
@@ -211,7 +216,7 @@ def _item_comparison(a, left, cmp, right) -> Condition | None:
                 f"{code(a, other)} is not exactly a {dtype} value: the tensor comparison rounds to a "
                 "common dtype and can decide differently (float32 0.1 > 0.1)"
             )
-    return Condition(f"{parts[0]} {op} {parts[1]}", exact, zero, devices, why)
+    return Condition(f"{parts[0]} {op} {parts[1]}", exact, zero, devices, why, origins)
 
 
 def syncs_on_gpu(a: ModuleAnalysis, test: cst.BaseExpression) -> bool:

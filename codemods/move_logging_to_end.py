@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import libcst as cst
+from libcst.metadata import Assignment
 
-from syncfix.analysis import Device, Kind, stored_names
+from syncfix.analysis import FULL_REDUCTIONS, Device, Kind, stored_names
 from syncfix.rules import Invalid, Rule
 from syncfix.walk import walk
 
@@ -24,6 +25,9 @@ class MoveLoggingToEnd(Rule):
     same iteration follows (`backward()`, `optimizer.step()`...). A guarded log
     (`if step % log_every == 0:`) counts, and so does a log together with the statements that
     only prepare its values (e.g. SFX301's `a, b = torch.stack([...]).tolist()`).
+
+    Also a value read mid-iteration only for a later log line of the same iteration
+    (`d_x = output.mean().item()` ... `print(... d_x ...)`): the read can happen at the log.
 
     ## Why it costs
     The read waits for all GPU work queued so far, before the CPU has queued the backward pass
@@ -66,6 +70,13 @@ class MoveLoggingToEnd(Rule):
     - no other output on the way: it stops before any other logging call, so the order of
       lines, records and metrics is kept;
     - the statement itself is moved unchanged (same format, level and arguments).
+    A read only a later log line uses (`v = t.mean().item()`, then `print(v)`) becomes
+    `v = t.mean()` and `print(v.item())`, **safe** only if: the read tensor is new (a full
+    reduction, a loss or arithmetic, so no other name holds it and nothing can change it), is
+    provably 0-d (so the read cannot raise), and `v` has exactly one use, in a logging statement
+    later in the same loop body (not after the loop, not in a nested function). Where the log is
+    not reached (a `continue` on the way), the value was never used, so only the sync is saved.
+
     The one exception to "safe keeps errors and side effects exactly", accepted and stated: a
     log line moved to the end of its iteration is not printed when the iteration raises before
     reaching the end (an out-of-memory error in `backward()`, an asynchronous CUDA error); the
@@ -117,6 +128,8 @@ class MoveLoggingToEnd(Rule):
             return  # ``for ...: stmt`` holds small statements, never a log statement line
         body = list(loop.body.body)
         for i, stmt in enumerate(body):
+            self._read_only_for_a_log(body, i, stmt)
+        for i, stmt in enumerate(body):
             if not self._is_log(stmt):
                 continue
             start = self._unit_start(body, i)
@@ -138,6 +151,34 @@ class MoveLoggingToEnd(Rule):
                 reads[0],
                 fix=self.safe_fix(changes, "Log after the iteration's last GPU work"),
             )
+
+    def _read_only_for_a_log(self, body, i: int, stmt: cst.BaseStatement) -> None:
+        """``v = t.mean().item()`` whose one use is a later log line of the iteration: keep the
+        new tensor and read it in the log (where SFX301 can merge it with the log's other reads)."""
+        a = self.analysis
+        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign)):
+            return
+        assign = stmt.body[0]
+        if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name) or not isinstance(assign.value, cst.Call):
+            return
+        read = a.host_read(assign.value)
+        if read is None or read.form != "item" or a.value(read.receiver).device is Device.CPU:
+            return
+        name = assign.targets[0].target
+        use = _only_later_use(a, name, body, i)
+        if use is None or not self._is_log(use[1]):
+            return
+        if not (a.is_tensor(read.receiver) and a.is_zero_dim(read.receiver) and _new_tensor(a, read.receiver)):
+            return  # a view or a named tensor could change before the log; `.item()` could raise
+        self.report(
+            read.node,
+            "GPU value read mid-iteration only for a later log line: it syncs here, before the "
+            "rest of the iteration is queued",
+            fix=self.safe_fix(
+                {assign.value: read.receiver.with_changes(lpar=[], rpar=[]), use[0]: cst.parse_expression(f"{name.value}.item()")},
+                f"Keep `{name.value}` a tensor; read it in the log line",
+            ),
+        )
 
     # ---- what is a log ----------------------------------------------------------------------
     def _is_log(self, stmt: cst.BaseStatement) -> bool:
@@ -286,6 +327,49 @@ def _fresh_tensor_names(a, expr: cst.BaseExpression) -> bool:
                 _fresh_tensor_names(a, el.value) for el in items.elements
             )
     return False
+
+
+def _only_later_use(a, name: cst.Name, body, i: int) -> tuple[cst.Name, cst.BaseStatement] | None:
+    """The one use of the value ``name`` is bound to (a read, not in a nested function), in a
+    statement of ``body`` after the ``i``-th, with that statement; None otherwise."""
+    bindings = a.bindings(name)
+    if len(bindings) != 1:
+        return None
+    (binding,) = bindings
+    if not isinstance(binding, Assignment) or len(binding.references) != 1:
+        return None
+    (access,) = binding.references
+    node = access.node
+    if not isinstance(node, cst.Name) or any(isinstance(n, (cst.Lambda, cst.FunctionDef)) for n in a.ancestors(node)
+                                                 if n in _until(a, node, body)):
+        return None
+    for stmt in body[i + 1 :]:
+        if any(n is stmt for n in a.ancestors(node)):
+            return node, stmt
+    return None
+
+
+def _until(a, node: cst.CSTNode, body) -> list[cst.CSTNode]:
+    """``node``'s ancestors up to the statement of ``body`` holding it."""
+    found: list[cst.CSTNode] = []
+    for n in a.ancestors(node):
+        if any(n is s for s in body):
+            break
+        found.append(n)
+    return found
+
+
+def _new_tensor(a, expr: cst.BaseExpression) -> bool:
+    """A tensor only ``expr`` makes (a reduction, a loss, arithmetic): no other name holds it."""
+    if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation)):
+        return True
+    if not isinstance(expr, cst.Call):
+        return False
+    func = expr.func
+    if isinstance(func, cst.Attribute) and a.is_tensor(func.value):
+        return func.attr.value in FULL_REDUCTIONS
+    name = a.direct_callee(expr) or ""
+    return name.startswith("torch.") and name.rsplit(".", 1)[-1] in FULL_REDUCTIONS or a.loss_reduction(expr) is not None
 
 
 def _imported_modules(a) -> set[str]:

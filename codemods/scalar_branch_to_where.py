@@ -48,8 +48,11 @@ class ScalarBranchToWhere(Rule):
     - the condition is exact: `t.item() > c` becomes `t > c`, which casts `c` to `t`'s dtype, so `c`
       must be a literal exactly representable in that dtype (`0.5` in float32 yes, `0.1` no: a
       float32 `0.1 > 0.1` is True in Python and False as tensors); tensor-valued tests are exact;
-    - the condition and every branch are provably 0-d / of one shape, of one known dtype, on CUDA
-      (and the module names no device index, so "CUDA" is one device);
+    - the condition and every branch are provably 0-d / of one shape, of one known dtype, and on
+      one device: all on CUDA (where the module names no device index, so "CUDA" is one device),
+      or all placed by one device expression that is CUDA or the CPU, such as a module-level
+      `device = "cuda" if torch.cuda.is_available() else "cpu"`, also when the tensors reach the
+      function as parameters (on the CPU `torch.where` gives the same values);
     - every branch value is a new tensor built by side-effect-free, non-raising element-wise ops (so
       evaluating the branch not taken changes nothing, and the old result could not alias a tensor
       that is mutated or identity-tested later);
@@ -170,6 +173,7 @@ class ScalarBranchToWhere(Rule):
         if not all(c.zero_dim for c in conds):  # type: ignore[union-attr]
             why.append("the condition is not provably 0-d (it would broadcast)")
         devices: set[Device] = set().union(*(c.devices for c in conds))  # type: ignore[union-attr]
+        origins: set[str | None] = set().union(*(c.origins for c in conds))  # type: ignore[union-attr]
         if multi and any(a.effects(t).reads & names for t in tests):
             return msg + " (the condition reads an assigned name: no fix)", None
         new_code: dict[str, str] = {}
@@ -193,6 +197,7 @@ class ScalarBranchToWhere(Rule):
                 if multi and a.effects(e).reads & (names - {target}):
                     return msg + " (a branch reads another assigned name: no fix)", None
                 devices.add(v.device)
+                origins.add(v.origin)
             dtypes = {a.dtype_of(e) for e in exprs}
             if None in dtypes or len(dtypes) != 1:
                 why.append("the branches' dtypes are not provably one dtype")
@@ -213,8 +218,8 @@ class ScalarBranchToWhere(Rule):
             for cond, e in reversed(list(zip(conds, taken, strict=True))):
                 result = f"{torch}.where({cond.code}, {code(a, e)}, {result})"
             new_code[target] = result
-        if devices != {Device.CUDA} or a.may_use_several_devices:
-            why.append("not every operand is provably on the one CUDA device")
+        if not _one_device(a, devices, origins):
+            why.append("not every operand is provably on one device, the GPU's (or, for code that runs on CUDA or the CPU, one device expression's)")
         if isinstance(node, cst.If) and "#" in code(a, node.with_changes(leading_lines=())):
             why.append("comments inside the `if` would be dropped")
         exact = exact and not why
@@ -233,6 +238,17 @@ class ScalarBranchToWhere(Rule):
         return msg, self.unsafe_fix(
             changes, "Choose with torch.where (unsafe: " + "; ".join(dict.fromkeys(why)) + ")"
         )
+
+
+def _one_device(a: ModuleAnalysis, devices: set[Device], origins: set[str | None]) -> bool:
+    """Are the condition and every branch on one device? All on CUDA (one device where the module
+    names no index), or all placed by one device expression that is CUDA or the CPU: on the CPU
+    `torch.where` gives the same values, and on CUDA it saves the sync."""
+    if a.may_use_several_devices:
+        return False
+    if devices == {Device.CUDA}:
+        return True
+    return len(origins) == 1 and None not in origins and devices <= {Device.CUDA, Device.CUDA_OR_CPU}
 
 
 def _read_of(a: ModuleAnalysis, target: str, exprs) -> cst.Name | None:

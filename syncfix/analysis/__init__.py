@@ -55,6 +55,7 @@ from .syntax import (
     target_names,
 )
 from .torch_api import (
+    FULL_REDUCTIONS,
     IN_PLACE_EXTRA,
     LOG_LEVELS,
     METHOD_MAYBE_SELF,
@@ -69,6 +70,7 @@ from .values import BOTTOM, NUMBER, OTHER, UNKNOWN, Device, Kind, Memory, Value,
 
 __all__ = [
     "BOTTOM",
+    "FULL_REDUCTIONS",
     "IN_PLACE_EXTRA",
     "LOG_LEVELS",
     "METHOD_MAYBE_SELF",

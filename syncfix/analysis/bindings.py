@@ -357,6 +357,44 @@ def bound_once(a: ModuleAnalysis, name: cst.Name) -> bool:
         return False
 
 
+def single_valued(a: ModuleAnalysis, name: cst.Name) -> bool:
+    """Does ``name`` get one value per run of its scope? Bound once, or once in each branch of
+    one ``if``/``else`` chain (``if accel: device = ... else: device = ...``), never in a loop, so
+    every use after the binding sees that one value."""
+    if bound_once(a, name):
+        return True
+    scope = a.scope(name)
+    if scope is None:
+        return False
+    try:
+        found = [b for b in scope[name.value] if isinstance(b, Assignment) and isinstance(b.node, cst.Name)]
+    except Exception:
+        return False
+    if len(found) < 2 or len(found) != len(scope[name.value]):
+        return False
+    paths: list[dict[cst.If, str]] = []
+    for b in found:
+        target = a.parent(b.node)
+        if not (isinstance(target, cst.AssignTarget) and isinstance(a.parent(target), cst.Assign)):
+            return False  # a loop target, ``+=``, a ``with ... as``: not one plain binding
+        branches: dict[cst.If, str] = {}
+        child: cst.CSTNode = b.node
+        for outer in a.ancestors(b.node):
+            if isinstance(outer, (cst.For, cst.While, cst.CompFor)):
+                return False
+            if isinstance(outer, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Module)):
+                break
+            if isinstance(outer, cst.If):
+                branches[outer] = "body" if child is outer.body else "else" if child is outer.orelse else "test"
+            child = outer
+        paths.append(branches)
+    return all(
+        any(p[node] != q[node] for node in p.keys() & q.keys())
+        for i, p in enumerate(paths)
+        for q in paths[i + 1 :]
+    )
+
+
 def fact_of_name(a: ModuleAnalysis, name: cst.Name, fact: Callable[[cst.BaseExpression], F]) -> F | None:
     """The fact shared by every right-hand side :func:`binding_values` gives for ``name`` (None
     when they differ or in a cycle); memoised under ``fact``'s name."""

@@ -16,10 +16,10 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from libcst.metadata import Assignment
+from libcst.metadata import Assignment, GlobalScope
 
 from . import callgraph
-from .bindings import fact_of_name
+from .bindings import fact_of_name, single_valued
 from .dtypes import is_dtype
 from .syntax import keyword, positional
 from .torch_api import (
@@ -54,6 +54,29 @@ def device_origin(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:
     analysis does not track yet (requiring a CUDA origin instead loses the common
     ``x.to(device)`` evaluation loops).
     """
+    found = _origin_by_code(a, expr)
+    if found is None:  # placed in another function (a parameter, a call's result): the value's
+        found = a.value(expr).origin
+        if found is not None and not _visible(a, expr, found):
+            return None
+    return found
+
+
+def _visible(a: ModuleAnalysis, at: cst.CSTNode, origin: str) -> bool:
+    """Does the origin's code mean the same device at ``at`` (a global name not shadowed there)?"""
+    if origin.startswith('"'):
+        return True
+    scope = a.scope(at)
+    if scope is None:
+        return False
+    try:
+        found = scope[origin]
+    except Exception:
+        return False
+    return bool(found) and all(isinstance(b, Assignment) and isinstance(b.scope, GlobalScope) for b in found)
+
+
+def _origin_by_code(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:
     if isinstance(expr, cst.Name):
         return fact_of_name(a, expr, a.device_origin)
     if isinstance(expr, cst.Subscript):
@@ -108,13 +131,27 @@ def _one_origin(a: ModuleAnalysis, operands: Sequence[cst.BaseExpression]) -> st
     return origins.pop() if len(origins) == 1 else None
 
 
+def origin_code(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:
+    """A device expression as the *origin* of the tensors it places (``Value.origin``): a string
+    literal, or a module-level name bound once (the same binding in every function, so origins
+    can cross calls); None for anything else (a local name, an attribute, an int index)."""
+    if isinstance(expr, cst.SimpleString):
+        return _device_code(a, expr)
+    if not isinstance(expr, cst.Name) or a.value(expr).kind is not Kind.DEVICE:
+        return None
+    found = a.bindings(expr)
+    if not found or not single_valued(a, expr):
+        return None
+    return expr.value if all(isinstance(b, Assignment) and isinstance(b.scope, GlobalScope) for b in found) else None
+
+
 def _device_code(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:
     """A device expression as stable code: a string literal, or a name bound once."""
     if a.value(expr).kind is not Kind.DEVICE:
         return None
     if isinstance(expr, cst.SimpleString):
         return '"' + expr.evaluated_value + '"' if isinstance(expr.evaluated_value, str) else None
-    if isinstance(expr, cst.Name) and a.bound_once(expr):
+    if isinstance(expr, cst.Name) and single_valued(a, expr):
         return expr.value
     return None
 

@@ -32,6 +32,7 @@ from . import (
     dtypes,
     effects,
     host_reads,
+    losses,
     navigation,
     provenance,
     pynumbers,
@@ -420,6 +421,10 @@ class ModuleAnalysis:
         return autograd.is_grad_free(self, expr)
 
     # ---- host reads (host_reads.py) -------------------------------------------------------
+    def loss_reduction(self, call: cst.Call) -> str | None:
+        """``"mean"``/``"sum"``/``"none"``... when ``call`` is a torch loss (losses.py), else None."""
+        return losses.loss_reduction(self, call)
+
     def host_read(self, call: cst.Call) -> HostRead | None:
         """``call`` as a host read of a tensor's value (``t.item()``, ``float(t)``...), or None."""
         return host_reads.host_read(self, call)

@@ -24,7 +24,7 @@ from libcst.metadata.scope_provider import BaseAssignment
 from . import callgraph
 from .attributes import assumed_tensor, attribute_value, is_module_class
 from .bindings import assignment_order
-from .devices import fstring_device, string_device
+from .devices import fstring_device, origin_code, string_device
 from .dtypes import dtype_kw
 from .narrowing import narrowed_to_tensor
 from .syntax import is_none, keyword, literal_kind, positional, through_call
@@ -56,6 +56,7 @@ from .values import (
     Value,
     join_all,
     tensor_device,
+    tensor_origin,
 )
 
 if TYPE_CHECKING:
@@ -118,16 +119,18 @@ def _value(a: ModuleAnalysis, expr: cst.CSTNode) -> Value:
             return NUMBER
         inner = a.value(expr.expression)
         if inner.is_tensor:
-            return Value(Kind.TENSOR, inner.device, Memory.PAGEABLE, True)
+            return Value(Kind.TENSOR, inner.device, Memory.PAGEABLE, True, origin=inner.origin)
         return NUMBER if inner.kind is Kind.NUMBER else UNKNOWN
     if isinstance(expr, cst.Comparison):
         operands = [expr.left, *(c.comparator for c in expr.comparisons)]
         tensors = [a.value(o) for o in operands]
         if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons):
             return NUMBER
+        if any(t.kind is Kind.BOTTOM for t in tensors):
+            return BOTTOM
         if any(t.is_tensor for t in tensors):
             device = tensor_device(tensors)
-            return Value(Kind.TENSOR, device, Memory.PAGEABLE, True, "torch.bool")
+            return Value(Kind.TENSOR, device, Memory.PAGEABLE, True, "torch.bool", tensor_origin(tensors))
         if all(t.kind in (Kind.NUMBER, Kind.OTHER) for t in tensors):
             return NUMBER
         return UNKNOWN  # ``a == b`` of unknown values may well be a tensor
@@ -145,7 +148,7 @@ def _arith(a: ModuleAnalysis, *operands: cst.BaseExpression) -> Value:
     if any(v.kind is Kind.BOTTOM for v in vals):
         return BOTTOM  # inside a cycle: no information yet (``x = x * 0.9`` in a loop)
     if any(v.is_tensor for v in vals):
-        return Value(Kind.TENSOR, tensor_device(vals), Memory.PAGEABLE, True)
+        return Value(Kind.TENSOR, tensor_device(vals), Memory.PAGEABLE, True, origin=tensor_origin(vals))
     if all(v.kind is Kind.NUMBER for v in vals):
         return NUMBER
     if any(v.kind is Kind.NDARRAY for v in vals):
@@ -369,8 +372,13 @@ def _call_value(a: ModuleAnalysis, call: cst.Call) -> Value:
         if receiver.is_tensor:
             return _method_value(a, receiver, func.attr.value, call)
         if receiver.kind is Kind.MODULE:
-            if func.attr.value in ("to", "cuda", "cpu", "train", "eval", "half", "float", "double", "requires_grad_"):
+            method = func.attr.value
+            if method in ("to", "cuda", "cpu"):
+                return replace(receiver, origin=_module_placement(a, method, call, receiver))
+            if method in ("train", "eval", "half", "float", "double", "requires_grad_"):
                 return receiver
+            if method in ("parameters", "buffers") and receiver.origin is not None:
+                return Value(Kind.OTHER, origin=receiver.origin)  # where its tensors are
             if func.attr.value in ("forward", "__call__"):
                 return _module_output(a, call)
             return UNKNOWN
@@ -380,6 +388,18 @@ def _call_value(a: ModuleAnalysis, call: cst.Call) -> Value:
     if callee.kind is Kind.MODULE:
         return _module_output(a, call)
     return UNKNOWN
+
+
+def _module_placement(a: ModuleAnalysis, method: str, call: cst.Call, module: Value) -> str | None:
+    """The origin of a module's tensors after ``.to(...)``/``.cuda()``/``.cpu()``."""
+    if method == "cpu":
+        return '"cpu"'
+    if method == "cuda":
+        return '"cuda"' if not call.args else None
+    dev = keyword(call, "device") or next(iter(positional(call)), None)
+    if dev is None or a.is_cast_argument(dev.value):
+        return module.origin if dev is not None and keyword(call, "device") is None and len(call.args) == 1 else None
+    return origin_code(a, dev.value)
 
 
 def _loader_step(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | None:
@@ -401,9 +421,12 @@ def _loader_step(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | None:
 
 def _module_output(a: ModuleAnalysis, call: cst.Call) -> Value:
     args = [a.value(arg.value) for arg in call.args if not arg.star]
+    if any(v.kind is Kind.BOTTOM for v in args):
+        return BOTTOM
     tensors = [v for v in args if v.is_tensor]
     device = tensor_device(tensors) if tensors else Device.UNKNOWN
-    return Value(Kind.TENSOR, device, Memory.UNKNOWN, False)
+    # a layer's output is on its input's device (its weights must be there too)
+    return Value(Kind.TENSOR, device, Memory.UNKNOWN, False, origin=tensor_origin(tensors))
 
 
 def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | None:
@@ -431,6 +454,13 @@ def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | N
         return Value(Kind.DEVICE, a.device_of(first))
     if name == "torch.cuda.is_available":
         return NUMBER
+    if name == "torch.accelerator.current_accelerator":
+        return Value(Kind.DEVICE)  # a ``torch.device`` of whatever accelerator there is
+    if name == "torch.nn.utils.clip_grad_norm_":
+        # the total norm: a new 0-d tensor where the parameters are (shapes.py, dtypes.py)
+        args = positional(call)
+        params = a.value(args[0].value) if args else UNKNOWN
+        return Value(Kind.TENSOR, Device.UNKNOWN, Memory.UNKNOWN, True, origin=params.origin)
     if not name.startswith("torch."):
         return None
     if name.startswith(NON_TENSOR_NAMESPACES):
@@ -458,6 +488,8 @@ def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | N
     for arg in call.args:  # ``torch.stack([a, b])``, ``torch.cat((a, b))``: the items count
         if arg.keyword is None and isinstance(arg.value, (cst.List, cst.Tuple)):
             operands += [a.value(el.value) for el in arg.value.elements if isinstance(el, cst.Element)]
+    if any(v.kind is Kind.BOTTOM for v in operands):
+        return BOTTOM  # inside a cycle: no information yet (an operand would decide the device)
     tensor_args = [v for v in operands if v.is_tensor]
     if dev_arg is not None:
         device = a.device_of(dev_arg.value)
@@ -473,17 +505,23 @@ def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | N
         device = Device.UNKNOWN
     else:
         device = Device.CPU
+    if dev_arg is not None:
+        origin = origin_code(a, dev_arg.value)
+    elif device is Device.CPU:
+        origin = '"cpu"'
+    else:
+        origin = tensor_origin(tensor_args)
     if short in TORCH_VIEWS:
         base = tensor_args[0] if tensor_args else UNKNOWN
         if short == "from_numpy":  # a CPU tensor sharing the array's memory, whatever the array
-            return Value(Kind.TENSOR, Device.CPU, Memory.PAGEABLE, False)
+            return Value(Kind.TENSOR, Device.CPU, Memory.PAGEABLE, False, origin='"cpu"')
         if short in ("as_tensor", "asarray", "from_numpy") and not tensor_args:
             # shares the caller's array memory: pageable, but not fresh
-            return Value(Kind.TENSOR, device, Memory.PAGEABLE, False)
-        return Value(Kind.TENSOR, device, base.memory, base.fresh)
+            return Value(Kind.TENSOR, device, Memory.PAGEABLE, False, origin=origin)
+        return Value(Kind.TENSOR, device, base.memory, base.fresh, origin=origin)
     if device is not Device.CPU:
-        memory = Memory.UNKNOWN if device is not Device.CUDA else Memory.UNKNOWN
-    return Value(Kind.TENSOR, device, memory, True, dtype_kw(a, call))
+        memory = Memory.UNKNOWN
+    return Value(Kind.TENSOR, device, memory, True, dtype_kw(a, call), origin)
 
 
 def _display_arg(call: cst.Call) -> bool:
@@ -498,15 +536,16 @@ def _method_value(a: ModuleAnalysis, receiver: Value, method: str, call: cst.Cal
         # ``values, indices = t.max(1)``: a (values, int64 indices) pair on the tensor's device
         memory = Memory.PAGEABLE if receiver.device is Device.CPU else Memory.UNKNOWN
         return TupleValue((
-            Value(Kind.TENSOR, receiver.device, memory, True),
-            Value(Kind.TENSOR, receiver.device, memory, True, "torch.int64"),
+            Value(Kind.TENSOR, receiver.device, memory, True, origin=receiver.origin),
+            Value(Kind.TENSOR, receiver.device, memory, True, "torch.int64", receiver.origin),
         ))
     if method == "cuda":
-        return Value(Kind.TENSOR, Device.CUDA, Memory.UNKNOWN, receiver.fresh)
+        origin = '"cuda"' if not call.args else None
+        return Value(Kind.TENSOR, Device.CUDA, Memory.UNKNOWN, receiver.fresh, origin=origin)
     if method == "cpu":
         if receiver.device is Device.CPU:
-            return receiver
-        return Value(Kind.TENSOR, Device.CPU, Memory.UNKNOWN, receiver.fresh)
+            return replace(receiver, origin='"cpu"')
+        return Value(Kind.TENSOR, Device.CPU, Memory.UNKNOWN, receiver.fresh, origin='"cpu"')
     if method == "pin_memory":
         return Value(Kind.TENSOR, Device.CPU, Memory.PINNED, True)
     if method == "to":
@@ -515,19 +554,23 @@ def _method_value(a: ModuleAnalysis, receiver: Value, method: str, call: cst.Cal
             # a cast keeps the device (the result may be the receiver itself), not the dtype
             return replace(receiver, kind=Kind.TENSOR, dtype=None) if _to_is_dtype_only(a, call) else Value(Kind.TENSOR)
         device = target
+        dev = keyword(call, "device") or next(iter(positional(call)), None)
         return Value(
             Kind.TENSOR,
             device,
             receiver.memory if device is Device.CPU and receiver.device is Device.CPU else Memory.UNKNOWN,
             receiver.fresh,
+            origin=origin_code(a, dev.value) if dev is not None else None,
         )
     if method.startswith("new_"):
         dev = keyword(call, "device")
         device = a.device_of(dev.value) if dev is not None else receiver.device
-        return Value(Kind.TENSOR, device, Memory.PAGEABLE, True)
+        origin = origin_code(a, dev.value) if dev is not None else receiver.origin
+        return Value(Kind.TENSOR, device, Memory.PAGEABLE, True, origin=origin)
     if method in METHOD_MAYBE_SELF or is_inplace_method(method):
-        return Value(Kind.TENSOR, receiver.device, receiver.memory, receiver.fresh, None)
-    return Value(Kind.TENSOR, receiver.device, Memory.PAGEABLE if receiver.device is Device.CPU else Memory.UNKNOWN, True)
+        return Value(Kind.TENSOR, receiver.device, receiver.memory, receiver.fresh, None, receiver.origin)
+    memory = Memory.PAGEABLE if receiver.device is Device.CPU else Memory.UNKNOWN
+    return Value(Kind.TENSOR, receiver.device, memory, True, origin=receiver.origin)
 
 
 

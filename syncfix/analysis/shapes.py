@@ -105,7 +105,7 @@ def _call_shape_key(a: ModuleAnalysis, call: cst.Call) -> str | None:
     name = a.callee(call)
     args = positional(call)
     func = call.func
-    if loss_reduction(a, call) in SCALAR_REDUCTIONS:
+    if loss_reduction(a, call) in SCALAR_REDUCTIONS or name == "torch.nn.utils.clip_grad_norm_":
         return "()"
     if name is not None and name.startswith(TENSOR_NAMESPACES):
         short = name.rsplit(".", 1)[-1]

@@ -58,6 +58,10 @@ class Value:
     memory: Memory = Memory.UNKNOWN
     fresh: bool = False  # made by this code, so no other code can refill it
     dtype: str | None = None  # e.g. "torch.float32" when known
+    #: For tensors: the one device expression that placed it and every operand it was computed
+    #: from (``'"cuda"'``, ``'"cpu"'``, or a module-level name bound once, like ``device``), so two
+    #: tensors of one origin are on one device whatever that device is; None when not provable.
+    origin: str | None = None
 
     def join(self, other: Value) -> Value:
         if self.kind is Kind.BOTTOM:
@@ -75,6 +79,7 @@ class Value:
             self.memory.join(other.memory),
             self.fresh and other.fresh,
             self.dtype if self.dtype == other.dtype else None,
+            self.origin if self.origin == other.origin else None,
         )
 
     @property
@@ -107,6 +112,13 @@ class TupleValue(Value):
     def __init__(self, items: tuple[Value, ...]) -> None:
         object.__setattr__(self, "items", items)
         super().__init__(Kind.OTHER)
+
+
+def tensor_origin(values: Iterable[Value]) -> str | None:
+    """The origin of an op's result: the one origin every tensor operand has (strict: an operand
+    of unknown origin, or two origins, give None; a CPU 0-d operand may mix with a CUDA one)."""
+    origins = {v.origin for v in values if v.is_tensor}
+    return origins.pop() if len(origins) == 1 else None
 
 
 def tensor_device(values: Iterable[Value]) -> Device:

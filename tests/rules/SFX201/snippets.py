@@ -114,3 +114,36 @@ def f(m0: float):
         s = s * 2.0
     return s
 '''
+
+# The state arrives through a parameter, placed by one module-level device expression that is
+# CUDA or the CPU: safe (test_sfx201_cuda.py runs it on CUDA).
+ONE_DEVICE_EXPRESSION = '''
+import torch
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _setup(n):
+    w = torch.randn(n, n, device=device) / n**0.5
+    x = torch.randn(64, n, device=device)
+    return w, x
+
+
+@torch.no_grad()
+def _run(state, steps):
+    w, x = state
+    scale = torch.ones((), device=device)
+    for _ in range(steps):
+        y = torch.tanh(x @ w)
+        m = y.abs().mean()
+        if m > 0.5:
+            scale = scale * 0.5
+        else:
+            scale = scale * 2.0
+        x = y * scale
+    return x, scale
+
+
+def f(n: int, steps: int):
+    return _run(_setup(n), steps)
+'''

@@ -19,6 +19,7 @@ CASES = [
     ("SFX201", S.AND_NOT_INT64, False, (12, 1), True),
     ("SFX201", S.IFEXP_ISNAN, False, (float("nan"),), True),
     ("SFX201", S.VECTOR_BRANCH, False, (1000, 0.5), True),
+    ("SFX201", S.ONE_DEVICE_EXPRESSION, False, (64, 12), True),
 ]
 
 
