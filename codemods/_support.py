@@ -586,3 +586,25 @@ def _may_catch_runtime_error(kind: cst.BaseExpression | None) -> bool:
         return any(_may_catch_runtime_error(el.value) for el in kind.elements)
     name = dotted_name(kind)
     return name is None or name.rsplit(".", 1)[-1] not in _NOT_RUNTIME_ERRORS
+
+
+def is_backward_of(stmt: cst.CSTNode, names: set[str]) -> bool:
+    """``loss.backward()``: it fills gradients but leaves ``loss`` itself unchanged."""
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
+        return False
+    small = stmt.body[0]
+    if not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
+        return False
+    func = small.value.func
+    return (
+        isinstance(func, cst.Attribute)
+        and func.attr.value == "backward"
+        and isinstance(func.value, cst.Name)
+        and not any(isinstance(n, cst.Name) and n.value in names for n in _arg_names(small.value))
+    )
+
+
+def _arg_names(call: cst.Call):
+    for arg in call.args:
+        if isinstance(arg.value, cst.Name):
+            yield arg.value

@@ -76,6 +76,11 @@ class MergeScalarReads(Rule):
     a single transfer of mixed kinds is only exact as a byte-level pack, which is not code a person
     would write or read. When no kind has two reads, the finding comes without a fix.
 
+    One tensor read twice in the stretch (`print(u.item(), u.item() * 2)`) is read once
+    (`u_value = u.item()`) and the value used twice: **safe** whatever its dtype, shape or device,
+    since nothing between the reads can change it (the preconditions below) and a Python number
+    is immutable. Not for `tolist()`: each call makes a new list, and the two uses could tell.
+
     The other preconditions, each proven or no fix:
     - every tensor provably holds **one element** with a known shape (a full reduction
       `t.mean()`/`t.sum()`, a loss with the default/`"mean"`/`"sum"` reduction, `clip_grad_norm_`,
@@ -124,6 +129,17 @@ class MergeScalarReads(Rule):
             "import torch\nx = torch.randn(8, device='cuda')\nloss = x.mean()\nnorm = x.norm()\n"
             "loss_value, norm_value = torch.stack([loss, norm]).tolist()\n"
             "print(f'{loss_value:.3f} {norm_value:.3f}')\n",
+        ),
+        # one tensor read twice: one read serves both, whatever its dtype
+        Invalid(
+            "import torch\ndef f(x: torch.Tensor):\n    u = x.cuda().sum()\n    print(u.item(), u.item() * 2)\n",
+            "import torch\ndef f(x: torch.Tensor):\n    u = x.cuda().sum()\n    u_value = u.item()\n"
+            "    print(u_value, u_value * 2)\n",
+        ),
+        # two lists: `tolist()` makes a new list each time, so they are not shared
+        Invalid(
+            "import torch\ndef f(x: torch.Tensor):\n    u = x.cuda()\n    a = u.tolist()\n    b = u.tolist()\n",
+            None,
         ),
         # the dtype is unknown: a finding without a fix
         Invalid(
@@ -266,6 +282,10 @@ class MergeScalarReads(Rule):
         if not merged and None not in kinds and len(set(kinds)) == len(kinds):
             return  # one read per dtype kind: nothing to merge exactly, nothing to report
         if not merged or torch_name is None:
+            reuse = self._reuse(run, items)
+            if reuse is not None:
+                self.report(first, f"{n} host reads in a row, one sync each", fix=reuse)
+                return
             why = next((i.why_not for i in items if i.why_not), None) or (
                 "the tensors are not provably on one device"
                 if len(set(kinds)) < len(kinds)  # a kind read twice, from two devices
@@ -277,6 +297,32 @@ class MergeScalarReads(Rule):
             self.report(first, f"{n} host reads in a row, one sync each; no fix: {why}")
             return
         self.report(first, f"{n} host reads in a row, one sync each", fix=self._fix(run, merged, torch_name))
+
+    def _reuse(self, run, items: list[_Read]) -> Fix | None:
+        """The same tensor read twice in the stretch (``print(u.item(), u.item() * 2)``): nothing
+        between the reads can change it, so one read serves both, whatever its dtype or device.
+        Only scalar forms (``item()``, ``float()``...): a list from ``tolist()`` is a new object
+        each time."""
+        a = self.analysis
+        by_code: dict[tuple[str, str], list[_Read]] = {}
+        for item in items:
+            if item.read.form != "tolist" and _safe_receiver(item.read.receiver):
+                by_code.setdefault((item.code, item.read.form), []).append(item)
+        twice = [group for group in by_code.values() if len(group) >= 2]
+        if not twice:
+            return None
+        taken = self.__dict__.setdefault("_taken", set())
+        new_stmts: list[cst.BaseStatement] = []
+        replace: dict[cst.CSTNode, cst.BaseExpression] = {}
+        for group in twice:
+            name = a.fresh_name(_base_name(group[0].read.receiver), taken)
+            taken.add(name)
+            new_stmts.append(cst.parse_statement(f"{name} = {a.module.code_for_node(group[0].read.node)}\n"))
+            for item in group:
+                replace[item.read.node] = cst.Name(name)
+        changes = _rewrite_run(run, {id(i.stmt) for g in twice for i in g}, replace, new_stmts)
+        names = ", ".join(f"`{g[0].code}`" for g in twice)
+        return self.safe_fix(changes, f"Read {names} once and use the value twice")
 
     def _describe(self, read: HostRead, stmt: cst.SimpleStatementLine) -> _Read:
         a = self.analysis
@@ -315,19 +361,7 @@ class MergeScalarReads(Rule):
             targets = ", ".join(names.values())
             code = f"{targets} = {torch_name}.stack([{', '.join(elements)}]).tolist()\n"
             new_stmts.append(cst.parse_statement(code))  # type: ignore[arg-type]
-        changes: dict = {}
-        merged_stmts = {id(i.stmt) for g in groups for i in g}
-        first_stmt = next(s for s, _ in run if id(s) in merged_stmts)
-        for stmt, _ in run:
-            if id(stmt) not in merged_stmts:
-                continue
-            new = stmt.visit(_Replace(replace))
-            if stmt is first_stmt:
-                new_stmts[0] = new_stmts[0].with_changes(leading_lines=stmt.leading_lines)
-                new = new.with_changes(leading_lines=[])
-                changes[stmt] = cst.FlattenSentinel([*new_stmts, new])
-            else:
-                changes[stmt] = new
+        changes = _rewrite_run(run, {id(i.stmt) for g in groups for i in g}, replace, new_stmts)
         count = sum(len(g) for g in groups)
         what = f"Read {count} values with {len(groups)} transfer(s)"
         if any(i.likely_device for g in groups for i in g):
@@ -339,6 +373,23 @@ _LIKELY_DEVICE = (
     " (unsafe: syncfix cannot name the tensors' device; values read together in code that "
     "repeats are likely on one, and where they are not `torch.stack` raises)"
 )
+
+
+def _rewrite_run(run, touched: set[int], replace: dict, new_stmts: list) -> dict:
+    """The changes: reads replaced in the statements of ``run`` they occur in, and ``new_stmts``
+    (the reads done once) inserted before the first of them."""
+    changes: dict = {}
+    first = next(s for s, _ in run if id(s) in touched)
+    for stmt, _ in run:
+        if id(stmt) not in touched:
+            continue
+        new = stmt.visit(_Replace(replace))
+        if stmt is first:
+            new_stmts[0] = new_stmts[0].with_changes(leading_lines=stmt.leading_lines)
+            changes[stmt] = cst.FlattenSentinel([*new_stmts, new.with_changes(leading_lines=[])])
+        else:
+            changes[stmt] = new
+    return changes
 
 
 class _Replace(cst.CSTTransformer):

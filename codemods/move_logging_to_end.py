@@ -9,6 +9,8 @@ from syncfix.analysis import FULL_REDUCTIONS, Device, Kind, stored_names
 from syncfix.rules import Invalid, Rule
 from syncfix.walk import walk
 
+from ._support import is_backward_of
+
 # Builtins a moved log may call (they read Python values only).
 _PURE_FORMAT = {
     "builtins.str", "builtins.repr", "builtins.format", "builtins.round", "builtins.len",
@@ -305,7 +307,7 @@ class MoveLoggingToEnd(Rule):
                 break
             if (fx.writes | fx.inplace) & names:
                 break
-            if fx.may_mutate_anything and fx.reads & names and not _is_backward_of(stmt, names):
+            if fx.may_mutate_anything and fx.reads & names and not is_backward_of(stmt, names):
                 break
             if self._gpu_work(stmt):
                 last = j
@@ -386,25 +388,3 @@ def _imported_modules(a) -> set[str]:
 
 def _contains_output(a, stmt: cst.CSTNode) -> bool:
     return any(a.is_logging_call(c) for c in a.effects(stmt).calls)
-
-
-def _is_backward_of(stmt: cst.CSTNode, names: set[str]) -> bool:
-    """``loss.backward()``: it fills gradients but leaves ``loss`` itself unchanged."""
-    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
-        return False
-    small = stmt.body[0]
-    if not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
-        return False
-    func = small.value.func
-    return (
-        isinstance(func, cst.Attribute)
-        and func.attr.value == "backward"
-        and isinstance(func.value, cst.Name)
-        and not any(isinstance(n, cst.Name) and n.value in names for n in _arg_names(small.value))
-    )
-
-
-def _arg_names(call: cst.Call):
-    for arg in call.args:
-        if isinstance(arg.value, cst.Name):
-            yield arg.value

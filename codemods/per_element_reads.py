@@ -58,7 +58,13 @@ class PerElementReads(Rule):
     built in the function (a display or a comprehension) gets an **unsafe** fix,
     `torch.stack(xs).reshape(len(xs)).tolist() if xs else []`: it rests on the likely fact that
     such a list holds tensors of one element, one dtype and one device (what `all_gather` fills);
-    an empty list keeps giving `[]`. SFX301 merges reads of named tensors written out one by one.
+    an empty list keeps giving `[]`. Likewise `v = [x.item() for y, n in zip(ys, ns) for x in y[:n]]`
+    over such a list `ys` gets an **unsafe** fix that reads every part with one `torch.cat`:
+    `v_parts = [y[:n].reshape(-1) for y, n in zip(ys, ns)]` then
+    `v = torch.cat(v_parts).tolist() if v_parts else []`. Same values, types and order when the
+    tensors share a dtype and a device and each element read is one value; where an element holds
+    more, the original raises and the rewrite reads them all. SFX301 merges reads of named tensors
+    written out one by one.
     """
 
     CODE = "SFX303"
@@ -174,8 +180,11 @@ class PerElementReads(Rule):
             if read is not None and _var_of(node, read) is not None:
                 if a.likely.value(read.receiver).device is not Device.CPU:
                     stacked = self._stacked_list(node, read) if fixable else None
+                    catted = self._catted_parts(node, read) if fixable and stacked is None else None
                     if stacked is not None:
                         self.report(node, fix=self.unsafe_fix({node: stacked}, _STACK_FIX))
+                    elif catted is not None:
+                        self.report(node, fix=self.unsafe_fix(catted, _CAT_FIX))
                     else:
                         self.report(node, f"{self.MESSAGE}; no fix: {_UNKNOWN_ELEMENTS}")
                 return
@@ -245,6 +254,61 @@ class PerElementReads(Rule):
             new = _paren(new)  # ``[...] + other`` must not become ``... else [] + other``
         return new
 
+    def _catted_parts(self, node, read: HostRead) -> dict | None:
+        """``v = [x.item() for y, n in zip(ys, ns) for x in y[:n]]``, where ``ys`` is a name bound
+        only to lists of tensors built here: one ``torch.cat`` of the parts, one ``.tolist()``::
+
+            v_parts = [y[:n].reshape(-1) for y, n in zip(ys, ns)]
+            v = torch.cat(v_parts).tolist() if v_parts else []
+        """
+        a = self.analysis
+        outer, torch = node.for_in, a.torch_alias
+        inner = outer.inner_for_in if isinstance(node, cst.ListComp) else None
+        stmt = a.statement_of(node)
+        assign = a.parent(node)
+        if (
+            torch is None
+            or inner is None
+            or inner.inner_for_in is not None
+            or outer.ifs
+            or inner.ifs
+            or outer.asynchronous
+            or inner.asynchronous
+            or read.form != "item"
+            or not isinstance(inner.target, cst.Name)
+            or not isinstance(read.receiver, cst.Name)
+            or read.receiver.value != inner.target.value
+            or not isinstance(assign, cst.Assign)
+            or len(assign.targets) != 1
+            or not isinstance(assign.targets[0].target, cst.Name)
+            or not isinstance(stmt, cst.SimpleStatementLine)
+            or len(stmt.body) != 1
+        ):
+            return None
+        part = inner.iter
+        base = part.value if isinstance(part, cst.Subscript) else part
+        if not isinstance(base, cst.Name) or inner.target.value in a.effects(part).reads:
+            return None
+        lists = _zipped_source(outer, base.value)
+        if lists is None:
+            return None
+        bound = a.reaching_values(lists)
+        if not bound or not all(
+            isinstance(v, cst.ListComp) and a.likely.is_tensor(v.elt)
+            or isinstance(v, cst.List) and all(a.likely.is_tensor(e.value) for e in v.elements)
+            for v in bound
+        ):
+            return None  # the iterated values are tensors only where the lists are built here
+        name = assign.targets[0].target.value
+        parts = a.fresh_name(f"{name}_parts")
+        target, source = a.module.code_for_node(outer.target), a.module.code_for_node(outer.iter)
+        first = cst.parse_statement(
+            f"{parts} = [{a.module.code_for_node(_paren(part))}.reshape(-1) for {target} in {source}]\n"
+        ).with_changes(leading_lines=stmt.leading_lines)
+        second = cst.parse_statement(f"{name} = {torch}.cat({parts}).tolist() if {parts} else []\n")
+        second = second.with_changes(trailing_whitespace=stmt.trailing_whitespace)  # its comment
+        return {stmt: cst.FlattenSentinel([first, second])}
+
     def _read_inside(self, node, elt: cst.BaseExpression) -> None:
         """A read of each element inside a larger expression (``{k: v.item() / n for k, v in
         d.items()}``), where code repeats: reported, no fix."""
@@ -274,6 +338,12 @@ _STACK_FIX = (
     "more elements raises a RuntimeError with another message, as `item()` does)"
 )
 
+_CAT_FIX = (
+    "Read every part with one torch.cat (unsafe: it rests on the likely fact that the tensors of "
+    "the lists share a device and a dtype, and that each element read is one value; mixed dtypes "
+    "would promote, and where an element holds more values the original raises, the rewrite not)"
+)
+
 _UNKNOWN_ELEMENTS = (
     "syncfix cannot tell what the iterated values are; where they are tensors of one shape, dtype "
     "kind and device, `torch.stack([...]).tolist()` (or `torch.cat`) reads them with one transfer"
@@ -296,6 +366,26 @@ _ROWS_FIX = (
     "Read the whole tensor with one .tolist() (unsafe: the tensor's rank is unknown; where a row "
     "holds more than one element both versions raise a RuntimeError, with different messages)"
 )
+
+
+def _zipped_source(comp: cst.CompFor, name: str) -> cst.Name | None:
+    """The list ``comp`` takes ``name`` from: ``for name in xs`` or ``for name, n in zip(xs, ns)``."""
+    target, source = comp.target, comp.iter
+    if isinstance(target, cst.Name):
+        return source if target.value == name and isinstance(source, cst.Name) else None
+    if not (
+        isinstance(target, cst.Tuple)
+        and isinstance(source, cst.Call)
+        and isinstance(source.func, cst.Name)
+        and source.func.value == "zip"
+        and len(source.args) == len(target.elements)
+        and not any(arg.keyword or arg.star for arg in source.args)
+    ):
+        return None
+    for element, arg in zip(target.elements, source.args, strict=True):
+        if isinstance(element.value, cst.Name) and element.value.value == name:
+            return arg.value if isinstance(arg.value, cst.Name) else None
+    return None
 
 
 def _statements(block: cst.BaseSuite) -> list[cst.CSTNode]:

@@ -9,6 +9,8 @@ from syncfix.analysis import Device, Kind
 from syncfix.rules import Invalid, Rule
 from syncfix.walk import walk
 
+from ._support import is_backward_of
+
 
 class ReadAfterLoop(Rule):
     """
@@ -224,7 +226,7 @@ class ReadAfterLoop(Rule):
                 for later in (stmt for j, stmt in enumerate(body) if j > i and j not in moved):
                     fx = a.effects(later)
                     if recv.value in (fx.writes | fx.inplace) or (
-                        fx.may_mutate_anything and recv.value in fx.reads and not _is_backward_of(later, recv.value)
+                        fx.may_mutate_anything and recv.value in fx.reads and not is_backward_of(later, {recv.value})
                     ):
                         return None, f"`{recv.value}` may change before the iteration ends"
                 receivers.append(recv)
@@ -376,20 +378,3 @@ def _yields(fn: cst.FunctionDef) -> bool:
 
     walk(fn, V())
     return bool(found)
-
-
-def _is_backward_of(stmt: cst.CSTNode, name: str) -> bool:
-    """``loss.backward()``: it fills gradients but leaves ``loss`` itself unchanged."""
-    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
-        return False
-    small = stmt.body[0]
-    if not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
-        return False
-    func = small.value.func
-    return (
-        isinstance(func, cst.Attribute)
-        and func.attr.value == "backward"
-        and isinstance(func.value, cst.Name)
-        and func.value.value == name
-        and not small.value.args
-    )

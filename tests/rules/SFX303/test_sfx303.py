@@ -95,3 +95,36 @@ def test_sfx303_loop_over_a_1d_tensor_read_once_is_exact(case):
     assert "for v in x.flatten().tolist():" in fixed and "v.item()" not in fixed, fixed
     data = torch.tensor(values, dtype=getattr(torch, dtype))
     assert same(load(LOOP, "f")(data), load(fixed, "f")(data)), values
+
+
+PARTS = (
+    "import torch\n"
+    "class Sampler:\n"
+    "    def update(self, data, sizes):\n"
+    "        batches = [torch.zeros(data.shape[1]).to(data) for _ in sizes]\n"
+    "        for i, b in enumerate(batches):\n"
+    "            b.copy_(data[i])  # as `all_gather` fills them\n"
+    "        values = [x.item() for y, bs in zip(batches, sizes) for x in y[:bs]]\n"
+    "        return values\n"
+    "def f(data, sizes):\n"
+    "    return Sampler().update(data, sizes)\n"
+)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    _DTYPE_VALUES,
+    st.lists(st.integers(min_value=0, max_value=6), max_size=4),
+)
+def test_sfx303_parts_read_with_one_cat_are_exact(case, sizes):
+    # `[x.item() for y, bs in zip(batches, sizes) for x in y[:bs]]` -> one `torch.cat` of the
+    # parts (unsafe): the same values, types and order for 1-D tensors of one dtype, and `[]`
+    # for no parts or empty parts
+    dtype, values = case
+    fixed = fix_code(PARTS, select=["SFX303"], unsafe_fixes=True)
+    assert "torch.cat(" in fixed, fixed
+    assert fix_code(PARTS, select=["SFX303"]) == PARTS  # never a safe fix
+    row = torch.tensor(values, dtype=getattr(torch, dtype))
+    data = torch.stack([row] * len(sizes)) if sizes else torch.zeros(0, len(values))
+    before, after = load(PARTS, "f")(data, sizes), load(fixed, "f")(data, sizes)
+    assert same(before, after), (values, sizes, before, after)
