@@ -4,7 +4,7 @@
     python benchmarks/realcode.py --verify          # every quote still on its line at the pinned commit?
 
 For each repository of the manifest, syncfix's CLI runs in a subprocess on the local clone
-(``check . -o json --no-cache --isolated``), once with safe fixes only and once with
+(``check . -o json --no-cache --isolated``, or ``--config FILE``), once with safe fixes only and once with
 ``--unsafe-fixes``. The json holds every finding with its fix (edits and applicability). Then:
 
 - a marked **site** is *found* when a finding of any code starts on one of its lines, and
@@ -296,6 +296,7 @@ def run_syncfix(
     jobs: int,
     timeout: float,
     extra: list[str] = (),  # type: ignore[assignment]
+    config: Path | None = None,
 ) -> tuple[list[dict] | None, float, str]:
     """(findings, seconds, error) of ``syncfix check`` on the whole clone; findings None on failure."""
     cmd = [
@@ -307,7 +308,7 @@ def run_syncfix(
         "-o",
         "json",
         "--no-cache",
-        "--isolated",
+        *(["--config", str(config)] if config else ["--isolated"]),
         "--exit-zero",
         "-j",
         str(jobs),
@@ -378,6 +379,7 @@ def score(
     timeout: float,
     only: set[str] | None,
     skip: dict[str, list[str]] | None = None,
+    config: Path | None = None,
 ) -> dict:
     repos = [r for r in man.repos if not only or r in only]
     runs: dict[str, dict[str, list[dict] | None]] = {}
@@ -388,7 +390,7 @@ def score(
         for mode in ("safe", "unsafe"):
             excluded = (skip or {}).get(repo, [])
             extra = [a for path in excluded for a in ("--extend-exclude", path)]
-            findings, seconds, error = run_syncfix(clone, mode == "unsafe", jobs, timeout, extra)
+            findings, seconds, error = run_syncfix(clone, mode == "unsafe", jobs, timeout, extra, config)
             runs[repo][mode] = findings
             timing.setdefault(repo, {})[mode] = {
                 "seconds": round(seconds, 2),
@@ -571,6 +573,12 @@ def main() -> int:
         metavar="OWNER/NAME:PATH",
         help="leave this file out of syncfix's run (e.g. one that takes minutes); repeatable",
     )
+    ap.add_argument(
+        "--config",
+        type=Path,
+        help="run syncfix with this config file (a syncfix.toml) instead of --isolated, e.g. one "
+        'declaring [torch] devices = ["cuda", "cpu"]; report such runs apart from the default',
+    )
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
     ap.add_argument("--json-file", type=Path, help="also write the JSON result here")
     ap.add_argument("-v", "--verbose", action="store_true", help="list every marked line")
@@ -606,7 +614,8 @@ def main() -> int:
             )
         skip.setdefault(repo, []).append(path)
     only = set(args.repo) if args.repo else None
-    result = score(man, args.root, args.jobs, args.timeout, only, skip)
+    config = args.config.resolve() if args.config else None
+    result = score(man, args.root, args.jobs, args.timeout, only, skip, config)
     if args.json_file:
         args.json_file.write_text(json.dumps(result, indent=2))
     print(json.dumps(result, indent=2) if args.json else report(result, args.verbose))

@@ -100,7 +100,9 @@ class BlockingHostToDevice(Rule):
       prove.
 
     To make these fixes safe: declare that your loaders never refill pinned buffers with
-    `extend-safe-fixes = ["SFX101"]` in `[tool.syncfix]`; or let syncfix see what it needs
+    `extend-safe-fixes = ["SFX101"]` in `[tool.syncfix]`; declare that the project runs on CUDA
+    and the CPU only with `devices = ["cuda", "cpu"]` in `[tool.syncfix.torch]` (then a device
+    syncfix cannot name, a `torch.device` of unknown type, is one of the two); or let syncfix see what it needs
     (build the loader where the loop is, name the device where the copy can see it, e.g.
     `device = torch.device("cuda", local_rank)`); or prove a rewrite on your program with
     `syncfix verify`. A copy whose receiver is neither provably a tensor nor a batch item gets
@@ -321,7 +323,8 @@ _LIKELY_BATCH_FIX = (
 )
 _UNKNOWN_TARGET_FIX = (
     "Copy with non_blocking=True (unsafe: the source is a CPU tensor, exact on CUDA and the CPU; "
-    "the device may be another accelerator, whose copies syncfix does not prove)"
+    "the device may be another accelerator, whose copies syncfix does not prove; declare "
+    '`devices = ["cuda", "cpu"]` in [tool.syncfix.torch] if the project runs on nothing else)'
 )
 
 

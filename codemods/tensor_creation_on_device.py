@@ -80,7 +80,9 @@ class TensorCreationOnDevice(Rule):
     - **A device syncfix cannot name**, in code that repeats (a tensor's, `device=boxes.device`
       with `boxes` of unknown device; or a name or attribute that holds one, `device=device`,
       `self.device`, `args.device`): the same form is **unsafe**: it rests on the likely fact
-      that the device is CUDA or the CPU (other accelerators have their own copy rules). A device
+      that the device is CUDA or the CPU (other accelerators have their own copy rules; with
+      `devices = ["cuda", "cpu"]` declared in `[tool.syncfix.torch]`, a device object of unknown
+      type is one of the two, and the fix is safe). A device
       held by a name gets the fix only in a loop or a step-like function; a helper that is hot
       only because another file calls a function of its name from a loop keeps the finding
       without it (such a call may be one-time code). In this tier the data may also be a list
@@ -325,7 +327,8 @@ _PAGEABLE_FIX = (
 )
 _PAGEABLE_UNSAFE = (
     " (unsafe: the device is a tensor's, which syncfix cannot name; exact when it is CUDA or the "
-    "CPU, and other accelerators have their own copy rules)"
+    "CPU, and other accelerators have their own copy rules; declare "
+    '`devices = ["cuda", "cpu"]` in [tool.syncfix.torch] if the project runs on nothing else)'
 )
 _UNPLACED_DEVICE = " (if the device is a GPU's: syncfix cannot tell which device this is; no fix)"
 _UNKNOWN_DATA = (

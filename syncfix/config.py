@@ -57,6 +57,8 @@ class Settings:
     jobs: int | None = None
     target_version: str | None = None
     hot_functions: tuple[str, ...] = DEFAULT_HOT_FUNCTIONS
+    # the device types the project runs on (``[tool.syncfix.torch] devices``); None: any
+    devices: tuple[str, ...] | None = None
     # a recorded run's observations (``--observed``): fixes whose facts they show apply as observed
     observations: Observations | None = None
     config_path: Path | None = None  # where these came from (for --show-settings)
@@ -122,7 +124,9 @@ _BOOL_KEYS = {"unsafe-fixes", "include-cold", "respect-gitignore", "force-exclud
 _KNOWN = _LIST_KEYS | _BOOL_KEYS | {
     "per-file-ignores", "output-format", "jobs", "target-version", "torch", "cache-dir", "extend",
 }
-_TORCH_KEYS = {"hot-functions", "extend-hot-functions"}
+_TORCH_KEYS = {"hot-functions", "extend-hot-functions", "devices"}
+#: Device types ``devices`` may name (PyTorch's, as in ``torch.device("cuda")``).
+DEVICE_TYPES = ("cuda", "cpu", "mps", "xpu", "xla", "hpu", "npu", "mtia", "meta", "privateuseone")
 
 
 def find_config(start: Path) -> Path | None:
@@ -208,6 +212,15 @@ def settings_from_table(table: Mapping[str, Any], where: str, base: Settings | N
             hot = tuple(value.get("hot-functions", settings.hot_functions))
             hot += tuple(value.get("extend-hot-functions", ()))
             updates["hot_functions"] = hot
+            if "devices" in value:
+                devices = value["devices"]
+                unknown = [d for d in devices if d not in DEVICE_TYPES]
+                if not devices or unknown:
+                    raise ConfigError(
+                        f"{where}: 'torch.devices' lists device types, some of {', '.join(DEVICE_TYPES)}"
+                        + (f" (not {', '.join(map(str, unknown))})" if unknown else "")
+                    )
+                updates["devices"] = tuple(devices)
     return replace(settings, **updates)
 
 

@@ -156,6 +156,7 @@ def analyze(
     analysis = ModuleAnalysis(
         wrapper,
         hot_functions=settings.hot_functions,
+        devices=settings.devices,
         called_from_loops=frozenset(context.hot) if context else frozenset(),
         module_name=context.module_name if context else None,
         imported=context.imported if context else None,

@@ -164,3 +164,36 @@ def test_an_isinstance_test_narrows_a_name_to_a_tensor_in_its_body_only():
 
     wrapper.module.visit(V())
     assert kinds == [Kind.UNKNOWN, Kind.TENSOR] + [Kind.UNKNOWN] * 5
+
+
+def test_an_isinstance_test_of_number_types_narrows_a_name_to_host_data():
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper
+
+    from syncfix.analysis import Kind, ModuleAnalysis
+
+    src = (
+        "import torch\n"
+        "def f(layer):\n"
+        "    scale = layer.embed_scale\n"
+        "    use(scale)  # unknown\n"
+        "    if isinstance(scale, (int, float)):\n"
+        "        use(scale)  # a Python number (or a numpy float64): host data\n"
+        "    if isinstance(scale, (int, torch.Tensor)):\n"
+        "        use(scale)  # either\n"
+        "    if isinstance(scale, float):\n"
+        "        scale = layer.other\n"
+        "        use(scale)  # rebound in the body\n"
+    )
+    wrapper = MetadataWrapper(cst.parse_module(src))
+    analysis = ModuleAnalysis(wrapper)
+    seen = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            if isinstance(node.func, cst.Name) and node.func.value == "use":
+                arg = node.args[0].value
+                seen.append((analysis.value(arg).kind, analysis.is_host_data(arg)))
+
+    wrapper.module.visit(V())
+    assert seen == [(Kind.UNKNOWN, False), (Kind.NUMBER, True), (Kind.UNKNOWN, False), (Kind.UNKNOWN, False)]

@@ -163,6 +163,34 @@ def test_extend_safe_fixes(project):
     assert open("b.py").read() == UNSAFE_FIXED
 
 
+ACCELERATOR = (
+    "import torch\n"
+    "device = torch.accelerator.current_accelerator()\n"
+    "def train(steps: int):\n"
+    "    for _ in range(steps):\n"
+    "        x = (torch.randn(8) * 2).to(device)\n"
+    "        print(x.sum())\n"
+)
+
+
+def test_declared_devices_make_copies_to_an_unnamed_device_safe(project):
+    # `torch.accelerator.current_accelerator()` may be MPS or XPU: the fix stays unsafe, and the
+    # message says how to declare otherwise; with `devices = ["cuda", "cpu"]` it is safe
+    project("c.py", ACCELERATOR)
+    r = run("check", "c.py", "--no-cache")
+    assert "[*]" not in r.output and 'devices = ["cuda", "cpu"]' in r.output, r.output
+    project("pyproject.toml", '[tool.syncfix.torch]\ndevices = ["cuda", "cpu"]\n')
+    assert run("apply", "c.py", "--no-cache").exit_code == 0
+    assert "x = (torch.randn(8) * 2).to(device, non_blocking=True)" in open("c.py").read()
+    project("c.py", ACCELERATOR)
+    project("pyproject.toml", '[tool.syncfix.torch]\ndevices = ["cuda", "mps"]\n')
+    run("apply", "c.py", "--no-cache")
+    assert open("c.py").read() == ACCELERATOR  # MPS copies are not proven
+    project("pyproject.toml", '[tool.syncfix.torch]\ndevices = ["gpu"]\n')
+    r = run("check", "c.py")
+    assert r.exit_code == 2 and "torch.devices" in r.output and "not gpu" in r.output
+
+
 @pytest.mark.parametrize(
     "line",
     [

@@ -21,7 +21,7 @@ Which bindings reach this use?                              ``bindings``
 What value (tensor? device? pinned? fresh?) is this?        ``provenance``
 What does an attribute hold (``t.grad``, ``self.fc``);      ``attributes``
 is a callee an ``nn.Module`` class?
-Does ``if isinstance(x, torch.Tensor):`` narrow ``x``?      ``narrowing``
+Does ``if isinstance(x, torch.Tensor | int...):`` narrow?   ``narrowing``
 What do the callers pass; what does a call return; which    ``callgraph``
 functions escape (callers out of sight)?
 What do other project files import from this module?        ``project``

@@ -160,6 +160,8 @@ def device_of(a: ModuleAnalysis, expr: cst.CSTNode) -> Device:
     """The device a device-like expression (string, int, ``torch.device``, name) denotes."""
     v = a.value(expr)
     if v.kind is Kind.DEVICE:
+        if v.device is Device.UNKNOWN and a.cuda_or_cpu_only:
+            return Device.CUDA_OR_CPU  # declared: the project runs on nothing else
         return v.device
     return Device.CUDA if _is_device_index(a, expr) else Device.UNKNOWN
 
@@ -187,7 +189,7 @@ def to_target(a: ModuleAnalysis, call: cst.Call) -> Device | None:
     first = args[0].value
     v = a.value(first)
     if v.kind is Kind.DEVICE:
-        return v.device
+        return a.device_of(first)
     if _is_device_index(a, first):
         return Device.CUDA
     if v.is_tensor:

@@ -83,6 +83,7 @@ class ModuleAnalysis:
         module_name: str | None = None,
         imported: frozenset[str] | None = None,
         called_from_loops: frozenset[str] = frozenset(),
+        devices: Sequence[str] | None = None,
     ) -> None:
         self.wrapper = wrapper
         #: The dotted module name of this file in its project (None: a source without a path).
@@ -95,6 +96,9 @@ class ModuleAnalysis:
         #: repeating code (by name, projects.py): both are hot (:meth:`is_hot`).
         self.hot_functions = set(hot_functions)
         self.called_from_loops = called_from_loops
+        #: The project declares it runs on CUDA and the CPU only (``[tool.syncfix.torch]
+        #: devices``): a device object syncfix cannot name is then one of the two.
+        self.cuda_or_cpu_only = devices is not None and set(devices) <= {"cuda", "cpu"}
         #: Memoised facts with loop-carried cycles solved by rounds; ``solver.work`` counts them.
         self.solver = FactSolver()
         self.cache = Caches()
@@ -119,6 +123,7 @@ class ModuleAnalysis:
             module_name=self.module_name,
             imported=self.imported,
         )
+        view.cuda_or_cpu_only = self.cuda_or_cpu_only
         view.assume_tensors = True
         view._syntax_of = self  # the syntax is shared (resolved once, when first needed)
         return view

@@ -1,5 +1,7 @@
 """Type tests that narrow a name: inside ``if isinstance(x, torch.Tensor):`` (or an ``elif``, or
-one operand of an ``and`` test), ``x`` is a tensor, whatever reached it.
+one operand of an ``and`` test), ``x`` is a tensor, whatever reached it; inside
+``if isinstance(x, (int, float)):`` it is a host number (a Python ``int``/``float``/``bool``, or a
+NumPy float64, which subclasses ``float``).
 
 Only the ``if`` body is narrowed, and only where the body never rebinds the name (so the value
 tested is the value used). The device, dtype and shape stay unknown: the test says nothing
@@ -15,6 +17,7 @@ import libcst as cst
 
 from .syntax import positional
 from .torch_api import TENSOR_TYPES
+from .values import Kind
 
 if TYPE_CHECKING:
     from .module import ModuleAnalysis
@@ -22,33 +25,38 @@ if TYPE_CHECKING:
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
-def narrowed_to_tensor(a: ModuleAnalysis, name: cst.Name) -> bool:
-    """Is this use of ``name`` inside the body of an ``if`` whose test proves it a tensor?"""
+def narrowed_kind(a: ModuleAnalysis, name: cst.Name) -> Kind | None:
+    """``Kind.TENSOR`` or ``Kind.NUMBER`` where this use of ``name`` is inside the body of an
+    ``if`` whose test proves it one; None elsewhere."""
     child: cst.CSTNode = name
     for anc in a.ancestors(name):
         if isinstance(anc, _SCOPES):
-            return False  # a test outside the function says nothing about a call made later
-        if (
-            isinstance(anc, cst.If)
-            and child is anc.body
-            and _proves_tensor(a, anc.test, name.value)
-            and name.value not in a.effects(anc.body).writes
-        ):
-            return True
+            return None  # a test outside the function says nothing about a call made later
+        if isinstance(anc, cst.If) and child is anc.body and name.value not in a.effects(anc.body).writes:
+            kind = _proven_kind(a, anc.test, name.value)
+            if kind is not None:
+                return kind
         child = anc
-    return False
+    return None
 
 
-def _proves_tensor(a: ModuleAnalysis, test: cst.BaseExpression, var: str) -> bool:
+def _proven_kind(a: ModuleAnalysis, test: cst.BaseExpression, var: str) -> Kind | None:
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        return _proves_tensor(a, test.left, var) or _proves_tensor(a, test.right, var)
+        return _proven_kind(a, test.left, var) or _proven_kind(a, test.right, var)
     if not isinstance(test, cst.Call) or a.callee(test) != "builtins.isinstance":
-        return False
+        return None
     args = positional(test)
     if len(args) != 2 or len(test.args) != 2:
-        return False
+        return None
     subject, kind = args[0].value, args[1].value
     if not (isinstance(subject, cst.Name) and subject.value == var):
-        return False
-    kinds = [el.value for el in kind.elements] if isinstance(kind, cst.Tuple) else [kind]
-    return bool(kinds) and all(a.qualname(k) in TENSOR_TYPES for k in kinds)
+        return None
+    kinds = [a.qualname(el.value) for el in kind.elements] if isinstance(kind, cst.Tuple) else [a.qualname(kind)]
+    if kinds and all(k in TENSOR_TYPES for k in kinds):
+        return Kind.TENSOR
+    if kinds and all(k in _NUMBER_TYPES for k in kinds):
+        return Kind.NUMBER
+    return None
+
+
+_NUMBER_TYPES = {"builtins.int", "builtins.float", "builtins.bool"}

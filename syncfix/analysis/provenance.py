@@ -26,7 +26,7 @@ from .attributes import assumed_tensor, attribute_value, is_module_class
 from .bindings import assignment_order
 from .devices import fstring_device, origin_code, string_device
 from .dtypes import dtype_kw
-from .narrowing import narrowed_to_tensor
+from .narrowing import narrowed_kind
 from .syntax import is_none, keyword, literal_kind, positional, through_call
 from .torch_api import (
     CREATION_DEVICE_ARG,
@@ -166,9 +166,13 @@ def _name_value(a: ModuleAnalysis, name: cst.Name) -> Value:
         return UNKNOWN
     # Many uses share one set of bindings (every later use in straight-line code): join once.
     held = a.solver.get("join", bindings, lambda n: _join_bindings(a, n), BOTTOM, UNKNOWN)
-    if held.kind in (Kind.UNKNOWN, Kind.BATCH) and narrowed_to_tensor(a, name):
-        # ``if isinstance(x, torch.Tensor):`` around this use (a batch keeps where it lives)
-        return replace(held, kind=Kind.TENSOR) if held.kind is Kind.BATCH else Value(Kind.TENSOR)
+    if held.kind in (Kind.UNKNOWN, Kind.BATCH):
+        narrowed = narrowed_kind(a, name)
+        if narrowed is Kind.TENSOR:
+            # ``if isinstance(x, torch.Tensor):`` around this use (a batch keeps where it lives)
+            return replace(held, kind=Kind.TENSOR) if held.kind is Kind.BATCH else Value(Kind.TENSOR)
+        if narrowed is Kind.NUMBER and held.kind is Kind.UNKNOWN:
+            return NUMBER  # ``if isinstance(x, (int, float)):``
     return held
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from .bindings import is_range_counter
+from .narrowing import narrowed_kind
 from .syntax import dotted_name, literal_kind
 from .torch_api import DEVICE_INDEX_FUNCTIONS, NUMPY_CONSTRUCTORS, PY_NUMBER_BUILTINS
 from .values import Kind
@@ -96,6 +97,8 @@ def is_host_data(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
             for el in expr.elements
         )
     if isinstance(expr, cst.Name):
+        if narrowed_kind(a, expr) is Kind.NUMBER:
+            return True  # inside ``if isinstance(x, (int, float)):``
         return a.solver.get("host-data", expr, lambda n: _name_is_host_data(a, n), False, False)
     if isinstance(expr, cst.Subscript):
         return a.is_host_data(expr.value)

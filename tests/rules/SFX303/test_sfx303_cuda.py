@@ -71,3 +71,27 @@ def test_sfx303_list_of_tensors_read_with_one_stack():
     # ints stay ints (int32 shape-(1,) tensors), floats floats, and an empty list gives []
     x = torch.randn(64, 64, device="cuda")
     check_rewrite_keeps_values_with_fewer_syncs("SFX303", STACKED, True, (x, 5), True)
+
+
+PARTS = """
+import torch
+
+
+def f(x: torch.Tensor, sizes: list):
+    out = ()
+    for _ in range(4):
+        x = x @ x.T / x.shape[1]  # queued GPU work
+        batches = [torch.zeros(x.shape[1]).to(x) for _ in sizes]
+        for i, b in enumerate(batches):
+            b.copy_(x[i])  # filled in place, as all_gather fills them
+        values = [v.item() for y, n in zip(batches, sizes) for v in y[:n]]
+        out = out + (tuple(values),)
+    return out
+"""
+
+
+@pytest.mark.cuda
+def test_sfx303_parts_of_a_list_read_with_one_cat():
+    # 4 steps of 3 + 0 + 5 element reads become one `torch.cat(...).tolist()` per step
+    x = torch.randn(64, 64, device="cuda")
+    check_rewrite_keeps_values_with_fewer_syncs("SFX303", PARTS, True, (x, [3, 0, 5]), True)
