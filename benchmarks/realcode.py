@@ -390,7 +390,7 @@ def score(
         for mode in ("safe", "unsafe"):
             excluded = (skip or {}).get(repo, [])
             extra = [a for path in excluded for a in ("--extend-exclude", path)]
-            findings, seconds, error = run_syncfix(clone, mode == "unsafe", jobs, timeout, extra, config)
+            findings, seconds, error = run_syncfix(clone, mode == "unsafe", jobs, timeout, extra, config=config)
             runs[repo][mode] = findings
             timing.setdefault(repo, {})[mode] = {
                 "seconds": round(seconds, 2),

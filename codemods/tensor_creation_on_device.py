@@ -168,9 +168,10 @@ class TensorCreationOnDevice(Rule):
             return  # a CUDA tensor copies on the device; an unknown one we cannot judge
         if device is Device.CUDA_OR_CPU and a.python_number_type(data) is None:
             # the pinned form needs CUDA: a pageable temporary, exact on both
-            fix = self._pageable_fix(node, data, dev.value, safe=True)
-            if fix is not None:
-                self.report(node, fix=fix)
+            fix = self._pageable_fix(node, data, dev.value, safe=True) or self._pageable_fix(
+                node, data, dev.value, safe=False, why=_LIKELY_DATA_UNSAFE
+            )
+            self.report(node, self.MESSAGE if fix else self.MESSAGE + _UNKNOWN_DATA_HERE, fix=fix)
             return
         self.report(node, fix=self._fix(node, data, dev.value))
 
@@ -187,7 +188,7 @@ class TensorCreationOnDevice(Rule):
         )
 
     def _pageable_fix(
-        self, node: cst.Call, data: cst.BaseExpression, dev: cst.BaseExpression, *, safe: bool
+        self, node: cst.Call, data: cst.BaseExpression, dev: cst.BaseExpression, *, safe: bool, why: str = ""
     ) -> Fix | None:
         """``torch.tensor(data, device=d)`` -> ``torch.tensor(data).to(d, non_blocking=True)`` for
         host data and a device that is CUDA or the CPU (``safe``), or a tensor's device syncfix
@@ -211,7 +212,7 @@ class TensorCreationOnDevice(Rule):
         )
         if safe:
             return self.safe_fix({node: new}, _PAGEABLE_FIX)
-        return self.unsafe_fix({node: new}, _PAGEABLE_FIX + _PAGEABLE_UNSAFE)
+        return self.unsafe_fix({node: new}, _PAGEABLE_FIX + (why or _PAGEABLE_UNSAFE))
 
     def _fix(self, node: cst.Call, data: cst.BaseExpression, dev: cst.BaseExpression) -> Fix | None:
         a = self.analysis
@@ -329,6 +330,14 @@ _PAGEABLE_UNSAFE = (
     " (unsafe: the device is a tensor's, which syncfix cannot name; exact when it is CUDA or the "
     "CPU, and other accelerators have their own copy rules; declare "
     '`devices = ["cuda", "cpu"]` in [tool.syncfix.torch] if the project runs on nothing else)'
+)
+_LIKELY_DATA_UNSAFE = (
+    " (unsafe: the data is host data by its annotation or its look only, a list of names or a "
+    "parameter annotated as a list of numbers)"
+)
+_UNKNOWN_DATA_HERE = (
+    "; no fix: the data is not provably host data (a list of numbers, a numpy array); if it is, "
+    "build it without `device=` and copy it with `.to(device, non_blocking=True)`"
 )
 _UNPLACED_DEVICE = " (if the device is a GPU's: syncfix cannot tell which device this is; no fix)"
 _UNKNOWN_DATA = (

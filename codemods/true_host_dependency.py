@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfix.analysis import keyword
+from syncfix.analysis import Kind, keyword, literal_number
 from syncfix.rules import Invalid, Rule
 
 from ._support import UNPLACED, assignments, syncs_on_gpu, unplaced_reads
@@ -14,6 +14,7 @@ _GRAD_SCALERS = {
     "torch.cuda.amp.grad_scaler.GradScaler",
 }
 _FUSABLE = {"Adam", "AdamW", "SGD", "Adagrad"}
+_ORDERINGS = (cst.Equal, cst.NotEqual, cst.LessThan, cst.GreaterThan, cst.LessThanEqual, cst.GreaterThanEqual)
 
 
 class TrueHostDependency(Rule):
@@ -55,7 +56,17 @@ class TrueHostDependency(Rule):
     `GradScaler`, which passes `found_inf` to the kernel.
 
     ## Fix safety
-    No fix: the program's behaviour (what is saved, when the loop stops, which steps run) depends on
+    One **unsafe** fix, for a test on one element of a tensor picked by a `range` loop's counter
+    (`counts = [] if mask[i, 0] == 0 else [0]` in `for i in range(n):`, where the loop body neither
+    writes `mask` nor passes it to code that might): read the column once before the loop
+    (`mask_column = mask[:, 0].tolist()`) and test `mask_column[i] == 0`. One sync instead of one
+    per iteration. What can differ: the comparison is Python's on the read value, not the tensor's
+    in its dtype (the same for integer and bool tensors and for literals the dtype holds exactly,
+    not for `0.1` against float32); the column is read even when the loop runs zero times or
+    leaves early, so a tensor with too few columns raises before the loop; a row past the end
+    raises `IndexError` in both, from a list instead of a tensor.
+
+    Otherwise no fix: the program's behaviour (what is saved, when the loop stops, which steps run) depends on
     the value, so every restructuring above changes behaviour (checking every N steps decides later;
     a fused optimizer is not bit-identical). The finding names the dependency and the options.
     """
@@ -63,8 +74,8 @@ class TrueHostDependency(Rule):
     CODE = "SFX206"
     NAME = "true-host-dependency"
     MESSAGE = "True dependency on a GPU value: Python needs it to decide, so this syncs"
-    FIX = "never"
-    SAFETY = ()
+    FIX = "sometimes"
+    SAFETY = ("unsafe",)
     TRIGGERS = ("if ", "while ", ".step(")
     VALID = [
         # only picks a tensor: SFX201's business
@@ -109,7 +120,8 @@ class TrueHostDependency(Rule):
                 return  # a guard: SFX203 (which reports unplaced tensors too)
             if any(unplaced_reads(a, t) for t in tests):
                 # every step, on a tensor that is on a GPU unless the code runs on the CPU
-                self.report(node, self._message(node, suites) + UNPLACED)
+                hoisted = self._hoisted_column(node.test) if len(tests) == 1 else None
+                self.report(node, self._message(node, suites) + UNPLACED, fix=hoisted)
             return
         if all(assignments(s) is not None for s in suites):
             return  # picks values only: SFX201
@@ -133,6 +145,63 @@ class TrueHostDependency(Rule):
             f"{self.MESSAGE}: a conditional expression picks its value by a tensor's value. Compute "
             "the choice on the device (`torch.where`), or read what it needs once, before the loop"
             + UNPLACED,
+            fix=self._hoisted_column(node.test),
+        )
+
+    def _hoisted_column(self, test: cst.BaseExpression):
+        """``t[i, c] == k`` in ``for i in range(...)`` whose body leaves ``t`` and ``i`` alone:
+        one ``t[:, c].tolist()`` before the loop, indexed by ``i`` (unsafe, see Fix safety)."""
+        a = self.analysis
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+            return None
+        cmp = test.comparisons[0]
+        sub = test.left
+        if not isinstance(cmp.operator, _ORDERINGS) or literal_number(cmp.comparator) is None:
+            return None
+        if not (isinstance(sub, cst.Subscript) and isinstance(sub.value, cst.Name) and len(sub.slice) == 2):
+            return None
+        row, col = (el.slice for el in sub.slice)
+        if not (
+            isinstance(row, cst.Index)
+            and isinstance(row.value, cst.Name)
+            and isinstance(col, cst.Index)
+            and isinstance(col.value, cst.Integer)
+        ):
+            return None
+        loop = a.enclosing_loop(test)
+        if not (
+            isinstance(loop, cst.For)
+            and isinstance(loop.target, cst.Name)
+            and loop.target.value == row.value.value
+            and isinstance(loop.iter, cst.Call)
+            and a.callee(loop.iter) == "builtins.range"
+            and loop.orelse is None
+        ):
+            return None
+        tensor, index = sub.value.value, row.value.value
+        fx = a.effects(loop.body)
+        if {tensor, index} & (fx.writes | fx.inplace):
+            return None
+        for call in fx.calls:
+            if a.is_pure_call(call):
+                continue
+            func = call.func
+            handed = [arg.value for arg in call.args] + ([func.value] if isinstance(func, cst.Attribute) else [])
+            if any(tensor in a.effects(e).reads and a.value(e).kind not in (Kind.NUMBER, Kind.OTHER) for e in handed):
+                return None  # the tensor (or a view of it) is handed to code that may write it
+        column = a.fresh_name(f"{tensor}_column")
+        read = cst.parse_statement(f"{column} = {tensor}[:, {col.value.value}].tolist()\n")
+        new_loop = loop.deep_replace(sub, cst.parse_expression(f"{column}[{index}]"))
+        assert isinstance(new_loop, cst.For)
+        return self.unsafe_fix(
+            {
+                loop: cst.FlattenSentinel(
+                    [read.with_changes(leading_lines=loop.leading_lines), new_loop.with_changes(leading_lines=())]
+                )
+            },
+            "Read the column once before the loop (unsafe: a Python comparison of the read value "
+            "can differ from the tensor's for a float literal the dtype cannot hold; the read runs "
+            "even when the loop does not, and reads every row)",
         )
 
     def visit_While(self, node: cst.While) -> None:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from syncfix import check_code, fix_code
 
 
 def test_true_dependencies_are_found_where_marked():
-    path = Path(__file__).parent / "fixtures/training_loop.in.py"
+    path = Path(__file__).parent / "fixtures/training_loop_untouched.in.py"
     src = path.read_text()
     marked = {i for i, line in enumerate(src.splitlines(), 1) if line.rstrip().endswith("# SFX206")}
     found = {f.line for f in check_code(src, select=["SFX206"])}
@@ -17,7 +19,38 @@ def test_true_dependencies_are_found_where_marked():
 
 
 def test_true_dependency_messages_name_the_restructuring():
-    src = (Path(__file__).parent / "fixtures/training_loop.in.py").read_text()
+    src = (Path(__file__).parent / "fixtures/training_loop_untouched.in.py").read_text()
     messages = " ".join(f.message for f in check_code(src, select=["SFX206"]))
     for advice in ("fused=True", "every N", "_assert_async", "torch.minimum"):
         assert advice in messages
+
+
+torch = pytest.importorskip("torch")
+
+HOIST = (
+    "import torch\n"
+    "def rle(tensor: torch.Tensor):\n"
+    "    b, hw = tensor.shape\n"
+    "    out = []\n"
+    "    for i in range(b):\n"
+    "        counts = [] if tensor[i, 0] == 0 else [0]\n"
+    "        counts.append(int(tensor[i].sum()))\n"
+    "        out.append(counts)\n"
+    "    return out\n"
+    "def step(tensor):\n"
+    "    return rle(tensor)\n"
+)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int64"])
+@pytest.mark.parametrize("rows", [0, 1, 5])
+def test_a_column_read_once_before_the_loop_decides_alike(dtype, rows):
+    # integer and bool masks: the Python test of the read value decides as the tensor's test
+    from ..support import load
+
+    fixed = fix_code(HOIST, select=["SFX206"], unsafe_fixes=True)
+    assert "tensor_column = tensor[:, 0].tolist()" in fixed and "tensor_column[i] == 0" in fixed
+    assert fix_code(HOIST, select=["SFX206"]) == HOIST  # never a safe fix
+    torch.manual_seed(rows)
+    mask = (torch.rand(rows, 6) > 0.5).to(getattr(torch, dtype))
+    assert load(HOIST, "step")(mask) == load(fixed, "step")(mask)

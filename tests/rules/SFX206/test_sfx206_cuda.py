@@ -1,0 +1,33 @@
+"""On a GPU: SFX206's one fix (unsafe), a column read once before a `range` loop instead of one
+element per iteration, made by ``syncfix.fix_code``: the same lists, fewer syncs."""
+
+from __future__ import annotations
+
+import pytest
+
+from ..support import check_rewrite_keeps_values_with_fewer_syncs
+
+torch = pytest.importorskip("torch")
+
+RLE = """
+import torch
+
+
+def _rle(tensor: torch.Tensor):
+    b, hw = tensor.shape
+    out = []
+    for i in range(b):
+        counts = [] if tensor[i, 0] == 0 else [0]
+        out.append(counts)
+    return out
+
+
+def f(tensor: torch.Tensor):
+    return (_rle(tensor),)
+"""
+
+
+@pytest.mark.cuda
+def test_sfx206_column_read_once_before_the_loop():
+    mask = torch.rand(32, 64, device="cuda") > 0.5
+    check_rewrite_keeps_values_with_fewer_syncs("SFX206", RLE, True, (mask,), True)
