@@ -186,7 +186,7 @@ def test_missing_clone_says_how_to_get_it(tmp_path):
 def test_skipped_file_is_not_checked(tmp_path, monkeypatch):
     calls = []
 
-    def fake_run(clone, unsafe, jobs, timeout, extra=()):
+    def fake_run(clone, unsafe, jobs, timeout, extra=(), config=None):
         calls.append(list(extra))
         return [], 0.0, ""
 
