@@ -197,3 +197,65 @@ def test_an_isinstance_test_of_number_types_narrows_a_name_to_host_data():
 
     wrapper.module.visit(V())
     assert seen == [(Kind.UNKNOWN, False), (Kind.NUMBER, True), (Kind.UNKNOWN, False), (Kind.UNKNOWN, False)]
+
+
+def _values_at_use(src: str):
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper
+
+    from syncfix.analysis import ModuleAnalysis
+
+    wrapper = MetadataWrapper(cst.parse_module(src))
+    analysis = ModuleAnalysis(wrapper)
+    seen = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            if isinstance(node.func, cst.Name) and node.func.value == "use":
+                arg = node.args[0].value
+                seen.append((analysis.value(arg), analysis.device_origin(arg)))
+
+    wrapper.module.visit(V())
+    return seen
+
+
+def test_device_origins_cross_calls_and_tuples():
+    # the state's tensors were placed by the module-level `device` in setup(): the parameter's
+    # items carry that origin into run(), and ops keep it; a CPU tensor has the origin "cpu"
+    seen = _values_at_use(
+        "import torch\n"
+        "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "def setup(n):\n"
+        "    return torch.randn(n, n, device=device), torch.randn(n, device=device)\n"
+        "def run(state):\n"
+        "    w, x = state\n"
+        "    use(x @ w)\n"
+        "    use(torch.ones(()))\n"
+        "    use(x @ w + torch.ones(()))  # two origins: none\n"
+        "if __name__ == '__main__':\n"
+        "    run(setup(4))\n"
+    )
+    assert [(v.origin, o) for v, o in seen] == [("device", "device"), ('"cpu"', '"cpu"'), (None, None)]
+
+
+def test_a_device_bound_in_each_branch_of_an_if_is_one_origin():
+    # `device` gets one value per run (one binding per branch, none in a loop): one origin; a
+    # name rebound in a loop is not one
+    seen = _values_at_use(
+        "import torch\n"
+        "if torch.cuda.is_available():\n"
+        "    device = torch.accelerator.current_accelerator()\n"
+        "else:\n"
+        "    device = torch.device('cpu')\n"
+        "def f(xs):\n"
+        "    use(device)\n"
+        "    use(torch.zeros(3, device=device))\n"
+        "    for x in xs:\n"
+        "        dev = x.device\n"
+        "        use(torch.zeros(3, device=dev))\n"
+        "        dev = torch.device('cpu')\n"
+    )
+    from syncfix.analysis import Kind
+
+    assert seen[0][0].kind is Kind.DEVICE  # current_accelerator() gives a torch.device
+    assert [o for _, o in seen[1:]] == ["device", None]
