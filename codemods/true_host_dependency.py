@@ -66,6 +66,14 @@ class TrueHostDependency(Rule):
     leaves early, so a tensor with too few columns raises before the loop; a row past the end
     raises `IndexError` in both, from a list instead of a tensor.
 
+    A second **unsafe** fix, for `if any(...)`/`if all(...)` over a generator of 0-d tensor tests
+    (`if any(not torch.isfinite(p.grad).all() for p in params):`, one `bool()` per parameter):
+    stack the tests and read them once,
+    `if (checks := [torch.isfinite(p.grad).all() for p in params]) and not torch.stack(checks).all():`.
+    An empty sequence decides as before (`any` false, `all` true). What can differ: every element
+    is now tested, where `any`/`all` stop at the first decisive one, so an error in a later
+    element (a `None` gradient) surfaces; tests on several devices cannot be stacked.
+
     Otherwise no fix: the program's behaviour (what is saved, when the loop stops, which steps run) depends on
     the value, so every restructuring above changes behaviour (checking every N steps decides later;
     a fused optimizer is not bit-identical). The finding names the dependency and the options.
@@ -120,14 +128,14 @@ class TrueHostDependency(Rule):
                 return  # a guard: SFX203 (which reports unplaced tensors too)
             if any(unplaced_reads(a, t) for t in tests):
                 # every step, on a tensor that is on a GPU unless the code runs on the CPU
-                hoisted = self._hoisted_column(node.test) if len(tests) == 1 else None
-                self.report(node, self._message(node, suites) + UNPLACED, fix=hoisted)
+                fix = (self._hoisted_column(node.test) or self._one_read_of_many(node)) if len(tests) == 1 else None
+                self.report(node, self._message(node, suites) + UNPLACED, fix=fix)
             return
         if all(assignments(s) is not None for s in suites):
             return  # picks values only: SFX201
         if len(suites) == 1 and node.orelse is None and _only_raise(node.body):
             return  # a guard: SFX203
-        self.report(node, self._message(node, suites))
+        self.report(node, self._message(node, suites), fix=self._one_read_of_many(node) if len(tests) == 1 else None)
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         # SFX201 owns tests proven on the GPU (it picks tensors with ``torch.where``); here, a
@@ -146,6 +154,41 @@ class TrueHostDependency(Rule):
             "the choice on the device (`torch.where`), or read what it needs once, before the loop"
             + UNPLACED,
             fix=self._hoisted_column(node.test),
+        )
+
+    def _one_read_of_many(self, node: cst.If):
+        """``if any(not t.isfinite().all() for t in ts):``, one ``bool()`` per element, becomes
+        one read of the stacked 0-d tests: ``if (checks := [...]) and not torch.stack(checks).all():``
+        (unsafe, see Fix safety)."""
+        a = self.analysis
+        test, torch = node.test, a.torch_alias
+        if not (isinstance(test, cst.Call) and a.callee(test) in ("builtins.any", "builtins.all")):
+            return None
+        if torch is None or len(test.args) != 1 or not isinstance(test.args[0].value, cst.GeneratorExp):
+            return None
+        gen = test.args[0].value
+        if gen.for_in.inner_for_in is not None or gen.for_in.asynchronous:
+            return None
+        elt, negated = gen.elt, False
+        if isinstance(elt, cst.UnaryOperation) and isinstance(elt.operator, cst.Not):
+            elt, negated = elt.expression, True
+        likely = a.likely
+        if not (likely.is_tensor(elt) and likely.is_zero_dim(elt)) or a.host_read_syncs(elt, any_device=True):
+            return None  # each element must be a 0-d tensor test, read by the ``any``/``all`` only
+        if not a.is_effect_free(elt):
+            return None
+        checks = a.fresh_name("checks")
+        items = a.module.code_for_node(cst.ListComp(elt=elt, for_in=gen.for_in))
+        stacked = f"{torch}.stack({checks})"
+        if a.callee(test) == "builtins.any":  # any(e) / any(not e): is some e true / false?
+            text = f"({checks} := {items}) and {'not ' if negated else ''}{stacked}.{'all' if negated else 'any'}()"
+        else:  # all(e) / all(not e): an empty sequence is all-true
+            text = f"not ({checks} := {items}) or {'not ' if negated else ''}{stacked}.{'any' if negated else 'all'}()"
+        return self.unsafe_fix(
+            {test: cst.parse_expression(text)},
+            "Stack the tests and read them once (unsafe: every element is tested, where `any`/`all` "
+            "stop at the first decisive one, so a later element's error now surfaces; tensors on "
+            "several devices cannot be stacked)",
         )
 
     def _hoisted_column(self, test: cst.BaseExpression):

@@ -54,3 +54,35 @@ def test_a_column_read_once_before_the_loop_decides_alike(dtype, rows):
     torch.manual_seed(rows)
     mask = (torch.rand(rows, 6) > 0.5).to(getattr(torch, dtype))
     assert load(HOIST, "step")(mask) == load(fixed, "step")(mask)
+
+
+CHECKS = (
+    "import torch\n"
+    "class T:\n"
+    "    def __init__(self, grads):\n"
+    "        self.grads = grads\n"
+    "    def step(self):\n"
+    "        if any(not torch.isfinite(g).all() for g in self.grads):\n"
+    "            return 'skip'\n"
+    "        if all(not (torch.abs(g).amax() > 1.0) for g in self.grads):\n"
+    "            return 'small'\n"
+    "        return 'ok'\n"
+    "def f(grads):\n"
+    "    return T(grads).step()\n"
+)
+
+
+@pytest.mark.parametrize(
+    "grads",
+    [[], [[0.5, 0.2]], [[0.5], [float("nan")]], [[float("inf"), 0.0]], [[2.0], [0.1, 0.3]]],
+    ids=["none", "small", "nan", "inf", "large"],
+)
+def test_stacked_tests_decide_as_any_and_all_do(grads):
+    # `any(not e ...)` and `all(e ...)` over 0-d tensor tests, read once: the same decision,
+    # an empty sequence included (`any` false, `all` true)
+    from ..support import load
+
+    fixed = fix_code(CHECKS, select=["SFX206"], unsafe_fixes=True)
+    assert fixed.count("torch.stack(checks") == 2, fixed
+    tensors = [torch.tensor(g) for g in grads]
+    assert load(CHECKS, "f")(tensors) == load(fixed, "f")(tensors)
