@@ -363,6 +363,8 @@ def _until(a, node: cst.CSTNode, body) -> list[cst.CSTNode]:
 
 def _new_tensor(a, expr: cst.BaseExpression) -> bool:
     """A tensor only ``expr`` makes (a reduction, a loss, arithmetic): no other name holds it."""
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Plus):
+        return _new_tensor(a, expr.expression)  # ``+t`` is ``t`` itself (torch.positive)
     if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation)):
         return True
     if not isinstance(expr, cst.Call):

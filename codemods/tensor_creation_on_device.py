@@ -340,11 +340,7 @@ _UNKNOWN_DATA_HERE = (
     "build it without `device=` and copy it with `.to(device, non_blocking=True)`"
 )
 _UNPLACED_DEVICE = " (if the device is a GPU's: syncfix cannot tell which device this is; no fix)"
-_UNKNOWN_DATA = (
-    " (if the device is a GPU's, which syncfix cannot tell; no fix: the data is not provably host "
-    "data (a list of numbers, a numpy array); if it is, build it without `device=` and copy it with "
-    "`.to(device, non_blocking=True)`)"
-)
+_UNKNOWN_DATA = " (if the device is a GPU's, which syncfix cannot tell" + _UNKNOWN_DATA_HERE + ")"
 
 
 _SEQUENCES = {

@@ -12,11 +12,12 @@ the code does not construct is a fresh CPU tensor (:func:`is_likely_batch_item`)
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
 from libcst.metadata import Assignment, GlobalScope
+from libcst.metadata.scope_provider import BaseAssignment
 
 from . import callgraph
 from .bindings import fact_of_name, single_valued
@@ -73,7 +74,12 @@ def _visible(a: ModuleAnalysis, at: cst.CSTNode, origin: str) -> bool:
         found = scope[origin]
     except Exception:
         return False
-    return bool(found) and all(isinstance(b, Assignment) and isinstance(b.scope, GlobalScope) for b in found)
+    return _module_level(found)
+
+
+def _module_level(bindings: Collection[BaseAssignment]) -> bool:
+    """Are all these bindings plain assignments at module level (one name in every function)?"""
+    return bool(bindings) and all(isinstance(b, Assignment) and isinstance(b.scope, GlobalScope) for b in bindings)
 
 
 def _origin_by_code(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:
@@ -139,10 +145,7 @@ def origin_code(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:
         return _device_code(a, expr)
     if not isinstance(expr, cst.Name) or a.value(expr).kind is not Kind.DEVICE:
         return None
-    found = a.bindings(expr)
-    if not found or not single_valued(a, expr):
-        return None
-    return expr.value if all(isinstance(b, Assignment) and isinstance(b.scope, GlobalScope) for b in found) else None
+    return expr.value if single_valued(a, expr) and _module_level(a.bindings(expr)) else None
 
 
 def _device_code(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:
