@@ -9,12 +9,14 @@ from __future__ import annotations
 import ast
 import difflib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import cast
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from . import suppression
 from .analysis import ModuleAnalysis
@@ -25,7 +27,7 @@ from .deepstack import call_deep
 from .fileio import FileError, decode, read_source, write_atomic
 from .model import Applicability, Edit, FileResult, Finding, FixInfo
 from .observed import FileObservations, Need
-from .repetition import Repetition
+from .repetition import Repetition, is_test_path
 from .rules import Fix, RawFinding, Rule, all_rules
 from .walk import Structure, replaying
 
@@ -65,9 +67,39 @@ class Analyzed:
             line += len(split_lines(text))
         return out
 
-    def position(self, node: cst.CSTNode):
-        # resolved on first use: a file without findings never pays for positions
-        return self.wrapper.resolve(PositionProvider)[node]
+    def position(self, node: cst.CSTNode) -> CodeRange:
+        """``node``'s position, as LibCST's PositionProvider gives it. Resolved on first use, and
+        only for the top-level statement that holds ``node``: a file with a few findings does
+        not pay for the positions of every node."""
+        top, parents = node, self.parents
+        while (up := parents.get(top)) is not None and up is not self.module:
+            top = up
+        where = self.top_lines.get(top) if up is self.module else None
+        if where is None:  # the module itself, its header or a node outside the record
+            return self.wrapper.resolve(PositionProvider)[node]
+        positions = self._positions.get(top)
+        if positions is None:
+            positions = self._positions[top] = _positions_in(top, where[0], self.module)
+        return positions[node]
+
+    @cached_property
+    def _positions(self) -> dict[cst.CSTNode, Mapping[cst.CSTNode, CodeRange]]:
+        return {}
+
+
+def _positions_in(stmt: cst.CSTNode, line: int, module: cst.Module) -> Mapping[cst.CSTNode, CodeRange]:
+    """The positions of ``stmt``'s nodes: the module's code generation with positions (what
+    PositionProvider runs over the whole module), run over one top-level statement that starts
+    at ``line`` (its leading comments included) in column 0."""
+    provider = PositionProvider()
+    state = PositionProvidingCodegenState(
+        default_indent=module.default_indent,
+        default_newline=module.default_newline,
+        provider=provider,
+        line=line,
+    )
+    stmt._codegen(state)
+    return cast("Mapping[cst.CSTNode, CodeRange]", provider._computed)
 
 
 # ---- one step at a time ----------------------------------------------------------------------
@@ -151,7 +183,11 @@ def analyze(
     rules: Sequence[type[Rule]],
     settings: Settings,
     context: ModuleContext | None = None,
+    skip_cold_of: str | None = None,
 ) -> Analyzed:
+    """Run ``rules`` over ``module``. With ``skip_cold_of`` (the file's path), rules reported
+    only where syncs repeat do not visit one-time code, whose findings
+    :func:`only_where_repeated` would drop (see :func:`skips_one_time_code`)."""
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     analysis = ModuleAnalysis(
         wrapper,
@@ -169,7 +205,14 @@ def analyze(
                 analysis.structure  # noqa: B018 (recorded first, so that the providers replay it)
                 with replaying():
                     visitor.metadata = wrapper.resolve_many(wanted)
-        analysis.structure.visit_batched(visitors)
+        if skip_cold_of is None:
+            analysis.structure.visit_batched(visitors)
+        else:
+            analysis.structure.visit_batched(
+                visitors,
+                skip=Repetition(analysis, skip_cold_of).cold_subtree,
+                skippable=lambda v: isinstance(v, Rule) and v.ONLY_WHERE_REPEATED,
+            )
     except Exception as exc:
         raise InternalError(f"rule crashed: {type(exc).__name__}: {exc}") from exc
     findings = [f for v in visitors for f in v.findings]
@@ -420,6 +463,9 @@ def _process_source(
 ) -> tuple[bytes, list[Finding], list[Finding]]:
     enabled = enabled_rules(settings, path)
     rules = prefilter(data, enabled)
+    skip_cold = skips_one_time_code(settings, rules)
+    if skip_cold and is_test_path(path):
+        rules = [r for r in rules if not r.ONLY_WHERE_REPEATED]
     if not rules:
         return data, [], []
     module = parse(data, settings)
@@ -429,7 +475,7 @@ def _process_source(
     recorded = settings.observations.for_file(path, data) if settings.observations is not None else None
     seen: Seen = None
     for _round in range(MAX_ROUNDS):
-        analyzed = analyze(module, rules, settings, context)
+        analyzed = analyze(module, rules, settings, context, path if skip_cold else None)
         # observations describe the file as it was recorded: the first round only
         seen = (recorded, analyzed) if recorded is not None and _round == 0 else None
         sup = suppression.parse(text)
@@ -479,6 +525,14 @@ def _process_source(
     return (module.bytes if applied else data), remaining, applied
 
 
+def skips_one_time_code(settings: Settings, rules: Sequence[type[Rule]]) -> bool:
+    """May rules reported only where syncs repeat skip one-time code? Their findings there are
+    dropped (:func:`only_where_repeated`), so not computing them changes no output, unless
+    ``--include-cold`` keeps them, or a rule audits suppressions (SFX900: a ``noqa`` in one-time
+    code is used by the finding it silences)."""
+    return not settings.include_cold and not any(hasattr(r, "report_unused") for r in rules)
+
+
 def only_where_repeated(raws: list[RawFinding], analyzed: Analyzed, path: str) -> list[RawFinding]:
     """Drop the findings of rules that matter only where their sync repeats, in one-time code."""
     if analyzed.analysis is None:
@@ -494,6 +548,8 @@ def _config(settings: Settings) -> cst.PartialParserConfig:
 
 
 def _covering(raw: RawFinding, analyzed: Analyzed, sup: suppression.Suppressions) -> list[int]:
+    if not sup.directives:
+        return []  # no position needed
     pos = analyzed.position(raw.node)
     return sup.covering(raw.rule.CODE, pos.start.line, pos.end.line)
 

@@ -29,6 +29,11 @@ def is_test_path(path: str) -> bool:
     )
 
 
+# Where a region that repeats can start: below one of these, a node may repeat though the node
+# above it does not.
+_STARTS_REPEATING = (cst.For, cst.While, cst.FunctionDef, cst.ClassDef)
+
+
 class Repetition:
     """Answers "does this node run repeatedly?" for one module."""
 
@@ -46,6 +51,23 @@ class Repetition:
             return True
         fn = a.enclosing_function(node)
         return fn is not None and self._function_repeats(fn)
+
+    def cold_subtree(self, node: cst.CSTNode) -> bool:
+        """Does nothing in ``node``'s subtree repeat? Asked of a function or a module-level
+        statement before the rules visit it, so that rules reported only where syncs repeat can
+        skip it: their findings there would all be dropped. Answered only for subtrees without
+        a loop, a def or a class (each of which can start a region that repeats); otherwise
+        False, and the walk goes in and asks again at the defs below."""
+        if self.test_file:
+            return True
+        if isinstance(node, cst.FunctionDef):
+            if self.repeats(node) or self._function_repeats(node):
+                return False
+        elif isinstance(node, (cst.ClassDef, cst.For, cst.While)) or self.repeats(node):
+            return False
+        below = self.analysis.structure.descendants(node)
+        next(below)  # node itself
+        return not any(isinstance(d, _STARTS_REPEATING) for d in below)
 
     def _function_repeats(self, fn: cst.FunctionDef) -> bool:
         known = self._functions.get(fn)

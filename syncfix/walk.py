@@ -94,40 +94,79 @@ class Structure:
             if below:
                 stack.extend(reversed(below))
 
-    def visit_batched(self, visitors: Sequence[cst.BatchableCSTVisitor]) -> None:
+    def visit_batched(
+        self,
+        visitors: Sequence[cst.BatchableCSTVisitor],
+        skip: Callable[[cst.CSTNode], bool] | None = None,
+        skippable: Callable[[cst.BatchableCSTVisitor], bool] | None = None,
+    ) -> None:
         """What ``MetadataWrapper.visit_batched`` does (``visit_<Type>`` before the children,
         ``leave_<Type>`` after, visitors in order), without rebuilding or resolving metadata up
-        front: the analysis resolves what a rule asks for, when it asks."""
-        enter: dict[type, list[_Fn]] = {}
-        leave: dict[type, list[_Fn]] = {}
-        table = [_methods(type(v)) for v in visitors]
+        front: the analysis resolves what a rule asks for, when it asks.
 
-        def lookup(kind: type, which: int, into: dict[type, list[_Fn]]) -> list[_Fn]:
-            fns = into[kind] = [
-                getattr(v, names[which][kind.__name__])
-                for v, names in zip(visitors, table, strict=True)
-                if kind.__name__ in names[which]
-            ]
-            return fns
-
+        With ``skip``: the subtree of a function or module-level statement for which
+        ``skip(node)`` holds is visited only by the visitors that are not ``skippable`` (not at
+        all when every visitor is)."""
+        everyone = _Dispatch(visitors)
+        some = _Dispatch([v for v in visitors if skippable is None or not skippable(v)])
         children = self.children
+        root = self.root
+        ask = skip is not None
 
-        def go(node: cst.CSTNode) -> None:
+        def go(node: cst.CSTNode, table: _Dispatch) -> None:
             kind = type(node)
-            fns = enter.get(kind)
-            if fns is None:
-                fns = lookup(kind, 0, enter)
-            for fn in fns:
+            for fn in table.enter(kind):
                 fn(node)
             for child in children[node]:
-                go(child)
-            fns = leave.get(kind)
-            if fns is None:
-                fns = lookup(kind, 1, leave)
-            for fn in fns:
+                if (
+                    ask
+                    and table is everyone
+                    and (node is root or type(child) is cst.FunctionDef)
+                    and skip(child)  # type: ignore[misc]  # ask is skip is not None
+                ):
+                    if some.visitors:
+                        go(child, some)
+                else:
+                    go(child, table)
+            for fn in table.leave(kind):
                 fn(node)
 
-        go(self.root)
+        if ask and skip(root):  # type: ignore[misc]
+            if some.visitors:
+                go(root, some)
+        else:
+            go(root, everyone)
+
+
+class _Dispatch:
+    """Per node type, the bound ``visit_<Type>`` and ``leave_<Type>`` methods of some visitors,
+    looked up once per type."""
+
+    def __init__(self, visitors: Sequence[cst.BatchableCSTVisitor]) -> None:
+        self.visitors = visitors
+        self._names = [_methods(type(v)) for v in visitors]
+        self._enter: dict[type, list[_Fn]] = {}
+        self._leave: dict[type, list[_Fn]] = {}
+
+    def enter(self, kind: type) -> list[_Fn]:
+        fns = self._enter.get(kind)
+        if fns is None:
+            fns = self._enter[kind] = self._lookup(kind, 0)
+        return fns
+
+    def leave(self, kind: type) -> list[_Fn]:
+        fns = self._leave.get(kind)
+        if fns is None:
+            fns = self._leave[kind] = self._lookup(kind, 1)
+        return fns
+
+    def _lookup(self, kind: type, which: int) -> list[_Fn]:
+        name = kind.__name__
+        return [
+            getattr(v, names[which][name])
+            for v, names in zip(self.visitors, self._names, strict=True)
+            if name in names[which]
+        ]
 
 
 _METHODS: dict[type, tuple[dict[str, str], dict[str, str]]] = {}

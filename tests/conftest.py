@@ -32,3 +32,4 @@ def _every_finding(request, monkeypatch):
     from syncfix import engine
 
     monkeypatch.setattr(engine, "only_where_repeated", lambda raws, analyzed, path: raws)
+    monkeypatch.setattr(engine, "skips_one_time_code", lambda settings, rules: False)

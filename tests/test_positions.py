@@ -1,0 +1,53 @@
+"""Positions resolved per top-level statement (engine.Analyzed.position) are LibCST's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from syncfix import engine
+from syncfix.config import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = sorted([*(ROOT / "tests" / "rules").glob("*/fixtures/*.py"), *(ROOT / "examples").rglob("*.py")])
+ODD = {
+    "header-and-footer": "#!/usr/bin/env python\n# header\n\nimport torch\n\n# footer\n",
+    "decorated": "@dec\n# between\n@other(1)\ndef f(x):\n    return x.item()\n\n\nclass A:\n    @property\n    def p(self):\n        pass\n",
+    "no-final-newline": "import torch\nx = torch.ones(1)\nif x:\n    y = x.item()  # last",
+    "crlf": "import torch\r\nfor i in range(3):\r\n    t = torch.ones(1).cuda()\r\n",
+    "tabs": "def f():\n\tfor i in range(3):\n\t\tprint(i)\n",
+    "continuation": "x = (1 +\n     2)\ny = \\\n    3\ns = '''a\nb'''\n",
+    "empty": "",
+}
+
+
+def _sources():
+    for p in SOURCES:
+        yield pytest.param(p.read_text(), id=str(p.relative_to(ROOT)))
+    for name, text in ODD.items():
+        yield pytest.param(text, id=name)
+
+
+@pytest.mark.parametrize("source", list(_sources()))
+def test_positions_by_statement_are_libcsts(source):
+    module = cst.parse_module(source)
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    analyzed = engine.analyze(module, [], Settings())
+    assert analyzed.analysis is not None
+    nodes = list(analyzed.analysis.structure.descendants(module))
+    assert len(nodes) == len(expected)
+    for node in nodes:
+        assert analyzed.position(node) == expected[node], module.code_for_node(node)
+    # only the statements asked about were generated: here every one of them
+    assert len(analyzed._positions) <= len(module.body)
+
+
+def test_a_position_generates_one_statement_only():
+    module = cst.parse_module("a = 1\nb = 2\nc = [\n    3,\n]\n")
+    analyzed = engine.analyze(module, [], Settings())
+    three = module.body[2].body[0].value.elements[0].value  # type: ignore[attr-defined]
+    assert (analyzed.position(three).start.line, analyzed.position(three).start.column) == (4, 4)
+    assert list(analyzed._positions) == [module.body[2]]
