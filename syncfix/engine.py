@@ -46,6 +46,7 @@ class Analyzed:
     wrapper: MetadataWrapper
     visitors: Sequence[Rule] = ()
     analysis: ModuleAnalysis | None = None
+    repetition: Repetition | None = None  # made for skipping one-time code; the filter reuses it
 
     @cached_property
     def parents(self) -> dict:
@@ -205,18 +206,19 @@ def analyze(
                 analysis.structure  # noqa: B018 (recorded first, so that the providers replay it)
                 with replaying():
                     visitor.metadata = wrapper.resolve_many(wanted)
-        if skip_cold_of is None:
+        repetition = Repetition(analysis, skip_cold_of) if skip_cold_of is not None else None
+        if repetition is None:
             analysis.structure.visit_batched(visitors)
         else:
             analysis.structure.visit_batched(
                 visitors,
-                skip=Repetition(analysis, skip_cold_of).cold_subtree,
+                skip=repetition.cold_subtree,
                 skippable=lambda v: isinstance(v, Rule) and v.ONLY_WHERE_REPEATED,
             )
     except Exception as exc:
         raise InternalError(f"rule crashed: {type(exc).__name__}: {exc}") from exc
     findings = [f for v in visitors for f in v.findings]
-    return Analyzed(module, findings, wrapper, visitors, analysis)
+    return Analyzed(module, findings, wrapper, visitors, analysis, repetition)
 
 
 def fix_allowed(raw: RawFinding, settings: Settings, seen: Seen = None) -> bool:
@@ -537,7 +539,7 @@ def only_where_repeated(raws: list[RawFinding], analyzed: Analyzed, path: str) -
     """Drop the findings of rules that matter only where their sync repeats, in one-time code."""
     if analyzed.analysis is None:
         return raws
-    repetition = Repetition(analyzed.analysis, path)
+    repetition = analyzed.repetition or Repetition(analyzed.analysis, path)
     return [r for r in raws if not r.rule.ONLY_WHERE_REPEATED or repetition.repeats(r.node)]
 
 

@@ -97,8 +97,8 @@ class Structure:
     def visit_batched(
         self,
         visitors: Sequence[cst.BatchableCSTVisitor],
-        skip: Callable[[cst.CSTNode], bool] | None = None,
-        skippable: Callable[[cst.BatchableCSTVisitor], bool] | None = None,
+        skip: Callable[[cst.CSTNode], bool] = lambda node: False,
+        skippable: Callable[[cst.BatchableCSTVisitor], bool] = lambda visitor: True,
     ) -> None:
         """What ``MetadataWrapper.visit_batched`` does (``visit_<Type>`` before the children,
         ``leave_<Type>`` after, visitors in order), without rebuilding or resolving metadata up
@@ -108,10 +108,9 @@ class Structure:
         ``skip(node)`` holds is visited only by the visitors that are not ``skippable`` (not at
         all when every visitor is)."""
         everyone = _Dispatch(visitors)
-        some = _Dispatch([v for v in visitors if skippable is None or not skippable(v)])
+        some = _Dispatch([v for v in visitors if not skippable(v)])
         children = self.children
         root = self.root
-        ask = skip is not None
 
         def go(node: cst.CSTNode, table: _Dispatch) -> None:
             kind = type(node)
@@ -119,10 +118,9 @@ class Structure:
                 fn(node)
             for child in children[node]:
                 if (
-                    ask
-                    and table is everyone
+                    table is everyone
                     and (node is root or type(child) is cst.FunctionDef)
-                    and skip(child)  # type: ignore[misc]  # ask is skip is not None
+                    and skip(child)
                 ):
                     if some.visitors:
                         go(child, some)
@@ -131,11 +129,10 @@ class Structure:
             for fn in table.leave(kind):
                 fn(node)
 
-        if ask and skip(root):  # type: ignore[misc]
-            if some.visitors:
-                go(root, some)
-        else:
+        if not skip(root):
             go(root, everyone)
+        elif some.visitors:
+            go(root, some)
 
 
 class _Dispatch:
