@@ -52,10 +52,17 @@ class PerElementReads(Rule):
     the tensor (iterating a tensor yields views of it, read as the loop goes; `tolist()` reads it
     once, up front), is fixed **safely**: `for v in x.tolist():` with each `v.item()` read as `v`
     (`x.nonzero(as_tuple=True)[0]` and `torch.where(mask)[0]` are 1-D).
-    Comprehensions over a list of separate tensors, and other `for` loops, are findings only for
-    the safe tier: a stack of the elements is exact only when they provably share dtype, shape
-    and device. In code that repeats, `[x.item() for x in xs]` over a name bound only to a list
-    built in the function (a display or a comprehension) gets an **unsafe** fix,
+    Comprehensions over a list of separate tensors, and other `for` loops, get a safe fix only
+    where the elements provably share dtype, shape and device: `xs` is bound once, to
+    `[e for _ in it]` where `e` is a fresh tensor made without effects and without the loop's
+    variable (so every element comes from the same inputs: `torch.zeros(1, dtype=torch.int32,
+    device=t.device)`, `torch.zeros(n).to(t)`), and the list is used nowhere else but as the output
+    list of `torch.distributed.all_gather` (without `async_op`), which writes into its tensors in
+    place. Then the stack below is **safe** when `e` provably holds one element, and the cat below
+    when `e` is provably 1-D (a size that is an int, a count, or the `max` of such a list read
+    back) and each part is the tensor or a slice of it. In code that repeats, `[x.item() for x in
+    xs]` over a name bound only to any other list built in the function (a display or a
+    comprehension) gets an **unsafe** fix,
     `torch.stack(xs).reshape(len(xs)).tolist() if xs else []`: it rests on the likely fact that
     such a list holds tensors of one element, one dtype and one device (what `all_gather` fills);
     an empty list keeps giving `[]`. Likewise `v = [x.item() for y, n in zip(ys, ns) for x in y[:n]]`
@@ -182,9 +189,13 @@ class PerElementReads(Rule):
                     stacked = self._stacked_list(node, read) if fixable else None
                     catted = self._catted_parts(node, read) if fixable and stacked is None else None
                     if stacked is not None:
-                        self.report(node, fix=self.unsafe_fix({node: stacked}, _STACK_FIX))
+                        stack, proven = stacked
+                        fix = self.safe_fix if proven else self.unsafe_fix
+                        self.report(node, fix=fix({node: stack}, _STACK_SAFE if proven else _STACK_FIX))
                     elif catted is not None:
-                        self.report(node, fix=self.unsafe_fix(catted, _CAT_FIX))
+                        changes, proven = catted
+                        fix = self.safe_fix if proven else self.unsafe_fix
+                        self.report(node, fix=fix(changes, _CAT_SAFE if proven else _CAT_FIX))
                     else:
                         self.report(node, f"{self.MESSAGE}; no fix: {_UNKNOWN_ELEMENTS}")
                 return
@@ -228,9 +239,10 @@ class PerElementReads(Rule):
         self.report(node, fix=self.safe_fix({node: new}, "Read the whole tensor with one .tolist()"))
 
 
-    def _stacked_list(self, node: cst.ListComp, read: HostRead) -> cst.BaseExpression | None:
+    def _stacked_list(self, node: cst.ListComp, read: HostRead) -> tuple[cst.BaseExpression, bool] | None:
         """``[x.item() for x in xs]`` where ``xs`` is a name bound only to a list built here (a
-        display or a comprehension): ``torch.stack(xs).reshape(len(xs)).tolist() if xs else []``."""
+        display or a comprehension): ``torch.stack(xs).reshape(len(xs)).tolist() if xs else []``,
+        and whether it is proven exact (a list of alike one-element tensors)."""
         a = self.analysis
         comp, source, torch = node.for_in, node.for_in.iter, a.torch_alias
         if (
@@ -252,15 +264,18 @@ class PerElementReads(Rule):
         new = cst.parse_expression(f"{torch}.stack({xs}).reshape(len({xs})).tolist() if {xs} else []")
         if not isinstance(a.parent(node), (cst.Assign, cst.AnnAssign, cst.Return, cst.Arg, cst.Element)):
             new = _paren(new)  # ``[...] + other`` must not become ``... else [] + other``
-        return new
+        elt = a.uniform_list_element(source, node)
+        return new, elt is not None and a.one_element_shape(elt) is not None
 
-    def _catted_parts(self, node, read: HostRead) -> dict | None:
+    def _catted_parts(self, node, read: HostRead) -> tuple[dict, bool] | None:
         """``v = [x.item() for y, n in zip(ys, ns) for x in y[:n]]``, where ``ys`` is a name bound
         only to lists of tensors built here: one ``torch.cat`` of the parts, one ``.tolist()``::
 
             v_parts = [y[:n].reshape(-1) for y, n in zip(ys, ns)]
             v = torch.cat(v_parts).tolist() if v_parts else []
-        """
+
+        Proven exact when ``ys`` is a list of alike 1-D tensors and each part is ``y`` or a slice
+        of it: every element read is then one value, and the parts share a dtype."""
         a = self.analysis
         outer, torch = node.for_in, a.torch_alias
         inner = outer.inner_for_in if isinstance(node, cst.ListComp) else None
@@ -307,7 +322,13 @@ class PerElementReads(Rule):
         ).with_changes(leading_lines=stmt.leading_lines)
         second = cst.parse_statement(f"{name} = {torch}.cat({parts}).tolist() if {parts} else []\n")
         second = second.with_changes(trailing_whitespace=stmt.trailing_whitespace)  # its comment
-        return {stmt: cst.FlattenSentinel([first, second])}
+        elt = a.uniform_list_element(lists, node)
+        sliced = part is base or (
+            isinstance(part, cst.Subscript)
+            and len(part.slice) == 1
+            and isinstance(part.slice[0].slice, cst.Slice)
+        )
+        return {stmt: cst.FlattenSentinel([first, second])}, elt is not None and sliced and a.is_one_dim(elt)
 
     def _read_inside(self, node, elt: cst.BaseExpression) -> None:
         """A read of each element inside a larger expression (``{k: v.item() / n for k, v in
@@ -342,6 +363,16 @@ _CAT_FIX = (
     "Read every part with one torch.cat (unsafe: it rests on the likely fact that the tensors of "
     "the lists share a device and a dtype, and that each element read is one value; mixed dtypes "
     "would promote, and where an element holds more values the original raises, the rewrite not)"
+)
+
+_STACK_SAFE = (
+    "Read the list's tensors with one stack: one expression built them here, so they share a "
+    "dtype, a device and a one-element shape, and only all_gather writes them (in place)"
+)
+
+_CAT_SAFE = (
+    "Read every part with one torch.cat: one expression built the lists' tensors here, 1-D and "
+    "of one dtype and device, and only all_gather writes them (in place)"
 )
 
 _UNKNOWN_ELEMENTS = (

@@ -320,3 +320,48 @@ def test_a_sequence_of_tensors_is_no_tensor_but_its_items_are():
     assert a.value(comp.elt).kind is Kind.TENSOR
     from syncfix import check_code
     assert not [f for f in check_code(src) if f.line == 4]  # `if xs:` tests a list, not a tensor
+
+
+GATHER = """
+import torch
+import torch.distributed as dist
+
+def update(t, world, shape, other):
+    sizes = [torch.zeros(1, dtype=torch.int32, device=t.device) for _ in range(world)]
+    dist.all_gather(sizes, t)
+    sizes = [x.item() for x in sizes]
+    n = max(sizes)
+    batches = [torch.zeros(n).to(t) for _ in sizes]
+    dist.all_gather(batches, t)
+    shaped = [torch.zeros(shape) for _ in range(world)]
+    per_rank = [torch.zeros(r) for r in range(world)]
+    grown = [torch.zeros(1) for _ in range(world)]
+    grown.append(other)
+    waited = [torch.zeros(1) for _ in range(world)]
+    dist.all_gather(waited, t, async_op=True)
+    out = ([v for y in batches for v in y], [v for v in shaped], [v for v in per_rank], [v for v in grown], [v for v in waited])
+"""
+
+
+def test_lists_of_alike_tensors_built_here():
+    a, m = analyse(GATHER)
+    out = find(m, "out = ([v for y in batches for v in y], [v for v in shaped], [v for v in per_rank], [v for v in grown], [v for v in waited])", cst.Assign)
+    reads = [el.value for el in out.value.elements]
+
+    def element(read: cst.ListComp) -> str | None:
+        e = a.uniform_list_element(read.for_in.iter, read)
+        return None if e is None else m.code_for_node(e)
+
+    # one expression of the same inputs, filled in place by a synchronous all_gather
+    assert element(reads[0]) == "torch.zeros(n).to(t)"
+    assert element(reads[1]) == "torch.zeros(shape)"  # alike, though of unknown rank
+    assert element(reads[2]) is None  # the element uses the loop's variable
+    assert element(reads[3]) is None  # another tensor was appended
+    assert element(reads[4]) is None  # async_op: not known to be filled by the time of the read
+    # the sizes read back are Python scalars, so `torch.zeros(max(sizes))` is 1-D; not so a
+    # size from the caller, which may be a tuple
+    assert a.is_scalar_list(find(m, "[x.item() for x in sizes]", cst.ListComp))
+    assert a.is_one_dim(find(m, "torch.zeros(n).to(t)", cst.Call))
+    assert not a.is_one_dim(find(m, "torch.zeros(shape)", cst.Call))
+    assert a.one_element_shape(find(m, "torch.zeros(1, dtype=torch.int32, device=t.device)", cst.Call)) == (1,)
+    assert a.one_element_shape(find(m, "torch.zeros(n).to(t)", cst.Call)) is None

@@ -28,6 +28,7 @@ from ..walk import Structure, replaying
 from . import (
     autograd,
     bindings,
+    containers,
     devices,
     dtypes,
     effects,
@@ -420,6 +421,15 @@ class ModuleAnalysis:
     def is_one_dim(self, expr: cst.BaseExpression) -> bool:
         """Is ``expr`` provably a 1-D tensor?"""
         return shapes.is_one_dim(self, expr)
+
+    def uniform_list_element(self, name: cst.Name, read: cst.CSTNode) -> cst.BaseExpression | None:
+        """The element expression of a list built here whose tensors are provably alike in dtype,
+        device and shape, as ``name`` holds it inside ``read`` (see containers.py)."""
+        return containers.uniform_list_element(self, name, read)
+
+    def is_scalar_list(self, expr: cst.BaseExpression) -> bool:
+        """Is ``expr`` provably a list of Python scalars, never of sequences (containers.py)?"""
+        return containers.is_scalar_list(self, expr)
 
     def is_grad_free(self, expr: cst.CSTNode) -> bool:
         """Provably carries no autograd history and does not require grad."""

@@ -210,8 +210,14 @@ def _torch_call_shape(a: ModuleAnalysis, name: str, call: cst.Call) -> tuple[int
         return ()
     if name in ("torch.full", "torch.zeros", "torch.ones", "torch.empty") and args:
         size = args[0].value
-        if isinstance(size, cst.Tuple) and not size.elements:
-            return ()
+        if isinstance(size, (cst.Tuple, cst.List)):
+            dims = [el.value for el in size.elements]
+        elif name == "torch.full":
+            return None  # its size is one sequence
+        else:
+            dims = [arg.value for arg in args]  # ``torch.zeros(1, 1)``
+        if all(isinstance(d, cst.Integer) and d.evaluated_value == 1 for d in dims):
+            return (1,) * len(dims)
         return None
     if name == "torch.tensor" and len(args) == 1:
         value = args[0].value
@@ -239,7 +245,8 @@ def is_one_dim(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
     if name in ("torch.arange", "torch.linspace", "torch.randperm"):
         return True
     if name in ("torch.zeros", "torch.ones", "torch.randn", "torch.rand", "torch.empty"):
-        return len(args) == 1 and not isinstance(args[0].value, (cst.Tuple, cst.List))
+        # one size that is a number: a name bound to a tuple (``torch.zeros(shape)``) is not 1-D
+        return len(args) == 1 and _scalar_size(a, args[0].value)
     if name == "torch.tensor" and len(args) == 1 and isinstance(args[0].value, cst.List):
         return all(literal_kind(el.value, one_minus=True) for el in args[0].value.elements)
     func = expr.func
@@ -248,10 +255,31 @@ def is_one_dim(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
         if method in ("flatten", "ravel") and not expr.args:
             return True
         if method in ("view", "reshape"):
-            return int_args(expr) == [-1]
+            args = positional(expr)
+            return int_args(expr) == [-1] or (
+                len(args) == len(expr.args) == 1 and a.is_element_count(args[0].value)
+            )
         if method in SHAPE_KEEPING:
             return a.is_one_dim(func.value)
     return False
+
+
+def _scalar_size(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` one size, never a sequence of them: an int, a count of elements, or the
+    ``max``/``min`` of a list of Python scalars (``max(sizes)`` of gathered batch sizes)?"""
+    if a.python_number_type(expr) == "int" or a.is_element_count(expr):
+        return True
+    if isinstance(expr, cst.Name):
+        return a.solver.get("scalar-size", expr, lambda n: _bound_to_scalar_sizes(a, n), True, False)
+    if not isinstance(expr, cst.Call) or a.callee(expr) not in ("builtins.max", "builtins.min"):
+        return False
+    args = positional(expr)
+    return len(args) == len(expr.args) == 1 and a.is_scalar_list(args[0].value)
+
+
+def _bound_to_scalar_sizes(a: ModuleAnalysis, name: cst.Name) -> bool:
+    values = a.binding_values(name) or a.reaching_values(name)  # the nearest, where known
+    return values is not None and values != [] and all(isinstance(v, cst.BaseExpression) and _scalar_size(a, v) for v in values)
 
 
 def _item_of_index_tuple(a: ModuleAnalysis, expr: cst.Subscript) -> bool:

@@ -128,3 +128,65 @@ def test_sfx303_parts_read_with_one_cat_are_exact(case, sizes):
     data = torch.stack([row] * len(sizes)) if sizes else torch.zeros(0, len(values))
     before, after = load(PARTS, "f")(data, sizes), load(fixed, "f")(data, sizes)
     assert same(before, after), (values, sizes, before, after)
+
+
+GATHERED = (
+    "import torch\n"
+    "import torch.distributed as dist\n"
+    "class Sampler:\n"
+    "    def update(self, local_ts, local_losses):\n"
+    "        sizes = [\n"
+    "            torch.tensor([0], dtype=torch.int32, device=local_ts.device)\n"
+    "            for _ in range(dist.get_world_size())\n"
+    "        ]\n"
+    "        dist.all_gather(sizes, torch.tensor([len(local_ts)], dtype=torch.int32, device=local_ts.device))\n"
+    "        sizes = [x.item() for x in sizes]\n"
+    "        max_bs = max(sizes)\n"
+    "        ts_batches = [torch.zeros(max_bs).to(local_ts) for _ in sizes]\n"
+    "        loss_batches = [torch.zeros(max_bs).to(local_losses) for _ in sizes]\n"
+    "        dist.all_gather(ts_batches, local_ts)\n"
+    "        dist.all_gather(loss_batches, local_losses)\n"
+    "        timesteps = [x.item() for y, bs in zip(ts_batches, sizes) for x in y[:bs]]\n"
+    "        losses = [x.item() for y, bs in zip(loss_batches, sizes) for x in y[:bs]]\n"
+    "        return sizes, timesteps, losses\n"
+)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from(INTS),
+    _DTYPE_VALUES.filter(lambda c: c[0] != "bool"),
+    st.lists(st.integers(min_value=0, max_value=5), min_size=1, max_size=4),
+)
+def test_sfx303_gathered_lists_read_at_once_are_exact(ts_dtype, losses_case, rank_sizes):
+    # the pattern of a loss-aware sampler: per-rank sizes gathered, then padded batches; the
+    # safe rewrite (one stack, then one cat per list) must give the same ints and floats. A fake
+    # `all_gather` fills each rank's tensor in place, as the real one does.
+    from unittest import mock
+
+    import torch.distributed as dist
+
+    fixed = fix_code(GATHERED, select=["SFX303"])
+    assert fixed.count(".tolist()") == 3 and "x.item()" not in fixed, fixed
+    loss_dtype, values = losses_case
+    world = len(rank_sizes)
+    mine = rank_sizes[0]
+    local_ts = torch.arange(mine, dtype=getattr(torch, ts_dtype))
+    local_losses = torch.tensor((values * 6)[:mine], dtype=getattr(torch, loss_dtype)) if values else None
+    if local_losses is None or len(local_losses) < mine:
+        local_losses = torch.zeros(mine, dtype=getattr(torch, loss_dtype))
+
+    def all_gather(out, tensor):
+        for rank, o in enumerate(out):
+            if o.numel() == 1:
+                o.fill_(rank_sizes[rank])  # each rank's size
+            else:
+                o.copy_(torch.arange(o.numel()).to(o.dtype) * (rank + 1))
+
+    results = []
+    for code in (GATHERED, fixed):
+        with mock.patch.object(dist, "all_gather", all_gather), mock.patch.object(
+            dist, "get_world_size", lambda: world
+        ):
+            results.append(load(code, "Sampler")().update(local_ts, local_losses))
+    assert same(results[0], results[1]), (fixed, results)

@@ -1,0 +1,137 @@
+"""Lists of tensors the code builds itself, whose elements are provably alike.
+
+``sizes = [torch.zeros(1, dtype=torch.int32, device=d) for _ in range(world)]`` filled by
+``dist.all_gather(sizes, t)`` holds tensors of one dtype, device and shape: one expression made
+each of them, with the same inputs, and the collective writes into them in place. That is what a
+single ``torch.stack``/``torch.cat`` of the list needs to read exactly what per-element reads
+read (SFX303).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+from libcst.metadata import Assignment
+
+from ..walk import walk
+from .syntax import keyword, target_names
+
+if TYPE_CHECKING:
+    from .module import ModuleAnalysis
+
+# Calls that write into the tensors of the list given as their first argument, in place, keeping
+# each tensor's dtype, device and shape, and never add, drop or replace list items.
+IN_PLACE_LIST_FILLERS = frozenset({"torch.distributed.all_gather"})
+
+
+def uniform_list_element(
+    a: ModuleAnalysis, name: cst.Name, read: cst.CSTNode
+) -> cst.BaseExpression | None:
+    """The element expression ``e`` when ``name``, used inside ``read``, is provably a list
+    ``[e for v in it]`` of tensors alike in dtype, device and shape, else None.
+
+    Proven when: exactly one binding reaches ``name`` and it is such a list comprehension (one
+    ``for``, not async); ``e`` is a fresh tensor, evaluated without effects and without the
+    loop's names, so every evaluation sees the same inputs and gives the same dtype, device and
+    shape; and the list is used nowhere but inside ``read`` and as the output list of a call that
+    fills it in place (``torch.distributed.all_gather`` without ``async_op``), so nothing adds,
+    replaces or reshapes an item before ``read``."""
+    reaching = a.bindings(name)
+    if len(reaching) != 1:
+        return None
+    (asg,) = reaching
+    values = a.reaching_values(name)
+    if not isinstance(asg, Assignment) or not values or len(values) != 1:
+        return None
+    comp = values[0]
+    if not isinstance(comp, cst.ListComp):
+        return None
+    loop = comp.for_in
+    if loop.inner_for_in is not None or loop.asynchronous is not None:
+        return None
+    elt = comp.elt
+    if _mentions(elt, {n.value for n in target_names(loop.target)}):
+        return None
+    value = a.value(elt)
+    if not value.is_tensor or not value.fresh or not a.is_effect_free(elt):
+        return None
+    for access in asg.references:  # LibCST's are every use of the name in the scope
+        node = access.node
+        if isinstance(node, cst.Name) and _served_by_another(a, node, comp):
+            continue  # a use after the name is bound again
+        if not (_inside(a, node, read) or _filled_in_place(a, node)):
+            return None
+    return elt
+
+
+def is_scalar_list(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` provably a list of Python scalars, never of sequences: ``[v.item() for v in
+    xs]`` over a list of alike tensors built here, ``t.tolist()`` of a 1-D tensor, a display
+    or comprehension of Python numbers, or either branch of a conditional of those (``[]``)?"""
+    if isinstance(expr, cst.Name):  # every binding is one (an invariant: assumed on a cycle)
+        return a.solver.get("scalar-list", expr, lambda n: _bound_to_scalar_lists(a, n), True, False)
+    if isinstance(expr, cst.IfExp):
+        return is_scalar_list(a, expr.body) and is_scalar_list(a, expr.orelse)
+    if isinstance(expr, cst.List):
+        return all(
+            not isinstance(el, cst.StarredElement) and a.python_number_type(el.value) is not None
+            for el in expr.elements
+        )
+    if isinstance(expr, cst.ListComp):
+        elt, loop = expr.elt, expr.for_in
+        if a.python_number_type(elt) is not None:
+            return True
+        return (  # ``[v.item() for v in xs]``: item() gives a Python scalar or raises
+            isinstance(elt, cst.Call)
+            and not elt.args
+            and isinstance(elt.func, cst.Attribute)
+            and elt.func.attr.value == "item"
+            and isinstance(elt.func.value, cst.Name)
+            and isinstance(loop.target, cst.Name)
+            and elt.func.value.value == loop.target.value
+            and loop.inner_for_in is None
+            and isinstance(loop.iter, cst.Name)
+            and uniform_list_element(a, loop.iter, expr) is not None
+        )
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and not expr.args:
+        return expr.func.attr.value == "tolist" and a.is_one_dim(expr.func.value)
+    return False
+
+
+def _bound_to_scalar_lists(a: ModuleAnalysis, name: cst.Name) -> bool:
+    values = a.binding_values(name) or a.reaching_values(name)  # the nearest, where known
+    return values is not None and values != [] and all(isinstance(v, cst.BaseExpression) and is_scalar_list(a, v) for v in values)
+
+
+def _served_by_another(a: ModuleAnalysis, use: cst.Name, comp: cst.ListComp) -> bool:
+    nearest = a.binding_values(use)
+    return nearest is not None and all(v is not comp for v in nearest)
+
+
+def _mentions(expr: cst.CSTNode, names: set[str]) -> bool:
+    found = False
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            nonlocal found
+            found = found or node.value in names
+
+    walk(expr, V())
+    return found
+
+
+def _inside(a: ModuleAnalysis, node: cst.CSTNode, outer: cst.CSTNode) -> bool:
+    return node is outer or any(anc is outer for anc in a.ancestors(node))
+
+
+def _filled_in_place(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
+    """Is ``node`` the first argument of a synchronous ``all_gather``-like call?"""
+    arg = a.parent(node)
+    call = a.parent(arg) if isinstance(arg, cst.Arg) else None
+    if not isinstance(call, cst.Call) or not call.args or call.args[0] is not arg or arg.keyword or arg.star:
+        return False
+    if a.callee(call) not in IN_PLACE_LIST_FILLERS:
+        return False
+    async_op = keyword(call, "async_op")
+    return async_op is None or (isinstance(async_op.value, cst.Name) and async_op.value.value == "False")
