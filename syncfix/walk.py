@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import libcst as cst
+from libcst._batched_visitor import _BatchedCSTVisitor
 
 _Fn = Callable[[cst.CSTNode], object]
 
@@ -211,7 +212,7 @@ def memo(kind: str, node: cst.CSTNode) -> dict[tuple[str, cst.CSTNode], object] 
 _original_visit = cst.CSTNode.visit
 
 
-_READ_ONLY: dict[type, bool] = {}  # visitor class -> is it a read-only CSTVisitor (ABC checks are slow)
+_READ_ONLY: dict[tuple[str, str], bool] = {}  # visitor class -> is it a read-only CSTVisitor (ABC checks are slow)
 
 
 def _replaying_visit(self: cst.CSTNode, visitor: Any) -> Any:
@@ -220,9 +221,10 @@ def _replaying_visit(self: cst.CSTNode, visitor: Any) -> Any:
     record = _active
     if record is not None:
         kind = type(visitor)
-        read_only = _READ_ONLY.get(kind)
+        key = (kind.__module__, kind.__qualname__)
+        read_only = _READ_ONLY.get(key)
         if read_only is None:
-            read_only = _READ_ONLY[kind] = isinstance(visitor, cst.CSTVisitor)
+            read_only = _READ_ONLY[key] = isinstance(visitor, cst.CSTVisitor)
         if read_only and self in record.events:
             _replay(record.events, self, visitor)
             return self
@@ -230,8 +232,13 @@ def _replaying_visit(self: cst.CSTNode, visitor: Any) -> Any:
 
 
 def _replay(events: dict[cst.CSTNode, list[cst.CSTNode | tuple[bool, str]]], node: cst.CSTNode, visitor: Any) -> None:
-    # bound methods looked up once per replay, not once per node (the scope analysis replays
-    # every node of the module through here)
+    if type(visitor) is _BatchedCSTVisitor and _replay_batched(node, visitor):
+        return
+    names = _plain_methods(type(visitor))
+    if names is not None:
+        _replay_plain(events, node, visitor, names)
+        return
+    # bound methods looked up once per replay, not once per node
     on_visit, on_leave = visitor.on_visit, visitor.on_leave
     enter_field, leave_field = visitor.on_visit_attribute, visitor.on_leave_attribute
 
@@ -248,6 +255,101 @@ def _replay(events: dict[cst.CSTNode, list[cst.CSTNode | tuple[bool, str]]], nod
         on_leave(n)
 
     go(node)
+
+
+# A visitor that keeps CSTVisitor's dispatch (``on_visit`` calls ``visit_<Type>``, and so on)
+# is replayed by calling its methods directly, and only for the node types and fields it has
+# methods for: LibCST's scope and expression-context visitors have a few dozen of each.
+_Names = tuple[dict[str, str], dict[str, str], dict[tuple[str, str], str], dict[tuple[str, str], str], bool]
+_PLAIN: dict[tuple[str, str], _Names | None] = {}
+
+
+def _plain_methods(cls: type) -> _Names | None:
+    """``visit_<Type>``/``leave_<Type>`` method names per node type name, attribute ones per
+    (type, field), and whether ``on_leave`` is overridden; None unless ``cls`` keeps
+    CSTVisitor's ``on_visit`` and attribute hooks."""
+    key = (cls.__module__, cls.__qualname__)  # a class statement in a function makes a class per call
+    if key in _PLAIN:
+        return _PLAIN[key]
+    names: _Names | None = None
+    base = cst.CSTVisitor
+    if (
+        issubclass(cls, base)
+        and cls.on_visit is base.on_visit
+        and cls.on_visit_attribute is base.on_visit_attribute
+        and cls.on_leave_attribute is base.on_leave_attribute
+    ):
+        visit: dict[str, str] = {}
+        leave: dict[str, str] = {}
+        visit_field: dict[tuple[str, str], str] = {}
+        leave_field: dict[tuple[str, str], str] = {}
+        for name in dir(cls):
+            for prefix, by_type, by_field in (("visit_", visit, visit_field), ("leave_", leave, leave_field)):
+                if not name.startswith(prefix):
+                    continue
+                fn = getattr(cls, name, None)
+                if not callable(fn) or getattr(fn, "_is_no_op", False):
+                    continue  # LibCST's empty stubs
+                kind, _, field = name[len(prefix):].partition("_")
+                if field:
+                    by_field[(kind, field)] = name
+                else:
+                    by_type[kind] = name
+        names = (visit, leave, visit_field, leave_field, cls.on_leave is not base.on_leave)
+    _PLAIN[key] = names
+    return names
+
+
+def _replay_plain(
+    events: dict[cst.CSTNode, list[cst.CSTNode | tuple[bool, str]]], node: cst.CSTNode, visitor: Any, names: _Names
+) -> None:
+    """What ``CSTVisitor``'s ``on_visit``/``on_leave`` and attribute hooks would call, called
+    directly: a ``visit_<Type>`` returning False skips the children; an overridden ``on_leave``
+    is called for every node (it dispatches ``leave_<Type>`` itself)."""
+    visit, leave, visit_field, leave_field, custom_leave = names
+    on_leave = visitor.on_leave if custom_leave else None
+    fields = bool(visit_field or leave_field)
+
+    def go(n: cst.CSTNode) -> None:
+        kind = type(n).__name__
+        name = visit.get(kind)
+        if name is None or getattr(visitor, name)(n) is not False:
+            for e in events[n]:
+                if type(e) is tuple:
+                    if fields:
+                        hook = (visit_field if e[0] else leave_field).get((kind, e[1]))
+                        if hook is not None:
+                            getattr(visitor, hook)(n)
+                else:
+                    go(e)  # type: ignore[arg-type]
+        if on_leave is not None:
+            on_leave(n)
+        else:
+            name = leave.get(kind)
+            if name is not None:
+                getattr(visitor, name)(n)
+
+    go(node)
+
+
+def _replay_batched(node: cst.CSTNode, visitor: Any) -> bool:
+    """The metadata wrapper's batched walk when its providers only act on the module node (the
+    scope and expression-context providers run their own walk from ``visit_Module``): call
+    those methods and skip the rest of the tree, where nothing would be called. False: not
+    that case, replay it in full."""
+    methods = visitor.visitor_methods
+    if (
+        type(node) is not cst.Module
+        or visitor.before_visit is not None
+        or visitor.after_leave is not None
+        or any(key not in ("visit_Module", "leave_Module") for key in methods)
+    ):
+        return False
+    for fn in methods.get("visit_Module", ()):
+        fn(node)
+    for fn in methods.get("leave_Module", ()):
+        fn(node)
+    return True
 
 
 _original_get_visitors = cst.BatchableCSTVisitor.get_visitors

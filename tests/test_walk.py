@@ -97,3 +97,52 @@ def test_a_node_outside_the_record_is_visited_by_libcst():
     reference = Log()
     module.visit(reference)
     assert log.log == reference.log
+
+
+class TypedLog(cst.CSTVisitor):
+    """Typed callbacks only (the dispatch the replay calls directly): a ``visit_<Type>`` that
+    prunes, ``leave_<Type>`` and field hooks."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple] = []
+
+    def visit_FunctionDef(self, node):
+        self.log.append(("def", id(node)))
+        return node.name.value != "pruned"
+
+    def visit_Name(self, node):
+        self.log.append(("name", node.value))
+
+    def leave_Call(self, node):
+        self.log.append(("call", id(node)))
+
+    def visit_ClassDef_bases(self, node):
+        self.log.append(("+bases", id(node)))
+
+    def leave_ClassDef_bases(self, node):
+        self.log.append(("-bases", id(node)))
+
+
+class LeavingLog(TypedLog):
+    """Overrides ``on_leave`` (as LibCST's scope visitor does), still dispatching by type."""
+
+    def on_leave(self, original_node):
+        self.log.append(("leave", type(original_node).__name__))
+        super().on_leave(original_node)
+
+
+PRUNED = "def pruned(a):\n    return f(a)\nclass C(B, D):\n    def kept(self):\n        return g(self)\n"
+
+
+@pytest.mark.parametrize("visitor", [TypedLog, LeavingLog])
+@pytest.mark.parametrize("source", [PRUNED, MODERN, *list(_sources())[:5]])
+def test_typed_visitors_replayed_make_the_same_calls_as_libcst(source, visitor):
+    module = cst.parse_module(source)
+    reference = visitor()
+    module.visit(reference)
+    Structure(module)
+    with replaying():
+        replayed = visitor()
+        module.visit(replayed)
+    assert replayed.log == reference.log
+    assert ("name", "a") not in reference.log or "pruned" not in source  # the prune is exercised
