@@ -12,11 +12,12 @@ from syncfix.walk import walk
 
 # Receiver forms that cannot raise, so evaluating them earlier moves no exception.
 _SAFE_CHAIN = {"detach", "float", "double", "clone", "sum", "long", "int", "bool"}
-# Reads under these are conditional or deferred: not part of a straight line.
-_NOT_STRAIGHT = (
+# Reads under these are conditional or deferred, or (walrus, assignment target) out of textual
+# order: not part of a straight line. Exact node types: LibCST's node classes are final.
+_NOT_STRAIGHT = frozenset({
     cst.Lambda, cst.IfExp, cst.BooleanOperation, cst.ListComp, cst.SetComp, cst.DictComp,
-    cst.GeneratorExp, cst.FunctionDef, cst.ClassDef,
-)
+    cst.GeneratorExp, cst.FunctionDef, cst.ClassDef, cst.NamedExpr, cst.AssignTarget,
+})
 
 
 @dataclass
@@ -189,9 +190,9 @@ class MergeScalarReads(Rule):
 
         class V(cst.CSTVisitor):
             def on_visit(self, node: cst.CSTNode) -> bool:
-                if isinstance(node, (*_NOT_STRAIGHT, cst.NamedExpr, cst.AssignTarget)) or id(node) in targets:
+                if type(node) in _NOT_STRAIGHT or id(node) in targets:
                     return False
-                if isinstance(node, cst.Call):
+                if type(node) is cst.Call:
                     read = a.host_read(node)
                     if read is not None and a.value(read.receiver).device is not Device.CPU:
                         found.append(read)

@@ -31,7 +31,8 @@ def is_test_path(path: str) -> bool:
 
 # Where a region that repeats can start: below one of these, a node may repeat though the node
 # above it does not.
-_STARTS_REPEATING = (cst.For, cst.While, cst.FunctionDef, cst.ClassDef)
+# node types (exact: LibCST's node classes are final, and ``type() in`` skips the ABC check)
+_STARTS_REPEATING = frozenset({cst.For, cst.While, cst.FunctionDef, cst.ClassDef})
 
 
 class Repetition:
@@ -67,7 +68,7 @@ class Repetition:
             return False
         below = self.analysis.structure.descendants(node)
         next(below)  # node itself
-        return not any(isinstance(d, _STARTS_REPEATING) for d in below)
+        return not any(type(d) in _STARTS_REPEATING for d in below)
 
     def _function_repeats(self, fn: cst.FunctionDef) -> bool:
         known = self._functions.get(fn)

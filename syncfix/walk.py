@@ -15,7 +15,7 @@ module reuses the unchanged subtrees), so an old record answers rightly or not a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -74,14 +74,22 @@ class Structure:
         _active = self
 
     def walk(self, node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
-        """``node.visit(visitor)`` for a read-only visitor, same calls in the same order."""
+        """``node.visit(visitor)`` for a read-only visitor, same calls in the same order (no
+        field hooks: ``visit_<Type>_<field>`` methods are not called)."""
         children = self.children.get(node)
         if children is None:
             node.visit(visitor)
             return
+        names = _plain_methods(type(visitor))
+        if names is not None:
+            _replay_plain(self.children, node, visitor, names)
+            return
+        self._walk(node, visitor)
+
+    def _walk(self, node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
         if visitor.on_visit(node):
-            for child in children:
-                self.walk(child, visitor)
+            for child in self.children[node]:
+                self._walk(child, visitor)
         visitor.on_leave(node)
 
     def descendants(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -301,7 +309,7 @@ def _plain_methods(cls: type) -> _Names | None:
 
 
 def _replay_plain(
-    events: dict[cst.CSTNode, list[cst.CSTNode | tuple[bool, str]]], node: cst.CSTNode, visitor: Any, names: _Names
+    events: Mapping[cst.CSTNode, Sequence[cst.CSTNode | tuple[bool, str]]], node: cst.CSTNode, visitor: Any, names: _Names
 ) -> None:
     """What ``CSTVisitor``'s ``on_visit``/``on_leave`` and attribute hooks would call, called
     directly: a ``visit_<Type>`` returning False skips the children; an overridden ``on_leave``
