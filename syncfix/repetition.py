@@ -86,16 +86,14 @@ class Repetition:
     def _calls_of(self, name: str) -> list[cst.Call]:
         if self._calls is None:
             calls: dict[str, list[cst.Call]] = {}
-
-            class V(cst.CSTVisitor):
-                def visit_Call(self, node: cst.Call) -> None:
-                    func = node.func
-                    if isinstance(func, cst.Name):
-                        calls.setdefault(func.value, []).append(node)
-                    elif isinstance(func, cst.Attribute):
-                        calls.setdefault(func.attr.value, []).append(node)
-
-            self.analysis.walk(self.analysis.module, V())
+            for node in self.analysis.structure.of_type(cst.Call):
+                if not isinstance(node, cst.Call):
+                    continue
+                func = node.func
+                if isinstance(func, cst.Name):
+                    calls.setdefault(func.value, []).append(node)
+                elif isinstance(func, cst.Attribute):
+                    calls.setdefault(func.attr.value, []).append(node)
             self._calls = calls
         return self._calls.get(name, [])
 

@@ -32,9 +32,15 @@ class _Recorder(cst.CSTVisitor):
         # children interleaved with (entering?, field) marks: what a visitor sees, in order
         self.events: dict[cst.CSTNode, list[cst.CSTNode | tuple[bool, str]]] = {}
         self.order: dict[cst.CSTNode, int] = {}
+        self.by_type: dict[type, list[cst.CSTNode]] = {}
         self._stack: list[cst.CSTNode] = []
 
     def on_visit(self, node: cst.CSTNode) -> bool:
+        kind = type(node)
+        nodes = self.by_type.get(kind)
+        if nodes is None:
+            nodes = self.by_type[kind] = []
+        nodes.append(node)
         if self._stack:
             up = self._stack[-1]
             self.parent[node] = up
@@ -69,6 +75,7 @@ class Structure:
         # Pre-order rank: source order for nodes that do not contain one another, without
         # resolving positions (a codegen pass over the whole module).
         self.order = rec.order
+        self._by_type = rec.by_type
         self.memo: dict[tuple[str, cst.CSTNode], object] = {}  # per-node facts helpers cache
         global _active
         _active = self
@@ -91,6 +98,15 @@ class Structure:
             for child in self.children[node]:
                 self._walk(child, visitor)
         visitor.on_leave(node)
+
+    def of_type(self, *kinds: type) -> list[cst.CSTNode]:
+        """Every node of the module of these exact types, in visit (source) order: what a
+        whole-module walk for them would find, without the walk."""
+        if len(kinds) == 1:
+            return list(self._by_type.get(kinds[0], ()))
+        found = [n for kind in kinds for n in self._by_type.get(kind, ())]
+        found.sort(key=self.order.__getitem__)
+        return found
 
     def descendants(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         """``node`` and everything under it, in visit (source) order."""

@@ -146,3 +146,21 @@ def test_typed_visitors_replayed_make_the_same_calls_as_libcst(source, visitor):
         module.visit(replayed)
     assert replayed.log == reference.log
     assert ("name", "a") not in reference.log or "pruned" not in source  # the prune is exercised
+
+
+@pytest.mark.parametrize("source", [PRUNED, MODERN, *list(_sources())[:5]])
+def test_nodes_of_a_type_are_what_a_walk_finds_in_order(source):
+    module = cst.parse_module(source)
+    found: list[cst.CSTNode] = []
+
+    class Finder(cst.CSTVisitor):
+        def on_visit(self, node):
+            if type(node) in (cst.Name, cst.Attribute):
+                found.append(node)
+            return True
+
+    module.visit(Finder())
+    structure = Structure(module)
+    assert structure.of_type(cst.Name, cst.Attribute) == found
+    assert structure.of_type(cst.Name) == [n for n in found if type(n) is cst.Name]
+    assert structure.of_type(cst.Lambda) == [] or "lambda" in source

@@ -172,23 +172,19 @@ def _attribute_refs(a: ModuleAnalysis) -> dict[str, list[cst.Attribute]]:
         defs: dict[str, cst.FunctionDef] = {}
         dynamic = [False]
 
-        class Visitor(cst.CSTVisitor):
-            def visit_Attribute(self, node: cst.Attribute) -> None:
+        for node in a.structure.of_type(cst.Attribute, cst.ClassDef, cst.Call):
+            if isinstance(node, cst.Attribute):
                 refs.setdefault(node.attr.value, []).append(node)
-
-            def visit_ClassDef(self, node: cst.ClassDef) -> None:
+            elif isinstance(node, cst.ClassDef):
                 for stmt in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
                     if isinstance(stmt, cst.FunctionDef):
                         methods[stmt.name.value] = methods.get(stmt.name.value, 0) + 1
                         defs[stmt.name.value] = stmt
-
-            def visit_Call(self, node: cst.Call) -> None:
-                if isinstance(node.func, cst.Name) and node.func.value in ("getattr", "vars"):
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
+                if node.func.value in ("getattr", "vars"):
                     dynamic[0] = True
-                if isinstance(node.func, cst.Name) and node.func.value == "setattr":
+                if node.func.value == "setattr":
                     refs.setdefault("\0setattr", [])
-
-        a.walk(a.module, Visitor())
         a.cache.attribute_refs = refs
         a.cache.method_definitions = methods
         a.cache.method_defs = {name: fn for name, fn in defs.items() if methods[name] == 1}

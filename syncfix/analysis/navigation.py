@@ -151,19 +151,12 @@ def sets_default_device(a: ModuleAnalysis) -> bool:
 
 def _names_ending_in(a: ModuleAnalysis, words: set[str]) -> list[cst.CSTNode]:
     """Names and attribute chains whose last part is one of ``words`` (a cheap pre-filter)."""
-    found: list[cst.CSTNode] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Attribute(self, node: cst.Attribute) -> None:
-            if node.attr.value in words:
-                found.append(node)
-
-        def visit_Name(self, node: cst.Name) -> None:
-            if node.value in words:
-                found.append(node)
-
-    a.walk(a.module, V())
-    return found
+    return [
+        node
+        for node in a.structure.of_type(cst.Attribute, cst.Name)
+        if isinstance(node, cst.Attribute) and node.attr.value in words
+        or isinstance(node, cst.Name) and node.value in words
+    ]
 
 
 def may_use_several_devices(a: ModuleAnalysis) -> bool:
