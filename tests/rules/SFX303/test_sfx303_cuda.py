@@ -95,3 +95,58 @@ def test_sfx303_parts_of_a_list_read_with_one_cat():
     # 4 steps of 3 + 0 + 5 element reads become one `torch.cat(...).tolist()` per step
     x = torch.randn(64, 64, device="cuda")
     check_rewrite_keeps_values_with_fewer_syncs("SFX303", PARTS, True, (x, [3, 0, 5]), True)
+
+
+GATHERED = """
+import torch
+import torch.distributed as dist
+
+
+def update(local_ts: torch.Tensor, local_losses: torch.Tensor):
+    sizes = [
+        torch.tensor([0], dtype=torch.int32, device=local_ts.device)
+        for _ in range(dist.get_world_size())
+    ]
+    dist.all_gather(sizes, torch.tensor([len(local_ts)], dtype=torch.int32, device=local_ts.device))
+    sizes = [s.item() for s in sizes]
+    max_bs = max(sizes)
+    ts_batches = [torch.zeros(max_bs).to(local_ts) for _ in sizes]
+    loss_batches = [torch.zeros(max_bs).to(local_losses) for _ in sizes]
+    dist.all_gather(ts_batches, local_ts)
+    dist.all_gather(loss_batches, local_losses)
+    timesteps = [t.item() for y, bs in zip(ts_batches, sizes) for t in y[:bs]]
+    values = [t.item() for y, bs in zip(loss_batches, sizes) for t in y[:bs]]
+    return tuple(sizes), tuple(timesteps), tuple(values)
+
+
+def f(x: torch.Tensor, losses: torch.Tensor):
+    out = ()
+    for _ in range(4):
+        x = x @ x.T / x.shape[1]  # queued GPU work
+        out = out + update((x[0] * 100).abs().long()[:13], losses[:13])
+    return out
+"""
+
+
+@pytest.mark.cuda
+def test_sfx303_gathered_lists_read_at_once_safe():
+    # a loss-aware sampler's gathered sizes and padded batches (4 ranks simulated by a fake
+    # all_gather that writes each rank's data in place, on the GPU): safe fixes, one stack and
+    # two cats per step instead of 4 + 2 x 4 x 13 reads, the same ints and floats
+    from unittest import mock
+
+    import torch.distributed as dist
+
+    ranks = [13, 9, 0, 13]
+
+    def all_gather(out, tensor):
+        for rank, o in enumerate(out):
+            if o.numel() == 1:
+                o.fill_(ranks[rank])
+            else:
+                o.copy_(torch.roll(tensor, rank)[: o.numel()].to(o.dtype))
+
+    x = torch.randn(64, 64, device="cuda")
+    losses = torch.rand(64, device="cuda", dtype=torch.float64)
+    with mock.patch.object(dist, "all_gather", all_gather), mock.patch.object(dist, "get_world_size", lambda: 4):
+        check_rewrite_keeps_values_with_fewer_syncs("SFX303", GATHERED, False, (x, losses), True)
