@@ -15,7 +15,10 @@ module reuses the unchanged subtrees), so an old record answers rightly or not a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import ast
+import inspect
+import textwrap
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -62,16 +65,124 @@ class _Recorder(cst.CSTVisitor):
         self._stack.pop()
 
 
+# Per node class, the fields its ``_visit_and_replace_children`` visits, in order, read once
+# from that method's source (each is one ``visit_<how>(self, "field", ...)`` call, in argument
+# order); None where they cannot be read, and LibCST's walk records that module instead.
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
+
+
+def _fields_of(kind: type) -> tuple[str, ...] | None:
+    if kind in _FIELDS:
+        return _FIELDS[kind]
+    fields: tuple[str, ...] | None = None
+    try:
+        source = textwrap.dedent(inspect.getsource(kind._visit_and_replace_children))  # type: ignore[attr-defined]
+        found: list[str] = []
+        for node in _in_order(ast.parse(source)):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id.startswith("visit_")
+                and len(node.args) >= 2
+                and isinstance(node.args[1], ast.Constant)
+                and isinstance(node.args[1].value, str)
+            ):
+                if node.args[1].value not in found:  # ``a if c else b`` visits one field either way
+                    found.append(node.args[1].value)
+        fields = tuple(found)
+    except (OSError, TypeError, SyntaxError):
+        fields = None
+    _FIELDS[kind] = fields
+    return fields
+
+
+def _in_order(tree: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of ``tree`` in source order (pre-order, fields in the order Python evaluates
+    a call's arguments)."""
+    yield tree
+    for child in ast.iter_child_nodes(tree):
+        yield from _in_order(child)
+
+
+def _record(module: cst.Module, rec: _Recorder) -> bool:
+    """What ``module.visit(rec)`` records, read off the nodes' fields without rebuilding them;
+    False (recording nothing) where a node class's fields cannot be read."""
+    parent, children, order, by_type = rec.parent, rec.children, rec.order, rec.by_type
+    fields_of: dict[type, tuple[str, ...] | None] = {}
+    stack: list[tuple[cst.CSTNode, cst.CSTNode | None]] = [(module, None)]
+    # iterative pre-order: children pushed reversed; field marks are made when a replay asks
+    while stack:
+        node, up = stack.pop()
+        kind = type(node)
+        if kind in fields_of:
+            fields = fields_of[kind]
+        else:
+            fields = fields_of[kind] = _fields_of(kind)
+        if fields is None:
+            return False
+        if up is not None:
+            parent[node] = up
+            children[up].append(node)
+        order[node] = len(order)
+        nodes = by_type.get(kind)
+        if nodes is None:
+            nodes = by_type[kind] = []
+        nodes.append(node)
+        mine: list[cst.CSTNode] = []
+        for field in fields:
+            value = getattr(node, field)
+            vtype = type(value)
+            if vtype is tuple or vtype is list:
+                mine.extend(item for item in value if _is_node(type(item)))
+            elif _is_node(vtype):
+                mine.append(value)
+        children[node] = []
+        stack.extend((child, node) for child in reversed(mine))
+    return True
+
+
+def _marks_of(node: cst.CSTNode) -> list[cst.CSTNode | tuple[bool, str]]:
+    """The children of a node whose class :func:`_record` read, with the field marks LibCST's
+    walk reports around them (``(True, field)`` before a field, ``(False, field)`` after)."""
+    kind = type(node)
+    marks: list[cst.CSTNode | tuple[bool, str]] = []
+    for field in _FIELDS[kind] or ():
+        value = getattr(node, field)
+        vtype = type(value)
+        if value is None and kind is cst.FormattedStringExpression and field == "format_spec":
+            continue  # LibCST does not visit an absent format spec at all
+        marks.append((True, field))
+        if vtype is tuple or vtype is list:
+            marks.extend(item for item in value if _is_node(type(item)))
+        elif _is_node(vtype):
+            marks.append(value)
+        marks.append((False, field))
+    return marks
+
+
+_NODE_CLASS: dict[type, bool] = {}  # is it a CSTNode class (subclass tests on ABCs are slow)
+
+
+def _is_node(kind: type) -> bool:
+    known = _NODE_CLASS.get(kind)
+    if known is None:
+        known = _NODE_CLASS[kind] = issubclass(kind, cst.CSTNode)
+    return known
+
+
 class Structure:
     """Parents and ordered children of every node of one module (one LibCST walk)."""
 
     def __init__(self, module: cst.Module) -> None:
         rec = _Recorder()
-        module.visit(rec)
+        read = _record(module, rec)
+        if not read:
+            rec = _Recorder()
+            module.visit(rec)
         self.root = module
         self.parent = rec.parent
         self.children = rec.children
-        self.events = rec.events
+        self._events = None if read else rec.events
         # Pre-order rank: source order for nodes that do not contain one another, without
         # resolving positions (a codegen pass over the whole module).
         self.order = rec.order
@@ -89,7 +200,7 @@ class Structure:
             return
         names = _plain_methods(type(visitor))
         if names is not None:
-            _replay_plain(self.children, node, visitor, names)
+            _replay_plain(self, node, visitor, names, fields=False)
             return
         self._walk(node, visitor)
 
@@ -98,6 +209,10 @@ class Structure:
             for child in self.children[node]:
                 self._walk(child, visitor)
         visitor.on_leave(node)
+
+    def marks(self, node: cst.CSTNode) -> Sequence[cst.CSTNode | tuple[bool, str]]:
+        """The node's children with LibCST's field marks around them, in visit order."""
+        return _marks_of(node) if self._events is None else self._events[node]
 
     def of_type(self, *kinds: type) -> list[cst.CSTNode]:
         """Every node of the module of these exact types, in visit (source) order: what a
@@ -249,26 +364,27 @@ def _replaying_visit(self: cst.CSTNode, visitor: Any) -> Any:
         read_only = _READ_ONLY.get(key)
         if read_only is None:
             read_only = _READ_ONLY[key] = isinstance(visitor, cst.CSTVisitor)
-        if read_only and self in record.events:
-            _replay(record.events, self, visitor)
+        if read_only and self in record.children:
+            _replay(record, self, visitor)
             return self
     return _original_visit(self, visitor)
 
 
-def _replay(events: dict[cst.CSTNode, list[cst.CSTNode | tuple[bool, str]]], node: cst.CSTNode, visitor: Any) -> None:
+def _replay(record: Structure, node: cst.CSTNode, visitor: Any) -> None:
     if type(visitor) is _BatchedCSTVisitor and _replay_batched(node, visitor):
         return
     names = _plain_methods(type(visitor))
     if names is not None:
-        _replay_plain(events, node, visitor, names)
+        _replay_plain(record, node, visitor, names, fields=True)
         return
+    marks = record.marks
     # bound methods looked up once per replay, not once per node
     on_visit, on_leave = visitor.on_visit, visitor.on_leave
     enter_field, leave_field = visitor.on_visit_attribute, visitor.on_leave_attribute
 
     def go(n: cst.CSTNode) -> None:
         if on_visit(n):
-            for e in events[n]:
+            for e in marks(n):
                 if isinstance(e, tuple):
                     if e[0]:
                         enter_field(n, e[1])
@@ -324,28 +440,31 @@ def _plain_methods(cls: type) -> _Names | None:
     return names
 
 
-def _replay_plain(
-    events: Mapping[cst.CSTNode, Sequence[cst.CSTNode | tuple[bool, str]]], node: cst.CSTNode, visitor: Any, names: _Names
-) -> None:
+def _replay_plain(record: Structure, node: cst.CSTNode, visitor: Any, names: _Names, *, fields: bool) -> None:
     """What ``CSTVisitor``'s ``on_visit``/``on_leave`` and attribute hooks would call, called
     directly: a ``visit_<Type>`` returning False skips the children; an overridden ``on_leave``
-    is called for every node (it dispatches ``leave_<Type>`` itself)."""
+    is called for every node (it dispatches ``leave_<Type>`` itself). Field hooks are called
+    when ``fields`` (LibCST's walk calls them; :meth:`Structure.walk` does not)."""
     visit, leave, visit_field, leave_field, custom_leave = names
     on_leave = visitor.on_leave if custom_leave else None
-    fields = bool(visit_field or leave_field)
+    hooked = {kind for kind, _ in (*visit_field, *leave_field)} if fields else set()
+    children, marks = record.children, record.marks
 
     def go(n: cst.CSTNode) -> None:
         kind = type(n).__name__
         name = visit.get(kind)
         if name is None or getattr(visitor, name)(n) is not False:
-            for e in events[n]:
-                if type(e) is tuple:
-                    if fields:
+            if kind in hooked:  # only these node types need their field marks
+                for e in marks(n):
+                    if type(e) is tuple:
                         hook = (visit_field if e[0] else leave_field).get((kind, e[1]))
                         if hook is not None:
                             getattr(visitor, hook)(n)
-                else:
-                    go(e)  # type: ignore[arg-type]
+                    else:
+                        go(e)  # type: ignore[arg-type]
+            else:
+                for child in children[n]:
+                    go(child)
         if on_leave is not None:
             on_leave(n)
         else:

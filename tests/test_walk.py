@@ -164,3 +164,21 @@ def test_nodes_of_a_type_are_what_a_walk_finds_in_order(source):
     assert structure.of_type(cst.Name, cst.Attribute) == found
     assert structure.of_type(cst.Name) == [n for n in found if type(n) is cst.Name]
     assert structure.of_type(cst.Lambda) == [] or "lambda" in source
+
+
+@pytest.mark.parametrize("source", list(_sources()))
+def test_structure_read_off_the_fields_is_libcsts_walk(source):
+    # the recorder reads each node class's visit order from LibCST's own source; it must
+    # record exactly what LibCST's walk reports (parents, children, field marks, order)
+    from syncfix.walk import _record, _Recorder
+
+    module = cst.parse_module(source)
+    walked, read = _Recorder(), _Recorder()
+    module.visit(walked)
+    assert _record(module, read)
+    assert read.parent == walked.parent
+    assert read.children == walked.children
+    assert read.order == walked.order
+    assert read.by_type == walked.by_type
+    structure = Structure(module)  # field marks are made on demand, from the same fields
+    assert {n: list(structure.marks(n)) for n in walked.events} == walked.events
