@@ -69,6 +69,7 @@ class _Recorder(cst.CSTVisitor):
 # from that method's source (each is one ``visit_<how>(self, "field", ...)`` call, in argument
 # order); None where they cannot be read, and LibCST's walk records that module instead.
 _FIELDS: dict[type, tuple[str, ...] | None] = {}
+_CHECKED: set[type] = set()  # classes whose fields gave LibCST's children for one node
 
 
 def _fields_of(kind: type) -> tuple[str, ...] | None:
@@ -136,6 +137,11 @@ def _record(module: cst.Module, rec: _Recorder) -> bool:
                 mine.extend(item for item in value if _is_node(type(item)))
             elif _is_node(vtype):
                 mine.append(value)
+        if kind not in _CHECKED:  # the first node of a class: LibCST's own list must agree
+            if [id(c) for c in node.children] != [id(c) for c in mine]:
+                _FIELDS[kind] = None
+                return False
+            _CHECKED.add(kind)
         children[node] = []
         stack.extend((child, node) for child in reversed(mine))
     return True

@@ -182,3 +182,17 @@ def test_structure_read_off_the_fields_is_libcsts_walk(source):
     assert read.by_type == walked.by_type
     structure = Structure(module)  # field marks are made on demand, from the same fields
     assert {n: list(structure.marks(n)) for n in walked.events} == walked.events
+
+
+def test_fields_that_disagree_with_libcst_fall_back_to_its_walk(monkeypatch):
+    # a class whose fields were read wrongly (here: a call's arguments before its callee) is
+    # caught on its first node, by LibCST's own list of children, and LibCST's walk records
+    import syncfix.walk as w
+
+    monkeypatch.setattr(w, "_FIELDS", {cst.Call: ("args", "func")})
+    monkeypatch.setattr(w, "_CHECKED", set())
+    module = cst.parse_module("x = f(a, b)\n")
+    assert not w._record(module, w._Recorder())
+    structure = Structure(module)
+    call = module.body[0].body[0].value
+    assert structure.children[call][0] is call.func  # LibCST's order
