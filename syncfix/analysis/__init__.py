@@ -29,6 +29,7 @@ Which functions do other files call from repeating code?    ``hotness``
 Which device expression placed this tensor?                 ``devices``
 Which dtype (exact, or its kind)?                           ``dtypes``
 Which shape: one shape, 0-d, one element, 1-D?              ``shapes``
+Is a list built here of alike tensors, or of scalars?       ``containers``
 Is this call a torch loss; with which reduction?            ``losses``
 Python number or host data, never a tensor?                 ``pynumbers``
 Can autograd matter here?                                   ``autograd``
