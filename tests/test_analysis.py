@@ -339,13 +339,14 @@ def update(t, world, shape, other):
     grown.append(other)
     waited = [torch.zeros(1) for _ in range(world)]
     dist.all_gather(waited, t, async_op=True)
-    out = ([v for y in batches for v in y], [v for v in shaped], [v for v in per_rank], [v for v in grown], [v for v in waited])
+    growing = [torch.zeros(n) for _ in range(world) if (n := n + 1)]
+    out = ([v for y in batches for v in y], [v for v in shaped], [v for v in per_rank], [v for v in grown], [v for v in waited], [v for v in growing])
 """
 
 
 def test_lists_of_alike_tensors_built_here():
     a, m = analyse(GATHER)
-    out = find(m, "out = ([v for y in batches for v in y], [v for v in shaped], [v for v in per_rank], [v for v in grown], [v for v in waited])", cst.Assign)
+    out = find(m, "out = ([v for y in batches for v in y], [v for v in shaped], [v for v in per_rank], [v for v in grown], [v for v in waited], [v for v in growing])", cst.Assign)
     reads = [el.value for el in out.value.elements]
 
     def element(read: cst.ListComp) -> str | None:
@@ -358,6 +359,7 @@ def test_lists_of_alike_tensors_built_here():
     assert element(reads[2]) is None  # the element uses the loop's variable
     assert element(reads[3]) is None  # another tensor was appended
     assert element(reads[4]) is None  # async_op: not known to be filled by the time of the read
+    assert element(reads[5]) is None  # a walrus in the condition changes the size between elements
     # the sizes read back are Python scalars, so `torch.zeros(max(sizes))` is 1-D; not so a
     # size from the caller, which may be a tuple
     assert a.is_scalar_list(find(m, "[x.item() for x in sizes]", cst.ListComp))

@@ -50,6 +50,8 @@ def uniform_list_element(
     loop = comp.for_in
     if loop.inner_for_in is not None or loop.asynchronous is not None:
         return None
+    if any(not a.is_effect_free(cond.test) for cond in loop.ifs):
+        return None  # ``if (n := n + 1)`` would change the element's inputs between elements
     elt = comp.elt
     if _mentions(elt, {n.value for n in target_names(loop.target)}):
         return None
