@@ -357,7 +357,8 @@ def memo(kind: str, node: cst.CSTNode) -> dict[tuple[str, cst.CSTNode], object] 
 _original_visit = cst.CSTNode.visit
 
 
-_READ_ONLY: dict[tuple[str, str], bool] = {}  # visitor class -> is it a read-only CSTVisitor (ABC checks are slow)
+# visitor class (its _class_key) -> is it a read-only CSTVisitor (ABC checks are slow)
+_READ_ONLY: dict[tuple[object, ...], bool] = {}
 
 
 def _replaying_visit(self: cst.CSTNode, visitor: Any) -> Any:
@@ -365,8 +366,7 @@ def _replaying_visit(self: cst.CSTNode, visitor: Any) -> Any:
     the same order (field marks included), with no node rebuilt."""
     record = _active
     if record is not None:
-        kind = type(visitor)
-        key = (kind.__module__, kind.__qualname__)
+        key = _class_key(type(visitor))
         read_only = _READ_ONLY.get(key)
         if read_only is None:
             read_only = _READ_ONLY[key] = isinstance(visitor, cst.CSTVisitor)
@@ -406,15 +406,24 @@ def _replay(record: Structure, node: cst.CSTNode, visitor: Any) -> None:
 # A visitor that keeps CSTVisitor's dispatch (``on_visit`` calls ``visit_<Type>``, and so on)
 # is replayed by calling its methods directly, and only for the node types and fields it has
 # methods for: LibCST's scope and expression-context visitors have a few dozen of each.
-_Names = tuple[dict[str, str], dict[str, str], dict[tuple[str, str], str], dict[tuple[str, str], str], bool]
-_PLAIN: dict[tuple[str, str], _Names | None] = {}
+# (visit, leave, field visit, field leave method names; overrides on_leave; types with field hooks)
+_Names = tuple[
+    dict[str, str], dict[str, str], dict[tuple[str, str], str], dict[tuple[str, str], str], bool, frozenset[str]
+]
+_PLAIN: dict[tuple[object, ...], _Names | None] = {}
+
+
+def _class_key(cls: type) -> tuple[object, ...]:
+    """What a visitor class's method tables depend on: a class statement in a function makes a
+    new class per call (not to be kept), but one of the same name, bases and own attributes."""
+    return (cls.__module__, cls.__qualname__, cls.__bases__, tuple(cls.__dict__))
 
 
 def _plain_methods(cls: type) -> _Names | None:
     """``visit_<Type>``/``leave_<Type>`` method names per node type name, attribute ones per
     (type, field), and whether ``on_leave`` is overridden; None unless ``cls`` keeps
     CSTVisitor's ``on_visit`` and attribute hooks."""
-    key = (cls.__module__, cls.__qualname__)  # a class statement in a function makes a class per call
+    key = _class_key(cls)
     if key in _PLAIN:
         return _PLAIN[key]
     names: _Names | None = None
@@ -441,7 +450,8 @@ def _plain_methods(cls: type) -> _Names | None:
                     by_field[(kind, field)] = name
                 else:
                     by_type[kind] = name
-        names = (visit, leave, visit_field, leave_field, cls.on_leave is not base.on_leave)
+        hooked = frozenset(kind for kind, _ in (*visit_field, *leave_field))
+        names = (visit, leave, visit_field, leave_field, cls.on_leave is not base.on_leave, hooked)
     _PLAIN[key] = names
     return names
 
@@ -451,9 +461,10 @@ def _replay_plain(record: Structure, node: cst.CSTNode, visitor: Any, names: _Na
     directly: a ``visit_<Type>`` returning False skips the children; an overridden ``on_leave``
     is called for every node (it dispatches ``leave_<Type>`` itself). Field hooks are called
     when ``fields`` (LibCST's walk calls them; :meth:`Structure.walk` does not)."""
-    visit, leave, visit_field, leave_field, custom_leave = names
+    visit, leave, visit_field, leave_field, custom_leave, hooked = names
     on_leave = visitor.on_leave if custom_leave else None
-    hooked = {kind for kind, _ in (*visit_field, *leave_field)} if fields else set()
+    if not fields:
+        hooked = frozenset()
     children, marks = record.children, record.marks
 
     def go(n: cst.CSTNode) -> None:

@@ -196,3 +196,33 @@ def test_fields_that_disagree_with_libcst_fall_back_to_its_walk(monkeypatch):
     structure = Structure(module)
     call = module.body[0].body[0].value
     assert structure.children[call][0] is call.func  # LibCST's order
+
+
+def test_visitor_classes_of_one_name_keep_their_own_methods():
+    # a class statement run twice makes two classes of one qualified name; each is replayed
+    # with its own methods (the replay's method tables are per class, not per name)
+    def make(calls: bool):
+        if calls:
+            class V(cst.CSTVisitor):
+                def __init__(self):
+                    self.seen = []
+
+                def visit_Call(self, node):
+                    self.seen.append("call")
+        else:
+            class V(cst.CSTVisitor):  # type: ignore[no-redef]
+                def __init__(self):
+                    self.seen = []
+
+                def visit_Name(self, node):
+                    self.seen.append("name")
+        return V
+
+    module = cst.parse_module("f(x)\n")
+    Structure(module)
+    with replaying():
+        first, second = make(True)(), make(False)()
+        module.visit(first)
+        module.visit(second)
+    assert first.seen == ["call"]
+    assert second.seen == ["name", "name"]

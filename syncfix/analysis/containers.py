@@ -15,6 +15,7 @@ import libcst as cst
 from libcst.metadata import Assignment
 
 from ..walk import walk
+from .bindings import fact_of_name
 from .syntax import keyword, target_names
 
 if TYPE_CHECKING:
@@ -71,8 +72,8 @@ def is_scalar_list(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
     """Is ``expr`` provably a list of Python scalars, never of sequences: ``[v.item() for v in
     xs]`` over a list of alike tensors built here, ``t.tolist()`` of a 1-D tensor, a display
     or comprehension of Python numbers, or either branch of a conditional of those (``[]``)?"""
-    if isinstance(expr, cst.Name):  # every binding is one (an invariant: assumed on a cycle)
-        return a.solver.get("scalar-list", expr, lambda n: _bound_to_scalar_lists(a, n), True, False)
+    if isinstance(expr, cst.Name):  # every binding that holds here is one
+        return fact_of_name(a, expr, a.is_scalar_list) is True
     if isinstance(expr, cst.IfExp):
         return is_scalar_list(a, expr.body) and is_scalar_list(a, expr.orelse)
     if isinstance(expr, cst.List):
@@ -99,11 +100,6 @@ def is_scalar_list(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and not expr.args:
         return expr.func.attr.value == "tolist" and a.is_one_dim(expr.func.value)
     return False
-
-
-def _bound_to_scalar_lists(a: ModuleAnalysis, name: cst.Name) -> bool:
-    values = a.binding_values(name) or a.reaching_values(name)  # the nearest, where known
-    return values is not None and values != [] and all(isinstance(v, cst.BaseExpression) and is_scalar_list(a, v) for v in values)
 
 
 def _served_by_another(a: ModuleAnalysis, use: cst.Name, comp: cst.ListComp) -> bool:

@@ -270,16 +270,15 @@ def _scalar_size(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
     if a.python_number_type(expr) == "int" or a.is_element_count(expr):
         return True
     if isinstance(expr, cst.Name):
-        return a.solver.get("scalar-size", expr, lambda n: _bound_to_scalar_sizes(a, n), True, False)
+
+        def scalar_size(value: cst.BaseExpression) -> bool:  # named: fact_of_name memoises by name
+            return _scalar_size(a, value)
+
+        return fact_of_name(a, expr, scalar_size) is True
     if not isinstance(expr, cst.Call) or a.callee(expr) not in ("builtins.max", "builtins.min"):
         return False
     args = positional(expr)
     return len(args) == len(expr.args) == 1 and a.is_scalar_list(args[0].value)
-
-
-def _bound_to_scalar_sizes(a: ModuleAnalysis, name: cst.Name) -> bool:
-    values = a.binding_values(name) or a.reaching_values(name)  # the nearest, where known
-    return values is not None and values != [] and all(isinstance(v, cst.BaseExpression) and _scalar_size(a, v) for v in values)
 
 
 def _item_of_index_tuple(a: ModuleAnalysis, expr: cst.Subscript) -> bool:
