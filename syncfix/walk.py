@@ -406,10 +406,44 @@ def _replay(record: Structure, node: cst.CSTNode, visitor: Any) -> None:
 # A visitor that keeps CSTVisitor's dispatch (``on_visit`` calls ``visit_<Type>``, and so on)
 # is replayed by calling its methods directly, and only for the node types and fields it has
 # methods for: LibCST's scope and expression-context visitors have a few dozen of each.
-# (visit, leave, field visit, field leave method names; overrides on_leave; types with field hooks)
+# (visit, leave, field visit, field leave method names; on_leave: LibCST's own, overridden, or
+# the scope visitor's; types with field hooks)
 _Names = tuple[
-    dict[str, str], dict[str, str], dict[tuple[str, str], str], dict[tuple[str, str], str], bool, frozenset[str]
+    dict[str, str], dict[str, str], dict[tuple[str, str], str], dict[tuple[str, str], str], str, frozenset[str]
 ]
+_OWN_LEAVE, _CUSTOM_LEAVE, _SCOPE_LEAVE = "own", "custom", "scope"
+
+# LibCST's scope visitor overrides ``on_leave`` to record each node's scope and count
+# assignment-like nodes (an ``isinstance`` on a tuple of ABC-derived classes: a tenth of the
+# scope analysis) before dispatching ``leave_<Type>``. Replayed inline when its body is still
+# exactly this; any other body keeps the generic call.
+_SCOPE_ON_LEAVE_BODY = """\
+def on_leave(self, original_node: cst.CSTNode) -> None:
+    self.provider.set_metadata(original_node, self.scope)
+    if isinstance(original_node, _ASSIGNMENT_LIKE_NODES):
+        self.scope._assignment_count += 1
+    super().on_leave(original_node)
+"""
+_scope_assignment_types: frozenset[type] | None = None
+
+
+def _scope_leave_inline(cls: type) -> bool:
+    """Is ``cls.on_leave`` LibCST's scope visitor's, with the body above, over final classes?"""
+    global _scope_assignment_types
+    from libcst.metadata import scope_provider
+
+    fn: Callable[..., object] = cls.on_leave  # type: ignore[attr-defined]
+    if fn is not getattr(scope_provider.ScopeVisitor, "on_leave", None):
+        return False
+    if _scope_assignment_types is None:
+        try:
+            body = textwrap.dedent(inspect.getsource(fn))
+        except (OSError, TypeError):
+            body = ""
+        kinds = getattr(scope_provider, "_ASSIGNMENT_LIKE_NODES", ())
+        final = all(isinstance(k, type) and not k.__subclasses__() for k in kinds)
+        _scope_assignment_types = frozenset(kinds) if body == _SCOPE_ON_LEAVE_BODY and final else frozenset()
+    return bool(_scope_assignment_types)
 _PLAIN: dict[tuple[object, ...], _Names | None] = {}
 
 
@@ -451,7 +485,13 @@ def _plain_methods(cls: type) -> _Names | None:
                 else:
                     by_type[kind] = name
         hooked = frozenset(kind for kind, _ in (*visit_field, *leave_field))
-        names = (visit, leave, visit_field, leave_field, cls.on_leave is not base.on_leave, hooked)
+        if cls.on_leave is base.on_leave:
+            leaving = _OWN_LEAVE
+        elif _scope_leave_inline(cls):
+            leaving = _SCOPE_LEAVE
+        else:
+            leaving = _CUSTOM_LEAVE
+        names = (visit, leave, visit_field, leave_field, leaving, hooked)
     _PLAIN[key] = names
     return names
 
@@ -459,10 +499,15 @@ def _plain_methods(cls: type) -> _Names | None:
 def _replay_plain(record: Structure, node: cst.CSTNode, visitor: Any, names: _Names, *, fields: bool) -> None:
     """What ``CSTVisitor``'s ``on_visit``/``on_leave`` and attribute hooks would call, called
     directly: a ``visit_<Type>`` returning False skips the children; an overridden ``on_leave``
-    is called for every node (it dispatches ``leave_<Type>`` itself). Field hooks are called
-    when ``fields`` (LibCST's walk calls them; :meth:`Structure.walk` does not)."""
-    visit, leave, visit_field, leave_field, custom_leave, hooked = names
-    on_leave = visitor.on_leave if custom_leave else None
+    is called for every node (it dispatches ``leave_<Type>`` itself), the scope visitor's inline.
+    Field hooks are called when ``fields`` (LibCST's walk calls them; :meth:`Structure.walk`
+    does not)."""
+    visit, leave, visit_field, leave_field, leaving, hooked = names
+    on_leave = visitor.on_leave if leaving == _CUSTOM_LEAVE else None
+    if leaving == _SCOPE_LEAVE:
+        set_scope, assigning = visitor.provider.set_metadata, _scope_assignment_types or frozenset()
+    else:
+        set_scope = None
     if not fields:
         hooked = frozenset()
     children, marks = record.children, record.marks
@@ -485,6 +530,11 @@ def _replay_plain(record: Structure, node: cst.CSTNode, visitor: Any, names: _Na
         if on_leave is not None:
             on_leave(n)
         else:
+            if set_scope is not None:
+                scope = visitor.scope
+                set_scope(n, scope)
+                if type(n) in assigning:
+                    scope._assignment_count += 1
             name = leave.get(kind)
             if name is not None:
                 getattr(visitor, name)(n)

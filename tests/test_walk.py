@@ -82,8 +82,14 @@ def test_scopes_resolved_over_the_replay_are_libcsts(source):
                 out.append((i, type(node).__name__, None))
                 continue
             names = sorted(q.name for q in scope.get_qualified_names_for(node)) if isinstance(node, (cst.Name, cst.Attribute)) else []
+            # the indices order assignments and accesses (the replay counts assignment-like
+            # nodes inline, not through the scope visitor's on_leave)
             out.append((i, type(node).__name__, type(scope).__name__, names,
-                        sorted((a.name, len(scope.accesses[a.name])) for a in scope.assignments)))
+                        sorted((a.name, getattr(a, "_index", None), len(scope.accesses[a.name]))
+                               for a in scope.assignments),
+                        sorted((a.node.value if isinstance(a.node, cst.Name) else "", a._index)
+                               for a in scope.accesses),
+                        scope._assignment_count))
         return out
 
     assert summary(True) == summary(False)
@@ -226,3 +232,22 @@ def test_visitor_classes_of_one_name_keep_their_own_methods():
         module.visit(second)
     assert first.seen == ["call"]
     assert second.seen == ["name", "name"]
+
+
+def test_the_scope_visitors_leave_is_inlined_only_while_its_body_is_known(monkeypatch):
+    # another LibCST's scope visitor (another on_leave body), or a subclass with its own
+    # on_leave, keeps the generic call: the inline copy would otherwise drift from it
+    from libcst.metadata.scope_provider import ScopeVisitor
+
+    import syncfix.walk as w
+
+    monkeypatch.setattr(w, "_scope_assignment_types", None)
+    monkeypatch.setattr(w, "_SCOPE_ON_LEAVE_BODY", "def on_leave(self, original_node): pass\n")
+    assert not w._scope_leave_inline(ScopeVisitor)
+
+    class Own(ScopeVisitor):
+        def on_leave(self, original_node):
+            super().on_leave(original_node)
+
+    monkeypatch.setattr(w, "_scope_assignment_types", None)
+    assert not w._scope_leave_inline(Own)
