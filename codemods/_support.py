@@ -11,6 +11,8 @@
   :func:`source_may_change`.
 - Whether an error must surface where it is raised (a ``try`` that catches it):
   :func:`caught_by_enclosing_try`.
+- Whether an expression is a Python int, proven or as sizes are (SFX102, SFX105):
+  :func:`int_like`.
 """
 
 from __future__ import annotations
@@ -267,6 +269,28 @@ def assignments(suite: cst.BaseSuite | None) -> dict[str, cst.BaseExpression] | 
             return None
         out[name] = small.value
     return out
+
+
+# ``x.shape[i]``, ``x.size(i)``: an int for a tensor or an array (a likely fact for others)
+_SIZE_METHODS = frozenset({"size", "numel", "dim"})
+
+
+def int_like(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    """A Python int, provably (``len(x)``, int arithmetic) or by the likely fact that sizes
+    are ints (``x.shape[i]``, ``x.size(i)``, ``x.numel()``: true of tensors and numpy arrays).
+    For unsafe fixes only."""
+    if a.python_number_type(expr) == "int":
+        return True
+    if isinstance(expr, cst.Subscript) and len(expr.slice) == 1:
+        holder = expr.value
+        return (
+            isinstance(holder, cst.Attribute)
+            and holder.attr.value == "shape"
+            and isinstance(expr.slice[0].slice, cst.Index)
+        )
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and not any(arg.keyword for arg in expr.args):
+        return expr.func.attr.value in _SIZE_METHODS and len(expr.args) == (expr.func.attr.value == "size")
+    return False
 
 
 def is_new_tensor(a: ModuleAnalysis, e: cst.BaseExpression, *, follow_names: bool = False) -> bool:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import libcst as cst
+from libcst.metadata import BuiltinAssignment
 
-from syncfix.analysis import Device, Kind, keyword
-from syncfix.rules import Invalid, Rule
+from syncfix.analysis import Device, Kind, dotted_name, keyword
+from syncfix.rules import Fix, Invalid, Rule
 
-from ._support import UNPLACED, unplaced_tensor
+from ._support import UNPLACED, int_like, unplaced_tensor
 
 # Calls that only collect a value for later (the loop does not look at it now).
 _COLLECTORS = {"append", "extend", "put", "put_nowait"}
@@ -25,6 +26,13 @@ _SCALAR_HINT = (
     "already has (sizes, lengths, positions it set), or keep it a tensor: if it is only logged "
     "later, read it at the log line"
 )
+_HOST_COPY = (
+    "; the value is already on the host: the fix takes it from the list the tensor was built from"
+)
+# A whole-tensor reduction read with ``.item()`` -> the builtin giving the same Python int.
+_HOST_REDUCTIONS = {"amax": "max", "max": "max", "amin": "min", "min": "min"}
+# dtypes that hold a list of Python ints exactly (an int out of range raises at creation)
+_INT_DTYPES = frozenset({"torch.int64", "torch.long", "torch.int32", "torch.int"})
 _HANDLED_CONTEXTS = (
     cst.If, cst.While, cst.Assert, cst.IfExp, cst.BooleanOperation, cst.ListComp, cst.SetComp,
     cst.DictComp, cst.GeneratorExp, cst.FormattedString, cst.Lambda, cst.Comparison,
@@ -103,19 +111,40 @@ class DeviceToHostInLoop(Rule):
     or keep the results on the GPU and move them once after the loop (`torch.cat(...).cpu()`).
 
     ## Fix safety
-    No fix: the CPU reads the value, so the copy has to finish first. The message says when the
-    value is only *collected* in the loop (appended, stored into a container): then
+    Copies: no fix. The CPU reads the value, so the copy has to finish first. The message says
+    when the value is only *collected* in the loop (appended, stored into a container): then
     `.to("cpu", non_blocking=True)` plus an event recorded after the copies and waited on before
     the first read removes the per-iteration wait. Reading a non-blocking device-to-host result
     before that wait may see data the copy has not written yet (docs/semantics.md#host-reads),
     which is why syncfix never rewrites it.
+
+    Scalar reads: one **unsafe** fix, for the largest or smallest element of a tensor the code
+    just built from a list of Python ints (lengths, counts, sizes), read back with `.item()`:
+    ```python
+    lengths = torch.tensor([len(s) for s in batch], device=device)
+    width = lengths.max().item()
+    ```
+    becomes
+    ```python
+    lengths_host = [len(s) for s in batch]
+    lengths = torch.tensor(lengths_host, device=device)
+    width = max(lengths_host)
+    ```
+    No sync at all: the host already has the numbers. It applies when the tensor is made by
+    `torch.tensor(list)` (no dtype, or int64/int32) in the same block as the read, nothing
+    touches it in between, the list is a display or comprehension there (or a name bound to a
+    fresh list that only `.append` fills, all before the tensor is made), and its elements are
+    ints: `len(...)`, int arithmetic, or `x.shape[i]` / `x.size(i)`. What can differ: an empty
+    list raises `ValueError` from `max()` where `.amax()` raised `RuntimeError`; an element
+    `x.shape[i]` is taken to be an int (true of tensors and numpy arrays), where a float would
+    be truncated by the int dtype but compared as itself by `max()`.
     """
 
     CODE = "SFX105"
     NAME = "device-to-host-in-loop"
     MESSAGE = "Blocking device-to-host copy in a loop: the CPU waits for all queued GPU work"
-    FIX = "never"
-    SAFETY = ()
+    FIX = "sometimes"
+    SAFETY = ("unsafe",)
     TRIGGERS = (".cpu(", ".tolist(", ".to(", ".item(")
     VALID = [
         # not in a loop
@@ -134,6 +163,16 @@ class DeviceToHostInLoop(Rule):
         Invalid(
             "import torch\nx = torch.ones(3, device='cuda')\nout = []\nfor _ in range(3):\n"
             "    out.append(x.tolist())\n"
+        ),
+        Invalid(
+            "import torch\nfor batch in loader:\n"
+            "    n = torch.tensor([len(s) for s in batch], device='cuda')\n"
+            "    width = n.max().item()\n",
+            "import torch\nfor batch in loader:\n"
+            "    n_host = [len(s) for s in batch]\n"
+            "    n = torch.tensor(n_host, device='cuda')\n"
+            "    width = max(n_host)\n",
+            unsafe=True,
         ),
     ]
 
@@ -196,7 +235,54 @@ class DeviceToHostInLoop(Rule):
             return
         where = "" if receiver.device is Device.CUDA else (UNPLACED if not proven else " (when the tensor is on CUDA)")
         total = isinstance(stmt.body[0], cst.AugAssign)  # ``counts["raw"] += t.sum().item()``
-        self.report(node, _SCALAR + where + (_TOTAL_HINT if total else _SCALAR_HINT))
+        fix = None if total else self._from_host_list(node, stmt)
+        hint = _HOST_COPY if fix is not None else _TOTAL_HINT if total else _SCALAR_HINT
+        self.report(node, _SCALAR + where + hint, fix=fix)
+
+    def _from_host_list(self, node: cst.Call, stmt: cst.SimpleStatementLine) -> Fix | None:
+        """``t.max().item()`` where ``t = torch.tensor(ints)`` earlier in the block and untouched
+        since: the builtin over the list instead (unsafe, see Fix safety)."""
+        a = self.analysis
+        reduced = node.func.value if isinstance(node.func, cst.Attribute) else None
+        if not (
+            isinstance(reduced, cst.Call)
+            and not reduced.args
+            and isinstance(reduced.func, cst.Attribute)
+            and reduced.func.attr.value in _HOST_REDUCTIONS
+            and isinstance(reduced.func.value, cst.Name)
+        ):
+            return None
+        builtin = _HOST_REDUCTIONS[reduced.func.attr.value]
+        tensor = reduced.func.value
+        made = _straight_assignment(a, tensor)
+        if made is None or not _builtin_here(a, node, builtin):
+            return None
+        creation, call, binding = made
+        if not (isinstance(call, cst.Call) and a.callee(call) == "torch.tensor"):
+            return None
+        data, *rest = call.args or (None,)
+        if data is None or data.keyword or data.star or not _int_dtype(a, rest):
+            return None
+        if not (_untouched_until(a, binding, tensor, node) and _fresh_int_list(a, data.value, creation, call, tensor)):
+            return None
+        host = a.fresh_name(f"{tensor.value}_host")
+        keep = cst.parse_statement(f"{host} = x\n")
+        assert isinstance(keep, cst.SimpleStatementLine)
+        keep_small = keep.body[0]
+        assert isinstance(keep_small, cst.Assign)
+        keep = keep.with_changes(
+            body=[keep_small.with_changes(value=data.value)], leading_lines=creation.leading_lines
+        )
+        made_from_host = creation.deep_replace(data.value, cst.Name(host))
+        assert isinstance(made_from_host, cst.SimpleStatementLine)
+        return self.unsafe_fix(
+            {
+                creation: cst.FlattenSentinel([keep, made_from_host.with_changes(leading_lines=())]),
+                node: cst.parse_expression(f"{builtin}({host})"),
+            },
+            f"Take the value from the host list: `{builtin}({host})` (unsafe: an empty list raises "
+            f"ValueError instead of RuntimeError; elements such as `x.shape[i]` are taken to be ints)",
+        )
 
     def _collected(self, node: cst.Call) -> bool:
         """Is the copied value only stored away (appended, put in a container) at this point?"""
@@ -221,3 +307,108 @@ class DeviceToHostInLoop(Rule):
             return all(isinstance(t.target, cst.Subscript) for t in parent.targets)
         return False
 
+
+
+
+def _straight_assignment(a, name: cst.Name):
+    """``(statement, value, binding)`` of the ``name = value`` line that provably holds at this
+    use (the nearest earlier statement of its block to bind it); None if there is none."""
+    value = a.straight_line_binding(name, reevaluable=False)
+    stmt = a.statement_of(value) if value is not None else None
+    assign = a.parent(value) if value is not None else None
+    if not (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and stmt.body[0] is assign
+        and isinstance(assign, cst.Assign)
+        and len(assign.targets) == 1
+        and isinstance(target := assign.targets[0].target, cst.Name)
+        and target.value == name.value
+    ):
+        return None
+    binding = next((b for b in a.bindings(name) if getattr(b, "node", None) is target), None)
+    return None if binding is None else (stmt, value, binding)
+
+
+def _builtin_here(a, node: cst.CSTNode, name: str) -> bool:
+    """Does ``name`` mean the builtin where ``node`` is (no binding of it shadows it)?"""
+    scope = a.scope(node)
+    found = scope[name] if scope is not None else ()
+    return bool(found) and all(isinstance(asg, BuiltinAssignment) for asg in found)
+
+
+def _int_dtype(a, rest: list[cst.Arg]) -> bool:
+    """Only ``dtype=`` (absent or an int64/int32) and ``device=`` besides the data."""
+    for arg in rest:
+        name = arg.keyword.value if arg.keyword is not None else None
+        if name == "device":
+            continue
+        if name != "dtype" or (a.qualname(arg.value) or dotted_name(arg.value)) not in _INT_DTYPES:
+            return False
+    return True
+
+
+def _uses(a, binding, of: cst.Name) -> list[cst.Name] | None:
+    """Every use linked to ``binding``, in the scope of ``of`` (LibCST links a use to each
+    earlier binding of the name, so this over-approximates). None: a use in another scope (a
+    closure, which may run at any call) or not a plain name (a string annotation)."""
+    scope = a.scope(of)
+    uses = [ref.node for ref in getattr(binding, "references", ())]
+    if not all(isinstance(use, cst.Name) and a.scope(use) is scope for use in uses):
+        return None
+    return uses
+
+
+def _untouched_until(a, binding, name: cst.Name, read: cst.CSTNode) -> bool:
+    """No use of the tensor made at ``binding`` before ``read`` but ``name`` itself: it was
+    just made, so no alias of it exists that could write it in between."""
+    uses = _uses(a, binding, name)
+    order = a.structure.order
+    at = order.get(read)
+    return uses is not None and at is not None and all(use is name or order.get(use, -1) > at for use in uses)
+
+
+def _fresh_int_list(
+    a, data: cst.BaseExpression, creation: cst.SimpleStatementLine, call: cst.Call, tensor: cst.Name
+) -> bool:
+    """Is ``data`` a list of ints that nothing else can change once the tensor is made: a
+    display or comprehension, or a name bound to one (or ``[]``) earlier in the block that only
+    ``.append(int)`` fills before ``creation``, and that ``creation`` rebinds to the tensor
+    (every later use of the name in the block sees the tensor)?"""
+    if isinstance(data, cst.ListComp):
+        return int_like(a, data.elt)
+    if isinstance(data, cst.List):
+        return all(not isinstance(el, cst.StarredElement) and int_like(a, el.value) for el in data.elements)
+    if not isinstance(data, cst.Name) or data.value != tensor.value:
+        return False
+    made = _straight_assignment(a, data)
+    if made is None or not isinstance(made[1], (cst.List, cst.ListComp)):
+        return False
+    stmt, value, binding = made
+    uses = _uses(a, binding, data)
+    if uses is None or not _fresh_int_list(a, value, stmt, call, tensor):
+        return False
+    order = a.structure.order
+    start = order.get(creation, -1)
+    for use in uses:
+        if use is data:
+            continue
+        if order.get(use, -1) > start:  # after the rebinding: must provably see the tensor
+            if a.straight_line_binding(use, reevaluable=False) is not call:
+                return False
+            continue
+        attr = a.parent(use)
+        append = a.parent(attr) if isinstance(attr, cst.Attribute) else None
+        if not (
+            isinstance(attr, cst.Attribute)
+            and attr.value is use
+            and attr.attr.value == "append"
+            and isinstance(append, cst.Call)
+            and append.func is attr
+            and len(append.args) == 1
+            and not append.args[0].keyword
+            and not append.args[0].star
+            and int_like(a, append.args[0].value)
+        ):
+            return False
+    return True

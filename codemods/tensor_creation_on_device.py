@@ -9,7 +9,7 @@ import libcst as cst
 from syncfix.analysis import Device, Kind, keyword, positional
 from syncfix.rules import Fix, Invalid, Rule
 
-from ._support import comma, kwarg, unplaced_tensor
+from ._support import comma, int_like, kwarg, unplaced_tensor
 
 _FLOAT_DTYPES = {"float32", "float", "float64", "double", "float16", "half", "bfloat16",
                  "complex64", "complex128", "cfloat", "cdouble"}
@@ -86,8 +86,10 @@ class TensorCreationOnDevice(Rule):
       held by a name gets the fix only in a loop or a step-like function; a helper that is hot
       only because another file calls a function of its name from a loop keeps the finding
       without it (such a call may be one-time code). In this tier the data may also be a list
-      literal of names (`[[x0, y0, x0, y0]]`) or a parameter annotated as a list or tuple of
-      numbers (`crop_box: List[int]`).
+      literal of names (`[[x0, y0, x0, y0]]`), a parameter annotated as a list or tuple of
+      numbers (`crop_box: List[int]`), or a list of sizes (`[seq.shape[0] for seq in seqs]`,
+      `[img.size(-1) for img in images]`, directly or through a name bound to it just before):
+      sizes are ints for tensors and numpy arrays.
     - Data that may already be a tensor, a device expression that is not a plain name, string or
       attribute (it would be evaluated later), a file that uses CUDA streams (the copy would be
       ordered on the current stream only) or calls `torch.set_default_device`: finding, no fix.
@@ -352,19 +354,25 @@ _NUMBERS = {"builtins.int", "builtins.float", "builtins.bool"}
 
 def _likely_numbers(a, data: cst.BaseExpression) -> bool:
     """Host numbers by a likely fact only: a list or tuple literal whose items are names or
-    arithmetic that syncfix cannot name and that are not tensors (``[[x0, y0, x0, y0]]``), or a
-    parameter annotated as a list or tuple of numbers (``crop_box: List[int]``)."""
+    arithmetic that syncfix cannot name and that are not tensors (``[[x0, y0, x0, y0]]``), a
+    parameter annotated as a list or tuple of numbers (``crop_box: List[int]``), or a list of
+    sizes (``[seq.shape[0] for seq in seqs]``), itself or bound to a name just before."""
     if isinstance(data, (cst.List, cst.Tuple)):
         return bool(data.elements) and all(
             not isinstance(el, cst.StarredElement) and _likely_numbers(a, el.value) for el in data.elements
         )
     if isinstance(data, (cst.Integer, cst.Float)):
         return True
+    if isinstance(data, cst.ListComp):  # ``[seq.shape[0] for seq in sequences]``
+        return int_like(a, data.elt)
     if isinstance(data, (cst.Name, cst.Attribute, cst.BinaryOperation, cst.UnaryOperation)):
         if a.likely.value(data).is_tensor:
             return False
         if isinstance(data, cst.Name) and not isinstance(a.parent(data), (cst.List, cst.Tuple, cst.Element)):
-            return _annotated_numbers(a, data)
+            bound = a.straight_line_binding(data, reevaluable=False)
+            return _annotated_numbers(a, data) or (
+                isinstance(bound, (cst.List, cst.ListComp)) and _likely_numbers(a, bound)
+            )
         return True
     return False
 

@@ -311,10 +311,14 @@ def _scope_binding_values(a: ModuleAnalysis, name: cst.Name) -> list[cst.BaseExp
     return out
 
 
-def straight_line_binding(a: ModuleAnalysis, name: cst.Name) -> cst.BaseExpression | None:
+def straight_line_binding(
+    a: ModuleAnalysis, name: cst.Name, *, reevaluable: bool = True
+) -> cst.BaseExpression | None:
     """``expr`` of the ``name = expr`` that provably holds at this use: the nearest earlier
-    statement of the same block binds it, and nothing in between rebinds ``name`` or any name
-    ``expr`` reads."""
+    statement of the same block binds it, and nothing in between rebinds or mutates ``name``.
+    With ``reevaluable`` (for a rule that would evaluate ``expr`` again here) nothing in between
+    changes a name ``expr`` reads either, and ``expr`` does not read ``name`` (``x = f(x)``);
+    without, ``name`` holds the object ``expr`` made, whatever its inputs became since."""
     stmt = a.statement_of(name)
     block = a.block_of(stmt) if stmt is not None else None
     if block is None:
@@ -334,13 +338,13 @@ def straight_line_binding(a: ModuleAnalysis, name: cst.Name) -> cst.BaseExpressi
             and isinstance(small.targets[0].target, cst.Name)
         ):
             return None
-        watched = {name.value} | a.effects(small.value).reads
+        watched = {name.value} | (a.effects(small.value).reads if reevaluable else set())
         if any(
             (a.effects(t).writes | a.effects(t).inplace) & watched
             for t in body[j + 1 : index]
         ):
             return None
-        if a.effects(small.value).reads & {name.value}:
+        if reevaluable and a.effects(small.value).reads & {name.value}:
             return None  # ``x = f(x)``: the key would name the old x
         return small.value
     return None

@@ -306,9 +306,9 @@ class ModuleAnalysis:
         """The right-hand sides of the nearest bindings in straight-line code (see bindings.py)."""
         return bindings.binding_values(self, name)
 
-    def straight_line_binding(self, name: cst.Name) -> cst.BaseExpression | None:
+    def straight_line_binding(self, name: cst.Name, *, reevaluable: bool = True) -> cst.BaseExpression | None:
         """The ``expr`` of ``name = expr`` that provably still holds here (see bindings.py)."""
-        return bindings.straight_line_binding(self, name)
+        return bindings.straight_line_binding(self, name, reevaluable=reevaluable)
 
     def carrying_loops(self, name: cst.Name) -> list[cst.For | cst.While]:
         """The loops through which a later binding of ``name`` can reach this use."""

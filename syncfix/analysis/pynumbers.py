@@ -120,7 +120,39 @@ def _name_is_host_data(a: ModuleAnalysis, name: cst.Name) -> bool:
     values = a.reaching_values(name)
     if not values:
         return False
-    return all(isinstance(v, cst.BaseExpression) and a.is_host_data(v) for v in values)
+    if not all(isinstance(v, cst.BaseExpression) and a.is_host_data(v) for v in values):
+        return False
+    if any(isinstance(v, (cst.List, cst.ListComp)) for v in values):
+        return _filled_with_host_data(a, name)
+    return True
+
+
+# List methods that put their arguments into the list.
+_FILLING = frozenset({"append", "extend", "insert"})
+
+
+def _filled_with_host_data(a: ModuleAnalysis, name: cst.Name) -> bool:
+    """A list bound to ``name`` stays host data only if whatever its scope puts into it by name
+    is (``xs.append(t.sum())`` makes ``xs = []`` a list of tensors): every ``.append``/``.extend``
+    /``.insert`` argument, ``xs[i] = v`` and ``xs += v`` value of that name in the scope."""
+    scope = a.scope(name)
+    if scope is None:
+        return False
+    for access in scope.accesses[name.value]:
+        use = access.node
+        parent = a.parent(use)
+        if isinstance(parent, cst.Attribute) and parent.value is use and parent.attr.value in _FILLING:
+            call = a.parent(parent)
+            if isinstance(call, cst.Call) and not all(a.is_host_data(arg.value) for arg in call.args):
+                return False
+        elif isinstance(parent, cst.Subscript) and parent.value is use:
+            target = a.parent(parent)
+            store = a.parent(target) if isinstance(target, cst.AssignTarget) else None
+            if isinstance(store, cst.Assign) and not a.is_host_data(store.value):
+                return False
+        elif isinstance(parent, cst.AugAssign) and parent.target is use and not a.is_host_data(parent.value):
+            return False
+    return True
 
 
 def _is_ndarray_source(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from syncfix import check_code
+import pytest
+
+from syncfix import check_code, fix_code
 
 from ..support import messages_in_loop as _messages
+from ..support import run_snippet
 
 
 def test_d2h_collected_value_suggests_event_wait():
@@ -25,3 +28,43 @@ def test_d2h_maybe_cpu_device_is_hedged():
     )
     (finding,) = check_code(src, select=["SFX105"])
     assert "when the tensor is on CUDA" in finding.message
+
+
+HOST_LIST = """
+import torch
+
+dev = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def f(groups):
+    out = ()
+    for _ in range(3):
+        lengths = torch.tensor([len(g) for g in groups], device=dev{dtype})
+        widest = lengths.{high}().item()
+        counts = []
+        for g in groups:
+            counts.append(len(g) * 2 - 7)
+        counts = torch.tensor(counts, device=dev{dtype})
+        fewest = counts.{low}().item()
+        out = out + (widest, fewest, counts.shape)
+    return out
+"""
+
+
+def test_sfx105_host_list_reduction_keeps_values_and_types():
+    # `t.max().item()` of `t = torch.tensor(ints)` -> `max(ints)` (unsafe): the same Python
+    # ints for int64 and int32 tensors; an empty list raises in both (another exception type)
+    pytest.importorskip("torch")
+    for dtype in ("", ", dtype=torch.long", ", dtype=torch.int32"):
+        for high, low in (("max", "min"), ("amax", "amin")):
+            src = HOST_LIST.format(dtype=dtype, high=high, low=low)
+            fixed = fix_code(src, select=["SFX105"], unsafe_fixes=True)
+            assert f"{high}(lengths_host)".replace("amax", "max") in fixed and "min(counts_host)" in fixed, fixed
+            assert fix_code(src, select=["SFX105"]) == src  # unsafe only
+            for groups in ([[1, 2], [], [3, 4, 5]], [[0] * 9]):
+                before = run_snippet(src.replace("def f(groups)", f"def f(groups={groups!r})"))
+                after = run_snippet(fixed.replace("def f(groups)", f"def f(groups={groups!r})"))
+                assert before == after and type(before[1][0]) is type(after[1][0]) is int
+            empty_before = run_snippet(src.replace("def f(groups)", "def f(groups=())"))
+            empty_after = run_snippet(fixed.replace("def f(groups)", "def f(groups=())"))
+            assert empty_before[0] == empty_after[0] == "raised"

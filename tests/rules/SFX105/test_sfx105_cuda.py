@@ -1,0 +1,36 @@
+"""On a GPU: SFX105's host-list fix reads a size from the list the tensor was built from (the
+rewrite comes from ``syncfix.fix_code``; values and Python types must match, syncs must fall)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ..support import check_rewrite_keeps_values_with_fewer_syncs
+
+torch = pytest.importorskip("torch")
+
+PACK = """
+import torch
+
+
+def f(x: torch.Tensor):
+    out = ()
+    for step in range(4):
+        x = x @ x.T / x.shape[1]  # queued GPU work
+        sequences = [x[: 3 + (step + i) % 5] for i in range(6)]
+        lengths = torch.tensor([seq.shape[0] for seq in sequences], device=x.device, dtype=torch.long)
+        width = lengths.amax().item()
+        counts = []
+        for seq in sequences:
+            counts.append(len(seq) // 2)
+        counts = torch.tensor(counts, device=x.device)
+        fewest = counts.min().item()
+        out = out + (width, fewest, (torch.arange(width, device=x.device)[None] < lengths[:, None]).sum())
+    return out
+"""
+
+
+@pytest.mark.cuda
+def test_sfx105_host_list_reduction_has_no_sync():
+    x = torch.randn(64, 64, device="cuda")
+    check_rewrite_keeps_values_with_fewer_syncs("SFX105", PACK, True, (x,), True)
