@@ -29,6 +29,12 @@ _SCALAR_HINT = (
 _HOST_COPY = (
     "; the value is already on the host: the fix takes it from the list the tensor was built from"
 )
+_READ_AGAIN = "; the same value is read again in the next statement: the fix reads it once"
+# Where a later read of the same tensor may sit: evaluated every time, in textual order.
+_ONCE_SKIP = frozenset({
+    cst.Lambda, cst.IfExp, cst.BooleanOperation, cst.ListComp, cst.SetComp, cst.DictComp,
+    cst.GeneratorExp, cst.NamedExpr,
+})
 # A whole-tensor reduction read with ``.item()`` -> the builtin giving the same Python int.
 _HOST_REDUCTIONS = {"amax": "max", "max": "max", "amin": "min", "min": "min"}
 # dtypes that hold a list of Python ints exactly (an int out of range raises at creation)
@@ -138,6 +144,22 @@ class DeviceToHostInLoop(Rule):
     list raises `ValueError` from `max()` where `.amax()` raised `RuntimeError`; an element
     `x.shape[i]` is taken to be an int (true of tensors and numpy arrays), where a float would
     be truncated by the int dtype but compared as itself by `max()`.
+
+    A second **unsafe** fix, for a tensor syncfix cannot name that is read with `.item()` and
+    read again by the next statement, or by the test of the `if` that follows:
+    ```python
+    n = int(total.item())
+    if abs(n - total.item()) > 1e-4:
+        raise ValueError("not an integer")
+    ```
+    becomes `total_value = total.item()`, `n = int(total_value)` and
+    `if abs(n - total_value) > 1e-4:` (one sync instead of two). Nothing may run in between that
+    could change the tensor: the first line is one statement whose other calls are pure
+    (`int(...)`), and in the second nothing but pure calls starts before the read; a read under a
+    condition (`m and t.item()`), in a comprehension or in a `while` test (read again every time)
+    is left alone. What can differ: if `total` is not a tensor (or array), its `.item()` might not
+    give the same value twice; and a property setter run by an attribute store in the first line
+    could change it.
     """
 
     CODE = "SFX105"
@@ -235,9 +257,59 @@ class DeviceToHostInLoop(Rule):
             return
         where = "" if receiver.device is Device.CUDA else (UNPLACED if not proven else " (when the tensor is on CUDA)")
         total = isinstance(stmt.body[0], cst.AugAssign)  # ``counts["raw"] += t.sum().item()``
-        fix = None if total else self._from_host_list(node, stmt)
-        hint = _HOST_COPY if fix is not None else _TOTAL_HINT if total else _SCALAR_HINT
+        fix, hint = None, _TOTAL_HINT if total else _SCALAR_HINT
+        if not total:
+            fix = self._from_host_list(node, stmt)
+            hint = _HOST_COPY if fix is not None else hint
+        if fix is None and not total:
+            fix = self._read_once(node, stmt)
+            hint = _READ_AGAIN if fix is not None else hint
         self.report(node, _SCALAR + where + hint, fix=fix)
+
+    def _read_once(self, node: cst.Call, stmt: cst.SimpleStatementLine) -> Fix | None:
+        """``n = int(t.item())`` followed by ``if abs(n - t.item()) > eps:`` (or a line reading
+        ``t.item()`` again): read ``t`` once before the first line and use the value in both
+        (unsafe: syncfix cannot name ``t``; a tensor's ``.item()`` gives the same value twice
+        when nothing in between writes it)."""
+        a = self.analysis
+        func = node.func
+        after = a.statements_after(stmt)
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "item" and after):
+            return None
+        receiver = func.value
+        if not isinstance(receiver, cst.Name):
+            return None
+        nxt = after[0]
+        region: cst.CSTNode | None = nxt.test if isinstance(nxt, cst.If) else nxt
+        if not isinstance(nxt, (cst.If, cst.SimpleStatementLine)) or region is None:
+            return None
+        again = _reads_of(a, region, receiver.value)
+        if not again:
+            return None
+        # nothing between the two reads may write the tensor or run code that might
+        name = receiver.value
+        if name in a.effects(stmt).writes | a.effects(stmt).inplace or not _pure_besides(a, stmt, node):
+            return None
+        first_again = min(again, key=lambda n: a.structure.order.get(n, -1))
+        if not _pure_before(a, region, first_again):
+            return None
+        value = a.fresh_name(f"{name}_value")
+        read = cst.parse_statement(f"{value} = {name}.item()\n")
+        changes: dict[cst.CSTNode, cst.CSTNode | cst.FlattenSentinel[cst.CSTNode]] = {
+            stmt: cst.FlattenSentinel(
+                [
+                    read.with_changes(leading_lines=stmt.leading_lines),
+                    stmt.deep_replace(node, cst.Name(value)).with_changes(leading_lines=()),
+                ]
+            ),
+        }
+        for later in again:
+            changes[later] = cst.Name(value)
+        return self.unsafe_fix(
+            changes,
+            f"Read `{name}` once and use the value twice (unsafe: syncfix cannot name `{name}`; "
+            "a tensor read twice with nothing in between gives the same value)",
+        )
 
     def _from_host_list(self, node: cst.Call, stmt: cst.SimpleStatementLine) -> Fix | None:
         """``t.max().item()`` where ``t = torch.tensor(ints)`` earlier in the block and untouched
@@ -308,6 +380,51 @@ class DeviceToHostInLoop(Rule):
         return False
 
 
+
+
+def _reads_of(a, region: cst.CSTNode, name: str) -> list[cst.Call]:
+    """``name.item()`` calls in ``region`` that always run when it does (not under a condition,
+    comprehension or lambda)."""
+    found: list[cst.Call] = []
+
+    class V(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if type(node) in _ONCE_SKIP:
+                return False
+            if (
+                isinstance(node, cst.Call)
+                and not node.args
+                and isinstance(func := node.func, cst.Attribute)
+                and func.attr.value == "item"
+                and isinstance(func.value, cst.Name)
+                and func.value.value == name
+            ):
+                found.append(node)
+            return True
+
+    a.walk(region, V())
+    return found
+
+
+def _pure_besides(a, stmt: cst.SimpleStatementLine, read: cst.Call) -> bool:
+    """Does ``stmt`` do nothing but the read and pure calls (``int(t.item())``), exit nowhere?"""
+    fx = a.effects(stmt)
+    return (
+        len(stmt.body) == 1
+        and not fx.exits
+        and all(call is read or a.is_pure_call(call) for call in fx.calls)
+    )
+
+
+def _pure_before(a, region: cst.CSTNode, read: cst.Call) -> bool:
+    """Is every call of ``region`` that starts before ``read`` and does not enclose it pure?"""
+    order = a.structure.order
+    at = order.get(read, -1)
+    enclosing = set(map(id, a.ancestors(read)))
+    return all(
+        call is read or id(call) in enclosing or order.get(call, -1) > at or a.is_pure_call(call)
+        for call in a.effects(region).calls
+    )
 
 
 def _straight_assignment(a, name: cst.Name):

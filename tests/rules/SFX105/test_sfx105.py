@@ -68,3 +68,31 @@ def test_sfx105_host_list_reduction_keeps_values_and_types():
             empty_before = run_snippet(src.replace("def f(groups)", "def f(groups=())"))
             empty_after = run_snippet(fixed.replace("def f(groups)", "def f(groups=())"))
             assert empty_before[0] == empty_after[0] == "raised"
+
+
+READ_AGAIN = """
+import torch
+
+dev = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def f(make=lambda v: torch.tensor(v, device=dev), values=(3.0, 4.5, -0.0, 2**40 + 0.5)):
+    out = []
+    for v in values:
+        total = make(v)  # a tensor syncfix cannot name
+        n = int(total.item())
+        if abs(n - total.item()) > 1e-4:
+            out.append(("off", n))
+        seen = total.item()
+        out.append((seen, total.item() * 2))
+    return out
+"""
+
+
+def test_sfx105_read_again_keeps_values():
+    # `n = int(t.item()); if abs(n - t.item()) > eps:` -> one read used twice (unsafe): the same
+    # results, -0.0 and float32 rounding included
+    fixed = fix_code(READ_AGAIN, select=["SFX105"], unsafe_fixes=True)
+    assert fixed.count("total_value = total.item()") >= 1 and fix_code(READ_AGAIN, select=["SFX105"]) == READ_AGAIN
+    before, after = run_snippet(READ_AGAIN), run_snippet(fixed)
+    assert repr(before) == repr(after), (fixed, before, after)

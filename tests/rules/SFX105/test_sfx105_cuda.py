@@ -34,3 +34,26 @@ def f(x: torch.Tensor):
 def test_sfx105_host_list_reduction_has_no_sync():
     x = torch.randn(64, 64, device="cuda")
     check_rewrite_keeps_values_with_fewer_syncs("SFX105", PACK, True, (x,), True)
+
+
+READ_AGAIN = """
+import torch
+
+
+def f(x: torch.Tensor, make=lambda t: t.sum().round()):
+    out = ()
+    for _ in range(4):
+        x = x @ x.T / x.shape[1]  # queued GPU work
+        total = make(x)  # a tensor syncfix cannot name
+        n = int(total.item())
+        if abs(n - total.item()) > 1e-4:
+            n = -1
+        out = out + (n,)
+    return out
+"""
+
+
+@pytest.mark.cuda
+def test_sfx105_value_read_again_is_read_once():
+    x = torch.randn(64, 64, device="cuda")
+    check_rewrite_keeps_values_with_fewer_syncs("SFX105", READ_AGAIN, True, (x,), True)
