@@ -30,6 +30,9 @@ _HOST_COPY = (
     "; the value is already on the host: the fix takes it from the list the tensor was built from"
 )
 _READ_AGAIN = "; the same value is read again in the next statement: the fix reads it once"
+_ELEMENTS = "; this line reads several elements of one tensor: the fix reads them with one transfer"
+# Applied to an element before ``.item()`` without changing its value.
+_SAME_VALUE = frozenset({"cpu", "detach", "clone"})
 # Where a later read of the same tensor may sit: evaluated every time, in textual order.
 _ONCE_SKIP = frozenset({
     cst.Lambda, cst.IfExp, cst.BooleanOperation, cst.ListComp, cst.SetComp, cst.DictComp,
@@ -160,6 +163,15 @@ class DeviceToHostInLoop(Rule):
     is left alone. What can differ: if `total` is not a tensor (or array), its `.item()` might not
     give the same value twice; and a property setter run by an attribute store in the first line
     could change it.
+
+    A third **unsafe** fix, for one line that reads neighbouring elements of one tensor syncfix
+    cannot name (`return int(t[0].cpu().item()), int(t[1].cpu().item())`): one transfer of the
+    slice, `t_values = t[0:2].reshape(2).tolist()`, before the line, and `t_values[0]`,
+    `t_values[1]` in it. The line may call nothing but the reads and pure functions. The values and
+    Python types are the same for a 1-D tensor (or one of shape `(n, 1)`), and a tensor whose
+    elements are not single values raises `RuntimeError` in both. What can differ: a tensor too
+    short raises `RuntimeError` from `reshape` where `t[1]` raised `IndexError`; and if `t` is not
+    a tensor, its slicing may not behave so.
     """
 
     CODE = "SFX105"
@@ -264,6 +276,9 @@ class DeviceToHostInLoop(Rule):
         if fix is None and not total:
             fix = self._read_once(node, stmt)
             hint = _READ_AGAIN if fix is not None else hint
+        if fix is None and not total:
+            fix = self._elements_at_once(node, stmt)
+            hint = _ELEMENTS if fix is not None else hint
         self.report(node, _SCALAR + where + hint, fix=fix)
 
     def _read_once(self, node: cst.Call, stmt: cst.SimpleStatementLine) -> Fix | None:
@@ -288,7 +303,8 @@ class DeviceToHostInLoop(Rule):
             return None
         # nothing between the two reads may write the tensor or run code that might
         name = receiver.value
-        if name in a.effects(stmt).writes | a.effects(stmt).inplace or not _pure_besides(a, stmt, node):
+        fx = a.effects(stmt)
+        if name in fx.writes | fx.inplace or fx.exits or not _pure_besides(a, stmt, node):
             return None
         first_again = min(again, key=lambda n: a.structure.order.get(n, -1))
         if not _pure_before(a, region, first_again):
@@ -309,6 +325,39 @@ class DeviceToHostInLoop(Rule):
             changes,
             f"Read `{name}` once and use the value twice (unsafe: syncfix cannot name `{name}`; "
             "a tensor read twice with nothing in between gives the same value)",
+        )
+
+    def _elements_at_once(self, node: cst.Call, stmt: cst.SimpleStatementLine) -> Fix | None:
+        """``int(t[0].item()), int(t[1].item())`` in one line, ``t`` a name syncfix cannot read:
+        ``t_values = t[0:2].reshape(2).tolist()`` before it and ``t_values[i]`` for each read
+        (unsafe, see Fix safety)."""
+        a = self.analysis
+        reads = a.likely.host_read_syncs(stmt, any_device=True)
+        first = min(reads, key=lambda n: a.structure.order.get(n, -1)) if len(reads) > 1 else None
+        if first is not node:
+            return None
+        at: dict[int, list[cst.CSTNode]] = {}
+        tensor = None
+        for read in reads:
+            element = _element_read(read)
+            if element is None or (tensor is not None and element[0] != tensor):
+                return None
+            tensor = element[0]
+            at.setdefault(element[1], []).append(read)
+        low, high = min(at), max(at)
+        if tensor is None or len(at) < 2 or set(at) != set(range(low, high + 1)):
+            return None
+        if not all(_always_runs(a, read, stmt) for read in reads) or not _pure_besides(a, stmt, *reads):
+            return None
+        values = a.fresh_name(f"{tensor}_values")
+        n = high - low + 1
+        read_all = cst.parse_statement(f"{values} = {tensor}[{low}:{high + 1}].reshape({n}).tolist()\n")
+        new = stmt.visit(_Swap({read: cst.parse_expression(f"{values}[{k - low}]") for k, rs in at.items() for read in rs}))
+        assert isinstance(new, cst.SimpleStatementLine)
+        return self.unsafe_fix(
+            {stmt: cst.FlattenSentinel([read_all.with_changes(leading_lines=stmt.leading_lines), new.with_changes(leading_lines=())])},
+            f"Read elements {low}..{high} of `{tensor}` with one transfer (unsafe: syncfix cannot name "
+            f"`{tensor}`; a tensor too short raises RuntimeError instead of IndexError)",
         )
 
     def _from_host_list(self, node: cst.Call, stmt: cst.SimpleStatementLine) -> Fix | None:
@@ -406,14 +455,55 @@ def _reads_of(a, region: cst.CSTNode, name: str) -> list[cst.Call]:
     return found
 
 
-def _pure_besides(a, stmt: cst.SimpleStatementLine, read: cst.Call) -> bool:
-    """Does ``stmt`` do nothing but the read and pure calls (``int(t.item())``), exit nowhere?"""
-    fx = a.effects(stmt)
-    return (
-        len(stmt.body) == 1
-        and not fx.exits
-        and all(call is read or a.is_pure_call(call) for call in fx.calls)
-    )
+def _pure_besides(a, stmt: cst.SimpleStatementLine, *reads: cst.CSTNode) -> bool:
+    """Is ``stmt`` one statement that calls nothing but the reads (and their receivers' chains)
+    and pure functions (``int(t.item())``)?"""
+    chains = {id(anc) for read in reads for anc in _chain(read)}
+    return len(stmt.body) == 1 and all(id(call) in chains or a.is_pure_call(call) for call in a.effects(stmt).calls)
+
+
+def _chain(read: cst.CSTNode) -> list[cst.CSTNode]:
+    """The read and the calls of its receiver chain (``t[0].cpu()`` of ``t[0].cpu().item()``)."""
+    out = [read]
+    cur = read
+    while isinstance(cur, cst.Call) and isinstance(cur.func, cst.Attribute):
+        cur = cur.func.value
+        out.append(cur)
+    return out
+
+
+def _element_read(read: cst.CSTNode) -> tuple[str, int] | None:
+    """``(t, k)`` for ``t[k].item()`` (``t[k].cpu().item()``...), ``t`` a name, ``k`` an int."""
+    if not (isinstance(read, cst.Call) and isinstance(read.func, cst.Attribute) and read.func.attr.value == "item"):
+        return None
+    cur = read.func.value
+    while isinstance(cur, cst.Call) and not cur.args and isinstance(cur.func, cst.Attribute) and cur.func.attr.value in _SAME_VALUE:
+        cur = cur.func.value
+    if not (isinstance(cur, cst.Subscript) and isinstance(cur.value, cst.Name) and len(cur.slice) == 1):
+        return None
+    index = cur.slice[0].slice
+    if not (isinstance(index, cst.Index) and isinstance(index.value, cst.Integer)):
+        return None
+    return cur.value.value, int(index.value.value)
+
+
+def _always_runs(a, node: cst.CSTNode, stmt: cst.CSTNode) -> bool:
+    """Is ``node`` evaluated whenever ``stmt`` runs (not under a condition or comprehension)?"""
+    for anc in a.ancestors(node):
+        if anc is stmt:
+            return True
+        if type(anc) in _ONCE_SKIP:
+            return False
+    return False
+
+
+class _Swap(cst.CSTTransformer):
+    def __init__(self, mapping: dict[cst.CSTNode, cst.BaseExpression]) -> None:
+        super().__init__()
+        self.mapping = mapping
+
+    def on_leave(self, original_node, updated_node):
+        return self.mapping.get(original_node, updated_node)
 
 
 def _pure_before(a, region: cst.CSTNode, read: cst.Call) -> bool:

@@ -52,7 +52,7 @@ def host_read(a: ModuleAnalysis, call: cst.Call) -> HostRead | None:
 
 
 def host_read_syncs(
-    a: ModuleAnalysis, expr: cst.BaseExpression, *, truth: bool = False, any_device: bool = False
+    a: ModuleAnalysis, expr: cst.CSTNode, *, truth: bool = False, any_device: bool = False
 ) -> list[cst.CSTNode]:
     """The nodes of ``expr`` that read a (possibly) CUDA tensor's value on the host:
     ``.item()``/``.tolist()``, ``bool/int/float(t)``, and with ``truth`` (``expr`` is an
@@ -109,7 +109,7 @@ def host_read_syncs(
         def visit_Lambda(self, node: cst.Lambda) -> bool:
             return False
 
-    if truth:
+    if truth and isinstance(expr, cst.BaseExpression):
         truthy(expr)
     walk(expr, V())
     return list({id(n): n for n in found}.values())

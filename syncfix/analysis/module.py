@@ -445,7 +445,7 @@ class ModuleAnalysis:
         return host_reads.host_read(self, call)
 
     def host_read_syncs(
-        self, expr: cst.BaseExpression, *, truth: bool = False, any_device: bool = False
+        self, expr: cst.CSTNode, *, truth: bool = False, any_device: bool = False
     ) -> list[cst.CSTNode]:
         """The nodes of ``expr`` that read a (possibly) CUDA tensor's value on the host (with
         ``any_device``, also a tensor whose device syncfix cannot name)."""

@@ -96,3 +96,44 @@ def test_sfx105_read_again_keeps_values():
     assert fixed.count("total_value = total.item()") >= 1 and fix_code(READ_AGAIN, select=["SFX105"]) == READ_AGAIN
     before, after = run_snippet(READ_AGAIN), run_snippet(fixed)
     assert repr(before) == repr(after), (fixed, before, after)
+
+
+ELEMENTS = """
+import torch
+
+
+def f(make, values, shape):
+    out = []
+    for _ in range(2):
+        t = make(values, shape)  # a tensor syncfix cannot name
+        row = int(t[0].cpu().item()), t[1].item(), t[2].detach().item()
+        out.append(row)
+    return out
+"""
+
+
+@pytest.mark.parametrize(
+    "values, shape, dtype",
+    [
+        ([3, -7, 2**40], (3,), "int64"),
+        ([0.5, -0.0, 1e30], (3,), "float32"),
+        ([1, 0, 1], (3, 1), "bool"),
+        ([1.0, 2.0, 3.0, 4.0], (4,), "float64"),
+        ([1, 2, 3, 4, 5, 6], (3, 2), "int32"),  # rows of two: RuntimeError in both
+        ([1, 2], (2,), "int64"),  # too short: IndexError before, RuntimeError after
+    ],
+)
+def test_sfx105_element_reads_at_once_keep_values(values, shape, dtype):
+    pytest.importorskip("torch")
+    fixed = fix_code(ELEMENTS, select=["SFX105"], unsafe_fixes=True)
+    assert "t_values = t[0:3].reshape(3).tolist()" in fixed and fix_code(ELEMENTS, select=["SFX105"]) == ELEMENTS
+    make = f"lambda v, s: torch.tensor(v, dtype=torch.{dtype}).reshape(s)"
+    call = f"def f(make={make}, values={values!r}, shape={shape!r})"
+    before = run_snippet(ELEMENTS.replace("def f(make, values, shape)", call))
+    after = run_snippet(fixed.replace("def f(make, values, shape)", call))
+    if len(values) < 3:
+        assert before[:2] == ("raised", "IndexError") and after[:2] == ("raised", "RuntimeError")
+    elif before[0] == "raised":
+        assert before[:2] == after[:2] == ("raised", "RuntimeError")
+    else:
+        assert repr(before) == repr(after), (before, after)

@@ -57,3 +57,23 @@ def f(x: torch.Tensor, make=lambda t: t.sum().round()):
 def test_sfx105_value_read_again_is_read_once():
     x = torch.randn(64, 64, device="cuda")
     check_rewrite_keeps_values_with_fewer_syncs("SFX105", READ_AGAIN, True, (x,), True)
+
+
+ELEMENTS = """
+import torch
+
+
+def f(x: torch.Tensor, make=lambda t: torch.stack([t.sum(), t.amax(), t.abs().mean()])):
+    out = ()
+    for _ in range(4):
+        x = x @ x.T / x.shape[1]  # queued GPU work
+        stats = make(x)  # a tensor syncfix cannot name
+        out = out + (stats[0].cpu().item(), stats[1].item(), stats[2].item())
+    return out
+"""
+
+
+@pytest.mark.cuda
+def test_sfx105_element_reads_take_one_transfer():
+    x = torch.randn(64, 64, device="cuda")
+    check_rewrite_keeps_values_with_fewer_syncs("SFX105", ELEMENTS, True, (x,), True)
