@@ -13,6 +13,8 @@
   :func:`caught_by_enclosing_try`.
 - Whether an expression is a Python int, proven or as sizes are (SFX102, SFX105):
   :func:`int_like`.
+- Syntax: the method call made on a node (:func:`method_call_on`); nodes swapped for others in
+  a copy of a statement (:class:`ReplaceNodes`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,32 @@ from syncfix.analysis import (
     root_name,
 )
 from syncfix.walk import walk
+
+
+def method_call_on(a: ModuleAnalysis, node: cst.CSTNode, method: str) -> cst.Call | None:
+    """The call ``node.method(...)`` made on ``node`` (``node`` its receiver), or None."""
+    attr = a.parent(node)
+    call = a.parent(attr) if isinstance(attr, cst.Attribute) else None
+    if (
+        isinstance(attr, cst.Attribute)
+        and attr.value is node
+        and attr.attr.value == method
+        and isinstance(call, cst.Call)
+        and call.func is attr
+    ):
+        return call
+    return None
+
+
+class ReplaceNodes(cst.CSTTransformer):
+    """Each key node (by identity) replaced by its value: ``stmt.visit(ReplaceNodes({...}))``."""
+
+    def __init__(self, mapping: dict[cst.CSTNode, cst.BaseExpression]) -> None:
+        super().__init__()
+        self.mapping = mapping
+
+    def on_leave(self, original_node, updated_node):
+        return self.mapping.get(original_node, updated_node)
 
 
 def comma() -> cst.Comma:

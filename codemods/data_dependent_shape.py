@@ -7,7 +7,7 @@ import libcst as cst
 from syncfix.analysis import Device, ModuleAnalysis, keyword, positional, root_name
 from syncfix.rules import Fix, Invalid, Rule
 
-from ._support import UNPLACED, code, unplaced_tensor
+from ._support import UNPLACED, code, method_call_on, unplaced_tensor
 
 _MAYBE_CUDA = (Device.CUDA, Device.CUDA_OR_CPU)
 # Indexes that are never boolean masks (checked before any fact is asked).
@@ -190,14 +190,9 @@ class DataDependentShape(Rule):
     # ---- fixes ----------------------------------------------------------------------------
     def _masked_sum_fix(self, node: cst.Subscript, mask: cst.BaseExpression) -> Fix | None:
         a = self.analysis
-        attr = a.parent(node)
-        call = a.parent(attr) if attr is not None else None
+        call = method_call_on(a, node, "sum")
         if not (
-            isinstance(attr, cst.Attribute)
-            and attr.value is node
-            and attr.attr.value == "sum"
-            and isinstance(call, cst.Call)
-            and call.func is attr
+            call is not None
             and not call.args
             and len(node.slice) == 1
             and a.torch_alias is not None

@@ -8,7 +8,7 @@ from libcst.metadata import BuiltinAssignment
 from syncfix.analysis import Device, Kind, dotted_name, keyword
 from syncfix.rules import Fix, Invalid, Rule
 
-from ._support import UNPLACED, int_like, unplaced_tensor
+from ._support import UNPLACED, ReplaceNodes, int_like, method_call_on, unplaced_tensor
 
 # Calls that only collect a value for later (the loop does not look at it now).
 _COLLECTORS = {"append", "extend", "put", "put_nowait"}
@@ -352,7 +352,7 @@ class DeviceToHostInLoop(Rule):
         values = a.fresh_name(f"{tensor}_values")
         n = high - low + 1
         read_all = cst.parse_statement(f"{values} = {tensor}[{low}:{high + 1}].reshape({n}).tolist()\n")
-        new = stmt.visit(_Swap({read: cst.parse_expression(f"{values}[{k - low}]") for k, rs in at.items() for read in rs}))
+        new = stmt.visit(ReplaceNodes({read: cst.parse_expression(f"{values}[{k - low}]") for k, rs in at.items() for read in rs}))
         assert isinstance(new, cst.SimpleStatementLine)
         return self.unsafe_fix(
             {stmt: cst.FlattenSentinel([read_all.with_changes(leading_lines=stmt.leading_lines), new.with_changes(leading_lines=())])},
@@ -497,13 +497,6 @@ def _always_runs(a, node: cst.CSTNode, stmt: cst.CSTNode) -> bool:
     return False
 
 
-class _Swap(cst.CSTTransformer):
-    def __init__(self, mapping: dict[cst.CSTNode, cst.BaseExpression]) -> None:
-        super().__init__()
-        self.mapping = mapping
-
-    def on_leave(self, original_node, updated_node):
-        return self.mapping.get(original_node, updated_node)
 
 
 def _pure_before(a, region: cst.CSTNode, read: cst.Call) -> bool:
@@ -604,14 +597,9 @@ def _fresh_int_list(
             if a.straight_line_binding(use, reevaluable=False) is not call:
                 return False
             continue
-        attr = a.parent(use)
-        append = a.parent(attr) if isinstance(attr, cst.Attribute) else None
+        append = method_call_on(a, use, "append")
         if not (
-            isinstance(attr, cst.Attribute)
-            and attr.value is use
-            and attr.attr.value == "append"
-            and isinstance(append, cst.Call)
-            and append.func is attr
+            append is not None
             and len(append.args) == 1
             and not append.args[0].keyword
             and not append.args[0].star

@@ -10,6 +10,8 @@ from syncfix.analysis import Device, HostRead, Kind, ModuleAnalysis
 from syncfix.rules import Fix, Invalid, Rule
 from syncfix.walk import walk
 
+from ._support import ReplaceNodes
+
 # Receiver forms that cannot raise, so evaluating them earlier moves no exception.
 _SAFE_CHAIN = {"detach", "float", "double", "clone", "sum", "long", "int", "bool"}
 # Reads under these are conditional or deferred, or (walrus, assignment target) out of textual
@@ -384,22 +386,13 @@ def _rewrite_run(run, touched: set[int], replace: dict, new_stmts: list) -> dict
     for stmt, _ in run:
         if id(stmt) not in touched:
             continue
-        new = stmt.visit(_Replace(replace))
+        new = stmt.visit(ReplaceNodes(replace))
         if stmt is first:
             new_stmts[0] = new_stmts[0].with_changes(leading_lines=stmt.leading_lines)
             changes[stmt] = cst.FlattenSentinel([*new_stmts, new.with_changes(leading_lines=[])])
         else:
             changes[stmt] = new
     return changes
-
-
-class _Replace(cst.CSTTransformer):
-    def __init__(self, mapping: dict[cst.CSTNode, cst.BaseExpression]) -> None:
-        super().__init__()
-        self.mapping = mapping
-
-    def on_leave(self, original_node, updated_node):
-        return self.mapping.get(original_node, updated_node)
 
 
 def _start(a: ModuleAnalysis, node: cst.CSTNode) -> int:
