@@ -307,8 +307,9 @@ class DeviceToHostInLoop(Rule):
         if name in fx.writes | fx.inplace or fx.exits or not _pure_besides(a, stmt, node):
             return None
         first_again = min(again, key=lambda n: a.structure.order.get(n, -1))
-        if not _pure_before(a, region, first_again):
-            return None
+        region_fx = a.effects(region)
+        if name in region_fx.writes | region_fx.inplace or not _pure_before(a, region, first_again):
+            return None  # ``t = u; y = t.item()``: another tensor by then
         value = a.fresh_name(f"{name}_value")
         read = cst.parse_statement(f"{value} = {name}.item()\n")
         changes: dict[cst.CSTNode, cst.CSTNode | cst.FlattenSentinel[cst.CSTNode]] = {
