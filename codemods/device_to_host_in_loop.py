@@ -167,9 +167,10 @@ class DeviceToHostInLoop(Rule):
     A third **unsafe** fix, for one line that reads neighbouring elements of one tensor syncfix
     cannot name (`return int(t[0].cpu().item()), int(t[1].cpu().item())`): one transfer of the
     slice, `t_values = t[0:2].reshape(2).tolist()`, before the line, and `t_values[0]`,
-    `t_values[1]` in it. The line may call nothing but the reads and pure functions. The values and
-    Python types are the same for a 1-D tensor (or one of shape `(n, 1)`), and a tensor whose
-    elements are not single values raises `RuntimeError` in both. What can differ: a tensor too
+    `t_values[1]` in it. The line may call nothing but the reads and pure functions, nor rebind
+    `t` (`(t := u)[1]`). The values and Python types are the same for a 1-D tensor (or one of
+    shape `(n, 1)`), and a tensor whose elements are not single values raises `RuntimeError` in
+    both. What can differ: a tensor too
     short raises `RuntimeError` from `reshape` where `t[1]` raised `IndexError`; and if `t` is not
     a tensor, its slicing may not behave so.
     """
@@ -349,6 +350,8 @@ class DeviceToHostInLoop(Rule):
         if tensor is None or len(at) < 2 or set(at) != set(range(low, high + 1)):
             return None
         if not all(_always_runs(a, read, stmt) for read in reads) or not _pure_besides(a, stmt, *reads):
+            return None
+        if tensor in a.effects(stmt).writes:  # ``(t := u)[1].item()``: another tensor by then
             return None
         values = a.fresh_name(f"{tensor}_values")
         n = high - low + 1

@@ -134,12 +134,15 @@ _FILLING = frozenset({"append", "extend", "insert"})
 def _filled_with_host_data(a: ModuleAnalysis, name: cst.Name) -> bool:
     """A list bound to ``name`` stays host data only if whatever its scope puts into it by name
     is (``xs.append(t.sum())`` makes ``xs = []`` a list of tensors): every ``.append``/``.extend``
-    /``.insert`` argument, ``xs[i] = v`` and ``xs += v`` value of that name in the scope."""
+    /``.insert`` argument, ``xs[i] = v`` and ``xs += v`` value of that name in the scope, and in
+    functions nested in it that use the same binding (a closure that appends)."""
     scope = a.scope(name)
     if scope is None:
         return False
-    for access in scope.accesses[name.value]:
-        use = access.node
+    uses = {id(acc.node): acc.node for acc in scope.accesses[name.value]}
+    for binding in a.bindings(name):
+        uses.update((id(ref.node), ref.node) for ref in getattr(binding, "references", ()))
+    for use in uses.values():
         parent = a.parent(use)
         if isinstance(parent, cst.Attribute) and parent.value is use and parent.attr.value in _FILLING:
             call = a.parent(parent)
