@@ -20,6 +20,7 @@ from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from . import suppression
 from .analysis import ModuleAnalysis
+from .analysis.imported import ProjectModules
 from .analysis.project import ModuleContext
 from .cache import Cache, would_fix
 from .config import Settings
@@ -197,6 +198,8 @@ def analyze(
         called_from_loops=frozenset(context.hot) if context else frozenset(),
         module_name=context.module_name if context else None,
         imported=context.imported if context else None,
+        project=ProjectModules(context.modules, settings.devices) if context and context.modules else None,
+        package=context.package if context else None,
     )
     visitors = [rule(analysis) for rule in rules]
     try:

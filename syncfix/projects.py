@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .analysis.hotness import file_calls
 from .analysis.hotness import hot_functions as hot_functions_of
-from .analysis.project import ModuleContext, ProjectIndex
+from .analysis.project import ModuleContext, ModuleFile, ProjectIndex, digest
 from .config import DEFAULT_EXCLUDE, DEFAULT_HOT_FUNCTIONS
 from .repetition import is_test_path
 
@@ -45,28 +45,85 @@ def python_files(root: Path) -> Iterable[Path]:
                 yield Path(folder) / name
 
 
+def package_of(path: Path, name: str) -> str:
+    """What the relative imports of module ``name`` at ``path`` start from."""
+    return name if path.stem == "__init__" else name.rpartition(".")[0]
+
+
+class Project:
+    """One project root's index: imports between its modules, the functions called from
+    repeating code, and each module's file (for the facts one module takes from another)."""
+
+    def __init__(self, root: Path, hot_functions: Iterable[str] = DEFAULT_HOT_FUNCTIONS) -> None:
+        self.index = ProjectIndex()
+        sources: dict[str, tuple[Path, bytes]] = {}
+        for path in python_files(root):
+            try:
+                data = path.read_bytes()
+            except OSError:
+                continue  # unreadable files import nothing
+            name = module_name(path, root)
+            self.index.add(name, data, package_of(path, name))
+            sources[name] = (path, data)
+        self.resolve = _suffixes(sources)
+        calls = [
+            file_calls(name, data, hot_functions, self.resolve)
+            for name, (path, data) in sources.items()
+            if not is_test_path(str(path.relative_to(root)))
+        ]
+        self.hot = hot_functions_of(calls)
+        aliases: dict[str, list[str]] = {}
+        for suffix, name in self.resolve.items():
+            aliases.setdefault(name, []).append(suffix)
+        self.files = {
+            name: ModuleFile(
+                name,
+                str(path),
+                digest(data),
+                package_of(path, name),
+                self.index.imported_from(name),
+                tuple(sorted(aliases.get(name, ()))),
+            )
+            for name, (path, data) in sources.items()
+        }
+        self._closures: dict[str, tuple[ModuleFile, ...]] = {}
+
+    def imports_of(self, name: str) -> set[str]:
+        """The project modules ``name`` imports directly."""
+        found = {self.resolve.get(t) for t in self.index.targets.get(name, ())}
+        return {m for m in found if m is not None and m != name}
+
+    def closure(self, name: str) -> tuple[ModuleFile, ...]:
+        """The project modules ``name`` imports, directly or through each other."""
+        cached = self._closures.get(name)
+        if cached is None:
+            seen: set[str] = set()
+            todo = [name]
+            while todo:
+                for m in self.imports_of(todo.pop()):
+                    if m not in seen and m != name:
+                        seen.add(m)
+                        todo.append(m)
+            cached = self._closures[name] = tuple(self.files[m] for m in sorted(seen))
+        return cached
+
+    def context(self, path: Path, name: str) -> ModuleContext:
+        return ModuleContext(
+            name,
+            self.index.imported_from(name),
+            self.hot.get(name, frozenset()),
+            package_of(path, name),
+            self.closure(name),
+        )
+
+
 def build_index(
     root: Path, hot_functions: Iterable[str] = DEFAULT_HOT_FUNCTIONS
 ) -> tuple[ProjectIndex, dict[str, frozenset[str]]]:
     """The imports of every Python file under ``root`` (unreadable files import nothing), and per
     module the functions other code calls from repeating code (analysis/hotness.py)."""
-    index = ProjectIndex()
-    sources: dict[str, tuple[Path, bytes]] = {}
-    for path in python_files(root):
-        try:
-            data = path.read_bytes()
-        except OSError:
-            continue
-        name = module_name(path, root)
-        index.add(name, data)
-        sources[name] = (path, data)
-    resolve = _suffixes(sources)
-    calls = [
-        file_calls(name, data, hot_functions, resolve)
-        for name, (path, data) in sources.items()
-        if not is_test_path(str(path.relative_to(root)))
-    ]
-    return index, hot_functions_of(calls)
+    project = Project(root, hot_functions)
+    return project.index, project.hot
 
 
 def _suffixes(modules: Iterable[str]) -> dict[str, str]:
@@ -82,7 +139,7 @@ def _suffixes(modules: Iterable[str]) -> dict[str, str]:
 
 def contexts(files: Iterable[str], hot_functions: Iterable[str] = DEFAULT_HOT_FUNCTIONS) -> dict[str, ModuleContext]:
     """Each file's context, one index per project root; files outside any project get none."""
-    indexes: dict[Path, tuple[ProjectIndex, dict[str, frozenset[str]]]] = {}
+    indexes: dict[Path, Project] = {}
     roots: dict[Path, Path | None] = {}
     out: dict[str, ModuleContext] = {}
     hot_names = tuple(hot_functions)
@@ -95,8 +152,6 @@ def contexts(files: Iterable[str], hot_functions: Iterable[str] = DEFAULT_HOT_FU
         if root is None:
             continue
         if root not in indexes:
-            indexes[root] = build_index(root, hot_names)
-        index, hot = indexes[root]
-        name = module_name(path, root)
-        out[f] = ModuleContext(name, index.imported_from(name), hot.get(name, frozenset()))
+            indexes[root] = Project(root, hot_names)
+        out[f] = indexes[root].context(path, module_name(path, root))
     return out

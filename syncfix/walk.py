@@ -337,6 +337,19 @@ def _methods(cls: type) -> tuple[dict[str, str], dict[str, str]]:
 _active: Structure | None = None
 
 
+@contextmanager
+def keep_active() -> Iterator[None]:
+    """Analyse another module within this block (its record becomes the active one) and make
+    the record active before it active again afterwards, so that walks and memos of the module
+    being analysed keep using it."""
+    global _active
+    before = _active
+    try:
+        yield
+    finally:
+        _active = before
+
+
 def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     """``node.visit(visitor)`` for a read-only visitor, over the record when it holds ``node``."""
     if _active is not None and node in _active.children:

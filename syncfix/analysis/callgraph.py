@@ -441,8 +441,50 @@ def _block_exits(block: cst.BaseSuite, raising: bool) -> bool:
 
 
 def call_value(a: ModuleAnalysis, call: cst.Call) -> Value | None:
-    """The value of a call of a function of this module, or None when the callee is not one."""
+    """The value of a call of a function of this module or of one imported from another module
+    of the project (analysis/imported.py), or None when the callee is neither."""
     fn = local_function(a, call.func)
     if fn is None:
-        return None
+        return imported_call_value(a, call.func)
+    return returned(a, fn)
+
+
+def returned(a: ModuleAnalysis, fn: cst.FunctionDef) -> Value:
     return a.solver.get("returns", fn, lambda f: return_value(a, f), Value(Kind.BOTTOM), UNKNOWN)
+
+
+def _imported_names(a: ModuleAnalysis) -> frozenset[str]:
+    """The names some import of this module binds (a cheap test before scopes are asked)."""
+    if a.cache.imported_names is None:
+        names: set[str] = set()
+        for node in a.structure.of_type(cst.Import, cst.ImportFrom):
+            aliases = node.names  # type: ignore[attr-defined]
+            if isinstance(aliases, cst.ImportStar):
+                continue
+            for alias in aliases:
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    names.add(alias.asname.name.value)
+                else:
+                    first = alias.name
+                    while isinstance(first, cst.Attribute):
+                        first = first.value
+                    names.add(first.value)
+        a.cache.imported_names = frozenset(names)
+    return a.cache.imported_names
+
+
+def imported_call_value(a: ModuleAnalysis, func: cst.BaseExpression) -> Value | None:
+    """For ``f(...)``/``mod.f(...)`` where ``f`` or ``mod`` is bound only by an import of a
+    project module: what the function returns there; None otherwise."""
+    if a.project is None:
+        return None
+    root = func
+    while isinstance(root, cst.Attribute):
+        root = root.value
+    if not isinstance(root, cst.Name) or root.value not in _imported_names(a):
+        return None  # ``make().f``, a local: no import behind it
+    bound = a.bindings(root)
+    if len(bound) != 1 or not isinstance(getattr(next(iter(bound)), "node", None), (cst.Import, cst.ImportFrom)):
+        return None
+    name = a.qualname(func)
+    return a.project.return_value(name, a.package) if name is not None else None

@@ -28,6 +28,7 @@ from ..walk import Structure, replaying
 from . import (
     autograd,
     bindings,
+    callgraph,
     containers,
     devices,
     dtypes,
@@ -43,6 +44,7 @@ from .callgraph import CallSites
 from .effects import Effects
 from .fixpoint import FactSolver
 from .host_reads import HostRead
+from .imported import ProjectModules
 from .syntax import dotted_name, literal_number, through_call
 from .values import Device, Value
 
@@ -62,6 +64,7 @@ class Caches:
     classes: dict[str, cst.ClassDef] | None = None
     subclasses: dict[cst.ClassDef, list[cst.ClassDef]] = field(default_factory=dict)
     import_aliases: frozenset[str] | None = None
+    imported_names: frozenset[str] | None = None  # bound by this module's imports
     all_names: frozenset[str] | None = None
     qualnames: dict[cst.CSTNode, frozenset[str]] = field(default_factory=dict)
     call_sites: dict[cst.FunctionDef, CallSites] = field(default_factory=dict)
@@ -85,6 +88,8 @@ class ModuleAnalysis:
         imported: frozenset[str] | None = None,
         called_from_loops: frozenset[str] = frozenset(),
         devices: Sequence[str] | None = None,
+        project: ProjectModules | None = None,
+        package: str | None = None,
     ) -> None:
         self.wrapper = wrapper
         #: The dotted module name of this file in its project (None: a source without a path).
@@ -93,6 +98,11 @@ class ModuleAnalysis:
         #: when the project is unknown (a source given as text): then nothing is imported.
         self.imported = imported
         self.module = wrapper.module
+        #: The other project modules this one imports, whose functions' results calls here may
+        #: use (analysis/imported.py); None when the project is unknown.
+        self.project = project
+        #: What this module's relative imports start from (None: its parent package).
+        self.package = package if package is not None else (module_name or "").rpartition(".")[0]
         #: Step-like function names (settings), and the functions other project files call from
         #: repeating code (by name, projects.py): both are hot (:meth:`is_hot`).
         self.hot_functions = set(hot_functions)
@@ -123,6 +133,8 @@ class ModuleAnalysis:
             called_from_loops=self.called_from_loops,
             module_name=self.module_name,
             imported=self.imported,
+            project=self.project,
+            package=self.package,
         )
         view.cuda_or_cpu_only = self.cuda_or_cpu_only
         view.assume_tensors = True
@@ -322,6 +334,10 @@ class ModuleAnalysis:
     def value(self, expr: cst.CSTNode) -> Value:
         """The abstract value of ``expr``: kind, device, memory, freshness, dtype."""
         return provenance.value(self, expr)
+
+    def returned(self, fn: cst.FunctionDef) -> Value:
+        """What calling ``fn`` (a function of this module) gives: the join of its returns."""
+        return callgraph.returned(self, fn)
 
     def is_tensor(self, expr: cst.CSTNode) -> bool:
         return self.value(expr).is_tensor

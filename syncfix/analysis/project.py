@@ -10,6 +10,7 @@ escape (callgraph.py). Dynamic imports (``importlib.import_module("train")``) ar
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 
@@ -21,12 +22,15 @@ _IMPORT = re.compile(rb"\bimport[ \t]+((?:[\w. \t,]|\\\r?\n)+)")
 _AS = re.compile(r"\s+as\s+\w+$")
 
 
-def module_imports(source: bytes, module: str) -> list[tuple[str, str]]:
-    """``(imported module, name)`` pairs of a source (``name`` is :data:`ALL` for a whole module)."""
-    package = module.rpartition(".")[0]
+def module_imports(source: bytes, module: str, package: str | None = None) -> list[tuple[str, str]]:
+    """``(imported module, name)`` pairs of a source (``name`` is :data:`ALL` for a whole module).
+    ``package``: what relative imports start from (the module itself for an ``__init__.py``;
+    by default the module's parent)."""
+    if package is None:
+        package = module.rpartition(".")[0]
     found: list[tuple[str, str]] = []
     for m in _FROM.finditer(source):
-        base = _resolve(package, m.group(1).decode("ascii", "replace"))
+        base = resolve_relative(package, m.group(1).decode("ascii", "replace"))
         if base is None:
             continue
         for name in _names(m.group(2)):
@@ -47,7 +51,7 @@ def _names(text: bytes) -> list[str]:
     return out
 
 
-def _resolve(package: str, module: str) -> str | None:
+def resolve_relative(package: str, module: str) -> str | None:
     level = len(module) - len(module.lstrip("."))
     module = module[level:]
     if level == 0:
@@ -66,11 +70,15 @@ class ProjectIndex:
     a script folder on ``sys.path``, a ``src/`` layout)."""
 
     imports: dict[str, set[str]] = field(default_factory=dict)
+    #: per module, the modules it names in its imports (resolved against the project later)
+    targets: dict[str, set[str]] = field(default_factory=dict)
 
-    def add(self, module: str, source: bytes) -> None:
-        for target, name in module_imports(source, module):
+    def add(self, module: str, source: bytes, package: str | None = None) -> None:
+        mine = self.targets.setdefault(module, set())
+        for target, name in module_imports(source, module, package):
             if target == module:
                 continue
+            mine.add(target)
             parts = target.split(".")
             for i in range(len(parts)):
                 self.imports.setdefault(".".join(parts[i:]), set()).add(name)
@@ -91,6 +99,27 @@ class ProjectIndex:
         return frozenset(found)
 
 
+def digest(data: bytes) -> str:
+    """A short digest of a file's bytes (for cache keys and to notice a file changed)."""
+    return hashlib.blake2b(data, digest_size=10).hexdigest()
+
+
+@dataclass(frozen=True)
+class ModuleFile:
+    """Another module of the project that a file imports (directly or through other project
+    modules): where it is, what its bytes were when the index read them, and its own place in
+    the project (for its analysis, analysis/imported.py)."""
+
+    name: str
+    path: str
+    digest: str
+    package: str  # what its relative imports start from
+    imported: frozenset[str]  # the names other files import from it
+    #: the dotted names an import may reach it by: its name and each suffix no other module
+    #: of the project shares (``pkg.util`` is also ``util``: a folder on ``sys.path``)
+    aliases: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True)
 class ModuleContext:
     """What one file's analysis takes from the project: its dotted name and the names other
@@ -100,7 +129,21 @@ class ModuleContext:
     imported: frozenset[str]
     # its functions that other project files call from repeating code (analysis/hotness.py)
     hot: frozenset[str] = frozenset()
+    #: what its relative imports start from (None: the module's parent)
+    package: str | None = None
+    #: the project modules it imports, directly or through each other (whose functions'
+    #: results it may use: analysis/imported.py)
+    modules: tuple[ModuleFile, ...] = ()
 
     def fingerprint(self) -> str:
-        """For the results cache: a file's findings change when (only when) this does."""
-        return "\0".join((self.module_name, ",".join(sorted(self.imported)), ",".join(sorted(self.hot))))
+        """For the results cache: a file's findings change when (only when) this does (a change
+        in a module it imports, even through others, counts)."""
+        return "\0".join(
+            (
+                self.module_name,
+                ",".join(sorted(self.imported)),
+                ",".join(sorted(self.hot)),
+                self.package or "",
+                ",".join(sorted(f"{m.name}:{m.digest}:{','.join(sorted(m.imported))}:{','.join(m.aliases)}" for m in self.modules)),
+            )
+        )

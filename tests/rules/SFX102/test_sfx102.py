@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from syncfix import fix_code
+from syncfix.analysis.project import ModuleContext
 
 from ..support import compare, load
 from .test_sfx102_cuda import CUDA_OR_CPU
@@ -41,12 +42,9 @@ def test_a_device_held_by_a_name_gets_a_fix_only_where_the_code_itself_repeats()
     rules = [all_rules()["SFX102"]]
     settings = Settings(unsafe_fixes=True)
 
-    class Context:  # what projects.py gives a file: other files call ``make_ids`` from a loop
-        hot = frozenset({"make_ids"})
-        module_name = "m"
-        imported = frozenset()
-
-    found = analyze(parse(src.encode(), settings), rules, settings, Context())  # type: ignore[arg-type]
+    # what projects.py gives a file: other files call ``make_ids`` from a loop
+    context = ModuleContext("m", frozenset(), hot=frozenset({"make_ids"}))
+    found = analyze(parse(src.encode(), settings), rules, settings, context)
     by_line = {found.position(f.node).start.line: f for f in found.findings}
     assert set(by_line) == {5, 9}
     assert by_line[5].fix is None and by_line[9].fix is not None

@@ -1,0 +1,225 @@
+"""What a call of a function imported from another file of the project gives.
+
+``from .dist_util import dev`` then ``x.to(dev())``: the value of ``dev()`` is what ``dev``
+returns, computed by the analysis of the module that defines it, the same way a call of a
+function of the file itself is (callgraph.return_value). That module's parameters are what its
+own analysis says they are: a function another file imports escapes, so its parameters keep
+what their annotations promise, and the returned value holds for every caller.
+
+The other module is parsed and analysed on demand, once per process and function (the value
+is kept in :data:`_VALUES`), reduced to that function (:func:`reduced_source`), from the file the
+project index read (:class:`~syncfix.analysis.project.ModuleFile`; a file whose
+bytes changed since gives nothing). The results cache keys on the digests of every module a file
+imports, directly or through others (``ModuleContext.fingerprint``), so a change there drops the
+file's cached findings. Chains of files are followed (``dev()`` may return ``other.device()``);
+a cycle gives unknown.
+
+What crosses the file boundary: kind, device, memory, freshness and dtype. A tensor's *origin*
+crosses only when it is a literal (``"cuda"``): a module-level name of the other file means
+nothing here. A function redefined, bound twice, or bound by something other than ``def`` at
+the other module's top level gives nothing; so does a name the other module itself imports.
+Not seen: code that replaces a module's function at run time (``dist_util.dev = ...``).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper
+
+from ..fileio import read_source
+from ..walk import keep_active
+from .project import ModuleFile, digest, resolve_relative
+from .values import TupleValue, Value
+
+if TYPE_CHECKING:
+    from .module import ModuleAnalysis
+
+# (path, digest, devices, function) -> what calling it gives (None: not known). Only values are
+# kept, not the analyses: kept analyses made each garbage collection of the process slower than
+# analysing each function again would be.
+_Key = tuple[str, str, "tuple[str, ...] | None", str]
+_VALUES: dict[_Key, Value | None] = {}
+_KEEP = 4096
+_BUSY: set[_Key] = set()  # being computed: a cycle through other files gives unknown
+
+
+class ProjectModules:
+    """The other modules of a file's project it imports (``ModuleContext.modules``), by the
+    names an import may reach each by (``ModuleFile.aliases``: unique in the whole project)."""
+
+    def __init__(self, modules: Sequence[ModuleFile], devices: Sequence[str] | None) -> None:
+        self.modules = tuple(modules)
+        self.devices = tuple(devices) if devices is not None else None
+        self._by_name = {alias: m for m in modules for alias in m.aliases}
+
+    def find(self, qualname: str, package: str | None) -> tuple[ModuleFile, str] | None:
+        """The project module and top-level name a qualified name refers to (``.util.dev``
+        relative to ``package``), or None."""
+        if qualname.startswith("."):
+            dots = len(qualname) - len(qualname.lstrip("."))
+            rest = qualname[dots:]
+            base = resolve_relative(package or "", "." * dots)
+            if base is None:
+                return None
+            qualname = f"{base}.{rest}" if base else rest
+        module, _, name = qualname.rpartition(".")
+        found = self._by_name.get(module) if module else None
+        return (found, name) if found is not None and name.isidentifier() else None
+
+    def return_value(self, qualname: str, package: str | None) -> Value | None:
+        """What calling the imported function ``qualname`` gives, or None when syncfix cannot
+        tell (not a project function, or not one plain ``def``)."""
+        found = self.find(qualname, package)
+        if found is None:
+            return None
+        module, name = found
+        key = (module.path, module.digest, self.devices, name)
+        if key in _VALUES:
+            return _VALUES[key]
+        if key in _BUSY:
+            return None  # a cycle through other files: unknown (not kept: the outer call decides)
+        _BUSY.add(key)
+        try:
+            with keep_active():  # this file's record stays the one its walks use afterwards
+                analysis = self._load(module, name)
+                fn = top_level_function(analysis, name) if analysis is not None else None
+                value = portable(analysis.returned(fn)) if analysis is not None and fn is not None else None
+        finally:
+            _BUSY.discard(key)
+        if len(_VALUES) >= _KEEP:
+            _VALUES.clear()
+        _VALUES[key] = value
+        return value
+
+    def _load(self, module: ModuleFile, name: str) -> ModuleAnalysis | None:
+        from .module import ModuleAnalysis  # the front object: it imports this module
+
+        try:
+            data = read_source(module.path).data
+            if digest(data) != module.digest:
+                return None  # changed since the index read it: its facts are not the keyed ones
+            source = reduced_source(data, name)
+            if source is None:
+                return None
+            tree = cst.parse_module(source)
+        except Exception:  # unreadable, unparsable: nothing known, as for a library
+            return None
+        return ModuleAnalysis(
+            MetadataWrapper(tree, unsafe_skip_copy=True),
+            module_name=module.name,
+            imported=module.imported,
+            devices=self.devices,
+            project=self,
+            package=module.package,
+        )
+
+
+#: What a function or class of the other module left out of its reduced source is bound to: a
+#: name bound to nothing syncfix knows (so a call of it is unknown, never a builtin's value).
+UNKNOWN_BINDING = "__syncfix_not_analysed__"
+
+
+def reduced_source(data: bytes, name: str) -> bytes | None:
+    """The module's source with only ``def name`` kept whole: every other top-level function
+    and class becomes ``other = <unknown>`` (so the name stays bound, to something unknown),
+    every other top-level statement (imports, assignments, ``if``/``try`` blocks) stays. Parsing
+    and resolving scopes for this costs a fraction of the whole file's; a call of another
+    function of that module is then unknown, which is what a function not analysed gives.
+    None when the module has no top-level ``def name``."""
+    tree, lines = _parsed(data)
+    out: list[bytes] = [line for line in lines[:2] if line.lstrip().startswith(b"#")]  # coding cookie
+    last = 0  # the last line (1-based) already copied
+    found = False
+    used = _names_used_by(tree, name)
+    for stmt in tree.body:
+        first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
+        end = stmt.end_lineno or stmt.lineno
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and stmt.name != name:
+            out.append(f"{stmt.name} = {UNKNOWN_BINDING}\n".encode())
+        elif isinstance(stmt, ast.Expr) and not any(isinstance(n, ast.NamedExpr) for n in ast.walk(stmt)):
+            pass  # binds nothing (a docstring, a call)
+        elif _plain_assignment(stmt) and not _stored(stmt) & used:
+            # a binding the function does not read (a big table of configurations): kept bound
+            out.extend(f"{target} = {UNKNOWN_BINDING}\n".encode() for target in sorted(_stored(stmt)))
+        elif first > last:
+            found = found or isinstance(stmt, ast.FunctionDef) and stmt.name == name
+            out.extend(lines[first - 1 : end])
+            if not out[-1].endswith((b"\n", b"\r")):
+                out[-1] += b"\n"
+        last = max(last, end)
+    return b"".join(out) if found else None
+
+
+def _names_used_by(tree: ast.Module, name: str) -> set[str]:
+    """Every name the top-level ``def name`` mentions (or None's worth: empty)."""
+    return {
+        n.id
+        for stmt in tree.body
+        if isinstance(stmt, ast.FunctionDef) and stmt.name == name
+        for n in ast.walk(stmt)
+        if isinstance(n, ast.Name)
+    }
+
+
+def _plain_assignment(stmt: ast.stmt) -> bool:
+    """``a = ...``, ``a, b = ...``, ``a: T = ...``, ``a += ...``: names only (no ``x.attr =``)."""
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
+        targets = [stmt.target]
+    else:
+        return False
+    return all(
+        isinstance(t, ast.Name) or isinstance(t, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Name) for e in t.elts)
+        for t in targets
+    )
+
+
+def _stored(stmt: ast.stmt) -> set[str]:
+    """The names an assignment binds (its targets' names, unpacking and walrus included)."""
+    return {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} | {
+        n.target.id for n in ast.walk(stmt) if isinstance(n, ast.NamedExpr)
+    }
+
+
+_PARSED: OrderedDict[str, tuple[ast.Module, list[bytes]]] = OrderedDict()
+
+
+def _parsed(data: bytes) -> tuple[ast.Module, list[bytes]]:
+    """Python's own parse of a module and its lines, kept for the module's other functions."""
+    key = digest(data)
+    if key not in _PARSED:
+        _PARSED[key] = (ast.parse(data), data.splitlines(keepends=True))
+        while len(_PARSED) > 4:
+            _PARSED.popitem(last=False)
+    return _PARSED[key]
+
+
+def top_level_function(a: ModuleAnalysis, name: str) -> cst.FunctionDef | None:
+    """The module's one top-level ``def name``, when nothing else at its top level binds the
+    name (a second ``def``, an assignment, an import)."""
+    scope = a.scope(a.module)
+    if scope is None or name not in scope:
+        return None
+    bound = list(scope[name])
+    if len(bound) != 1:
+        return None
+    node = getattr(bound[0], "node", None)
+    if isinstance(node, cst.FunctionDef) and a.parent(node) is a.module:
+        return node
+    return None
+
+
+def portable(v: Value) -> Value:
+    """``v`` as another file sees it: an origin that is not a literal names nothing there."""
+    if isinstance(v, TupleValue):
+        return TupleValue(tuple(portable(item) for item in v.items))
+    if v.origin is not None and not v.origin.startswith(("'", '"')):
+        return replace(v, origin=None)
+    return v

@@ -1,0 +1,188 @@
+"""Calls of functions imported from other project files take what those functions return
+(analysis/imported.py): a device helper or a loader builder in ``util.py`` proves the copies of
+``train.py`` as if they were written there; anything syncfix cannot pin down stays unknown."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from syncfix.analysis import imported
+from syncfix.cli import cli
+from syncfix.projects import Project, contexts
+
+UTIL = """
+import torch as th
+
+
+def dev():
+    if th.cuda.is_available():
+        return th.device("cuda:0")
+    return th.device("cpu")
+
+
+def make_loader(ds):
+    return th.utils.data.DataLoader(ds, batch_size=4)
+
+
+def dev_of(name):
+    return th.device(name)
+
+
+def twice():
+    return th.device("cuda")
+
+
+twice = dev_of
+"""
+
+TRAIN = """
+import torch as th
+
+import util
+from util import dev, make_loader
+
+
+def main(ds):
+    for x, y in make_loader(ds):
+        x = x.to(dev())
+        y = y.to(util.dev())
+        print(x, y)
+
+
+if __name__ == "__main__":
+    main(None)
+"""
+
+
+def _project(root: Path, files: dict[str, str]) -> Path:
+    (root / "pyproject.toml").write_text("")
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+    return root
+
+
+def _fixes(root: Path, *paths: str) -> dict[int, str | None]:
+    """Line → fix applicability of the SFX101 findings of ``paths`` (one file)."""
+    result = CliRunner().invoke(
+        cli, ["check", "--no-cache", "--select", "SFX101", "-o", "json", "--exit-zero", *[str(root / p) for p in paths]]
+    )
+    assert result.exit_code == 0, result.output
+    return {f["location"]["row"]: (f["fix"] or {}).get("applicability") for f in json.loads(result.output)}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_memo():
+    imported._VALUES.clear()
+    yield
+    imported._VALUES.clear()
+
+
+def test_a_device_helper_and_a_loader_builder_in_another_file_prove_the_copies(tmp_path):
+    root = _project(tmp_path, {"util.py": UTIL, "train.py": TRAIN})
+    assert _fixes(root, "train.py") == {9: "safe", 10: "safe"}
+
+
+def test_without_the_project_the_same_copies_get_no_fix(tmp_path):
+    # the same file alone (no project root above it: nothing imported is known)
+    (tmp_path / "train.py").write_text(textwrap.dedent(TRAIN).lstrip())
+    result = CliRunner().invoke(
+        cli, ["check", "--no-cache", "--isolated", "--select", "SFX101", "-o", "json", "--exit-zero", "-"],
+        input=(tmp_path / "train.py").read_text(),
+    )
+    assert result.exit_code == 0, result.output
+    # the loader's batches are not known to be tensors: not even an unsafe fix
+    assert json.loads(result.output) == []
+
+
+@pytest.mark.parametrize(
+    ("call", "why"),
+    [
+        ("dev_of('cuda')", "the device is a parameter: unknown for an imported function"),
+        ("twice()", "bound twice at the other module's top level"),
+        ("missing()", "no such function there"),
+    ],
+)
+def test_what_cannot_be_pinned_down_stays_unknown(tmp_path, call, why):
+    train = TRAIN.replace("from util import dev, make_loader", "from util import dev, make_loader, dev_of, twice, missing")
+    train = train.replace("x = x.to(dev())", f"x = x.to({call})")
+    root = _project(tmp_path, {"util.py": UTIL, "train.py": train})
+    assert _fixes(root, "train.py")[9] == "unsafe", why
+
+
+def test_a_name_rebound_after_its_import_is_not_the_imported_function(tmp_path):
+    train = TRAIN.replace("def main(ds):", "def dev():\n    return th.device(input())\n\n\ndef main(ds):")
+    root = _project(tmp_path, {"util.py": UTIL, "train.py": train})
+    found = _fixes(root, "train.py")
+    assert sorted(found.values()) == ["safe", "unsafe"]  # util.dev() still proves its copy
+
+
+def test_chains_of_files_are_followed_and_cycles_give_unknown(tmp_path):
+    files = {
+        "a.py": "import torch\nfrom b import g\n\n\ndef f():\n    return g()\n\n\ndef loop():\n    return h()\n\n\nfrom b import h\n",
+        "b.py": "import torch\nfrom a import loop\n\n\ndef g():\n    return torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n\ndef h():\n    return loop()\n",
+        "train.py": (
+            "import torch\nfrom a import f, loop\n\n\ndef main(xs):\n    for x in xs:\n"
+            "        x = torch.from_numpy(x).to(f())\n        y = torch.from_numpy(x).to(loop())\n"
+        ),
+    }
+    root = _project(tmp_path, files)
+    assert _fixes(root, "train.py") == {7: "safe", 8: "unsafe"}
+
+
+def test_relative_imports_in_a_package(tmp_path):
+    files = {
+        "pkg/__init__.py": "from .util import dev\n",
+        "pkg/util.py": UTIL,
+        "pkg/train.py": TRAIN.replace("import util\nfrom util import", "from . import util\nfrom .util import"),
+    }
+    root = _project(tmp_path, files)
+    assert _fixes(root, "pkg/train.py") == {9: "safe", 10: "safe"}
+
+
+def test_a_module_name_two_folders_share_is_not_resolved(tmp_path):
+    # ``import util`` could be either file, depending on sys.path: neither is assumed
+    root = _project(tmp_path, {"a/util.py": UTIL, "b/util.py": UTIL.replace('"cpu"', "input()"), "a/train.py": TRAIN})
+    assert "safe" not in _fixes(root, "a/train.py").values()
+
+
+def test_a_file_changed_after_the_index_read_it_gives_nothing(tmp_path):
+    root = _project(tmp_path, {"util.py": UTIL, "train.py": TRAIN})
+    context = contexts([str(root / "train.py")])[str(root / "train.py")]
+    (root / "util.py").write_text(textwrap.dedent(UTIL).lstrip().replace('"cpu"', "input()"))
+    project = imported.ProjectModules(context.modules, None)
+    assert project.return_value("util.dev", "") is None
+
+
+def test_the_cache_key_changes_with_an_imported_file(tmp_path):
+    root = _project(tmp_path, {"util.py": UTIL, "train.py": TRAIN, "other.py": "x = 1\n"})
+    before = Project(root).context(root / "train.py", "train").fingerprint()
+    (root / "other.py").write_text("x = 2\n")
+    assert Project(root).context(root / "train.py", "train").fingerprint() == before  # not imported
+    (root / "util.py").write_text(textwrap.dedent(UTIL).lstrip() + "\n")
+    assert Project(root).context(root / "train.py", "train").fingerprint() != before
+
+
+def test_the_reduced_source_keeps_the_function_and_every_other_binding():
+    src = (
+        b"# -*- coding: utf-8 -*-\nimport torch; import os\n\n\n@decorate\nclass Net:\n    pass\n\n\n"
+        b"def helper():\n    return 1\n\n\nif os.name:\n    DEV = 'cuda'\n\n\n@torch.no_grad()\ndef dev():\n"
+        b"    return torch.device(DEV if SCALE else 'cpu')\n\n\nmax = helper\nSCALE: int = 2\ncfg.x = 1\n"
+    )
+    out = imported.reduced_source(src, "dev")
+    assert out == (
+        b"# -*- coding: utf-8 -*-\nimport torch; import os\n"
+        + f"Net = {imported.UNKNOWN_BINDING}\nhelper = {imported.UNKNOWN_BINDING}\n".encode()
+        + b"if os.name:\n    DEV = 'cuda'\n@torch.no_grad()\ndef dev():\n    return torch.device(DEV if SCALE else 'cpu')\n"
+        + f"max = {imported.UNKNOWN_BINDING}\n".encode()  # bound, to nothing known: not the builtin
+        + b"SCALE: int = 2\ncfg.x = 1\n"
+    )
+    assert imported.reduced_source(src, "helper") is not None
+    assert imported.reduced_source(src, "Net") is None  # a class, not a function
+    assert imported.reduced_source(src, "DEV") is None
