@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from syncfix.analysis import imported
+from syncfix.analysis.values import Kind, Value
 from syncfix.cli import cli
 from syncfix.projects import Project, contexts
 
@@ -186,3 +187,51 @@ def test_the_reduced_source_keeps_the_function_and_every_other_binding():
     assert imported.reduced_source(src, "helper") is not None
     assert imported.reduced_source(src, "Net") is None  # a class, not a function
     assert imported.reduced_source(src, "DEV") is None
+
+
+def _values(root: Path, path: str) -> dict[str, Value]:
+    """The value of each call in ``path``, analysed with its project context."""
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper
+
+    from syncfix.analysis.module import ModuleAnalysis
+
+    file = root / path
+    context = contexts([str(file)])[str(file)]
+    module = cst.parse_module(file.read_bytes())
+    a = ModuleAnalysis(
+        MetadataWrapper(module, unsafe_skip_copy=True),
+        module_name=context.module_name,
+        imported=context.imported,
+        project=imported.ProjectModules(context.modules, None),
+        package=context.package,
+    )
+    found: dict[str, Value] = {}
+
+    class Calls(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            found[module.code_for_node(node)] = a.value(node)
+
+    a.walk(module, Calls())
+    return found
+
+
+def test_an_imported_class_deriving_from_nn_module_makes_modules(tmp_path):
+    files = {
+        "base.py": "import torch\n\n\nclass Base(torch.nn.Module):\n    pass\n",
+        "nets.py": (
+            "import torch.nn as nn\nfrom base import Base\n\n\nclass Net(nn.Module):\n    def forward(self, x):\n"
+            "        return x\n\n\nclass Deep(Base):\n    '''Through another file.'''\n\n\nclass Plain:\n    pass\n\n\n"
+            "class Twice(nn.Module):\n    pass\n\n\nTwice = Plain\n"
+        ),
+        "train.py": "import nets\nfrom nets import Deep, Net, Plain\n\nNet()\nDeep()\nPlain()\nnets.Twice()\nnets.Net()\n",
+    }
+    root = _project(tmp_path, files)
+    kinds = {code: v.kind for code, v in _values(root, "train.py").items()}
+    assert kinds == {
+        "Net()": Kind.MODULE,
+        "Deep()": Kind.MODULE,
+        "Plain()": Kind.UNKNOWN,
+        "nets.Twice()": Kind.UNKNOWN,  # rebound at the other module's top level
+        "nets.Net()": Kind.MODULE,
+    }

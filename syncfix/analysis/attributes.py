@@ -126,15 +126,25 @@ def is_module_class(a: ModuleAnalysis, node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.Name):
         cls = _local_class(a, node.value)
         if cls is not None:
-            return _class_is_module(a, cls, set())
-    return False
+            return class_is_module(a, cls)
+    return _imported_module_class(a, node)
+
+
+def _imported_module_class(a: ModuleAnalysis, node: cst.BaseExpression) -> bool:
+    """A class of another project module, imported here, that subclasses nn.Module."""
+    if a.project is None or not callgraph.bound_by_import(a, node):
+        return False
+    name = a.qualname(node)
+    return name is not None and a.project.is_module_class(name, a.package)
 
 
 def _local_class(a: ModuleAnalysis, name: str) -> cst.ClassDef | None:
     return callgraph.module_classes(a).get(name)
 
 
-def _class_is_module(a: ModuleAnalysis, cls: cst.ClassDef, seen: set[str]) -> bool:
+def class_is_module(a: ModuleAnalysis, cls: cst.ClassDef, seen: set[str] | None = None) -> bool:
+    """Does ``cls`` derive from nn.Module, through classes of this module or imported ones?"""
+    seen = set() if seen is None else seen
     if cls.name.value in seen:
         return False
     seen.add(cls.name.value)
@@ -143,6 +153,8 @@ def _class_is_module(a: ModuleAnalysis, cls: cst.ClassDef, seen: set[str]) -> bo
             return True
         if isinstance(base.value, cst.Name):
             local = _local_class(a, base.value.value)
-            if local is not None and _class_is_module(a, local, seen):
+            if local is not None and class_is_module(a, local, seen):
                 return True
+        if _imported_module_class(a, base.value):
+            return True
     return False

@@ -473,18 +473,21 @@ def _imported_names(a: ModuleAnalysis) -> frozenset[str]:
     return a.cache.imported_names
 
 
-def imported_call_value(a: ModuleAnalysis, func: cst.BaseExpression) -> Value | None:
-    """For ``f(...)``/``mod.f(...)`` where ``f`` or ``mod`` is bound only by an import of a
-    project module: what the function returns there; None otherwise."""
-    if a.project is None:
-        return None
-    root = func
+def bound_by_import(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` (``f``, ``mod.f``) rooted in a name that only an import binds here?"""
+    root = expr
     while isinstance(root, cst.Attribute):
         root = root.value
     if not isinstance(root, cst.Name) or root.value not in _imported_names(a):
-        return None  # ``make().f``, a local: no import behind it
+        return False  # ``make().f``, a local: no import behind it
     bound = a.bindings(root)
-    if len(bound) != 1 or not isinstance(getattr(next(iter(bound)), "node", None), (cst.Import, cst.ImportFrom)):
+    return len(bound) == 1 and isinstance(getattr(next(iter(bound)), "node", None), (cst.Import, cst.ImportFrom))
+
+
+def imported_call_value(a: ModuleAnalysis, func: cst.BaseExpression) -> Value | None:
+    """For ``f(...)``/``mod.f(...)`` where ``f`` or ``mod`` is bound only by an import of a
+    project module: what the function returns there; None otherwise."""
+    if a.project is None or not bound_by_import(a, func):
         return None
     name = a.qualname(func)
     return a.project.return_value(name, a.package) if name is not None else None

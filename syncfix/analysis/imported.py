@@ -27,7 +27,7 @@ import ast
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
@@ -35,7 +35,7 @@ from libcst.metadata import MetadataWrapper
 from ..fileio import read_source
 from ..walk import keep_active
 from .project import ModuleFile, digest, resolve_relative
-from .values import TupleValue, Value
+from .values import Kind, TupleValue, Value
 
 if TYPE_CHECKING:
     from .module import ModuleAnalysis
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 _Key = tuple[str, str, "tuple[str, ...] | None", str]
 _VALUES: dict[_Key, Value | None] = {}
 _KEEP = 4096
+MODULE = Value(Kind.MODULE)
 _BUSY: set[_Key] = set()  # being computed: a cycle through other files gives unknown
 
 
@@ -97,14 +98,41 @@ class ProjectModules:
         _VALUES[key] = value
         return value
 
-    def _load(self, module: ModuleFile, name: str) -> ModuleAnalysis | None:
+    def is_module_class(self, qualname: str, package: str | None) -> bool:
+        """Is the imported class ``qualname`` an ``nn.Module`` subclass (through its bases, in
+        its own module or others of the project)? False when syncfix cannot tell."""
+        found = self.find(qualname, package)
+        if found is None:
+            return False
+        from .attributes import class_is_module  # it asks this module about imported bases
+
+        module, name = found
+        key = (module.path, module.digest, ("class",), name)
+        if key in _VALUES:
+            return _VALUES[key] is not None
+        if key in _BUSY:
+            return False
+        _BUSY.add(key)
+        try:
+            with keep_active():
+                analysis = self._load(module, name, kind="class")
+                cls = top_level(analysis, name, cst.ClassDef) if analysis is not None else None
+                answer = cls is not None and analysis is not None and class_is_module(analysis, cls)
+        finally:
+            _BUSY.discard(key)
+        if len(_VALUES) >= _KEEP:
+            _VALUES.clear()
+        _VALUES[key] = MODULE if answer else None
+        return answer
+
+    def _load(self, module: ModuleFile, name: str, *, kind: str = "def") -> ModuleAnalysis | None:
         from .module import ModuleAnalysis  # the front object: it imports this module
 
         try:
             data = read_source(module.path).data
             if digest(data) != module.digest:
                 return None  # changed since the index read it: its facts are not the keyed ones
-            source = reduced_source(data, name)
+            source = reduced_source(data, name, kind=kind)
             if source is None:
                 return None
             tree = cst.parse_module(source)
@@ -125,22 +153,33 @@ class ProjectModules:
 UNKNOWN_BINDING = "__syncfix_not_analysed__"
 
 
-def reduced_source(data: bytes, name: str) -> bytes | None:
+def reduced_source(data: bytes, name: str, *, kind: str = "def") -> bytes | None:
     """The module's source with only ``def name`` kept whole: every other top-level function
     and class becomes ``other = <unknown>`` (so the name stays bound, to something unknown),
     every other top-level statement (imports, assignments, ``if``/``try`` blocks) stays. Parsing
     and resolving scopes for this costs a fraction of the whole file's; a call of another
     function of that module is then unknown, which is what a function not analysed gives.
-    None when the module has no top-level ``def name``."""
+    With ``kind="class"``: every top-level class keeps its header (decorators, bases) over an
+    empty body, every function becomes unknown (what ``class name`` derives from is all that is
+    asked). None when the module has no top-level ``def`` (``class``) ``name``."""
     tree, lines = _parsed(data)
     out: list[bytes] = [line for line in lines[:2] if line.lstrip().startswith(b"#")]  # coding cookie
     last = 0  # the last line (1-based) already copied
     found = False
-    used = _names_used_by(tree, name)
+    classes = kind == "class"
+    used = _names_used_by(tree, name) if not classes else _names_in_class_headers(tree)
     for stmt in tree.body:
         first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
         end = stmt.end_lineno or stmt.lineno
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and stmt.name != name:
+        if classes and isinstance(stmt, ast.ClassDef):
+            found = found or stmt.name == name
+            header_end = stmt.body[0].lineno - 1
+            if header_end < stmt.lineno:  # ``class A(B): pass`` on one line
+                out.extend(lines[first - 1 : end])
+            else:
+                out.extend(lines[first - 1 : header_end])
+                out.append(b"    pass\n")
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and (classes or stmt.name != name):
             out.append(f"{stmt.name} = {UNKNOWN_BINDING}\n".encode())
         elif isinstance(stmt, ast.Expr) and not any(isinstance(n, ast.NamedExpr) for n in ast.walk(stmt)):
             pass  # binds nothing (a docstring, a call)
@@ -148,12 +187,23 @@ def reduced_source(data: bytes, name: str) -> bytes | None:
             # a binding the function does not read (a big table of configurations): kept bound
             out.extend(f"{target} = {UNKNOWN_BINDING}\n".encode() for target in sorted(_stored(stmt)))
         elif first > last:
-            found = found or isinstance(stmt, ast.FunctionDef) and stmt.name == name
+            found = found or not classes and isinstance(stmt, ast.FunctionDef) and stmt.name == name
             out.extend(lines[first - 1 : end])
-            if not out[-1].endswith((b"\n", b"\r")):
-                out[-1] += b"\n"
+        if out and not out[-1].endswith((b"\n", b"\r")):
+            out[-1] += b"\n"
         last = max(last, end)
     return b"".join(out) if found else None
+
+
+def _names_in_class_headers(tree: ast.Module) -> set[str]:
+    return {
+        n.id
+        for stmt in tree.body
+        if isinstance(stmt, ast.ClassDef)
+        for part in (*stmt.bases, *stmt.keywords, *stmt.decorator_list)
+        for n in ast.walk(part)
+        if isinstance(n, ast.Name)
+    }
 
 
 def _names_used_by(tree: ast.Module, name: str) -> set[str]:
@@ -201,9 +251,9 @@ def _parsed(data: bytes) -> tuple[ast.Module, list[bytes]]:
     return _PARSED[key]
 
 
-def top_level_function(a: ModuleAnalysis, name: str) -> cst.FunctionDef | None:
-    """The module's one top-level ``def name``, when nothing else at its top level binds the
-    name (a second ``def``, an assignment, an import)."""
+def top_level(a: ModuleAnalysis, name: str, kind: type[cst.FunctionDef] | type[cst.ClassDef]) -> Any:
+    """The module's one top-level ``def name`` (``class name``), when nothing else at its top
+    level binds the name (a second ``def``, an assignment, an import)."""
     scope = a.scope(a.module)
     if scope is None or name not in scope:
         return None
@@ -211,9 +261,13 @@ def top_level_function(a: ModuleAnalysis, name: str) -> cst.FunctionDef | None:
     if len(bound) != 1:
         return None
     node = getattr(bound[0], "node", None)
-    if isinstance(node, cst.FunctionDef) and a.parent(node) is a.module:
+    if isinstance(node, kind) and a.parent(node) is a.module:
         return node
     return None
+
+
+def top_level_function(a: ModuleAnalysis, name: str) -> cst.FunctionDef | None:
+    return top_level(a, name, cst.FunctionDef)  # type: ignore[no-any-return]
 
 
 def portable(v: Value) -> Value:
