@@ -198,7 +198,7 @@ def analyze(
         called_from_loops=frozenset(context.hot) if context else frozenset(),
         module_name=context.module_name if context else None,
         imported=context.imported if context else None,
-        project=ProjectModules(context.modules, settings.devices) if context and context.modules else None,
+        project=ProjectModules(context.modules, settings.devices, closed=context.closed) if context and context.modules else None,
         package=context.package if context else None,
     )
     visitors = [rule(analysis) for rule in rules]

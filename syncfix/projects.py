@@ -8,8 +8,14 @@ findings are dropped exactly when what other files import from it changes.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable
 from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 from .analysis.hotness import file_calls
 from .analysis.hotness import hot_functions as hot_functions_of
@@ -75,6 +81,11 @@ class Project:
         aliases: dict[str, list[str]] = {}
         for suffix, name in self.resolve.items():
             aliases.setdefault(name, []).append(suffix)
+        importers: dict[str, set[str]] = {}
+        for name in sources:
+            for target in self.imports_of(name):
+                importers.setdefault(target, set()).add(name)
+        self.closed = is_closed(root)
         self.files = {
             name: ModuleFile(
                 name,
@@ -83,6 +94,7 @@ class Project:
                 package_of(path, name),
                 self.index.imported_from(name),
                 tuple(sorted(aliases.get(name, ()))),
+                tuple(sorted(importers.get(name, ()))),
             )
             for name, (path, data) in sources.items()
         }
@@ -108,13 +120,41 @@ class Project:
         return cached
 
     def context(self, path: Path, name: str) -> ModuleContext:
+        if self.closed:  # a parameter's facts may come from any file: all of them (its own too)
+            modules = tuple(m for _, m in sorted(self.files.items()))
+        else:
+            modules = self.closure(name)
         return ModuleContext(
             name,
             self.index.imported_from(name),
             self.hot.get(name, frozenset()),
             package_of(path, name),
-            self.closure(name),
+            modules,
+            self.closed,
         )
+
+
+def is_closed(root: Path) -> bool:
+    """Can only the project's own files import its modules? Not when it can be installed (a
+    ``setup.py``, ``setup.cfg``, or a ``[project]``/``[tool.poetry]`` table in
+    ``pyproject.toml``: other code may import it) or holds notebooks (they import its modules
+    where the index does not look)."""
+    if (root / "setup.py").exists() or (root / "setup.cfg").exists():
+        return False
+    pyproject = root / "pyproject.toml"
+    if pyproject.exists():
+        try:
+            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            return False
+        if "project" in data or "poetry" in data.get("tool", {}):
+            return False
+    skip = set(DEFAULT_EXCLUDE)
+    for _folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in skip and not d.startswith(".")]
+        if any(f.endswith(".ipynb") for f in files):
+            return False
+    return True
 
 
 def build_index(

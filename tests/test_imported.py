@@ -60,8 +60,9 @@ if __name__ == "__main__":
 """
 
 
-def _project(root: Path, files: dict[str, str]) -> Path:
-    (root / "pyproject.toml").write_text("")
+def _project(root: Path, files: dict[str, str], *, installable: bool = False) -> Path:
+    """A project of ``files``; ``installable``: other code may import it (a ``[project]`` table)."""
+    (root / "pyproject.toml").write_text("[project]\nname = 'p'\n" if installable else "")
     for rel, text in files.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -105,7 +106,7 @@ def test_without_the_project_the_same_copies_get_no_fix(tmp_path):
 @pytest.mark.parametrize(
     ("call", "why"),
     [
-        ("dev_of('cuda')", "the device is a parameter: unknown for an imported function"),
+        ("dev_of('cuda')", "a parameter of a function others may call: the project is installable"),
         ("twice()", "bound twice at the other module's top level"),
         ("missing()", "no such function there"),
     ],
@@ -113,7 +114,7 @@ def test_without_the_project_the_same_copies_get_no_fix(tmp_path):
 def test_what_cannot_be_pinned_down_stays_unknown(tmp_path, call, why):
     train = TRAIN.replace("from util import dev, make_loader", "from util import dev, make_loader, dev_of, twice, missing")
     train = train.replace("x = x.to(dev())", f"x = x.to({call})")
-    root = _project(tmp_path, {"util.py": UTIL, "train.py": train})
+    root = _project(tmp_path, {"util.py": UTIL, "train.py": train}, installable=True)
     assert _fixes(root, "train.py")[9] == "unsafe", why
 
 
@@ -162,7 +163,7 @@ def test_a_file_changed_after_the_index_read_it_gives_nothing(tmp_path):
 
 
 def test_the_cache_key_changes_with_an_imported_file(tmp_path):
-    root = _project(tmp_path, {"util.py": UTIL, "train.py": TRAIN, "other.py": "x = 1\n"})
+    root = _project(tmp_path, {"util.py": UTIL, "train.py": TRAIN, "other.py": "x = 1\n"}, installable=True)
     before = Project(root).context(root / "train.py", "train").fingerprint()
     (root / "other.py").write_text("x = 2\n")
     assert Project(root).context(root / "train.py", "train").fingerprint() == before  # not imported
@@ -235,3 +236,85 @@ def test_an_imported_class_deriving_from_nn_module_makes_modules(tmp_path):
         "nets.Twice()": Kind.UNKNOWN,  # rebound at the other module's top level
         "nets.Net()": Kind.MODULE,
     }
+
+
+ENGINE = """
+import torch
+
+
+def train_one_epoch(model, loader, device, opt):
+    for x, y in loader:
+        x = x.to(device)
+        y = y.to(device)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+MAIN = """
+import torch
+
+from engine import train_one_epoch
+
+
+def main():
+    device = torch.device("cuda")
+    model = torch.nn.Linear(4, 2).to(device)
+    data = torch.utils.data.TensorDataset(torch.randn(64, 4), torch.randint(0, 2, (64,)))
+    loader = torch.utils.data.DataLoader(data, batch_size=8)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(3):
+        train_one_epoch(model, loader, device, opt)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_function_of_a_closed_project_takes_its_parameters_from_the_calls_in_other_files(tmp_path):
+    # the loader and the device are built in main() of another file and passed on
+    root = _project(tmp_path, {"engine.py": ENGINE, "train.py": MAIN})
+    assert _fixes(root, "engine.py") == {6: "safe", 7: "safe"}
+    # ``import engine`` and ``engine.train_one_epoch(...)`` is a call seen just as well
+    main = MAIN.replace("from engine import train_one_epoch", "import engine as eng")
+    root = _project(tmp_path, {"engine.py": ENGINE, "train.py": main.replace("        train_one_epoch(", "        eng.train_one_epoch(")})
+    assert _fixes(root, "engine.py") == {6: "safe", 7: "safe"}
+
+
+@pytest.mark.parametrize(
+    ("files", "why"),
+    [
+        ({"pyproject.toml": "[project]\nname = 'p'\n"}, "installable: other code may call it"),
+        ({"setup.py": "from setuptools import setup\nsetup()\n"}, "installable: other code may call it"),
+        ({"explore.ipynb": "{}"}, "a notebook may call it where syncfix does not look"),
+        ({"hooks.py": "from engine import train_one_epoch\nHOOKS = [train_one_epoch]\n"}, "used as a value"),
+        ({"star.py": "from engine import *\n"}, "a star import"),
+        ({"dyn.py": "import engine\nrun = getattr(engine, 'train_one_epoch')\n"}, "the module used as a value"),
+        (
+            {"utils.py": "from engine import train_one_epoch\n", "other.py": "import utils\n"},
+            "re-exported: other files may reach it through utils",
+        ),
+        ({"spawn.py": "from engine import train_one_epoch\nargs = ()\ntrain_one_epoch(*args)\n"}, "*args"),
+        (
+            {"test_engine.py": "from engine import train_one_epoch\n\n\ndef test_it(d):\n    train_one_epoch(None, [], d, None)\n"},
+            "another caller passes a device syncfix cannot name",
+        ),
+    ],
+)
+def test_a_caller_syncfix_cannot_see_keeps_the_parameters_unknown(tmp_path, files, why):
+    root = _project(tmp_path, {"engine.py": ENGINE, "train.py": MAIN})
+    for rel, text in files.items():
+        (root / rel).write_text(text)
+    assert _fixes(root, "engine.py") == {6: "unsafe", 7: "unsafe"}, why
+
+
+def test_a_cpu_caller_joins_to_cuda_or_cpu_which_still_proves_the_copy(tmp_path):
+    test = "from engine import train_one_epoch\n\n\ndef test_it():\n    train_one_epoch(None, [], 'cpu', None)\n"
+    root = _project(tmp_path, {"engine.py": ENGINE, "train.py": MAIN, "test_engine.py": test})
+    # a batch of the test's list is not a loader's: the join with it proves no fresh CPU tensor
+    assert "safe" not in _fixes(root, "engine.py").values()
+    test = test.replace("[]", "torch.utils.data.DataLoader([])").replace("from engine", "import torch\nfrom engine")
+    root = _project(tmp_path, {"engine.py": ENGINE, "train.py": MAIN, "test_engine.py": test})
+    assert _fixes(root, "engine.py") == {6: "safe", 7: "safe"}

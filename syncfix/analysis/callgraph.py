@@ -32,6 +32,7 @@ cross unchanged.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -62,7 +63,9 @@ class CallSites:
     """Every direct call of one function, or why its callers are not all in sight."""
 
     calls: tuple[cst.Call, ...]
-    escapes: str | None  # None: ``calls`` are all its callers
+    escapes: str | None  # None: ``calls`` are all its callers (with ``elsewhere``'s)
+    #: other files of a closed project may call it too: imported.py answers for those calls
+    elsewhere: bool = False
 
 
 def call_sites(a: ModuleAnalysis, fn: cst.FunctionDef) -> CallSites:
@@ -82,8 +85,11 @@ def _call_sites(a: ModuleAnalysis, fn: cst.FunctionDef) -> CallSites:
     if isinstance(scope, ClassScope):
         return _method_call_sites(a, fn)
     name = fn.name.value
+    elsewhere = False
     if isinstance(scope, GlobalScope) and not _module_private(a, name):
-        return CallSites((), "public function of an importable module")
+        if a.project is None or not a.project.closed or a.module_name is None:
+            return CallSites((), "public function of an importable module")
+        elsewhere = True  # its other callers are the project's files
     assignments = list(scope.assignments[name])
     if len(assignments) != 1 or not isinstance(assignments[0], Assignment) or assignments[0].node is not fn:
         return CallSites((), "name bound more than once")
@@ -96,7 +102,7 @@ def _call_sites(a: ModuleAnalysis, fn: cst.FunctionDef) -> CallSites:
             return CallSites((), "called with *args or **kwargs")
         calls.append(call)
     calls.sort(key=lambda c: a.structure.order.get(c, -1))
-    return CallSites(tuple(calls), None)
+    return CallSites(tuple(calls), None, elsewhere)
 
 
 def _calls_seen(a: ModuleAnalysis, fn: cst.FunctionDef) -> tuple[cst.Call, ...]:
@@ -286,21 +292,34 @@ def across(v: Value) -> Value:
 
 
 def param_value(a: ModuleAnalysis, param: cst.Param) -> Value | None:
-    """The join of what the call sites bind to ``param``, or None when the function escapes,
-    is never called here, or ``param`` is ``*args``/``**kwargs``."""
-    passed = param_arguments(a, param)
-    if not passed:
+    """The join of what the call sites bind to ``param`` (in other files of a closed project
+    too), or None when the function escapes, is never called, or ``param`` is ``*args``/``**kwargs``."""
+    slot = _slot(a, param)
+    if slot is None:
         return None
-    return join_all(across(a.value(expr)) for expr in passed)
+    fn, index, keyword_ok = slot
+    sites = call_sites(a, fn)
+    if sites.escapes is not None:
+        return None
+    passed = _passed(sites.calls, param, index, keyword_ok)
+    values = [across(a.value(expr)) for expr in passed]
+    if sites.elsewhere:
+        assert a.project is not None and a.module_name is not None  # elsewhere needs both
+        others = a.project.arguments(a.module_name, fn.name.value, index, param.name.value, keyword_ok)
+        if others is None:
+            return None
+        for v in others:
+            if v is None:  # the call leaves it to the default (none: the call raises)
+                if param.default is not None:
+                    values.append(across(a.value(param.default)))
+            else:
+                values.append(across(v))
+    return join_all(values) if values else None
 
 
-def param_arguments(
-    a: ModuleAnalysis, param: cst.Param, *, likely: bool = False
-) -> list[cst.BaseExpression] | None:
-    """What the call sites of this module bind to ``param`` (an argument or the default), or
-    None when the function escapes, is never called here, or ``param`` is ``*args``/``**kwargs``.
-    With ``likely`` (for likely facts only), a function that escapes answers with the calls this
-    module makes of it (``self.m(...)`` in its class, ``f(...)`` by name), taken to be typical."""
+def _slot(a: ModuleAnalysis, param: cst.Param) -> tuple[cst.FunctionDef, int | None, bool] | None:
+    """``param``'s function, its position among the positional parameters (None: keyword-only)
+    and whether a keyword may pass it; None for ``self``, ``*args`` and ``**kwargs``."""
     params = a.parent(param)
     fn = a.parent(params) if params is not None else None
     if not isinstance(params, cst.Parameters) or not isinstance(fn, cst.FunctionDef):
@@ -314,21 +333,41 @@ def param_arguments(
     keyword_ok = index is None or index >= len(params.posonly_params)
     if index is None and not any(p is param for p in params.kwonly_params):
         return None  # *args / **kwargs
-    sites = call_sites(a, fn)
-    calls = sites.calls if sites.escapes is None else _calls_seen(a, fn) if likely else ()
-    if not calls:
-        return None
+    return fn, index, keyword_ok
+
+
+def _passed(calls: Sequence[cst.Call], param: cst.Param, index: int | None, keyword_ok: bool) -> list[cst.BaseExpression]:
     passed: list[cst.BaseExpression] = []
     for call in calls:
-        expr = _argument(call, param.name.value, index, keyword_ok)
+        expr = argument(call, param.name.value, index, keyword_ok)
         if expr is None:
             expr = param.default
         if expr is not None:
             passed.append(expr)
-    return passed or None
+    return passed
 
 
-def _argument(call: cst.Call, name: str, index: int | None, keyword_ok: bool) -> cst.BaseExpression | None:
+def param_arguments(
+    a: ModuleAnalysis, param: cst.Param, *, likely: bool = False
+) -> list[cst.BaseExpression] | None:
+    """What the call sites of this module bind to ``param`` (an argument or the default), or
+    None when the function escapes, other files call it too, is never called here, or
+    ``param`` is ``*args``/``**kwargs``. With ``likely`` (for likely facts only), a function
+    that escapes answers with the calls this module makes of it (``self.m(...)`` in its class,
+    ``f(...)`` by name), taken to be typical."""
+    slot = _slot(a, param)
+    if slot is None:
+        return None
+    fn, index, keyword_ok = slot
+    sites = call_sites(a, fn)
+    if sites.escapes is None and (not sites.elsewhere or likely):
+        calls = sites.calls
+    else:
+        calls = _calls_seen(a, fn) if likely else ()
+    return _passed(calls, param, index, keyword_ok) or None
+
+
+def argument(call: cst.Call, name: str, index: int | None, keyword_ok: bool) -> cst.BaseExpression | None:
     positional = [arg for arg in call.args if arg.keyword is None]
     if index is not None and index < len(positional):
         return positional[index].value

@@ -30,11 +30,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper
+from libcst.metadata import GlobalScope, MetadataWrapper
 
 from ..fileio import read_source
 from ..walk import keep_active
-from .project import ModuleFile, digest, resolve_relative
+from .project import ALL, ModuleFile, digest, resolve_relative
+from .syntax import dotted_name
 from .values import Kind, TupleValue, Value
 
 if TYPE_CHECKING:
@@ -48,16 +49,21 @@ _VALUES: dict[_Key, Value | None] = {}
 _KEEP = 4096
 MODULE = Value(Kind.MODULE)
 _BUSY: set[_Key] = set()  # being computed: a cycle through other files gives unknown
+# (importer path, digest, devices, "module.function(index,param)") -> what its calls pass
+_ARGUMENTS: dict[_Key, list[Value | None] | None] = {}
 
 
 class ProjectModules:
     """The other modules of a file's project it imports (``ModuleContext.modules``), by the
     names an import may reach each by (``ModuleFile.aliases``: unique in the whole project)."""
 
-    def __init__(self, modules: Sequence[ModuleFile], devices: Sequence[str] | None) -> None:
+    def __init__(self, modules: Sequence[ModuleFile], devices: Sequence[str] | None, *, closed: bool = False) -> None:
         self.modules = tuple(modules)
         self.devices = tuple(devices) if devices is not None else None
+        #: only the project's files import its modules (``ModuleContext.closed``)
+        self.closed = closed
         self._by_name = {alias: m for m in modules for alias in m.aliases}
+        self._files = {m.name: m for m in modules}
 
     def find(self, qualname: str, package: str | None) -> tuple[ModuleFile, str] | None:
         """The project module and top-level name a qualified name refers to (``.util.dev``
@@ -125,14 +131,70 @@ class ProjectModules:
         _VALUES[key] = MODULE if answer else None
         return answer
 
-    def _load(self, module: ModuleFile, name: str, *, kind: str = "def") -> ModuleAnalysis | None:
+    def arguments(
+        self, module: str, function: str, index: int | None, param: str, keyword_ok: bool
+    ) -> list[Value | None] | None:
+        """What the calls of ``module.function`` in the project's other files pass for one
+        parameter (None in the list: the call leaves it to the default), or None when some
+        file may call it where syncfix cannot see (passed as a value, a star import, a
+        re-export, ``*args``). Only in a closed project."""
+        if not self.closed:
+            return None
+        found: list[Value | None] = []
+        for importer in self._importers_of(module):
+            if importer is None:
+                return None
+            key = (importer.path, importer.digest, self.devices, f"{module}.{function}({index},{param})")
+            if key in _BUSY:
+                return None  # calls through a cycle of files: unknown
+            if key in _ARGUMENTS:
+                values = _ARGUMENTS[key]
+            else:
+                _BUSY.add(key)
+                try:
+                    with keep_active():
+                        values = self._arguments_in(importer, module, function, index, param, keyword_ok)
+                finally:
+                    _BUSY.discard(key)
+                if len(_ARGUMENTS) >= _KEEP:
+                    _ARGUMENTS.clear()
+                _ARGUMENTS[key] = values
+            if values is None:
+                return None
+            found.extend(values)
+        return found
+
+    def _importers_of(self, module: str) -> list[ModuleFile | None]:
+        target = self._files.get(module)
+        importers = target.importers if target is not None else ()
+        return [self._files.get(name) for name in importers]
+
+    def _arguments_in(
+        self, importer: ModuleFile, module: str, function: str, index: int | None, param: str, keyword_ok: bool
+    ) -> list[Value | None] | None:
+        from .callgraph import argument  # the front object's topic modules import this one
+
+        target = self._files.get(module)
+        analysis = self._load(importer, None)
+        if target is None or analysis is None:
+            return None
+        calls = calls_of(analysis, target, function)
+        if calls is None:
+            return None
+        out: list[Value | None] = []
+        for call in calls:
+            expr = argument(call, param, index, keyword_ok)
+            out.append(portable(analysis.value(expr)) if expr is not None else None)
+        return out
+
+    def _load(self, module: ModuleFile, name: str | None, *, kind: str = "def") -> ModuleAnalysis | None:
         from .module import ModuleAnalysis  # the front object: it imports this module
 
         try:
             data = read_source(module.path).data
             if digest(data) != module.digest:
                 return None  # changed since the index read it: its facts are not the keyed ones
-            source = reduced_source(data, name, kind=kind)
+            source = reduced_source(data, name, kind=kind) if name is not None else data
             if source is None:
                 return None
             tree = cst.parse_module(source)
@@ -268,6 +330,76 @@ def top_level(a: ModuleAnalysis, name: str, kind: type[cst.FunctionDef] | type[c
 
 def top_level_function(a: ModuleAnalysis, name: str) -> cst.FunctionDef | None:
     return top_level(a, name, cst.FunctionDef)  # type: ignore[no-any-return]
+
+
+def calls_of(a: ModuleAnalysis, target: ModuleFile, function: str) -> list[cst.Call] | None:
+    """Every call of ``target.function`` in this module, or None when it may reach the
+    function other than by a direct call syncfix sees: the function or its module used as a
+    value, a star import of the module, a dotted ``import pkg.mod`` without ``as``, a call
+    with ``*args``/``**kwargs``, or a name that other files may import from here."""
+    functions: list[tuple[cst.CSTNode, str]] = []  # (import statement, local name)
+    modules: list[tuple[cst.CSTNode, str]] = []
+    package = a.package
+    for node in a.structure.of_type(cst.ImportFrom):
+        assert isinstance(node, cst.ImportFrom)
+        base = "." * len(node.relative) + (dotted_name(node.module) or "" if node.module is not None else "")
+        if base.startswith("."):
+            dots = len(base) - len(base.lstrip("."))
+            head = resolve_relative(package, "." * dots)
+            if head is None:
+                continue
+            rest = base[dots:]
+            base = f"{head}.{rest}" if head and rest else head or rest
+        if isinstance(node.names, cst.ImportStar):
+            if base in target.aliases:
+                return None
+            continue
+        for alias in node.names:
+            imported_name = dotted_name(alias.name) or ""
+            local = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else imported_name
+            if base in target.aliases and imported_name == function:
+                functions.append((node, local))
+            elif f"{base}.{imported_name}" in target.aliases:
+                modules.append((node, local))
+    for node in a.structure.of_type(cst.Import):
+        assert isinstance(node, cst.Import)
+        for alias in node.names:
+            full = dotted_name(alias.name) or ""
+            if full not in target.aliases:
+                continue
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                modules.append((node, alias.asname.name.value))
+            elif "." not in full:
+                modules.append((node, full))
+            else:
+                return None  # ``import pkg.mod``: reached as ``pkg.mod.f``, not followed here
+    exported = a.imported or frozenset()
+    calls: list[cst.Call] = []
+    for node, local in [*functions, *modules]:
+        scope = a.scope(node)
+        if scope is None:
+            return None
+        if isinstance(scope, GlobalScope) and (ALL in exported or local in exported):
+            return None  # other files may reach it through this module
+        for asg in scope.assignments[local]:
+            if getattr(asg, "node", None) is not node:
+                continue
+            for access in asg.references:
+                ref = access.node
+                if (node, local) in functions:
+                    site = ref
+                else:
+                    up = a.parent(ref)
+                    if not isinstance(up, cst.Attribute) or up.value is not ref:
+                        return None  # the module used as a value (``getattr(mod, name)``)
+                    if up.attr.value != function:
+                        continue
+                    site = up
+                call = a.parent(site)
+                if not isinstance(call, cst.Call) or call.func is not site or any(arg.star for arg in call.args):
+                    return None
+                calls.append(call)
+    return calls
 
 
 def portable(v: Value) -> Value:

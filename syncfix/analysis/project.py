@@ -118,6 +118,8 @@ class ModuleFile:
     #: the dotted names an import may reach it by: its name and each suffix no other module
     #: of the project shares (``pkg.util`` is also ``util``: a folder on ``sys.path``)
     aliases: tuple[str, ...] = ()
+    #: the project modules that import it (names)
+    importers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -132,8 +134,11 @@ class ModuleContext:
     #: what its relative imports start from (None: the module's parent)
     package: str | None = None
     #: the project modules it imports, directly or through each other (whose functions'
-    #: results it may use: analysis/imported.py)
+    #: results it may use: analysis/imported.py); in a closed project, every module
     modules: tuple[ModuleFile, ...] = ()
+    #: nothing outside the project imports its modules (no packaging, no notebooks): a
+    #: function's callers are all in the project's files (analysis/imported.py)
+    closed: bool = False
 
     def fingerprint(self) -> str:
         """For the results cache: a file's findings change when (only when) this does (a change
@@ -144,6 +149,12 @@ class ModuleContext:
                 ",".join(sorted(self.imported)),
                 ",".join(sorted(self.hot)),
                 self.package or "",
-                ",".join(sorted(f"{m.name}:{m.digest}:{','.join(sorted(m.imported))}:{','.join(m.aliases)}" for m in self.modules)),
+                str(self.closed),
+                ",".join(
+                    sorted(
+                        f"{m.name}:{m.digest}:{','.join(sorted(m.imported))}:{','.join(m.aliases)}:{','.join(m.importers)}"
+                        for m in self.modules
+                    )
+                ),
             )
         )
