@@ -23,7 +23,7 @@ nvidia-smi -L; python3 -c "import torch; print('torch', torch.__version__, torch
 if want tests; then
 echo "== CUDA tests"
 timeout 240 python3 -m pytest -p no:cacheprovider -p no:syncfix -q -rA -s -m cuda \
-  tests/rules tests/harness/test_harness_cuda.py tests/harness/test_observed_cuda.py > "$OUT/cuda_tests.log" 2>&1
+  tests/rules tests/test_imported_cuda.py tests/harness/test_harness_cuda.py tests/harness/test_observed_cuda.py > "$OUT/cuda_tests.log" 2>&1
 echo "pytest rc=$?"; grep -E "passed|failed|error" "$OUT/cuda_tests.log" | tail -3
 fi
 if want verify; then
