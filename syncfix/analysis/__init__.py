@@ -25,6 +25,8 @@ Does ``if isinstance(x, torch.Tensor | int...):`` narrow?   ``narrowing``
 What do the callers pass; what does a call return; which    ``callgraph``
 functions escape (callers out of sight)?
 What do other project files import from this module?        ``project``
+What does a function of another project file return; what   ``imported``
+do other files pass it; is its class an ``nn.Module``?
 Which functions do other files call from repeating code?    ``hotness``
 Which device expression placed this tensor?                 ``devices``
 Which dtype (exact, or its kind)?                           ``dtypes``

@@ -21,8 +21,10 @@ function *escapes*, and its parameters keep only what their annotations promise,
   *script*. A script is a module with an ``if __name__ == "__main__":`` block (or named
   ``__main__.py``): its functions are taken to be called from the script alone. When the engine
   knows the project (project.py), a function another project file imports (by name, or the
-  whole module) escapes whatever its name; without a project (a source given as text) a
-  script's functions are assumed not imported.
+  whole module) escapes whatever its name, unless the project is *closed* (nothing installs
+  it): then its calls in the other files join the ones here (``CallSites.elsewhere``,
+  imported.py). Without a project (a source given as text) a script's functions are assumed
+  not imported.
 
 **Crossing a call.** A pinned (or possibly pinned) tensor that crosses a call boundary loses its
 *fresh* mark: the other side may refill it in place after the call (a caller's staging buffer),
