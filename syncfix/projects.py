@@ -85,6 +85,14 @@ class Project:
         for name in sources:
             for target in self.imports_of(name):
                 importers.setdefault(target, set()).add(name)
+        ambiguous = {
+            m
+            for name in sources
+            for target in self.index.targets.get(name, ())
+            if target not in self.resolve
+            for m in sources
+            if m == target or m.endswith("." + target)
+        }
         self.closed = is_closed(root)
         self.files = {
             name: ModuleFile(
@@ -95,6 +103,7 @@ class Project:
                 self.index.imported_from(name),
                 tuple(sorted(aliases.get(name, ()))),
                 tuple(sorted(importers.get(name, ()))),
+                name in ambiguous,
             )
             for name, (path, data) in sources.items()
         }

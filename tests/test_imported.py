@@ -318,3 +318,19 @@ def test_a_cpu_caller_joins_to_cuda_or_cpu_which_still_proves_the_copy(tmp_path)
     test = test.replace("[]", "torch.utils.data.DataLoader([])").replace("from engine", "import torch\nfrom engine")
     root = _project(tmp_path, {"engine.py": ENGINE, "train.py": MAIN, "test_engine.py": test})
     assert _fixes(root, "engine.py") == {6: "safe", 7: "safe"}
+
+
+def test_a_caller_importing_a_name_two_modules_share_keeps_the_parameters_unknown(tmp_path):
+    # ``import engine`` in tools/run.py may be a/engine.py or b/engine.py (sys.path decides):
+    # a/engine.py's callers are not all known
+    files = {
+        "a/engine.py": ENGINE,
+        "a/train.py": MAIN.replace("from engine import", "from a.engine import"),
+        "b/engine.py": ENGINE,
+        "tools/run.py": "import engine\n\nengine.train_one_epoch(None, [], input(), None)\n",
+    }
+    root = _project(tmp_path, files)
+    assert _fixes(root, "a/engine.py") == {6: "unsafe", 7: "unsafe"}
+    (root / "tools/run.py").unlink()
+    (root / "b/engine.py").unlink()
+    assert _fixes(root, "a/engine.py") == {6: "safe", 7: "safe"}

@@ -165,9 +165,11 @@ class ProjectModules:
         return found
 
     def _importers_of(self, module: str) -> list[ModuleFile | None]:
+        """The project modules that import ``module`` (a None among them: not all are known)."""
         target = self._files.get(module)
-        importers = target.importers if target is not None else ()
-        return [self._files.get(name) for name in importers]
+        if target is None or target.ambiguous:
+            return [None]
+        return [self._files.get(name) for name in target.importers]
 
     def _arguments_in(
         self, importer: ModuleFile, module: str, function: str, index: int | None, param: str, keyword_ok: bool

@@ -120,6 +120,9 @@ class ModuleFile:
     aliases: tuple[str, ...] = ()
     #: the project modules that import it (names)
     importers: tuple[str, ...] = ()
+    #: some file imports a name that may be this module or another one (``import util`` with
+    #: ``a/util.py`` and ``b/util.py``): its importers are not all known
+    ambiguous: bool = False
 
 
 @dataclass(frozen=True)
@@ -152,7 +155,7 @@ class ModuleContext:
                 str(self.closed),
                 ",".join(
                     sorted(
-                        f"{m.name}:{m.digest}:{','.join(sorted(m.imported))}:{','.join(m.aliases)}:{','.join(m.importers)}"
+                        f"{m.name}:{m.digest}:{','.join(sorted(m.imported))}:{','.join(m.aliases)}:{','.join(m.importers)}:{m.ambiguous}"
                         for m in self.modules
                     )
                 ),
