@@ -19,6 +19,7 @@ else:  # pragma: no cover
 
 from .analysis.hotness import file_calls
 from .analysis.hotness import hot_functions as hot_functions_of
+from .analysis.imported import forget
 from .analysis.project import ModuleContext, ModuleFile, ProjectIndex, digest
 from .config import DEFAULT_EXCLUDE, DEFAULT_HOT_FUNCTIONS
 from .repetition import is_test_path
@@ -187,7 +188,9 @@ def _suffixes(modules: Iterable[str]) -> dict[str, str]:
 
 
 def contexts(files: Iterable[str], hot_functions: Iterable[str] = DEFAULT_HOT_FUNCTIONS) -> dict[str, ModuleContext]:
-    """Each file's context, one index per project root; files outside any project get none."""
+    """Each file's context, one index per project root; files outside any project get none.
+    (Facts other files gave an earlier run in this process are forgotten.)"""
+    forget()
     indexes: dict[Path, Project] = {}
     roots: dict[Path, Path | None] = {}
     out: dict[str, ModuleContext] = {}

@@ -334,3 +334,17 @@ def test_a_caller_importing_a_name_two_modules_share_keeps_the_parameters_unknow
     (root / "tools/run.py").unlink()
     (root / "b/engine.py").unlink()
     assert _fixes(root, "a/engine.py") == {6: "safe", 7: "safe"}
+
+
+def test_a_new_run_in_the_same_process_forgets_what_other_files_said(tmp_path):
+    # util.dev() returns chain.dev(): a change in chain.py alone must reach train.py's next run
+    files = {
+        "chain.py": "import torch\n\n\ndef dev():\n    return torch.device('cuda')\n",
+        "util.py": "import chain\n\n\ndef dev():\n    return chain.dev()\n",
+        "train.py": TRAIN.replace("from util import dev, make_loader", "from util import dev\nfrom chain import make_loader"),
+    }
+    files["chain.py"] += "\n\ndef make_loader(ds):\n    import torch\n    return torch.utils.data.DataLoader(ds)\n"
+    root = _project(tmp_path, files, installable=True)
+    assert _fixes(root, "train.py")[10] == "safe"
+    (root / "chain.py").write_text(files["chain.py"].replace("torch.device('cuda')", "torch.device(input())"))
+    assert _fixes(root, "train.py")[10] == "unsafe"

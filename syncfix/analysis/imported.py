@@ -315,6 +315,14 @@ def _parsed(data: bytes) -> tuple[ast.Module, list[bytes]]:
     return _PARSED[key]
 
 
+def forget() -> None:
+    """Drop every kept answer: a new run may see other file contents (the keys name only the
+    file asked about, not the files its facts came through)."""
+    _VALUES.clear()
+    _ARGUMENTS.clear()
+    _PARSED.clear()
+
+
 def top_level(a: ModuleAnalysis, name: str, kind: type[cst.FunctionDef] | type[cst.ClassDef]) -> Any:
     """The module's one top-level ``def name`` (``class name``), when nothing else at its top
     level binds the name (a second ``def``, an assignment, an import)."""
