@@ -348,3 +348,19 @@ def test_a_new_run_in_the_same_process_forgets_what_other_files_said(tmp_path):
     assert _fixes(root, "train.py")[10] == "safe"
     (root / "chain.py").write_text(files["chain.py"].replace("torch.device('cuda')", "torch.device(input())"))
     assert _fixes(root, "train.py")[10] == "unsafe"
+
+
+def test_an_answer_a_cut_cycle_made_weaker_is_not_kept():
+    memo: dict = {}
+    outer, inner = ("o", "", None, "f"), ("i", "", None, "g")
+
+    def ask_outer():
+        return imported._memoised(memo, outer, lambda: ("outer", imported._memoised(memo, inner, ask_inner)))
+
+    def ask_inner():
+        return ("inner", imported._memoised(memo, outer, ask_outer))  # back to outer: cut
+
+    assert ask_outer() == ("outer", ("inner", None))
+    assert memo == {}  # both answers rest on the cut: neither is kept
+    assert imported._memoised(memo, ("x", "", None, "h"), lambda: 1) == 1
+    assert memo == {("x", "", None, "h"): 1}  # no cycle: kept

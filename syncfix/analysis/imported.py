@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import ast
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import libcst as cst
 from libcst.metadata import GlobalScope, MetadataWrapper
@@ -49,8 +49,10 @@ _VALUES: dict[_Key, Value | None] = {}
 _KEEP = 4096
 MODULE = Value(Kind.MODULE)
 _BUSY: set[_Key] = set()  # being computed: a cycle through other files gives unknown
-# (importer path, digest, devices, "module.function(index,param)") -> what its calls pass
-_ARGUMENTS: dict[_Key, list[Value | None] | None] = {}
+# what one call passes: its positional arguments' values, its keyword arguments' values
+_Passed = tuple[tuple[Value, ...], dict[str, Value]]
+# (importer path, digest, devices, "module.function") -> what each of its calls there passes
+_ARGUMENTS: dict[_Key, list[_Passed] | None] = {}
 
 
 class ProjectModules:
@@ -87,22 +89,13 @@ class ProjectModules:
             return None
         module, name = found
         key = (module.path, module.digest, self.devices, name)
-        if key in _VALUES:
-            return _VALUES[key]
-        if key in _BUSY:
-            return None  # a cycle through other files: unknown (not kept: the outer call decides)
-        _BUSY.add(key)
-        try:
-            with keep_active():  # this file's record stays the one its walks use afterwards
-                analysis = self._load(module, name)
-                fn = top_level_function(analysis, name) if analysis is not None else None
-                value = portable(analysis.returned(fn)) if analysis is not None and fn is not None else None
-        finally:
-            _BUSY.discard(key)
-        if len(_VALUES) >= _KEEP:
-            _VALUES.clear()
-        _VALUES[key] = value
-        return value
+
+        def compute() -> Value | None:
+            analysis = self._load(module, name)
+            fn = top_level_function(analysis, name) if analysis is not None else None
+            return portable(analysis.returned(fn)) if analysis is not None and fn is not None else None
+
+        return _memoised(_VALUES, key, compute)
 
     def is_module_class(self, qualname: str, package: str | None) -> bool:
         """Is the imported class ``qualname`` an ``nn.Module`` subclass (through its bases, in
@@ -114,22 +107,13 @@ class ProjectModules:
 
         module, name = found
         key = (module.path, module.digest, ("class",), name)
-        if key in _VALUES:
-            return _VALUES[key] is not None
-        if key in _BUSY:
-            return False
-        _BUSY.add(key)
-        try:
-            with keep_active():
-                analysis = self._load(module, name, kind="class")
-                cls = top_level(analysis, name, cst.ClassDef) if analysis is not None else None
-                answer = cls is not None and analysis is not None and class_is_module(analysis, cls)
-        finally:
-            _BUSY.discard(key)
-        if len(_VALUES) >= _KEEP:
-            _VALUES.clear()
-        _VALUES[key] = MODULE if answer else None
-        return answer
+
+        def compute() -> Value | None:
+            analysis = self._load(module, name, kind="class")
+            cls = top_level(analysis, name, cst.ClassDef) if analysis is not None else None
+            return MODULE if cls is not None and analysis is not None and class_is_module(analysis, cls) else None
+
+        return _memoised(_VALUES, key, compute) is not None
 
     def arguments(
         self, module: str, function: str, index: int | None, param: str, keyword_ok: bool
@@ -144,25 +128,20 @@ class ProjectModules:
         for importer in self._importers_of(module):
             if importer is None:
                 return None
-            key = (importer.path, importer.digest, self.devices, f"{module}.{function}({index},{param})")
-            if key in _BUSY:
-                return None  # calls through a cycle of files: unknown
-            if key in _ARGUMENTS:
-                values = _ARGUMENTS[key]
-            else:
-                _BUSY.add(key)
-                try:
-                    with keep_active():
-                        values = self._arguments_in(importer, module, function, index, param, keyword_ok)
-                finally:
-                    _BUSY.discard(key)
-                if len(_ARGUMENTS) >= _KEEP:
-                    _ARGUMENTS.clear()
-                _ARGUMENTS[key] = values
-            if values is None:
+            calls = self._calls_in(importer, module, function)
+            if calls is None:
                 return None
-            found.extend(values)
+            for positional, keywords in calls:
+                if index is not None and index < len(positional):
+                    found.append(positional[index])
+                else:
+                    found.append(keywords.get(param) if keyword_ok else None)
         return found
+
+    def _calls_in(self, importer: ModuleFile, module: str, function: str) -> list[_Passed] | None:
+        """What each call of ``module.function`` in ``importer`` passes (memoised per process)."""
+        key = (importer.path, importer.digest, self.devices, f"{module}.{function}")
+        return _memoised(_ARGUMENTS, key, lambda: self._passed_in(importer, module, function))
 
     def _importers_of(self, module: str) -> list[ModuleFile | None]:
         """The project modules that import ``module`` (a None among them: not all are known)."""
@@ -171,11 +150,7 @@ class ProjectModules:
             return [None]
         return [self._files.get(name) for name in target.importers]
 
-    def _arguments_in(
-        self, importer: ModuleFile, module: str, function: str, index: int | None, param: str, keyword_ok: bool
-    ) -> list[Value | None] | None:
-        from .callgraph import argument  # the front object's topic modules import this one
-
+    def _passed_in(self, importer: ModuleFile, module: str, function: str) -> list[_Passed] | None:
         target = self._files.get(module)
         analysis = self._load(importer, None)
         if target is None or analysis is None:
@@ -183,11 +158,13 @@ class ProjectModules:
         calls = calls_of(analysis, target, function)
         if calls is None:
             return None
-        out: list[Value | None] = []
-        for call in calls:
-            expr = argument(call, param, index, keyword_ok)
-            out.append(portable(analysis.value(expr)) if expr is not None else None)
-        return out
+        return [
+            (
+                tuple(portable(analysis.value(arg.value)) for arg in call.args if arg.keyword is None),
+                {arg.keyword.value: portable(analysis.value(arg.value)) for arg in call.args if arg.keyword is not None},
+            )
+            for call in calls
+        ]
 
     def _load(self, module: ModuleFile, name: str | None, *, kind: str = "def") -> ModuleAnalysis | None:
         from .module import ModuleAnalysis  # the front object: it imports this module
@@ -313,6 +290,34 @@ def _parsed(data: bytes) -> tuple[ast.Module, list[bytes]]:
         while len(_PARSED) > 4:
             _PARSED.popitem(last=False)
     return _PARSED[key]
+
+
+T = TypeVar("T")
+_cuts = 0  # how many times a cycle was cut so far (answers computed across a cut are not kept)
+
+
+def _memoised(memo: dict[_Key, T | None], key: _Key, compute: Callable[[], T | None]) -> T | None:
+    """``compute()``, kept in ``memo`` under ``key``; None inside a cycle of questions through
+    files. An answer that a cut cycle made weaker is not kept: kept, it would depend on which
+    file asked first, and the same file would get other findings in another run's order."""
+    global _cuts
+    if key in memo:
+        return memo[key]
+    if key in _BUSY:
+        _cuts += 1
+        return None
+    before = _cuts
+    _BUSY.add(key)
+    try:
+        with keep_active():  # the asking file's record stays the one its walks use afterwards
+            answer = compute()
+    finally:
+        _BUSY.discard(key)
+    if _cuts == before:
+        if len(memo) >= _KEEP:
+            memo.clear()
+        memo[key] = answer
+    return answer
 
 
 def forget() -> None:
