@@ -86,13 +86,13 @@ class Project:
         for name in sources:
             for target in self.imports_of(name):
                 importers.setdefault(target, set()).add(name)
-        ambiguous = {
+        candidates = _candidates(sources)
+        ambiguous = {  # a name some file imports that may be either of several modules
             m
             for name in sources
             for target in self.index.targets.get(name, ())
-            if target not in self.resolve
-            for m in sources
-            if m == target or m.endswith("." + target)
+            if len(candidates.get(target, ())) > 1
+            for m in candidates[target]
         }
         self.closed = is_closed(root)
         self.files = {
@@ -176,15 +176,25 @@ def build_index(
     return project.index, project.hot
 
 
-def _suffixes(modules: Iterable[str]) -> dict[str, str]:
-    """Each dotted suffix of a module's name (``pkg.nn`` is also ``nn``: a folder on sys.path)
-    that names one module only."""
+def _candidates(modules: Iterable[str]) -> dict[str, set[str]]:
+    """Each dotted suffix of a module's name (``pkg.nn`` is also ``nn``: a folder on sys.path),
+    with every module it may name."""
     seen: dict[str, set[str]] = {}
     for m in modules:
         parts = m.split(".")
         for i in range(len(parts)):
             seen.setdefault(".".join(parts[i:]), set()).add(m)
-    return {suffix: next(iter(ms)) for suffix, ms in seen.items() if len(ms) == 1 or suffix in ms}
+    return seen
+
+
+def _suffixes(modules: Iterable[str]) -> dict[str, str]:
+    """Each dotted suffix of a module's name that names one module only, or a module's whole
+    name (which names that module, whatever other modules end with it)."""
+    return {
+        suffix: suffix if suffix in ms else next(iter(ms))
+        for suffix, ms in _candidates(modules).items()
+        if len(ms) == 1 or suffix in ms
+    }
 
 
 def contexts(files: Iterable[str], hot_functions: Iterable[str] = DEFAULT_HOT_FUNCTIONS) -> dict[str, ModuleContext]:

@@ -61,6 +61,12 @@ PROVENANCE = [
     ("x = 3.0\nuse(x)", "x", Kind.NUMBER, Device.UNKNOWN),
     ("import torch\ndef f(t: torch.Tensor):\n    use(t)", "t", Kind.TENSOR, Device.UNKNOWN),
     ("def f(t):\n    use(t)", "t", Kind.UNKNOWN, Device.UNKNOWN),
+    # an op over tensors it cannot list is where those tensors are, not on the CPU
+    ("import torch\ndef f(t: torch.Tensor):\n    x = torch.cat([t[i] for i in range(2)])\n    use(x)", "x", Kind.TENSOR, Device.UNKNOWN),
+    ("import torch\ndef g(t: torch.Tensor):\n    return [t]\ndef f(t: torch.Tensor):\n    x = torch.stack(g(t))\n    use(x)", "x", Kind.TENSOR, Device.UNKNOWN),
+    ("import torch\ndef f(mats):\n    x = torch.block_diag(*mats)\n    use(x)", "x", Kind.TENSOR, Device.UNKNOWN),
+    ("import torch\nx = torch.cat([torch.ones(2), torch.zeros(2)])\nuse(x)", "x", Kind.TENSOR, Device.CPU),
+    ("import torch\nx = torch.cat([torch.ones(2).cuda()] * 2)\nuse(x)", "x", Kind.TENSOR, Device.UNKNOWN),
 ]
 
 

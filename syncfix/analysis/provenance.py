@@ -37,6 +37,7 @@ from .torch_api import (
     METHOD_NON_TENSOR,
     NON_TENSOR_NAMESPACES,
     PASS_THROUGH_ITER,
+    SEQUENCE_OPS,
     SIZE_FACTORIES,
     TENSOR_NAMESPACES,
     TENSOR_TYPES,
@@ -492,6 +493,16 @@ def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | N
     for arg in call.args:  # ``torch.stack([a, b])``, ``torch.cat((a, b))``: the items count
         if arg.keyword is None and isinstance(arg.value, (cst.List, cst.Tuple)):
             operands += [a.value(el.value) for el in arg.value.elements if isinstance(el, cst.Element)]
+    # Tensors the op reads that syncfix cannot list: ``torch.cat(parts)``, ``torch.stack([t for
+    # t in ts])``, ``torch.block_diag(*mats)``. Their device decides the result's.
+    hidden = any(arg.star for arg in call.args)
+    if short in SEQUENCE_OPS and namespace == "torch." and not _display_arg(call) and positional(call):
+        items = a.value(positional(call)[0].value)
+        operands.append(items)
+        if items.kind is Kind.TENSORS and items.device is not Device.UNKNOWN:
+            operands.append(Value(Kind.TENSOR, items.device, origin=items.origin))
+        else:
+            hidden = True
     if any(v.kind is Kind.BOTTOM for v in operands):
         return BOTTOM  # inside a cycle: no information yet (an operand would decide the device)
     tensor_args = [v for v in operands if v.is_tensor]
@@ -499,6 +510,8 @@ def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | N
         device = a.device_of(dev_arg.value)
     elif short in DEFAULT_DEVICE_FACTORIES or short == "tensor" and _display_arg(call):
         device = Device.UNKNOWN if a.sets_default_device else Device.CPU  # whatever the arguments
+    elif hidden:
+        device = Device.UNKNOWN
     elif tensor_args:
         device = tensor_device(tensor_args)
     elif namespace == "torch." and short in SIZE_FACTORIES and keyword(call, "out") is None and not a.sets_default_device:

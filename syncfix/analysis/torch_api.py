@@ -395,3 +395,9 @@ def is_inplace_method(name: str) -> bool:
     return (name.endswith("_") and not name.endswith("__") and not name.startswith("_")) or (
         name in IN_PLACE_EXTRA
     )
+
+#: ``torch.<op>(tensors, ...)``: ops whose first argument is a sequence of tensors; when it is not
+#: a list or tuple display syncfix can read item by item, the result is where those tensors are.
+SEQUENCE_OPS = frozenset(
+    {"cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "row_stack"}
+)
