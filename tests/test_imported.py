@@ -377,3 +377,15 @@ def test_a_whole_module_name_names_that_module_whatever_else_ends_with_it(tmp_pa
         assert "utils" not in resolve  # either of two
     root = _project(tmp_path, {"pkg/utils.py": UTIL, "tests/pkg/utils.py": "def dev():\n    return input()\n", "pkg/train.py": TRAIN.replace("import util\nfrom util import", "import pkg.utils as util\nfrom pkg.utils import")}, installable=True)
     assert _fixes(root, "pkg/train.py") == {9: "safe", 10: "safe"}
+
+
+def test_a_global_another_function_of_the_module_rebinds_is_not_taken_as_bound_once(tmp_path):
+    util = (
+        "import torch\n\nDEVICE = torch.device('cuda')\n\n\ndef set_device(d):\n    global DEVICE\n"
+        "    DEVICE = d\n\n\ndef dev():\n    return DEVICE\n\n\n"
+        "def make_loader(ds):\n    return torch.utils.data.DataLoader(ds, batch_size=4)\n"
+    )
+    root = _project(tmp_path, {"util.py": util, "train.py": TRAIN}, installable=True)
+    assert _fixes(root, "train.py")[9] == "unsafe"  # set_device may make it any device
+    root = _project(tmp_path, {"util.py": util.replace("    global DEVICE\n", ""), "train.py": TRAIN}, installable=True)
+    assert _fixes(root, "train.py")[9] == "safe"  # a local of set_device: DEVICE is bound once

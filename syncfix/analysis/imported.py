@@ -220,7 +220,11 @@ def reduced_source(data: bytes, name: str, *, kind: str = "def") -> bytes | None
             else:
                 out.extend(lines[first - 1 : header_end])
                 out.append(b"    pass\n")
-        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and (classes or stmt.name != name):
+        elif (
+            isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and (classes or stmt.name != name)
+            and not _rebinds_globals(stmt, used)
+        ):
             out.append(f"{stmt.name} = {UNKNOWN_BINDING}\n".encode())
         elif isinstance(stmt, ast.Expr) and not any(isinstance(n, ast.NamedExpr) for n in ast.walk(stmt)):
             pass  # binds nothing (a docstring, a call)
@@ -234,6 +238,13 @@ def reduced_source(data: bytes, name: str, *, kind: str = "def") -> bytes | None
             out[-1] += b"\n"
         last = max(last, end)
     return b"".join(out) if found else None
+
+
+def _rebinds_globals(stmt: ast.stmt, used: set[str]) -> bool:
+    """Does ``stmt`` (a function or class) declare ``global`` a name the kept code reads? Then it
+    is kept whole: its rebinding is one of the name's bindings (``def set_device(d): global
+    DEVICE; DEVICE = d``), without which the name would look bound once."""
+    return any(isinstance(n, ast.Global) and used.intersection(n.names) for n in ast.walk(stmt))
 
 
 def _names_in_class_headers(tree: ast.Module) -> set[str]:
