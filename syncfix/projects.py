@@ -25,6 +25,8 @@ from .config import DEFAULT_EXCLUDE, DEFAULT_HOT_FUNCTIONS
 from .repetition import is_test_path
 
 MARKERS = ("pyproject.toml", ".git")
+#: Above this many modules a project is not treated as closed (see :class:`Project`).
+CLOSED_MODULES = 400
 
 
 def project_root(path: Path) -> Path | None:
@@ -94,7 +96,9 @@ class Project:
             if len(candidates.get(target, ())) > 1
             for m in candidates[target]
         }
-        self.closed = is_closed(root)
+        # each file of a closed project carries the whole project's table: bounded, so that a
+        # big project's contexts stay small (beyond it, the installable policy holds)
+        self.closed = len(sources) <= CLOSED_MODULES and is_closed(root)
         self.files = {
             name: ModuleFile(
                 name,

@@ -389,3 +389,14 @@ def test_a_global_another_function_of_the_module_rebinds_is_not_taken_as_bound_o
     assert _fixes(root, "train.py")[9] == "unsafe"  # set_device may make it any device
     root = _project(tmp_path, {"util.py": util.replace("    global DEVICE\n", ""), "train.py": TRAIN}, installable=True)
     assert _fixes(root, "train.py")[9] == "safe"  # a local of set_device: DEVICE is bound once
+
+
+def test_a_big_project_is_not_treated_as_closed(tmp_path, monkeypatch):
+    import syncfix.projects as projects
+
+    root = _project(tmp_path, {"engine.py": ENGINE, "train.py": MAIN})
+    assert Project(root).closed
+    monkeypatch.setattr(projects, "CLOSED_MODULES", 1)
+    project = Project(root)
+    assert not project.closed
+    assert [m.name for m in project.context(root / "train.py", "train").modules] == ["engine"]  # its imports only
