@@ -60,7 +60,6 @@ class ProjectModules:
     names an import may reach each by (``ModuleFile.aliases``: unique in the whole project)."""
 
     def __init__(self, modules: Sequence[ModuleFile], devices: Sequence[str] | None, *, closed: bool = False) -> None:
-        self.modules = tuple(modules)
         self.devices = tuple(devices) if devices is not None else None
         #: only the project's files import its modules (``ModuleContext.closed``)
         self.closed = closed
