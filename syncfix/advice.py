@@ -49,7 +49,11 @@ class Explainer:
                 self._fixes.setdefault((f.path, f.code), []).append(f)
 
     def covering(self, f: Finding) -> Finding | None:
-        """Another finding of the same rule and file whose fix rewrites ``f``'s line too."""
+        """Another finding of the same rule and file whose fix rewrites ``f``'s line too. Not
+        for a finding whose rule said it has no fix: an edit of the same line (fixes replace
+        whole lines) does not remove what that finding reports."""
+        if "no fix" in f.message:
+            return None
         for other in self._fixes.get((f.path, f.code), ()):
             edit = other.fix.edit if other.fix is not None else None
             if other is not f and edit is not None and edit.start_line <= f.line <= edit.end_line:

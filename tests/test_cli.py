@@ -457,3 +457,22 @@ def test_readme_example_is_real_output(project):
     project("ex.py", before)
     run("apply", "ex.py")
     assert open("ex.py").read() == after
+
+
+def test_a_finding_without_a_fix_is_not_said_to_be_fixed_by_an_edit_of_its_line():
+    # Two copies in one line: the rule fixes one and says "no fix" for the other. The fix's
+    # edit replaces the whole line, which is no reason to say the other is fixed with it.
+    from syncfix.advice import Explainer
+    from syncfix.model import Applicability, Edit, Finding, FixInfo
+
+    line = "x, y = x.to(device=d, dtype=t), y.to(device=d)\n"
+    edit = Edit(4, 4, line.replace("d)\n", "d, non_blocking=True)\n"), line)
+    fixed = Finding("SFX101", "n", "Blocking copy", "f.py", 4, 34, 4, 48,
+                    FixInfo(Applicability.SAFE, "Copy with non_blocking=True", edit))
+    unfixed = Finding("SFX101", "n", "Blocking copy (the source may be written again: no fix)",
+                      "f.py", 4, 8, 4, 32)
+    covered = Finding("SFX101", "n", "Blocking copy", "f.py", 4, 8, 4, 32)
+    explain = Explainer([fixed, unfixed, covered], unsafe_fixes=False)
+    assert "fixed together" not in explain(unfixed)
+    assert "see `syncfix rule SFX101`" in explain(unfixed)
+    assert explain(covered).endswith("fixed together with the finding at line 4")
