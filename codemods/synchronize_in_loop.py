@@ -22,7 +22,8 @@ class SynchronizeInLoop(Rule):
 
     A **deliberate** synchronization is reported as "deliberate (timing)": one whose next
     statement reads a clock (`time.time()`, `time.perf_counter()`, `time.monotonic()`,
-    `timeit.default_timer()`..., in the same or the next statement), one followed by the event's
+    `timeit.default_timer()`..., in the same or the next statement, or after at most two log
+    lines such as `print(...)` or `logger.info(...)`), one followed by the event's
     `elapsed_time`, and one under an `if` that tests a timing switch (`if args.sync:`,
     `if self.benchmark:`, `if profile:`, `if cfg.timing:`: a name or attribute made of words
     such as `sync`, `benchmark`, `profile`, `timing`, `timer`). There the wait is the point.
@@ -151,18 +152,33 @@ class SynchronizeInLoop(Rule):
             return False
         body = list(line.body)
         following = body[body.index(small) + 1 :][:1]
-        if not following:  # the first statement of the next line
+        if not following:  # the first statement of the next line, past log lines
             block = a.block_of(line)
             stmts = list(block[1]) if block is not None else []
             i = next((i for i, s in enumerate(stmts) if s is line), len(stmts))
-            after = stmts[i + 1 : i + 2]
-            if after and isinstance(after[0], cst.SimpleStatementLine):
-                following = list(after[0].body)[:1]
+            for after in stmts[i + 1 : i + 1 + _LOG_LINES_SKIPPED + 1]:
+                if not isinstance(after, cst.SimpleStatementLine):
+                    break
+                following = list(after.body)[:1]
+                if not self._log_line(after) or a.is_clock_read(after):
+                    break
         targets: list[cst.CSTNode] = [small, *following]
         if any(a.is_clock_read(t) for t in targets):
             return True
         return what.startswith("Event") and any("elapsed_time" in _code(t) for t in targets)
 
+    def _log_line(self, line: cst.SimpleStatementLine) -> bool:
+        """Is ``line`` only log calls (``print(...)``, ``logger.info(...)``)? They queue no GPU
+        work, so a clock read after them still times what the sync waited for."""
+        return all(
+            isinstance(s, cst.Expr) and isinstance(s.value, cst.Call) and self.analysis.is_logging_call(s.value)
+            for s in line.body
+        )
+
+
+# Log lines that may stand between a sync and its clock read (``synchronize(); print(...);
+# t = time.time()``): a few, so that "a clock read follows it" stays true to the eye.
+_LOG_LINES_SKIPPED = 2
 
 # Words that make a name a timing switch (``args.sync``, ``self.benchmark``, ``do_profile``).
 _SWITCH_WORDS = {

@@ -26,6 +26,23 @@ def test_synchronize_without_clock_is_not_called_timing():
     assert "timing" not in msg and "deliberate" not in msg
 
 
+def test_log_lines_between_synchronize_and_clock_keep_it_timing():
+    # Swin-Transformer's throughput(): synchronize(); logger.info(...); tic1 = time.time()
+    for logs in ("    print('timing')\n", "    logging.info('a')\n    print(x.sum().item())\n"):
+        (msg,) = _messages(f"    torch.cuda.synchronize()\n{logs}    t = time.time()\n", "SFX106")
+        assert "deliberate (timing)" in msg, logs
+
+
+def test_gpu_work_or_many_lines_before_the_clock_are_not_timing():
+    for between in (
+        "    print('a')\n    y = x + 1\n",  # queues GPU work before the clock
+        "    print('a')\n    print('b')\n    print('c')\n",  # the clock is not what follows
+        "    meter.update(1)\n",  # not a log line: it may queue anything
+    ):
+        (msg,) = _messages(f"    torch.cuda.synchronize()\n{between}    t = time.time()\n", "SFX106")
+        assert "deliberate" not in msg, between
+
+
 def test_event_synchronize_then_elapsed_time_is_timing():
     body = (
         "    e = torch.cuda.Event(enable_timing=True)\n    e.synchronize()\n"
@@ -63,7 +80,7 @@ def test_a_switch_outside_the_loop_does_not_make_it_deliberate():
 def test_deliberate_fixture_each_sync_says_deliberate_and_nothing_is_rewritten():
     src = (FIXTURES / "deliberate_timing.in.py").read_text()
     findings = check_code(src, select=["SFX106"])
-    assert len(findings) == 4
+    assert len(findings) == 5
     assert all("deliberate (timing)" in f.message for f in findings)
     assert fix_code(src, select=["SFX106"], unsafe_fixes=True) == src
 
