@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -193,6 +194,7 @@ class Structure:
         # resolving positions (a codegen pass over the whole module).
         self.order = rec.order
         self._by_type = rec.by_type
+        self._ranks: dict[type, list[int]] = {}  # per type, the ranks of _by_type's nodes
         self.memo: dict[tuple[str, cst.CSTNode], object] = {}  # per-node facts helpers cache
         global _active
         _active = self
@@ -228,6 +230,21 @@ class Structure:
         found = [n for kind in kinds for n in self._by_type.get(kind, ())]
         found.sort(key=self.order.__getitem__)
         return found
+
+    def within(self, node: cst.CSTNode, kind: type) -> Sequence[cst.CSTNode]:
+        """The nodes of exact type ``kind`` in ``node``'s subtree (``node`` included), in source
+        order: read off the type index by pre-order rank (a subtree is one run of ranks), no
+        walk. ``node`` must be part of the recorded module."""
+        nodes = self._by_type.get(kind)
+        if not nodes:
+            return ()
+        ranks = self._ranks.get(kind)
+        if ranks is None:
+            ranks = self._ranks[kind] = [self.order[n] for n in nodes]
+        last = node
+        while below := self.children.get(last):
+            last = below[-1]
+        return nodes[bisect_left(ranks, self.order[node]) : bisect_right(ranks, self.order[last])]
 
     def descendants(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         """``node`` and everything under it, in visit (source) order."""

@@ -400,3 +400,27 @@ def test_a_big_project_is_not_treated_as_closed(tmp_path, monkeypatch):
     project = Project(root)
     assert not project.closed
     assert [m.name for m in project.context(root / "train.py", "train").modules] == ["engine"]  # its imports only
+
+
+def test_a_file_importing_only_other_names_of_the_module_is_not_parsed_for_its_calls(tmp_path, monkeypatch):
+    # report.py imports engine's other function only: it cannot call train_one_epoch, which
+    # its import statements (read with Python's parser) show without LibCST's parse
+    engine = ENGINE + "\n\ndef evaluate(model):\n    return model\n"
+    files = {"engine.py": engine, "train.py": MAIN, "report.py": "from engine import evaluate\n\nevaluate(None)\n"}
+    root = _project(tmp_path, files)
+    loaded: list[str] = []
+    load = imported.ProjectModules._load
+
+    def counting(self, module, name, **kw):
+        loaded.append(Path(module.path).name)
+        return load(self, module, name, **kw)
+
+    monkeypatch.setattr(imported.ProjectModules, "_load", counting)
+    assert _fixes(root, "engine.py") == {6: "safe", 7: "safe"}
+    assert "train.py" in loaded and "report.py" not in loaded
+    # importing the module itself may reach any of its functions: that file is read in full
+    (root / "report.py").write_text("import engine\n\nengine.evaluate(None)\n")
+    loaded.clear()
+    imported.forget()
+    assert _fixes(root, "engine.py") == {6: "safe", 7: "safe"}
+    assert "report.py" in loaded

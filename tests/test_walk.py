@@ -172,6 +172,17 @@ def test_nodes_of_a_type_are_what_a_walk_finds_in_order(source):
     assert structure.of_type(cst.Lambda) == [] or "lambda" in source
 
 
+@pytest.mark.parametrize("source", [PRUNED, MODERN, *list(_sources())[:5]])
+def test_nodes_within_a_subtree_are_what_walking_it_finds(source):
+    module = cst.parse_module(source)
+    structure = Structure(module)
+    kinds = (cst.Call, cst.Name, cst.SimpleStatementLine, cst.Lambda)
+    for node in structure.descendants(module):
+        below = list(structure.descendants(node))
+        for kind in kinds:
+            assert list(structure.within(node, kind)) == [n for n in below if type(n) is kind]
+
+
 @pytest.mark.parametrize("source", list(_sources()))
 def test_structure_read_off_the_fields_is_libcsts_walk(source):
     # the recorder reads each node class's visit order from LibCST's own source; it must

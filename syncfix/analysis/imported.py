@@ -65,6 +65,14 @@ class ProjectModules:
         self.closed = closed
         self._by_name = {alias: m for m in modules for alias in m.aliases}
         self._files = {m.name: m for m in modules}
+        # Whole modules loaded to read their calls of this project's functions, the last few
+        # kept while this file is analysed: a module that calls several functions of another
+        # is parsed once, not once per function. Each is a live tree (which slows every garbage
+        # collection), so only a few, and only for this file. Kept only while every value in
+        # it is complete: one a cut cycle touched is dropped, and one in use is not shared (its
+        # half-computed facts would read as final).
+        self._whole: OrderedDict[str, ModuleAnalysis | None] = OrderedDict()
+        self._in_use: set[str] = set()
 
     def find(self, qualname: str, package: str | None) -> tuple[ModuleFile, str] | None:
         """The project module and top-level name a qualified name refers to (``.util.dev``
@@ -151,7 +159,29 @@ class ProjectModules:
 
     def _passed_in(self, importer: ModuleFile, module: str, function: str) -> list[_Passed] | None:
         target = self._files.get(module)
-        analysis = self._load(importer, None)
+        if target is not None and not _may_reach(importer, target, function):
+            return []  # it imports other names of the module only: no call (and no parse)
+        path = importer.path
+        if path in self._in_use:  # asked again while its calls are being read: a fresh copy
+            return self._read_calls(self._load(importer, None), target, function)
+        if path in self._whole:
+            self._whole.move_to_end(path)
+        else:
+            self._whole[path] = self._load(importer, None)
+            while len(self._whole) > _WHOLE_KEPT:
+                self._whole.popitem(last=False)
+        whole = self._whole[path]
+        before = _cuts
+        self._in_use.add(path)
+        try:
+            return self._read_calls(whole, target, function)
+        finally:
+            self._in_use.discard(path)
+            if _cuts != before:  # a cut cycle may have left weaker values in it: not reused
+                self._whole.pop(path, None)
+
+    @staticmethod
+    def _read_calls(analysis: ModuleAnalysis | None, target: ModuleFile | None, function: str) -> list[_Passed] | None:
         if target is None or analysis is None:
             return None
         calls = calls_of(analysis, target, function)
@@ -187,6 +217,9 @@ class ProjectModules:
             package=module.package,
         )
 
+
+#: How many whole modules one file's analysis keeps loaded for their calls (ProjectModules._whole).
+_WHOLE_KEPT = 4
 
 #: What a function or class of the other module left out of its reduced source is bound to: a
 #: name bound to nothing syncfix knows (so a call of it is unknown, never a builtin's value).
@@ -425,6 +458,40 @@ def calls_of(a: ModuleAnalysis, target: ModuleFile, function: str) -> list[cst.C
                     return None
                 calls.append(call)
     return calls
+
+
+def _may_reach(importer: ModuleFile, target: ModuleFile, function: str) -> bool:
+    """Could :func:`calls_of` find anything but "no calls" in ``importer``? Only where it
+    imports ``function`` from ``target``, or ``target`` itself, or all of it (``*``): the
+    import statements of :func:`calls_of`, read off Python's own parse instead of LibCST's. True
+    when the file cannot be read as the index saw it (the full path then says why)."""
+    try:
+        data = read_source(importer.path).data
+        if digest(data) != importer.digest:
+            return True
+        tree = _parsed(data)[0]
+    except Exception:  # unreadable, unparsable: the full path gives up on it
+        return True
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = "." * node.level + (node.module or "")
+            if base.startswith("."):
+                head = resolve_relative(importer.package, "." * node.level)
+                if head is None:
+                    continue
+                rest = base[node.level :]
+                base = f"{head}.{rest}" if head and rest else head or rest
+            for alias in node.names:
+                if alias.name == "*" and base in target.aliases:
+                    return True
+                if base in target.aliases and alias.name == function:
+                    return True
+                if f"{base}.{alias.name}" in target.aliases:
+                    return True
+        elif isinstance(node, ast.Import):
+            if any(alias.name in target.aliases for alias in node.names):
+                return True
+    return False
 
 
 def portable(v: Value) -> Value:

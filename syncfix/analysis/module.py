@@ -166,6 +166,11 @@ class ModuleAnalysis:
             return self._syntax_of.positions
         return self.wrapper.resolve(PositionProvider)
 
+    def nodes_within(self, node: cst.CSTNode, kind: type) -> Sequence[cst.CSTNode]:
+        """The nodes of exact type ``kind`` under ``node`` (and ``node`` itself), in source
+        order, without a walk (from the index of the module's nodes by type)."""
+        return self.structure.within(node, kind)
+
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         return self.structure.parent.get(node)
 
