@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import itertools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ class Analyzed:
     visitors: Sequence[Rule] = ()
     analysis: ModuleAnalysis | None = None
     repetition: Repetition | None = None  # made for skipping one-time code; the filter reuses it
+    source: str | None = None  # the module's text, when known to be what it was parsed from
 
     @cached_property
     def parents(self) -> dict:
@@ -59,6 +61,10 @@ class Analyzed:
     def top_lines(self) -> dict[cst.CSTNode, tuple[int, str]]:
         """Each top-level statement's first line (leading comments included) and exact text."""
         module = self.module
+        if self.source is not None:
+            found = _top_lines_of_source(module, self.source)
+            if found is not None:
+                return found
         line = 1 + sum(len(split_lines(module.code_for_node(h))) for h in module.header)
         out: dict[cst.CSTNode, tuple[int, str]] = {}
         for i, stmt in enumerate(module.body):
@@ -87,6 +93,47 @@ class Analyzed:
     @cached_property
     def _positions(self) -> dict[cst.CSTNode, Mapping[cst.CSTNode, CodeRange]]:
         return {}
+
+
+def _top_lines_of_source(module: cst.Module, source: str) -> dict[cst.CSTNode, tuple[int, str]] | None:
+    """What :meth:`Analyzed.top_lines` generates, cut out of the text the module was parsed
+    from instead: each statement's first code line from Python's parse, less the comment and
+    blank lines LibCST gives it; the lines up to the next statement's start are its text (the
+    module is its header, its statements and its footer, in order). None wherever the two
+    parses do not line up as expected (the caller then generates the text)."""
+    try:
+        body = ast.parse(source).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None  # e.g. syntax newer than this Python's
+    lines = split_lines(source)
+    starts: list[int] = []
+    k = 0
+    for stmt in module.body:
+        if k >= len(body):
+            return None
+        node = body[k]
+        k += len(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else 1
+        first, lead = node.lineno, len(stmt.leading_lines)
+        decorators = getattr(stmt, "decorators", ())
+        if decorators:
+            first = node.decorator_list[0].lineno  # type: ignore[attr-defined]
+            lead += len(decorators[0].leading_lines)
+            if not lines[first - 1].lstrip().startswith("@"):
+                return None  # a decorator whose expression starts below its ``@``
+        elif not 0 < first <= len(lines) or not lines[first - 1].strip() or lines[first - 1].lstrip().startswith("#"):
+            return None
+        starts.append(first - lead)
+    if k != len(body) or (starts and starts[0] != 1 + len(module.header)):
+        return None
+    bounds = [*starts, len(lines) - len(module.footer) + 1]
+    if any(a >= b for a, b in itertools.pairwise(bounds)):
+        return None
+    out: dict[cst.CSTNode, tuple[int, str]] = {}
+    for i, stmt in enumerate(module.body):
+        if i == len(module.body) - 1 and not module.has_trailing_newline:
+            break  # the module strips this statement's newline; leave it to the slow path
+        out[stmt] = (starts[i], "".join(lines[starts[i] - 1 : bounds[i + 1] - 1]))
+    return out
 
 
 def _positions_in(stmt: cst.CSTNode, line: int, module: cst.Module) -> Mapping[cst.CSTNode, CodeRange]:
@@ -186,6 +233,7 @@ def analyze(
     settings: Settings,
     context: ModuleContext | None = None,
     skip_cold_of: str | None = None,
+    source: str | None = None,
 ) -> Analyzed:
     """Run ``rules`` over ``module``. With ``skip_cold_of`` (the file's path), rules reported
     only where syncs repeat do not visit one-time code, whose findings
@@ -221,7 +269,7 @@ def analyze(
     except Exception as exc:
         raise InternalError(f"rule crashed: {type(exc).__name__}: {exc}") from exc
     findings = [f for v in visitors for f in v.findings]
-    return Analyzed(module, findings, wrapper, visitors, analysis, repetition)
+    return Analyzed(module, findings, wrapper, visitors, analysis, repetition, source)
 
 
 def fix_allowed(raw: RawFinding, settings: Settings, seen: Seen = None) -> bool:
@@ -480,7 +528,7 @@ def _process_source(
     recorded = settings.observations.for_file(path, data) if settings.observations is not None else None
     seen: Seen = None
     for _round in range(MAX_ROUNDS):
-        analyzed = analyze(module, rules, settings, context, path if skip_cold else None)
+        analyzed = analyze(module, rules, settings, context, path if skip_cold else None, source=text)
         # observations describe the file as it was recorded: the first round only
         seen = (recorded, analyzed) if recorded is not None and _round == 0 else None
         sup = suppression.parse(text)

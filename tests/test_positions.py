@@ -21,6 +21,9 @@ ODD = {
     "tabs": "def f():\n\tfor i in range(3):\n\t\tprint(i)\n",
     "continuation": "x = (1 +\n     2)\ny = \\\n    3\ns = '''a\nb'''\n",
     "empty": "",
+    "semicolons-and-comments": "a = 1; b = 2\n# about c\n\nc = 3\ndef f():\n    x = 1\n    # trailing, indented\n\n# next\ny = 4\n",
+    "form-feed": "import torch\n\x0c\ndef f():\n    pass\n",
+    "parenthesized-decorator": "@(\n    dec\n)\ndef f():\n    pass\n",
 }
 
 
@@ -35,7 +38,7 @@ def _sources():
 def test_positions_by_statement_are_libcsts(source):
     module = cst.parse_module(source)
     expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    analyzed = engine.analyze(module, [], Settings())
+    analyzed = engine.analyze(module, [], Settings(), source=source)
     assert analyzed.analysis is not None
     nodes = list(analyzed.analysis.structure.descendants(module))
     assert len(nodes) == len(expected)
@@ -51,3 +54,14 @@ def test_a_position_generates_one_statement_only():
     three = module.body[2].body[0].value.elements[0].value  # type: ignore[attr-defined]
     assert (analyzed.position(three).start.line, analyzed.position(three).start.column) == (4, 4)
     assert list(analyzed._positions) == [module.body[2]]
+
+
+@pytest.mark.parametrize("source", list(_sources()))
+def test_statement_texts_cut_from_the_source_are_what_libcst_generates(source):
+    module = cst.parse_module(source)
+    cut = engine._top_lines_of_source(module, source)
+    generated = engine.Analyzed(module, [], MetadataWrapper(module)).top_lines  # no source: generated
+    if cut is None:  # where the two parses do not line up, the text is generated instead
+        assert "@(" in source or not source
+        return
+    assert cut == generated

@@ -35,7 +35,7 @@ def _loss_reduction(a: ModuleAnalysis, call: cst.Call) -> str | None:
             return None  # the 4th positional argument of several is the legacy size_average
         return _reduction(call)
     func = call.func
-    if not a.solver.get("mentions-loss", a.module, lambda m: "Loss" in m.code, False, False):
+    if not a.solver.get("mentions-loss", a.module, lambda m: _names_a_loss(a), False, False):
         return None  # no loss module in this file (a cheap filter before following bindings)
     if isinstance(func, cst.Name):
         makers = a.reaching_values(func)
@@ -47,6 +47,12 @@ def _loss_reduction(a: ModuleAnalysis, call: cst.Call) -> str | None:
         return None
     reductions = {_module_reduction(a, m) for m in makers}
     return reductions.pop() if len(reductions) == 1 else None
+
+
+def _names_a_loss(a: ModuleAnalysis) -> bool:
+    """Does a name in the module spell a loss module (``...Loss``)? Every loss module's name is
+    written somewhere in the code that makes one (``nn.MSELoss``, an import of it)."""
+    return any("Loss" in n.value for n in a.nodes_within(a.module, cst.Name) if isinstance(n, cst.Name))
 
 
 def _reduction(call: cst.Call) -> str | None:

@@ -32,9 +32,10 @@ def narrowed_kind(a: ModuleAnalysis, name: cst.Name) -> Kind | None:
     for anc in a.ancestors(name):
         if isinstance(anc, _SCOPES):
             return None  # a test outside the function says nothing about a call made later
-        if isinstance(anc, cst.If) and child is anc.body and name.value not in a.effects(anc.body).writes:
+        if isinstance(anc, cst.If) and child is anc.body:
+            # the test first: most are no type test, and a body's effects cost a walk of it
             kind = _proven_kind(a, anc.test, name.value)
-            if kind is not None:
+            if kind is not None and name.value not in a.effects(anc.body).writes:
                 return kind
         child = anc
     return None
