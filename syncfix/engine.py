@@ -498,10 +498,20 @@ def process_source(
     ``accept`` (interactive mode) is asked about each fix before it is applied. ``context``:
     the file's place in its project (what other files import from it), when known.
     """
+    if not rules_for(data, path, settings):
+        return data, [], []  # no rule can fire: no parse, and no deep-stack thread either
     return call_deep(
         _process_source, data, path, settings, fix=fix, with_edits=with_edits, accept=accept,
         context=context,
     )
+
+
+def rules_for(data: bytes, path: str, settings: Settings) -> list[type[Rule]]:
+    """The enabled rules that may fire on ``data`` at ``path`` (judged without parsing it)."""
+    rules = prefilter(data, enabled_rules(settings, path))
+    if skips_one_time_code(settings, rules) and is_test_path(path):
+        rules = [r for r in rules if not r.ONLY_WHERE_REPEATED]
+    return rules
 
 
 def _process_source(
@@ -515,10 +525,8 @@ def _process_source(
     context: ModuleContext | None = None,
 ) -> tuple[bytes, list[Finding], list[Finding]]:
     enabled = enabled_rules(settings, path)
-    rules = prefilter(data, enabled)
+    rules = rules_for(data, path, settings)
     skip_cold = skips_one_time_code(settings, rules)
-    if skip_cold and is_test_path(path):
-        rules = [r for r in rules if not r.ONLY_WHERE_REPEATED]
     if not rules:
         return data, [], []
     module = parse(data, settings)
