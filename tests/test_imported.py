@@ -350,20 +350,32 @@ def test_a_new_run_in_the_same_process_forgets_what_other_files_said(tmp_path):
     assert _fixes(root, "train.py")[10] == "unsafe"
 
 
-def test_an_answer_a_cut_cycle_made_weaker_is_not_kept():
+def test_an_answer_a_cut_cycle_made_weaker_is_kept_for_the_asking_file_only():
     memo: dict = {}
+    weak: dict = {}  # the asking file's own
     outer, inner = ("o", "", None, "f"), ("i", "", None, "g")
+    computed: list[str] = []
 
     def ask_outer():
-        return imported._memoised(memo, outer, lambda: ("outer", imported._memoised(memo, inner, ask_inner)))
+        computed.append("outer")
+        return imported._memoised(memo, outer, lambda: ("outer", imported._memoised(memo, inner, ask_inner, weak)), weak)
 
     def ask_inner():
-        return ("inner", imported._memoised(memo, outer, ask_outer))  # back to outer: cut
+        computed.append("inner")
+        return ("inner", imported._memoised(memo, outer, ask_outer, weak))  # back to outer: cut
 
     assert ask_outer() == ("outer", ("inner", None))
-    assert memo == {}  # both answers rest on the cut: neither is kept
-    assert imported._memoised(memo, ("x", "", None, "h"), lambda: 1) == 1
-    assert memo == {("x", "", None, "h"): 1}  # no cycle: kept
+    assert memo == {}  # both answers rest on the cut: not kept for other files
+    assert weak == {outer: ("outer", ("inner", None)), inner: ("inner", None)}
+    # asked again while the same file is analysed: the answer it had, not a second computation
+    assert imported._memoised(memo, inner, ask_inner, weak) == ("inner", None)
+    assert computed == ["outer", "inner"]
+    # what reads a weaker answer rests on the cut too: kept for this file only
+    reader = ("r", "", None, "k")
+    assert imported._memoised(memo, reader, lambda: imported._memoised(memo, inner, ask_inner, weak), weak)
+    assert reader not in memo and reader in weak
+    assert imported._memoised(memo, ("x", "", None, "h"), lambda: 1, {}) == 1
+    assert memo == {("x", "", None, "h"): 1}  # no cycle: kept for every file
 
 
 def test_a_whole_module_name_names_that_module_whatever_else_ends_with_it(tmp_path):

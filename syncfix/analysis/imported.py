@@ -73,6 +73,8 @@ class ProjectModules:
         # half-computed facts would read as final).
         self._whole: OrderedDict[str, ModuleAnalysis | None] = OrderedDict()
         self._in_use: set[str] = set()
+        # Answers a cut cycle made weaker, kept for this file only (see _memoised).
+        self._weak: dict[_Key, Any] = {}
 
     def find(self, qualname: str, package: str | None) -> tuple[ModuleFile, str] | None:
         """The project module and top-level name a qualified name refers to (``.util.dev``
@@ -102,7 +104,7 @@ class ProjectModules:
             fn = top_level_function(analysis, name) if analysis is not None else None
             return portable(analysis.returned(fn)) if analysis is not None and fn is not None else None
 
-        return _memoised(_VALUES, key, compute)
+        return _memoised(_VALUES, key, compute, self._weak)
 
     def is_module_class(self, qualname: str, package: str | None) -> bool:
         """Is the imported class ``qualname`` an ``nn.Module`` subclass (through its bases, in
@@ -120,7 +122,7 @@ class ProjectModules:
             cls = top_level(analysis, name, cst.ClassDef) if analysis is not None else None
             return MODULE if cls is not None and analysis is not None and class_is_module(analysis, cls) else None
 
-        return _memoised(_VALUES, key, compute) is not None
+        return _memoised(_VALUES, key, compute, self._weak) is not None
 
     def arguments(
         self, module: str, function: str, index: int | None, param: str, keyword_ok: bool
@@ -148,7 +150,7 @@ class ProjectModules:
     def _calls_in(self, importer: ModuleFile, module: str, function: str) -> list[_Passed] | None:
         """What each call of ``module.function`` in ``importer`` passes (memoised per process)."""
         key = (importer.path, importer.digest, self.devices, f"{module}.{function}")
-        return _memoised(_ARGUMENTS, key, lambda: self._passed_in(importer, module, function))
+        return _memoised(_ARGUMENTS, key, lambda: self._passed_in(importer, module, function), self._weak)
 
     def _importers_of(self, module: str) -> list[ModuleFile | None]:
         """The project modules that import ``module`` (a None among them: not all are known)."""
@@ -339,13 +341,18 @@ T = TypeVar("T")
 _cuts = 0  # how many times a cycle was cut so far (answers computed across a cut are not kept)
 
 
-def _memoised(memo: dict[_Key, T | None], key: _Key, compute: Callable[[], T | None]) -> T | None:
+def _memoised(memo: dict[_Key, T | None], key: _Key, compute: Callable[[], T | None], weak: dict[_Key, Any]) -> T | None:
     """``compute()``, kept in ``memo`` under ``key``; None inside a cycle of questions through
-    files. An answer that a cut cycle made weaker is not kept: kept, it would depend on which
-    file asked first, and the same file would get other findings in another run's order."""
+    files. An answer that a cut cycle made weaker is kept only in ``weak``, the asking file's
+    own memo: kept for the process, it would depend on which file asked first, and the same
+    file would get other findings in another run's order. (Weaker is still sound: a cut
+    answers "unknown".)"""
     global _cuts
     if key in memo:
         return memo[key]
+    if key in weak:
+        _cuts += 1  # what reads a weaker answer is weaker too: kept for this file only
+        return weak[key]  # type: ignore[no-any-return]
     if key in _BUSY:
         _cuts += 1
         return None
@@ -360,6 +367,8 @@ def _memoised(memo: dict[_Key, T | None], key: _Key, compute: Callable[[], T | N
         if len(memo) >= _KEEP:
             memo.clear()
         memo[key] = answer
+    else:
+        weak[key] = answer
     return answer
 
 
