@@ -6,14 +6,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from syncfix.analysis import (
-    READ_BUILTIN_NAMES,
-    READ_METHODS,
-    Device,
-    HostRead,
-    Kind,
-    ModuleAnalysis,
-)
+from syncfix.analysis import Device, HostRead, Kind, ModuleAnalysis
 from syncfix.rules import Fix, Invalid, Rule
 from syncfix.walk import walk
 
@@ -191,7 +184,7 @@ class MergeScalarReads(Rule):
             and a.enclosing_loop(stmt) is not None
         ):
             return []  # ``total += t.item()`` in a loop: SFX302 keeps the sum on the device
-        if not any(self._may_read(call) for call in a.nodes_within(stmt, cst.Call)):
+        if not any(a.may_be_host_read(call) for call in a.nodes_within(stmt, cst.Call)):  # type: ignore[arg-type]
             return []  # most lines: no call that could be a host read, so no walk
         found: list[HostRead] = []
         # Assignment targets run after the value: their reads are out of textual order.
@@ -225,14 +218,6 @@ class MergeScalarReads(Rule):
             if a.effects(stmt).writes & receivers:
                 return []
         return found
-
-    def _may_read(self, call: cst.CSTNode) -> bool:
-        """Could ``call`` be a host read (what ``host_read`` accepts, judged on its syntax)?"""
-        assert isinstance(call, cst.Call)
-        func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value in READ_METHODS:
-            return True
-        return self.analysis.may_end_in(func, READ_BUILTIN_NAMES)
 
     def _quiet(self, stmt: cst.SimpleStatementLine) -> bool:
         """Nothing in ``stmt`` can change a tensor, exit, or run unknown code."""

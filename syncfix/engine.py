@@ -498,11 +498,12 @@ def process_source(
     ``accept`` (interactive mode) is asked about each fix before it is applied. ``context``:
     the file's place in its project (what other files import from it), when known.
     """
-    if not rules_for(data, path, settings):
+    rules = rules_for(data, path, settings)
+    if not rules:
         return data, [], []  # no rule can fire: no parse, and no deep-stack thread either
     return call_deep(
-        _process_source, data, path, settings, fix=fix, with_edits=with_edits, accept=accept,
-        context=context,
+        _process_source, data, path, settings, rules, fix=fix, with_edits=with_edits,
+        accept=accept, context=context,
     )
 
 
@@ -518,17 +519,16 @@ def _process_source(
     data: bytes,
     path: str,
     settings: Settings,
+    rules: Sequence[type[Rule]],
     *,
     fix: bool,
     with_edits: bool,
     accept: Accept | None,
     context: ModuleContext | None = None,
 ) -> tuple[bytes, list[Finding], list[Finding]]:
+    """:func:`process_source` for ``rules`` (:func:`rules_for`, not empty), on a deep stack."""
     enabled = enabled_rules(settings, path)
-    rules = rules_for(data, path, settings)
     skip_cold = skips_one_time_code(settings, rules)
-    if not rules:
-        return data, [], []
     module = parse(data, settings)
     applied: list[Finding] = []
     declined: set[tuple] = set()

@@ -30,6 +30,15 @@ class HostRead:
     form: str
 
 
+def may_be_host_read(a: ModuleAnalysis, call: cst.Call) -> bool:
+    """Could ``call`` be a host read, judged on its syntax alone (no value asked)? What
+    :func:`host_read` accepts always passes: a cheap filter before asking it."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value in READ_METHODS:
+        return True
+    return a.may_end_in(func, READ_BUILTIN_NAMES)
+
+
 def host_read(a: ModuleAnalysis, call: cst.Call) -> HostRead | None:
     """``call`` as a host read of a tensor's value (``t.item()``, ``t.tolist()``,
     ``float(t)``, ``int(t)``, ``bool(t)``), or None. The receiver is provably a tensor."""

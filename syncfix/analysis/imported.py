@@ -409,14 +409,9 @@ def calls_of(a: ModuleAnalysis, target: ModuleFile, function: str) -> list[cst.C
     package = a.package
     for node in a.structure.of_type(cst.ImportFrom):
         assert isinstance(node, cst.ImportFrom)
-        base = "." * len(node.relative) + (dotted_name(node.module) or "" if node.module is not None else "")
-        if base.startswith("."):
-            dots = len(base) - len(base.lstrip("."))
-            head = resolve_relative(package, "." * dots)
-            if head is None:
-                continue
-            rest = base[dots:]
-            base = f"{head}.{rest}" if head and rest else head or rest
+        base = _from_base(package, len(node.relative), dotted_name(node.module) if node.module is not None else None)
+        if base is None:
+            continue
         if isinstance(node.names, cst.ImportStar):
             if base in target.aliases:
                 return None
@@ -469,6 +464,18 @@ def calls_of(a: ModuleAnalysis, target: ModuleFile, function: str) -> list[cst.C
     return calls
 
 
+def _from_base(package: str, level: int, module: str | None) -> str | None:
+    """The absolute module a ``from`` import reads (``from ..util import x`` in ``package``),
+    or None when its dots climb out of the project."""
+    rest = module or ""
+    if not level:
+        return rest
+    head = resolve_relative(package, "." * level)
+    if head is None:
+        return None
+    return f"{head}.{rest}" if head and rest else head or rest
+
+
 def _may_reach(importer: ModuleFile, target: ModuleFile, function: str) -> bool:
     """Could :func:`calls_of` find anything but "no calls" in ``importer``? Only where it
     imports ``function`` from ``target``, or ``target`` itself, or all of it (``*``): the
@@ -483,13 +490,9 @@ def _may_reach(importer: ModuleFile, target: ModuleFile, function: str) -> bool:
         return True
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            base = "." * node.level + (node.module or "")
-            if base.startswith("."):
-                head = resolve_relative(importer.package, "." * node.level)
-                if head is None:
-                    continue
-                rest = base[node.level :]
-                base = f"{head}.{rest}" if head and rest else head or rest
+            base = _from_base(importer.package, node.level, node.module)
+            if base is None:
+                continue
             for alias in node.names:
                 if alias.name == "*" and base in target.aliases:
                     return True

@@ -52,7 +52,7 @@ def _loss_reduction(a: ModuleAnalysis, call: cst.Call) -> str | None:
 def _names_a_loss(a: ModuleAnalysis) -> bool:
     """Does a name in the module spell a loss module (``...Loss``)? Every loss module's name is
     written somewhere in the code that makes one (``nn.MSELoss``, an import of it)."""
-    return any("Loss" in n.value for n in a.nodes_within(a.module, cst.Name) if isinstance(n, cst.Name))
+    return any("Loss" in n.value for n in a.structure.of_type(cst.Name) if isinstance(n, cst.Name))
 
 
 def _reduction(call: cst.Call) -> str | None:

@@ -461,6 +461,10 @@ class ModuleAnalysis:
         """``"mean"``/``"sum"``/``"none"``... when ``call`` is a torch loss (losses.py), else None."""
         return losses.loss_reduction(self, call)
 
+    def may_be_host_read(self, call: cst.Call) -> bool:
+        """Could ``call`` be a host read, on its syntax alone (a filter before :meth:`host_read`)?"""
+        return host_reads.may_be_host_read(self, call)
+
     def host_read(self, call: cst.Call) -> HostRead | None:
         """``call`` as a host read of a tensor's value (``t.item()``, ``float(t)``...), or None."""
         return host_reads.host_read(self, call)
