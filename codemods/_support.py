@@ -29,6 +29,7 @@ from syncfix.analysis import (
     METHOD_MAYBE_SELF,
     TORCH_VIEWS,
     Device,
+    Kind,
     ModuleAnalysis,
     dotted_name,
     literal_number,
@@ -393,7 +394,12 @@ def source_may_change(a: ModuleAnalysis, call: cst.Call, *, passed_on: bool = Tr
         for target, value in _assigned_pairs(s)
         if target != root or reaches(s)
     ]
-    pairs += [(target, _alias_root(it)) for target, it in _iteration_bindings(scope_node)]
+    # A batch of a loader whose batches are fresh is no part of the loader (it keeps none): its
+    # items are items of that one batch only.
+    pairs += [
+        (target, f"\0batch{id(it)}" if _fresh_batches(a, it) else _alias_root(it))
+        for target, it in _iteration_bindings(scope_node)
+    ]
     # Up from the source to what it is a view or an item of, then down to every view or item
     # of those. (Not up from a view found on the way down: ``x = vae(x)`` after the loop's
     # ``for x, y in loader`` binds a new ``x``, which makes ``vae`` no part of the batch.)
@@ -559,6 +565,13 @@ def _names_in(target: cst.BaseExpression):
             yield from _names_in(el.value)
     elif isinstance(target, cst.StarredElement):
         yield from _names_in(target.value)
+
+
+def _fresh_batches(a: ModuleAnalysis, iterable: cst.BaseExpression) -> bool:
+    """Is ``iterable`` a loader whose every batch is new memory (a ``DataLoader`` with the
+    default collate: it hands each batch on and keeps no reference to it)?"""
+    v = a.value(iterable)
+    return v.kind is Kind.LOADER and v.fresh
 
 
 def _iteration_bindings(node: cst.CSTNode):

@@ -77,7 +77,14 @@ class BlockingHostToDevice(Rule):
       never mutated or passed on to code that might mutate it. "It" includes everything that
       may share its memory: views of it, and what it is a view or an item of (`rows =
       staging[:n]`, `for t in batch`, `x, y = batch`), so writing `staging` or `batch` after the
-      copy also keeps it blocking.
+      copy also keeps it blocking. The loader may be built elsewhere and reach the loop through
+      what syncfix follows: a parameter (every call of the function passes it), an attribute
+      (`self.train_data`, set from `__init__`'s parameter, which every call of the class
+      passes), a method's parameter (every `obj.method(...)` call passes it), or a generator
+      that passes on its batches (`while True: yield from loader`); in a project nothing
+      outside can import (no packaging, no notebooks), through its other files too. A loader
+      keeps no reference to a batch it hands on, so code that only reaches the loader (a method
+      of `self`) cannot write the batch.
 
     The fix is **unsafe** (applied with `--unsafe-fixes`) where it rests on one of these
     *likely* facts:

@@ -7,6 +7,7 @@ findings are dropped exactly when what other files import from it changes.
 
 from __future__ import annotations
 
+import ast
 import os
 import sys
 from collections.abc import Iterable
@@ -20,6 +21,7 @@ else:  # pragma: no cover
 from .analysis.hotness import file_calls
 from .analysis.hotness import hot_functions as hot_functions_of
 from .analysis.imported import forget
+from .analysis.members import EMPTY, kept, member_use
 from .analysis.project import ModuleContext, ModuleFile, ProjectIndex, digest
 from .config import DEFAULT_EXCLUDE, DEFAULT_HOT_FUNCTIONS
 from .repetition import is_test_path
@@ -75,8 +77,10 @@ class Project:
             self.index.add(name, data, package_of(path, name))
             sources[name] = (path, data)
         self.resolve = _suffixes(sources)
+        # each file parsed once (Python's own parser) for the calls and the attribute names
+        trees = {name: _parsed(data) for name, (_, data) in sources.items()}
         calls = [
-            file_calls(name, data, hot_functions, self.resolve)
+            file_calls(name, trees[name] or b"", hot_functions, self.resolve)
             for name, (path, data) in sources.items()
             if not is_test_path(str(path.relative_to(root)))
         ]
@@ -99,6 +103,12 @@ class Project:
         # each file of a closed project carries the whole project's table: bounded, so that a
         # big project's contexts stay small (beyond it, the installable policy holds)
         self.closed = len(sources) <= CLOSED_MODULES and is_closed(root)
+        # names read across files only where every file is in sight (analysis/members.py)
+        uses = (
+            kept({name: member_use(tree) if tree is not None else EMPTY for name, tree in trees.items()})
+            if self.closed
+            else {}
+        )
         self.files = {
             name: ModuleFile(
                 name,
@@ -109,6 +119,7 @@ class Project:
                 tuple(sorted(aliases.get(name, ()))),
                 tuple(sorted(importers.get(name, ()))),
                 name in ambiguous,
+                uses.get(name, EMPTY),
             )
             for name, (path, data) in sources.items()
         }
@@ -146,6 +157,13 @@ class Project:
             modules,
             self.closed,
         )
+
+
+def _parsed(data: bytes) -> ast.Module | None:
+    try:
+        return ast.parse(data)
+    except (SyntaxError, ValueError):
+        return None  # an unparsable file calls nothing and uses no names
 
 
 def is_closed(root: Path) -> bool:

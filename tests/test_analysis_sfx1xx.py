@@ -85,6 +85,31 @@ def test_rebinding_in_while_loop_still_carried():
     assert a.value(e).device is Device.CUDA_OR_CPU
 
 
+def test_a_binding_at_the_top_of_a_while_body_kills_the_carried_one():
+    # ``batch = next(it)`` is redone before the copy every iteration: last copy never reaches
+    body = "    it = iter(DataLoader(ds))\n    while True:\n        x, y = next(it)\n        _ = x\n        x = x.cuda()\n"
+    a, e = _last_expr(body)
+    v = a.value(e)
+    assert (v.kind, v.device) == (Kind.BATCH, Device.CPU)
+    # not when the rebinding may be skipped (inside an ``if``)
+    body = "    x = torch.ones(3)\n    while True:\n        if c:\n            x = torch.ones(3)\n        _ = x\n        x = x.cuda()\n"
+    a, e = _last_expr(body)
+    assert a.value(e).device is Device.CUDA_OR_CPU
+
+
+def test_a_running_total_reset_each_epoch_keeps_its_sum():
+    # ``total += ...`` has no LibCST access: its bindings come from the loops around it, the outer
+    # one included, whatever the reset above the inner loop (else it read as a number)
+    body = (
+        "    for epoch in range(n):\n        total = 0\n        for step, batch in enumerate(loader):\n"
+        "            with acc.accumulate(model):\n                loss = model(batch)\n"
+        "                total += acc.reduce(loss.detach().float(), reduction='sum')\n"
+        "        if n:\n            _ = total\n"
+    )
+    a, e = _last_expr(body)
+    assert a.value(e).kind is not Kind.NUMBER
+
+
 def test_items_of_a_batch_keep_its_memory():
     body = "    for b in DataLoader(ds, pin_memory=True):\n        for k, v in b.items():\n            _ = v\n"
     a, e = _last_expr(body)

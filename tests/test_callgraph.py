@@ -230,7 +230,8 @@ def test_method_reached_only_through_self_calls():
 @pytest.mark.parametrize(
     "extra, why",
     [
-        ("def other(loop):\n    loop.step(1, 2)\n", "used other than as self's callee"),
+        ("def other(loop):\n    return loop.step\n", "used other than as a callee"),
+        ("def other(loop):\n    Loop.step(loop, 1, 2)\n", "called on a class (``Cls.m(obj, ...)``)"),
         ("class Sub(Loop):\n    def step(self, x, scale):\n        pass\n", "several classes define the method"),
         ("def other(loop):\n    return getattr(loop, 'step')\n", "the module uses getattr"),
     ],
@@ -242,6 +243,20 @@ def test_method_with_callers_out_of_sight_escapes(extra, why):
     loop = next(s for s in module.body if isinstance(s, cst.ClassDef))
     step = next(s for s in loop.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "step")
     assert call_sites(a, step).escapes == why
+
+
+def test_a_call_through_any_object_joins_in():
+    # ``loop.step(1, 2)``: whatever ``loop`` is, it may be a Loop: its arguments join in
+    src = METHODS + "def other(loop):\n    loop.step(1, 2)\n" + SCRIPT_END
+    assert value_of_use(src, "x").kind is Kind.UNKNOWN  # a tensor joined with 1
+    a, module = analyse(src)
+    loop = next(s for s in module.body if isinstance(s, cst.ClassDef))
+    step = next(s for s in loop.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "step")
+    assert call_sites(a, step).escapes is None and len(call_sites(a, step).calls) == 3
+    # a tensor on the same device from the other caller keeps the fact
+    src = METHODS + "def other(loop):\n    loop.step(torch.zeros(1), 2)\n" + SCRIPT_END
+    v = value_of_use(src, "x")
+    assert (v.kind, v.device) == (Kind.TENSOR, Device.CPU)
 
 
 def test_method_of_a_class_with_a_base_escapes():

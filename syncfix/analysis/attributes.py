@@ -55,7 +55,15 @@ def _self_attribute(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
     attr = expr.attr.value
     imported = a.imported
     if imported is not None and (ALL in imported or cls.name.value in imported):
-        return UNKNOWN  # another project file imports the class: a subclass there may set it too
+        # another project file imports the class: a subclass there may set it too, or code
+        # there may store it on an instance; in a closed project the files say (members.py)
+        members = a.project.members if a.project is not None and a.module_name is not None else None
+        if (
+            members is None
+            or members.derived(cls.name.value, skip=a.module_name)
+            or members.stored(attr, skip=a.module_name)
+        ):
+            return UNKNOWN
     # ``self`` may be an instance of a subclass of this module that sets the attribute too.
     classes = callgraph.with_subclasses(a, cls)
     if callgraph.attribute_set_elsewhere(a, attr, classes):

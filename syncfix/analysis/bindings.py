@@ -134,9 +134,32 @@ def carrying_loops(a: ModuleAnalysis, name: cst.Name) -> list[cst.For | cst.Whil
     for i, loop in enumerate(loops):
         if isinstance(loop, cst.For) and any(
             n.value == name.value for n in target_names(loop.target)
-        ):
+        ) or name in _accesses_of(a) and _rebound_first(a, loop, name):
             return loops[:i]
     return loops
+
+
+def _rebound_first(a: ModuleAnalysis, loop: cst.For | cst.While, name: cst.Name) -> bool:
+    """Does a plain assignment at the top of ``loop``'s body bind ``name`` in a statement before
+    the one holding the use (``while ...: batch = next(it); batch = batch.cuda()``)? Then,
+    like a ``for`` target, it is redone every iteration before the use, and nothing carried
+    round the loop reaches the use. (Asked only of a use LibCST records as an access, whose
+    referents hold the bindings before it; an ``x += ...`` target is none: its bindings all
+    come from the loops around it.)"""
+    body = loop.body
+    if not isinstance(body, cst.IndentedBlock):
+        return False
+    holder = next((s for s in (name, *a.ancestors(name)) if a.parent(s) is body), None)
+    for stmt in body.body:
+        if stmt is holder or holder is None:
+            return False
+        if isinstance(stmt, cst.SimpleStatementLine) and any(
+            isinstance(small, cst.Assign)
+            and any(n.value == name.value for t in small.targets for n in target_names(t.target))
+            for small in stmt.body
+        ):
+            return True
+    return False
 
 
 def reaching_values(a: ModuleAnalysis, name: cst.Name) -> list[cst.CSTNode] | None:

@@ -41,11 +41,15 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.metadata import Assignment, ClassScope, GlobalScope
 
+from .members import Members
 from .project import ALL
 from .values import OTHER, UNKNOWN, Kind, Memory, TupleValue, Value, join_all
 
 if TYPE_CHECKING:
     from .module import ModuleAnalysis
+
+#: Bases that call no method of a class deriving from them.
+PLAIN_BASES = frozenset({"builtins.object", "abc.ABC"})
 
 #: Decorators that call the function with the arguments they were given.
 TRANSPARENT_DECORATORS = frozenset(
@@ -68,6 +72,10 @@ class CallSites:
     escapes: str | None  # None: ``calls`` are all its callers (with ``elsewhere``'s)
     #: other files of a closed project may call it too: imported.py answers for those calls
     elsewhere: bool = False
+    #: the name they call it by (a function's, or a class's for its ``__init__``)
+    name: str | None = None
+    #: called as ``obj.name(...)`` (a method), not by an imported name
+    by_attribute: bool = False
 
 
 def call_sites(a: ModuleAnalysis, fn: cst.FunctionDef) -> CallSites:
@@ -104,7 +112,7 @@ def _call_sites(a: ModuleAnalysis, fn: cst.FunctionDef) -> CallSites:
             return CallSites((), "called with *args or **kwargs")
         calls.append(call)
     calls.sort(key=lambda c: a.structure.order.get(c, -1))
-    return CallSites(tuple(calls), None, elsewhere)
+    return CallSites(tuple(calls), None, elsewhere, name)
 
 
 def _calls_seen(a: ModuleAnalysis, fn: cst.FunctionDef) -> tuple[cst.Call, ...]:
@@ -115,7 +123,7 @@ def _calls_seen(a: ModuleAnalysis, fn: cst.FunctionDef) -> tuple[cst.Call, ...]:
     cls = a.parent(block) if block is not None else None
     calls: list[cst.Call] = []
     if isinstance(cls, cst.ClassDef):
-        for ref in _attribute_refs(a).get(name, ()):
+        for ref in attribute_refs(a).get(name, ()):
             call = a.parent(ref)
             owner = next((c for c in a.ancestors(ref) if isinstance(c, cst.ClassDef)), None)
             if isinstance(ref.value, cst.Name) and ref.value.value == "self" and owner is cls and (
@@ -134,45 +142,121 @@ def _calls_seen(a: ModuleAnalysis, fn: cst.FunctionDef) -> tuple[cst.Call, ...]:
 
 
 def _method_call_sites(a: ModuleAnalysis, fn: cst.FunctionDef) -> CallSites:
-    """``self.m(...)`` calls in the class (and its subclasses here) of a method ``m`` that only
-    they can call: the class has no base (no framework calls its methods: ``forward`` through
-    ``nn.Module.__call__``), no other class here defines ``m``, ``m`` is not a dunder, the class
-    is no more importable than a module-level function would be, and every ``.m`` in the module
-    is such a call."""
+    """The calls of a method ``m`` of a top-level class: every ``x.m(...)`` in the module (an
+    object's class is not known where it is called, so every call of that name counts: more
+    calls than the real ones only weaken the join), and in a closed project every such call in
+    the project's other files too (analysis/members.py). ``__init__`` takes the calls of the
+    class itself (:func:`_constructor_call_sites`). The callers are not all in sight, and the
+    method escapes, when: the class derives from a class outside the project (whose code may
+    call its methods: ``forward`` through ``nn.Module.__call__``) or another file derives from
+    it; other code may import the class and the project is not closed; ``m`` is another dunder;
+    another class here defines ``m`` too; or some ``.m`` is not the callee of a plain call
+    (``hook = obj.m``, ``Cls.m(obj, ...)``, ``*args``, ``getattr``). (Library code calls no
+    method of a class that does not derive from one of its classes, unless it is handed the
+    object and duck-types it: taken not to happen, as for module-level functions.)"""
     block = a.parent(fn)
     cls = a.parent(block) if block is not None else None
     name = fn.name.value
     if not isinstance(cls, cst.ClassDef) or a.parent(cls) is not a.module:
         return CallSites((), "a method of a nested class")
-    if any(not (isinstance(b.value, cst.Name) and b.value.value == "object") for b in cls.bases) or cls.keywords:
-        return CallSites((), "a method of a class with a base")
-    if name.startswith("__") or not _module_private(a, cls.name.value):
+    importable = not _module_private(a, cls.name.value)
+    members = _members(a)
+    if importable and members is None:
         return CallSites((), "a method of an importable class")
-    family = with_subclasses(a, cls)
+    if not _plain_class(a, cls, set()):
+        return CallSites((), "a method of a class with a base from outside the project")
+    if members is not None and members.derived(cls.name.value, skip=a.module_name):
+        return CallSites((), "a method of a class another file derives from")
+    if name == "__init__":
+        return _constructor_call_sites(a, cls, importable)
+    if name.startswith("__"):
+        return CallSites((), "a dunder method")
     if _method_definitions(a).get(name, 0) != 1:
         return CallSites((), "several classes define the method")
+    if _dynamic_attributes(a):
+        return CallSites((), "the module uses getattr")
+    if members is not None and members.escapes(name):
+        return CallSites((), "used other than as a callee in some file of the project")
+    classes = module_classes(a)
     calls: list[cst.Call] = []
-    for ref in _attribute_refs(a).get(name, ()):
+    for ref in attribute_refs(a).get(name, ()):
         call = a.parent(ref)
-        owner = next((c for c in a.ancestors(ref) if isinstance(c, cst.ClassDef)), None)
-        if not (
-            isinstance(ref.value, cst.Name)
-            and ref.value.value == "self"
-            and owner in family
-            and isinstance(call, cst.Call)
-            and call.func is ref
-        ):
-            return CallSites((), "used other than as self's callee")
+        if not isinstance(call, cst.Call) or call.func is not ref:
+            return CallSites((), "used other than as a callee")
+        receiver = ref.value
+        if isinstance(receiver, cst.Name) and (receiver.value in classes or receiver.value[:1].isupper()):
+            return CallSites((), "called on a class (``Cls.m(obj, ...)``)")
         if any(arg.star for arg in call.args):
             return CallSites((), "called with *args or **kwargs")
         calls.append(call)
-    if _dynamic_attributes(a):
-        return CallSites((), "the module uses getattr")
     calls.sort(key=lambda c: a.structure.order.get(c, -1))
-    return CallSites(tuple(calls), None)
+    elsewhere = members is not None and any(m != a.module_name for m in members.callers(name))
+    return CallSites(tuple(calls), None, elsewhere, name, by_attribute=True)
 
 
-def _attribute_refs(a: ModuleAnalysis) -> dict[str, list[cst.Attribute]]:
+def _constructor_call_sites(a: ModuleAnalysis, cls: cst.ClassDef, importable: bool) -> CallSites:
+    """The calls of the class, for its ``__init__``: ``Cls(...)`` here, and where other files
+    import it, their calls (imported.py). Not all are in sight when the class has a subclass
+    here (``super().__init__(...)``), defines ``__new__``, builds instances of itself another
+    way (``cls(...)``, ``type(self)(...)``, ``self.__class__``), or its name is used other than
+    as a callee (a factory table, ``functools.partial``)."""
+    if len(with_subclasses(a, cls)) > 1:
+        return CallSites((), "a class with subclasses")
+    body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ()
+    if any(isinstance(s, cst.FunctionDef) and s.name.value == "__new__" for s in body):
+        return CallSites((), "a class with __new__")
+    if "__class__" in attribute_refs(a) or any(
+        isinstance(c, cst.Call) and isinstance(c.func, cst.Name) and c.func.value in ("cls", "type")
+        for c in a.structure.within(cls, cst.Call)
+    ):
+        return CallSites((), "a class that may build instances of itself")
+    scope = a.scope(cls)
+    if scope is None:
+        return CallSites((), "not in a scope")
+    name = cls.name.value
+    assignments = list(scope.assignments[name])
+    if len(assignments) != 1 or not isinstance(assignments[0], Assignment) or assignments[0].node is not cls:
+        return CallSites((), "name bound more than once")
+    calls: list[cst.Call] = []
+    for access in assignments[0].references:
+        call = a.parent(access.node)
+        if not isinstance(call, cst.Call) or call.func is not access.node:
+            return CallSites((), "used other than as a callee")
+        if any(arg.star for arg in call.args):
+            return CallSites((), "called with *args or **kwargs")
+        calls.append(call)
+    calls.sort(key=lambda c: a.structure.order.get(c, -1))
+    return CallSites(tuple(calls), None, importable, name)
+
+
+def _members(a: ModuleAnalysis) -> Members | None:
+    """The project's use of attribute names, where every file is in sight (a closed project)."""
+    if a.project is None or a.module_name is None:
+        return None
+    return a.project.members
+
+
+def _plain_class(a: ModuleAnalysis, cls: cst.ClassDef, seen: set[str]) -> bool:
+    """Does nothing outside the project define behaviour of ``cls``: no decorator, no keyword
+    but an ABC metaclass, and bases among ``object``, ``ABC`` and such classes of this module?"""
+    if cls.name.value in seen or cls.decorators:
+        return False
+    seen.add(cls.name.value)
+    for kw in cls.keywords:
+        if kw.keyword is None or kw.keyword.value != "metaclass" or a.qualname(kw.value) != "abc.ABCMeta":
+            return False
+    for base in cls.bases:
+        if base.star or base.keyword is not None:
+            return False
+        if a.qualname(base.value) in PLAIN_BASES:
+            continue
+        local = module_classes(a).get(base.value.value) if isinstance(base.value, cst.Name) else None
+        if local is None or not _plain_class(a, local, seen):
+            return False
+    return True
+
+
+def attribute_refs(a: ModuleAnalysis) -> dict[str, list[cst.Attribute]]:
     """Every ``x.name`` in the module by ``name`` (one walk per module)."""
     if a.cache.attribute_refs is None:
         refs: dict[str, list[cst.Attribute]] = {}
@@ -203,7 +287,7 @@ def _attribute_refs(a: ModuleAnalysis) -> dict[str, list[cst.Attribute]]:
 def attribute_set_elsewhere(a: ModuleAnalysis, attr: str, family: list[cst.ClassDef]) -> bool:
     """Is ``x.attr`` assigned anywhere in the module other than as ``self.attr`` in a method of
     ``family`` (``trainer.loader = ...``), or is there a ``setattr`` call?"""
-    refs = _attribute_refs(a)
+    refs = attribute_refs(a)
     if "\0setattr" in refs:
         return True
     for ref in refs.get(attr, ()):
@@ -224,13 +308,13 @@ def attribute_set_elsewhere(a: ModuleAnalysis, attr: str, family: list[cst.Class
 
 
 def _method_definitions(a: ModuleAnalysis) -> dict[str, int]:
-    _attribute_refs(a)
+    attribute_refs(a)
     assert a.cache.method_definitions is not None
     return a.cache.method_definitions
 
 
 def _dynamic_attributes(a: ModuleAnalysis) -> bool:
-    _attribute_refs(a)
+    attribute_refs(a)
     return bool(a.cache.dynamic_attributes)
 
 
@@ -306,8 +390,9 @@ def param_value(a: ModuleAnalysis, param: cst.Param) -> Value | None:
     passed = _passed(sites.calls, param, index, keyword_ok)
     values = [across(a.value(expr)) for expr in passed]
     if sites.elsewhere:
-        assert a.project is not None and a.module_name is not None  # elsewhere needs both
-        others = a.project.arguments(a.module_name, fn.name.value, index, param.name.value, keyword_ok)
+        assert a.project is not None and a.module_name is not None and sites.name is not None  # elsewhere needs them
+        ask = a.project.method_arguments if sites.by_attribute else a.project.arguments
+        others = ask(a.module_name, sites.name, index, param.name.value, keyword_ok)
         if others is None:
             return None
         for v in others:
@@ -384,7 +469,7 @@ def local_function(a: ModuleAnalysis, func: cst.BaseExpression) -> cst.FunctionD
     """The one function of this module a plain-name callee ``func`` refers to, or the method a
     ``self.m`` callee refers to when only ``self.m(...)`` calls reach it (no override, no base)."""
     if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-        _attribute_refs(a)
+        attribute_refs(a)
         method = (a.cache.method_defs or {}).get(func.attr.value)
         if method is not None and call_sites(a, method).escapes is None:
             return method
@@ -410,13 +495,36 @@ def return_value(a: ModuleAnalysis, fn: cst.FunctionDef) -> Value:
         return OTHER
     returns = _returns(a, fn)
     if returns is None:
-        return OTHER  # a generator function
+        return _generated(a, fn)
     values = [OTHER if r.value is None else _return_item(a, r.value) for r in returns]
     if not _always_exits(fn.body.body if isinstance(fn.body, cst.IndentedBlock) else ()):
         values.append(OTHER)
     if len(values) == 1:
         return across(values[0])
     return across(join_all(values))
+
+
+def _generated(a: ModuleAnalysis, fn: cst.FunctionDef) -> Value:
+    """What calling a generator function gives: a loader where it only passes on loaders'
+    batches (``while True: yield from loader``), iterated like one; otherwise no tensor."""
+    yields = [y for y in a.structure.within(fn, cst.Yield) if isinstance(y, cst.Yield) and _own(a, y, fn)]
+    sources = [y.value.item for y in yields if isinstance(y.value, cst.From)]
+    if not yields or len(sources) != len(yields):
+        return OTHER
+    values = [a.value(item) for item in sources]
+    if all(v.kind in (Kind.LOADER, Kind.BOTTOM) for v in values):
+        return join_all(values)
+    return OTHER
+
+
+def _own(a: ModuleAnalysis, node: cst.CSTNode, fn: cst.FunctionDef) -> bool:
+    """Is ``node`` in ``fn``'s own body (not in a function, lambda or class nested in it)?"""
+    for up in a.ancestors(node):
+        if up is fn:
+            return True
+        if isinstance(up, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return False
+    return False
 
 
 def _return_item(a: ModuleAnalysis, expr: cst.BaseExpression) -> Value:

@@ -48,11 +48,14 @@ class FileCalls:
     calls: dict[str, list[tuple[Callee, bool]]] = field(default_factory=dict)
 
 
-def file_calls(module: str, source: bytes, hot_functions: Iterable[str], resolve: Mapping[str, str]) -> FileCalls:
-    """The calls of one file. ``resolve`` maps a dotted import target to a project module."""
+def file_calls(
+    module: str, source: bytes | ast.Module, hot_functions: Iterable[str], resolve: Mapping[str, str]
+) -> FileCalls:
+    """The calls of one file (its source, or Python's parse of it). ``resolve`` maps a dotted
+    import target to a project module."""
     out = FileCalls(module)
     try:
-        tree = ast.parse(source)
+        tree = source if isinstance(source, ast.Module) else ast.parse(source)
     except (SyntaxError, ValueError):
         return out
     hot = set(hot_functions)

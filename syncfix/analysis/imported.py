@@ -34,6 +34,7 @@ from libcst.metadata import GlobalScope, MetadataWrapper
 
 from ..fileio import read_source
 from ..walk import keep_active
+from .members import Members
 from .project import ALL, ModuleFile, digest, resolve_relative
 from .syntax import dotted_name
 from .values import Kind, TupleValue, Value
@@ -75,6 +76,17 @@ class ProjectModules:
         self._in_use: set[str] = set()
         # Answers a cut cycle made weaker, kept for this file only (see _memoised).
         self._weak: dict[_Key, Any] = {}
+        self._members: Members | None = None
+
+    @property
+    def members(self) -> Members | None:
+        """What the project's files do with attribute names (members.py); None unless the
+        project is closed (only then are all of its files in sight)."""
+        if not self.closed:
+            return None
+        if self._members is None:
+            self._members = Members({m.name: m.members for m in self._files.values()})
+        return self._members
 
     def find(self, qualname: str, package: str | None) -> tuple[ModuleFile, str] | None:
         """The project module and top-level name a qualified name refers to (``.util.dev``
@@ -147,10 +159,50 @@ class ProjectModules:
                     found.append(keywords.get(param) if keyword_ok else None)
         return found
 
+    def method_arguments(
+        self, module: str, method: str, index: int | None, param: str, keyword_ok: bool
+    ) -> list[Value | None] | None:
+        """What the ``x.method(...)`` calls of the project's files other than ``module`` pass for
+        one parameter (None in the list: the default), whatever ``x`` is (members.py); None
+        when some call cannot be read. Only in a closed project."""
+        members = self.members
+        if members is None:
+            return None
+        found: list[Value | None] = []
+        for name in members.callers(method):
+            caller = self._files.get(name)
+            if name == module:
+                continue  # its own calls are the asking analysis's
+            if caller is None:
+                return None
+            calls = self._method_calls_in(caller, method)
+            if calls is None:
+                return None
+            for positional, keywords in calls:
+                if index is not None and index < len(positional):
+                    found.append(positional[index])
+                else:
+                    found.append(keywords.get(param) if keyword_ok else None)
+        return found
+
+    def _method_calls_in(self, caller: ModuleFile, method: str) -> list[_Passed] | None:
+        """What each ``x.method(...)`` call in ``caller`` passes (memoised per process)."""
+        key = (caller.path, caller.digest, self.devices, f".{method}")
+        return _memoised(
+            _ARGUMENTS, key, lambda: self._passed_in(caller, lambda a: method_calls_of(a, method)), self._weak
+        )
+
     def _calls_in(self, importer: ModuleFile, module: str, function: str) -> list[_Passed] | None:
         """What each call of ``module.function`` in ``importer`` passes (memoised per process)."""
         key = (importer.path, importer.digest, self.devices, f"{module}.{function}")
-        return _memoised(_ARGUMENTS, key, lambda: self._passed_in(importer, module, function), self._weak)
+        target = self._files.get(module)
+        if target is not None and not _may_reach(importer, target, function):
+            return []  # it imports other names of the module only: no call (and no parse)
+
+        def find(analysis: ModuleAnalysis) -> list[cst.Call] | None:
+            return calls_of(analysis, target, function) if target is not None else None
+
+        return _memoised(_ARGUMENTS, key, lambda: self._passed_in(importer, find), self._weak)
 
     def _importers_of(self, module: str) -> list[ModuleFile | None]:
         """The project modules that import ``module`` (a None among them: not all are known)."""
@@ -159,13 +211,11 @@ class ProjectModules:
             return [None]
         return [self._files.get(name) for name in target.importers]
 
-    def _passed_in(self, importer: ModuleFile, module: str, function: str) -> list[_Passed] | None:
-        target = self._files.get(module)
-        if target is not None and not _may_reach(importer, target, function):
-            return []  # it imports other names of the module only: no call (and no parse)
+    def _passed_in(self, importer: ModuleFile, find: Callable[[ModuleAnalysis], list[cst.Call] | None]) -> list[_Passed] | None:
+        """What each call ``find`` finds in ``importer`` passes."""
         path = importer.path
         if path in self._in_use:  # asked again while its calls are being read: a fresh copy
-            return self._read_calls(self._load(importer, None), target, function)
+            return self._read_calls(self._load(importer, None), find)
         if path in self._whole:
             self._whole.move_to_end(path)
         else:
@@ -176,17 +226,17 @@ class ProjectModules:
         before = _cuts
         self._in_use.add(path)
         try:
-            return self._read_calls(whole, target, function)
+            return self._read_calls(whole, find)
         finally:
             self._in_use.discard(path)
             if _cuts != before:  # a cut cycle may have left weaker values in it: not reused
                 self._whole.pop(path, None)
 
     @staticmethod
-    def _read_calls(analysis: ModuleAnalysis | None, target: ModuleFile | None, function: str) -> list[_Passed] | None:
-        if target is None or analysis is None:
+    def _read_calls(analysis: ModuleAnalysis | None, find: Callable[[ModuleAnalysis], list[cst.Call] | None]) -> list[_Passed] | None:
+        if analysis is None:
             return None
-        calls = calls_of(analysis, target, function)
+        calls = find(analysis)
         if calls is None:
             return None
         return [
@@ -461,6 +511,21 @@ def calls_of(a: ModuleAnalysis, target: ModuleFile, function: str) -> list[cst.C
                 if not isinstance(call, cst.Call) or call.func is not site or any(arg.star for arg in call.args):
                     return None
                 calls.append(call)
+    return calls
+
+
+def method_calls_of(a: ModuleAnalysis, method: str) -> list[cst.Call] | None:
+    """Every ``x.method(...)`` call in this module, or None when some ``.method`` is not the
+    callee of a plain call (the summary of members.py says so too, unless the two parsers
+    disagree: then nothing is assumed)."""
+    from .callgraph import attribute_refs
+
+    calls: list[cst.Call] = []
+    for ref in attribute_refs(a).get(method, ()):
+        call = a.parent(ref)
+        if not isinstance(call, cst.Call) or call.func is not ref or any(arg.star for arg in call.args):
+            return None
+        calls.append(call)
     return calls
 
 

@@ -14,6 +14,8 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
+from .members import EMPTY, MemberUse
+
 #: In an imported-names set: the whole module is imported (``import module``, a star import).
 ALL = "*"
 
@@ -123,6 +125,8 @@ class ModuleFile:
     #: some file imports a name that may be this module or another one (``import util`` with
     #: ``a/util.py`` and ``b/util.py``): its importers are not all known
     ambiguous: bool = False
+    #: what it does with attribute names (analysis/members.py); only in a closed project
+    members: MemberUse = EMPTY
 
 
 @dataclass(frozen=True)

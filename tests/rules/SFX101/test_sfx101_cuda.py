@@ -35,3 +35,40 @@ def test_sfx101_non_blocking_copies():
             return out
         """,
     )
+
+
+@pytest.mark.cuda
+def test_sfx101_pinned_batches_of_a_loader_kept_by_a_trainer_class():
+    # the loader reaches the loop through __init__'s parameter and self.train_data (fixture
+    # pinned_loader_in_attribute); the rewrite must be the safe one, with the same outputs
+    check_fewer_syncs(
+        "SFX101",
+        """
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+
+        class _Trainer:
+            def __init__(self, train_data, rank):
+                self.device = torch.device("cuda", rank)
+                self.train_data = train_data
+                self.out = []
+
+            def _run_batch(self, source, targets):
+                self.out.append((source * 2).sum(1) + targets)
+
+            def _run_epoch(self):
+                for source, targets in self.train_data:
+                    source = source.to(self.device)
+                    targets = targets.to(self.device)
+                    self._run_batch(source, targets)
+
+        def run():
+            g = torch.Generator().manual_seed(0)
+            data = TensorDataset(torch.randn(64, 1024, generator=g), torch.arange(64.0))
+            loader = DataLoader(data, batch_size=8, pin_memory=True)
+            t = _Trainer(loader, torch.cuda.current_device())
+            for _ in range(2):
+                t._run_epoch()
+            return t.out
+        """,
+    )
