@@ -21,7 +21,7 @@ else:  # pragma: no cover
 from .analysis.hotness import file_calls
 from .analysis.hotness import hot_functions as hot_functions_of
 from .analysis.imported import forget
-from .analysis.members import EMPTY, kept, member_use
+from .analysis.members import EMPTY, MemberUse, kept, member_use
 from .analysis.project import ModuleContext, ModuleFile, ProjectIndex, digest
 from .config import DEFAULT_EXCLUDE, DEFAULT_HOT_FUNCTIONS
 from .repetition import is_test_path
@@ -77,13 +77,21 @@ class Project:
             self.index.add(name, data, package_of(path, name))
             sources[name] = (path, data)
         self.resolve = _suffixes(sources)
-        # each file parsed once (Python's own parser) for the calls and the attribute names
-        trees = {name: _parsed(data) for name, (_, data) in sources.items()}
-        calls = [
-            file_calls(name, trees[name] or b"", hot_functions, self.resolve)
-            for name, (path, data) in sources.items()
-            if not is_test_path(str(path.relative_to(root)))
-        ]
+        # each file of a closed project carries the whole project's table: bounded, so that a
+        # big project's contexts stay small (beyond it, the installable policy holds)
+        self.closed = len(sources) <= CLOSED_MODULES and is_closed(root)
+        calls = []
+        uses: dict[str, MemberUse] = {}  # names read across files where all files are in sight
+        for name, (path, data) in sources.items():
+            test = is_test_path(str(path.relative_to(root)))
+            if test and not self.closed:
+                continue
+            tree = _parsed(data)  # once per file, for its calls and its attribute names
+            if not test:
+                calls.append(file_calls(name, tree or b"", hot_functions, self.resolve))
+            if self.closed:
+                uses[name] = member_use(tree) if tree is not None else EMPTY
+        uses = kept(uses)
         self.hot = hot_functions_of(calls)
         aliases: dict[str, list[str]] = {}
         for suffix, name in self.resolve.items():
@@ -100,15 +108,6 @@ class Project:
             if len(candidates.get(target, ())) > 1
             for m in candidates[target]
         }
-        # each file of a closed project carries the whole project's table: bounded, so that a
-        # big project's contexts stay small (beyond it, the installable policy holds)
-        self.closed = len(sources) <= CLOSED_MODULES and is_closed(root)
-        # names read across files only where every file is in sight (analysis/members.py)
-        uses = (
-            kept({name: member_use(tree) if tree is not None else EMPTY for name, tree in trees.items()})
-            if self.closed
-            else {}
-        )
         self.files = {
             name: ModuleFile(
                 name,
