@@ -270,3 +270,47 @@ def test_attribute_assigned_through_the_instance_is_unknown():
     assert value_of_use(src, "self.device").kind is Kind.UNKNOWN
     src = METHODS + "def other(loop):\n    a, loop.device = 1, 'mps'\n" + SCRIPT_END
     assert value_of_use(src, "self.device").kind is Kind.UNKNOWN
+
+
+def test_self_attribute_of_an_unrelated_class_is_not_set_elsewhere():
+    # ``self.device`` in another class of the module is that class's, not Loop's...
+    src = METHODS + "class Other:\n    def __init__(self):\n        self.device = 'mps'\n" + SCRIPT_END
+    assert value_of_use(src, "self.device").device is Device.CUDA
+    # ...but a base class's method sets it on Loop's instances too
+    src = (
+        METHODS.replace("class Loop:", "class Base:\n    def reset(self):\n        self.device = 'mps'\n\n\nclass Loop(Base):")
+        + SCRIPT_END
+    )
+    assert value_of_use(src, "self.device").kind is Kind.UNKNOWN
+
+
+def test_python_number_type_of_parameters_and_self_attributes():
+    src = textwrap.dedent(
+        """
+        import os
+
+        class _Loop:
+            def __init__(self, rank):
+                self.rank = int(os.environ["RANK"])
+                self.other = rank
+
+            def step(self):
+                use(self.rank, self.other)
+
+        def _make(n):
+            return n
+
+        def main():
+            _Loop(3).step()
+            _make(2)
+            _make(2.5)
+        """
+    )
+    a, module = analyse(src + SCRIPT_END)
+    step_call = next(n for n in a.structure.of_type(cst.Call) if isinstance(n.func, cst.Name) and n.func.value == "use")
+    rank, other = (arg.value for arg in step_call.args)
+    assert a.python_number_type(rank) == "int"
+    assert a.python_number_type(other) == "int"  # the one call passes 3
+    make = next(s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == "_make")
+    ret = make.body.body[0].body[0].value
+    assert a.python_number_type(ret) is None  # an int from one call, a float from the other

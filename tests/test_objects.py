@@ -166,3 +166,30 @@ def test_the_summary_reads_calls_stores_and_other_uses_by_name():
     assert table.callers("m") == ["a", "b"] and table.callers("q") == []
     assert table.escapes("m") and not table.escapes("x")
     assert table.derived("Base") and not table.derived("Base", skip="a")
+
+
+def test_a_base_class_in_another_file_that_sets_the_attribute_makes_it_unknown(tmp_path):
+    trainer = textwrap.dedent(
+        """
+        import torch
+
+        from base import Base
+
+
+        class Trainer(Base):
+            def __init__(self, dataset):
+                self.device = torch.device("cuda")
+                self.loader = torch.utils.data.DataLoader(dataset, batch_size=8)
+
+            def fit(self):
+                for x, y in self.loader:
+                    x = x.to(self.device)
+        """
+    )
+    base = "class Base:\n    def setup(self):\n        self.ready = True\n"
+    main = "from trainer import Trainer\n\nif __name__ == '__main__':\n    Trainer(None).fit()\n"
+    root = _project(tmp_path, {"trainer.py": trainer, "base.py": base, "train.py": main})
+    assert _fixes(root, "trainer.py") == {13: "safe"}
+    imported.forget()
+    root = _project(tmp_path, {"base.py": base.replace("self.ready = True", "self.device = 'mps'")})
+    assert _fixes(root, "trainer.py").get(13) != "safe"

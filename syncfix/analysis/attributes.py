@@ -49,9 +49,21 @@ def assumed_tensor(a: ModuleAnalysis, receiver: Value, name: str, names: set[str
 
 def _self_attribute(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
     """``a.fc`` in a method: the join of every ``a.fc = ...`` in the class."""
+    bound = self_attribute_values(a, expr)
+    if bound is None:
+        return UNKNOWN
+    return join_all(a.value(v) for v in bound)
+
+
+def self_attribute_values(a: ModuleAnalysis, expr: cst.Attribute) -> list[cst.BaseExpression] | None:
+    """For ``self.<attr>`` in a method: every expression the class (with its subclasses here)
+    assigns to it, class attributes included; None when something else may set it (another
+    file, code outside the class, ``setattr``, a tuple or loop target) or nothing here does."""
+    if not (isinstance(expr.value, cst.Name) and expr.value.value == "self"):
+        return None
     cls = next((anc for anc in a.ancestors(expr) if isinstance(anc, cst.ClassDef)), None)
     if cls is None:
-        return UNKNOWN
+        return None
     attr = expr.attr.value
     imported = a.imported
     if imported is not None and (ALL in imported or cls.name.value in imported):
@@ -63,15 +75,36 @@ def _self_attribute(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
             or members.derived(cls.name.value, skip=a.module_name)
             or members.stored(attr, skip=a.module_name)
         ):
-            return UNKNOWN
+            return None
     # ``self`` may be an instance of a subclass of this module that sets the attribute too.
     classes = callgraph.with_subclasses(a, cls)
     if callgraph.attribute_set_elsewhere(a, attr, classes):
-        return UNKNOWN  # ``trainer.device = ...`` outside the class: not only its methods set it
+        return None  # ``trainer.device = ...`` outside the class: not only its methods set it
+    if any(_project_base_may_set(a, c, attr) for c in classes):
+        return None  # ``class Trainer(BaseTrainer)``: the base's methods may set it too
     bound = [v for c in classes for v in _self_assignments(a, c).get(attr, [])]
     if not bound or None in bound or any("\0setattr" in _self_assignments(a, c) for c in classes):
-        return UNKNOWN  # never assigned here, assigned from a tuple or a loop, or ``setattr``
-    return join_all(a.value(v) for v in bound if v is not None)
+        return None  # never assigned here, assigned from a tuple or a loop, or ``setattr``
+    return [v for v in bound if v is not None]
+
+
+def _project_base_may_set(a: ModuleAnalysis, cls: cst.ClassDef, attr: str) -> bool:
+    """Does ``cls`` derive (through classes of this module) from a class of another project
+    file whose methods may store ``self.<attr>``? Unless the project is closed and no other
+    file stores it on ``self``, they may."""
+    for base in cls.bases:
+        local = callgraph.module_classes(a).get(base.value.value) if isinstance(base.value, cst.Name) else None
+        if local is not None:
+            if local is not cls and _project_base_may_set(a, local, attr):
+                return True
+            continue
+        name = a.qualname(base.value) if callgraph.bound_by_import(a, base.value) else None
+        if name is None or a.project is None or a.project.find(name, a.package) is None:
+            continue  # a library's class (nn.Module...): as before, its own attributes only
+        members = a.project.members if a.module_name is not None else None
+        if members is None or members.self_stored(attr, skip=a.module_name):
+            return True
+    return False
 
 
 def _self_assignments(a: ModuleAnalysis, cls: cst.ClassDef) -> dict[str, list[cst.BaseExpression | None]]:

@@ -286,7 +286,8 @@ def attribute_refs(a: ModuleAnalysis) -> dict[str, list[cst.Attribute]]:
 
 def attribute_set_elsewhere(a: ModuleAnalysis, attr: str, family: list[cst.ClassDef]) -> bool:
     """Is ``x.attr`` assigned anywhere in the module other than as ``self.attr`` in a method of
-    ``family`` (``trainer.loader = ...``), or is there a ``setattr`` call?"""
+    ``family`` or of an unrelated class (``trainer.loader = ...``; ``self.attr = ...`` in a base
+    class of the family), or is there a ``setattr`` call?"""
     refs = attribute_refs(a)
     if "\0setattr" in refs:
         return True
@@ -302,9 +303,25 @@ def attribute_set_elsewhere(a: ModuleAnalysis, attr: str, family: list[cst.Class
         if not stored:
             continue
         owner = next((c for c in a.ancestors(ref) if isinstance(c, cst.ClassDef)), None)
-        if not (isinstance(ref.value, cst.Name) and ref.value.value == "self" and owner in family):
-            return True
+        on_self = isinstance(ref.value, cst.Name) and ref.value.value == "self"
+        if not on_self or owner is None or owner not in family and _is_base_of(a, owner, family):
+            return True  # through another object, or by a base class's method on self
     return False
+
+
+def _is_base_of(a: ModuleAnalysis, owner: cst.ClassDef, family: list[cst.ClassDef]) -> bool:
+    """Does some class of ``family`` derive from ``owner`` (through this module's classes)?"""
+    return any(owner in _bases_here(a, c, set()) for c in family)
+
+
+def _bases_here(a: ModuleAnalysis, cls: cst.ClassDef, seen: set[str]) -> list[cst.ClassDef]:
+    found: list[cst.ClassDef] = []
+    for base in cls.bases:
+        local = module_classes(a).get(base.value.value) if isinstance(base.value, cst.Name) else None
+        if local is not None and local.name.value not in seen:
+            seen.add(local.name.value)
+            found += [local, *_bases_here(a, local, seen)]
+    return found
 
 
 def _method_definitions(a: ModuleAnalysis) -> dict[str, int]:

@@ -46,7 +46,7 @@ class MemberUse:
             self.stores & names,
             self.bases,
             frozenset(),
-            frozenset(),
+            self.self_stores & names,
             self.dynamic_calls,
             self.dynamic_stores,
         )
@@ -146,6 +146,10 @@ class Members:
         """Does some file (other than ``skip``) store ``.name`` on an object other than ``self``
         (or set a computed attribute)?"""
         return any((name in u.stores or u.dynamic_stores) for m, u in self.uses.items() if m != skip)
+
+    def self_stored(self, name: str, skip: str | None = None) -> bool:
+        """Does a method of some file (other than ``skip``) store ``self.name``?"""
+        return any(name in u.self_stores for m, u in self.uses.items() if m != skip)
 
     def derived(self, cls: str, skip: str | None = None) -> bool:
         """Does a class of some file (other than ``skip``) name ``cls`` among its bases?"""

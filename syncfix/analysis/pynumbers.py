@@ -3,8 +3,9 @@
 Three questions, from strict to loose:
 
 - :func:`python_number_type`: provably a Python ``bool``/``int``/``float`` of that exact type
-  (literals, ``float(x)``, ``len(x)``, arithmetic of such, ``for i in range()`` counters); never a
-  numpy scalar, never trusted from an annotation.
+  (literals, ``float(x)``, ``len(x)``, arithmetic of such, ``for i in range()`` counters, a
+  parameter every call passes one, ``self.<attr>`` its class only assigns one); never a numpy
+  scalar, never trusted from an annotation.
 - :func:`number_kind`: the kind of a literal (``"int"``...), ``"number"`` for any other value the
   provenance calls a Python number, or the kind an ``int``/``float``/``bool`` annotation of a
   parameter promises (what dtype promotion with a tensor needs).
@@ -17,10 +18,13 @@ Literals themselves are classified by :func:`~.syntax.literal_kind` and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from . import callgraph
+from .attributes import self_attribute_values
 from .bindings import is_range_counter
 from .narrowing import narrowed_kind
 from .syntax import dotted_name, literal_kind
@@ -46,6 +50,8 @@ def python_number_type(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | Non
         if expr.value in ("True", "False"):
             return "bool"
         return a.solver.get("pynumber", expr, lambda n: _name_number_type(a, n), None, None)
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        return a.solver.get("pynumber", expr, lambda n: _attribute_number_type(a, n), None, None)
     if isinstance(expr, cst.UnaryOperation):
         if isinstance(expr.operator, cst.Not):
             return "bool"
@@ -77,7 +83,25 @@ def python_number_type(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | Non
 def _name_number_type(a: ModuleAnalysis, name: cst.Name) -> str | None:
     values = a.reaching_values(name)
     if not values:
-        return "int" if is_range_counter(a, name) else None  # range() yields ints
+        if is_range_counter(a, name):
+            return "int"  # range() yields ints
+        bound = a.bindings(name)
+        param = getattr(next(iter(bound)), "node", None) if len(bound) == 1 else None
+        if isinstance(param, cst.Param):
+            # what every call of the function passes (or the default), when all are in sight
+            return _one_type(a, callgraph.param_arguments(a, param))
+        return None
+    return _one_type(a, values)
+
+
+def _attribute_number_type(a: ModuleAnalysis, expr: cst.Attribute) -> str | None:
+    """``self.<attr>``: the one type of everything its class assigns to it."""
+    return _one_type(a, self_attribute_values(a, expr))
+
+
+def _one_type(a: ModuleAnalysis, values: Sequence[object] | None) -> str | None:
+    if not values:
+        return None
     types = {a.python_number_type(v) if isinstance(v, cst.BaseExpression) else None for v in values}
     return types.pop() if len(types) == 1 else None
 
