@@ -21,8 +21,9 @@ class BlockingHostToDevice(Rule):
     `"cuda"`, `"cuda:1"`, `f"cuda:{rank}"`, `torch.device("cuda", local_rank)`,
     `torch.device(f"cuda:{rank}")`, `"cuda" if torch.cuda.is_available() else "cpu"`
     (`cuda|cpu`), a Python int (`.to(local_rank)` with `local_rank = int(os.environ[...])`,
-    `dist.get_rank() % torch.cuda.device_count()`: an index of the current accelerator, which
-    syncfix reads as CUDA), and the body of `if device.type == "cuda":`. An attribute such as
+    `dist.get_rank() % torch.cuda.device_count()`, also kept on `self` or passed as a parameter
+    that every call passes an int: an index of the current accelerator, which syncfix reads as
+    CUDA), and the body of `if device.type == "cuda":`. An attribute such as
     `args.device` is never provable (it may be `"cpu"` or `"mps"`).
     `.to(device, dtype)` / `.to(device, dtype=...)` are copies too, and so are the items of a
     batch moved in a comprehension (`{k: v.cuda() for k, v in batch.items()}`,

@@ -39,7 +39,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from libcst.metadata import Assignment, ClassScope, GlobalScope
+from libcst.metadata import Assignment, ClassScope, GlobalScope, Scope
 
 from .members import Members
 from .project import ALL
@@ -100,19 +100,7 @@ def _call_sites(a: ModuleAnalysis, fn: cst.FunctionDef) -> CallSites:
         if a.project is None or not a.project.closed or a.module_name is None:
             return CallSites((), "public function of an importable module")
         elsewhere = True  # its other callers are the project's files
-    assignments = list(scope.assignments[name])
-    if len(assignments) != 1 or not isinstance(assignments[0], Assignment) or assignments[0].node is not fn:
-        return CallSites((), "name bound more than once")
-    calls: list[cst.Call] = []
-    for access in assignments[0].references:
-        call = a.parent(access.node)
-        if not isinstance(call, cst.Call) or call.func is not access.node:
-            return CallSites((), "used other than as a callee")
-        if any(arg.star for arg in call.args):
-            return CallSites((), "called with *args or **kwargs")
-        calls.append(call)
-    calls.sort(key=lambda c: a.structure.order.get(c, -1))
-    return CallSites(tuple(calls), None, elsewhere, name)
+    return _direct_calls(a, scope, fn, name, elsewhere)
 
 
 def _calls_seen(a: ModuleAnalysis, fn: cst.FunctionDef) -> tuple[cst.Call, ...]:
@@ -213,9 +201,14 @@ def _constructor_call_sites(a: ModuleAnalysis, cls: cst.ClassDef, importable: bo
     scope = a.scope(cls)
     if scope is None:
         return CallSites((), "not in a scope")
-    name = cls.name.value
+    return _direct_calls(a, scope, cls, cls.name.value, importable)
+
+
+def _direct_calls(a: ModuleAnalysis, scope: Scope, node: cst.CSTNode, name: str, elsewhere: bool) -> CallSites:
+    """The calls of ``name``, bound once in ``scope`` (by ``node``: a ``def`` or a ``class``),
+    when every reference is the callee of a plain call."""
     assignments = list(scope.assignments[name])
-    if len(assignments) != 1 or not isinstance(assignments[0], Assignment) or assignments[0].node is not cls:
+    if len(assignments) != 1 or not isinstance(assignments[0], Assignment) or assignments[0].node is not node:
         return CallSites((), "name bound more than once")
     calls: list[cst.Call] = []
     for access in assignments[0].references:
@@ -226,7 +219,7 @@ def _constructor_call_sites(a: ModuleAnalysis, cls: cst.ClassDef, importable: bo
             return CallSites((), "called with *args or **kwargs")
         calls.append(call)
     calls.sort(key=lambda c: a.structure.order.get(c, -1))
-    return CallSites(tuple(calls), None, importable, name)
+    return CallSites(tuple(calls), None, elsewhere, name)
 
 
 def _members(a: ModuleAnalysis) -> Members | None:

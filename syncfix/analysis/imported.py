@@ -152,11 +152,7 @@ class ProjectModules:
             calls = self._calls_in(importer, module, function)
             if calls is None:
                 return None
-            for positional, keywords in calls:
-                if index is not None and index < len(positional):
-                    found.append(positional[index])
-                else:
-                    found.append(keywords.get(param) if keyword_ok else None)
+            found.extend(_bound(calls, index, param, keyword_ok))
         return found
 
     def method_arguments(
@@ -178,11 +174,7 @@ class ProjectModules:
             calls = self._method_calls_in(caller, method)
             if calls is None:
                 return None
-            for positional, keywords in calls:
-                if index is not None and index < len(positional):
-                    found.append(positional[index])
-                else:
-                    found.append(keywords.get(param) if keyword_ok else None)
+            found.extend(_bound(calls, index, param, keyword_ok))
         return found
 
     def _method_calls_in(self, caller: ModuleFile, method: str) -> list[_Passed] | None:
@@ -512,6 +504,14 @@ def calls_of(a: ModuleAnalysis, target: ModuleFile, function: str) -> list[cst.C
                     return None
                 calls.append(call)
     return calls
+
+
+def _bound(calls: list[_Passed], index: int | None, param: str, keyword_ok: bool) -> list[Value | None]:
+    """What each call passes for one parameter (None: it leaves it to the default)."""
+    return [
+        positional[index] if index is not None and index < len(positional) else keywords.get(param) if keyword_ok else None
+        for positional, keywords in calls
+    ]
 
 
 def method_calls_of(a: ModuleAnalysis, method: str) -> list[cst.Call] | None:
