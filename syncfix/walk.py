@@ -29,6 +29,25 @@ from libcst._batched_visitor import _BatchedCSTVisitor
 _Fn = Callable[[cst.CSTNode], object]
 
 
+def _identity_in_c() -> None:
+    """LibCST gives every node class a Python-level ``__hash__`` (``id(self)``) and ``__eq__``
+    (``self is other``); the analysis keys its tables by node, so those two ran millions of
+    times a run (5-8 % of ``check``). ``object``'s own hash and equality compare identity too,
+    in C: each node class that has LibCST's gets ``object``'s instead (same answers)."""
+    own_hash, own_eq = cst.CSTNode.__dict__.get("__hash__"), cst.CSTNode.__dict__.get("__eq__")
+    todo: list[type] = [cst.CSTNode]
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if own_hash is not None and cls.__dict__.get("__hash__") is own_hash:
+            cls.__hash__ = object.__hash__  # type: ignore[assignment]
+        if own_eq is not None and cls.__dict__.get("__eq__") is own_eq:
+            cls.__eq__ = object.__eq__  # type: ignore[assignment]
+
+
+_identity_in_c()
+
+
 class _Recorder(cst.CSTVisitor):
     def __init__(self) -> None:
         self.parent: dict[cst.CSTNode, cst.CSTNode] = {}

@@ -262,3 +262,17 @@ def test_the_scope_visitors_leave_is_inlined_only_while_its_body_is_known(monkey
 
     monkeypatch.setattr(w, "_scope_assignment_types", None)
     assert not w._scope_leave_inline(Own)
+
+
+def test_nodes_still_compare_and_hash_by_identity():
+    # walk.py swaps LibCST's Python-level __hash__/__eq__ for object's (identity, in C)
+    import libcst as cst
+
+    import syncfix.walk  # noqa: F401
+
+    a, b = cst.Name("x"), cst.Name("x")
+    assert a != b and a == a and a.deep_equals(b)
+    assert len({a, b, a}) == 2 and {a: 1}.get(b) is None
+    assert type(a).__hash__ is object.__hash__ and type(a).__eq__ is object.__eq__
+    module = cst.parse_module("x = 1\n")
+    assert module.deep_equals(cst.parse_module("x = 1\n")) and module != cst.parse_module("x = 1\n")
