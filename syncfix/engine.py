@@ -159,6 +159,9 @@ def enabled_rules(settings: Settings, path: str | None) -> list[type[Rule]]:
     return [rules[c] for c in settings.enabled(rules, path)]
 
 
+_TORCH_IMPORT_LINE = re.compile(rb"^(?:import|from)[ \t]+torch\b", re.MULTILINE)
+
+
 def imports_torch(data: bytes) -> bool:
     """Does any import statement of ``data`` name something with "torch" in it?
 
@@ -169,6 +172,8 @@ def imports_torch(data: bytes) -> bool:
     """
     if TORCH_MARKER not in data:
         return False
+    if _TORCH_IMPORT_LINE.search(data):
+        return True  # the usual ``import torch`` line (in a string it only costs the analysis)
     try:
         tree = ast.parse(data)
     except (SyntaxError, ValueError, RecursionError, MemoryError):

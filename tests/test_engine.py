@@ -236,6 +236,9 @@ def test_fast_fix_edits_equal_the_whole_module_reference(name, source):
         ('"""No torch here."""\nimport json\n', False),  # a mention is not an import
         ("y = torch.randn(3)\n", False),  # an unbound name proves nothing
         ("import torch\ndef f(:\n", True),  # unparsable: LibCST decides
+        # an ``import torch`` line is read without parsing; one in a string only costs time
+        ('"""Example:\nimport torch\n"""\nimport json\n', True),
+        ('"""Example: import torch"""\nimport json\n', False),
     ],
 )
 def test_imports_torch(source, expected):

@@ -61,11 +61,18 @@ def _split_block(
     return None if index is None else (body[:index], body[index + 1 :])
 
 
+# Exact node types (LibCST's node classes are final; ``type() in`` skips the slow ABC check of
+# ``isinstance``, and these walks up the tree run for nearly every name the rules ask about).
+_SCOPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
+_LOOPS = frozenset({cst.For, cst.While})
+
+
 def enclosing_function(a: ModuleAnalysis, node: cst.CSTNode) -> cst.FunctionDef | None:
     for anc in a.ancestors(node):
-        if isinstance(anc, cst.FunctionDef):
-            return anc
-        if isinstance(anc, cst.Lambda):
+        kind = type(anc)
+        if kind is cst.FunctionDef:
+            return anc  # type: ignore[return-value]
+        if kind is cst.Lambda:
             return None
     return None
 
@@ -74,10 +81,11 @@ def enclosing_loop(a: ModuleAnalysis, node: cst.CSTNode) -> cst.For | cst.While 
     """The innermost ``for``/``while`` whose *body* holds ``node`` (not crossing a def)."""
     child = node
     for anc in a.ancestors(node):
-        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        kind = type(anc)
+        if kind in _SCOPES:
             return None
-        if isinstance(anc, (cst.For, cst.While)) and child is anc.body:
-            return anc
+        if kind in _LOOPS and child is anc.body:  # type: ignore[attr-defined]
+            return anc  # type: ignore[return-value]
         child = anc
     return None
 

@@ -74,6 +74,19 @@ def value(a: ModuleAnalysis, expr: cst.CSTNode) -> Value:
 
 
 def _value(a: ModuleAnalysis, expr: cst.CSTNode) -> Value:
+    # the three commonest kinds first, by exact type (node classes are final; no ABC check)
+    kind = type(expr)
+    if kind is cst.Name:
+        name = expr.value  # type: ignore[attr-defined]
+        if name in ("True", "False"):
+            return NUMBER
+        if name == "None":
+            return OTHER
+        return _name_value(a, expr)  # type: ignore[arg-type]
+    if kind is cst.Attribute:
+        return attribute_value(a, expr)  # type: ignore[arg-type]
+    if kind is cst.Call:
+        return _call_value(a, expr)  # type: ignore[arg-type]
     if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
         return string_device(expr)
     if isinstance(expr, cst.FormattedString):
@@ -88,16 +101,6 @@ def _value(a: ModuleAnalysis, expr: cst.CSTNode) -> Value:
         return OTHER
     if isinstance(expr, cst.IfExp):
         return a.value(expr.body).join(a.value(expr.orelse))
-    if isinstance(expr, cst.Name):
-        if expr.value in ("True", "False"):
-            return NUMBER
-        if expr.value == "None":
-            return OTHER
-        return _name_value(a, expr)
-    if isinstance(expr, cst.Attribute):
-        return attribute_value(a, expr)
-    if isinstance(expr, cst.Call):
-        return _call_value(a, expr)
     if isinstance(expr, cst.Subscript):
         base = a.value(expr.value)
         if base.kind is Kind.BOTTOM:
