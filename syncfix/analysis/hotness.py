@@ -17,7 +17,8 @@ is worth reporting, never what a fix may assume. Test files make nothing hot.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Mapping
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 # A call, resolved as far as one file can: (module, function) with module "" for the file itself
@@ -62,7 +63,7 @@ def file_calls(
     package = module.rpartition(".")[0]
     names: dict[str, Callee] = {}  # local name -> (project module, function) it was imported as
     modules: dict[str, str] = {}  # local name -> project module (``import pkg.nn as nn``)
-    for node in ast.walk(tree):
+    for node in statements(tree):
         if isinstance(node, ast.ImportFrom):
             base = _absolute(package, node.module or "", node.level)
             for alias in node.names:
@@ -80,6 +81,21 @@ def file_calls(
                     modules[alias.asname or alias.name.split(".")[0]] = target
     _Collector(out, hot, names, modules).visit(tree)
     return out
+
+
+_STATEMENT_LISTS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
+
+
+def statements(tree: ast.Module) -> Iterator[ast.AST]:
+    """Every statement of the module, nested ones included (imports are statements: no need to
+    walk the expressions, most of the tree)."""
+    todo: deque[ast.AST] = deque(tree.body)
+    while todo:  # breadth first, fields in order: the order of ``ast.walk``
+        node = todo.popleft()
+        yield node
+        for name in node._fields:
+            if name in _STATEMENT_LISTS:
+                todo.extend(getattr(node, name))
 
 
 def _absolute(package: str, module: str, level: int) -> str | None:

@@ -24,6 +24,8 @@ import ast
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from .hotness import statements
+
 
 @dataclass(frozen=True)
 class MemberUse:
@@ -57,25 +59,25 @@ _DYNAMIC = {"getattr", "hasattr", "setattr", "delattr"}
 
 
 def member_use(tree: ast.Module) -> MemberUse:
-    """What ``tree`` does with attribute names."""
+    """What ``tree`` does with attribute names (one walk: a call comes before its callee)."""
     calls: set[str] = set()
     other: set[str] = set()
     stores: set[str] = set()
     self_stores: set[str] = set()
     bases: set[str] = set()
     methods: set[str] = set()
-    classes = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+    classes = {n.name for n in statements(tree) if isinstance(n, ast.ClassDef)}
     callees: set[int] = set()  # ids of Attribute nodes that are a plain call's callee
     dynamic_calls = dynamic_stores = False
     for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef):
-            for base in node.bases:
-                last = base.attr if isinstance(base, ast.Attribute) else base.id if isinstance(base, ast.Name) else None
-                if last is not None:
-                    bases.add(last)
-            methods.update(
-                s.name for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
-            )
+        if isinstance(node, ast.Attribute):
+            if isinstance(node.ctx, (ast.Store, ast.Del)):
+                on_self = isinstance(node.value, ast.Name) and node.value.id == "self"
+                (self_stores if on_self else stores).add(node.attr)
+            elif id(node) in callees:
+                calls.add(node.attr)
+            else:
+                other.add(node.attr)
         elif isinstance(node, ast.Call):
             func = node.func
             if isinstance(func, ast.Attribute):
@@ -93,16 +95,14 @@ def member_use(tree: ast.Module) -> MemberUse:
                     (stores if func.id in ("setattr", "delattr") else other).add(name)
                 elif func.id in ("setattr", "delattr"):
                     dynamic_stores = True
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Attribute):
-            continue
-        if isinstance(node.ctx, (ast.Store, ast.Del)):
-            on_self = isinstance(node.value, ast.Name) and node.value.id == "self"
-            (self_stores if on_self else stores).add(node.attr)
-        elif id(node) in callees:
-            calls.add(node.attr)
-        else:
-            other.add(node.attr)
+        elif isinstance(node, ast.ClassDef):
+            for base in node.bases:
+                last = base.attr if isinstance(base, ast.Attribute) else base.id if isinstance(base, ast.Name) else None
+                if last is not None:
+                    bases.add(last)
+            methods.update(
+                s.name for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+            )
     return MemberUse(
         frozenset(calls),
         frozenset(other),
