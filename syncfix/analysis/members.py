@@ -21,7 +21,7 @@ attribute set through ``__dict__`` or ``vars()``. ``getattr(x, name)(...)`` call
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .hotness import statements
@@ -154,7 +154,3 @@ class Members:
     def derived(self, cls: str, skip: str | None = None) -> bool:
         """Does a class of some file (other than ``skip``) name ``cls`` among its bases?"""
         return any(cls in u.bases for m, u in self.uses.items() if m != skip)
-
-
-def members_of(uses: Iterable[tuple[str, MemberUse]]) -> Members:
-    return Members(dict(uses))
