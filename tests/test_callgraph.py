@@ -314,3 +314,9 @@ def test_python_number_type_of_parameters_and_self_attributes():
     make = next(s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == "_make")
     ret = make.body.body[0].body[0].value
     assert a.python_number_type(ret) is None  # an int from one call, a float from the other
+
+
+def test_classes_deriving_from_each_other_do_not_loop():
+    # a cycle of bases (an error at run time) must not send the base walks round forever
+    src = METHODS.replace("class Loop:", "class A(Loop):\n    pass\n\n\nclass Loop(A):") + SCRIPT_END
+    assert value_of_use(src, "self.device").kind in (Kind.UNKNOWN, Kind.DEVICE)

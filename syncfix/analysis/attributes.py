@@ -92,18 +92,16 @@ def _project_base_may_set(a: ModuleAnalysis, cls: cst.ClassDef, attr: str) -> bo
     """Does ``cls`` derive (through classes of this module) from a class of another project
     file whose methods may store ``self.<attr>``? Unless the project is closed and no other
     file stores it on ``self``, they may."""
-    for base in cls.bases:
-        local = callgraph.module_classes(a).get(base.value.value) if isinstance(base.value, cst.Name) else None
-        if local is not None:
-            if local is not cls and _project_base_may_set(a, local, attr):
+    for c in (cls, *callgraph.bases_here(a, cls)):
+        for base in c.bases:
+            if isinstance(base.value, cst.Name) and base.value.value in callgraph.module_classes(a):
+                continue  # a class of this module: among those walked
+            name = a.qualname(base.value) if callgraph.bound_by_import(a, base.value) else None
+            if name is None or a.project is None or a.project.find(name, a.package) is None:
+                continue  # a library's class (nn.Module...): as before, its own attributes only
+            members = a.project.members if a.module_name is not None else None
+            if members is None or members.self_stored(attr, skip=a.module_name):
                 return True
-            continue
-        name = a.qualname(base.value) if callgraph.bound_by_import(a, base.value) else None
-        if name is None or a.project is None or a.project.find(name, a.package) is None:
-            continue  # a library's class (nn.Module...): as before, its own attributes only
-        members = a.project.members if a.module_name is not None else None
-        if members is None or members.self_stored(attr, skip=a.module_name):
-            return True
     return False
 
 

@@ -304,16 +304,18 @@ def attribute_set_elsewhere(a: ModuleAnalysis, attr: str, family: list[cst.Class
 
 def _is_base_of(a: ModuleAnalysis, owner: cst.ClassDef, family: list[cst.ClassDef]) -> bool:
     """Does some class of ``family`` derive from ``owner`` (through this module's classes)?"""
-    return any(owner in _bases_here(a, c, set()) for c in family)
+    return any(owner in bases_here(a, c) for c in family)
 
 
-def _bases_here(a: ModuleAnalysis, cls: cst.ClassDef, seen: set[str]) -> list[cst.ClassDef]:
+def bases_here(a: ModuleAnalysis, cls: cst.ClassDef, seen: set[str] | None = None) -> list[cst.ClassDef]:
+    """The classes of this module ``cls`` derives from, directly or through each other."""
+    seen = {cls.name.value} if seen is None else seen
     found: list[cst.ClassDef] = []
     for base in cls.bases:
         local = module_classes(a).get(base.value.value) if isinstance(base.value, cst.Name) else None
         if local is not None and local.name.value not in seen:
             seen.add(local.name.value)
-            found += [local, *_bases_here(a, local, seen)]
+            found += [local, *bases_here(a, local, seen)]
     return found
 
 
