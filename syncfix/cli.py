@@ -18,7 +18,7 @@ from pathlib import Path
 import click
 
 from . import cache as results_cache
-from . import formats
+from . import collector, formats
 from .config import ConfigError, Settings, load_settings, load_table, validate_codes
 from .discovery import discover
 from .engine import InternalError, Job, cached_result, process_file, process_source
@@ -556,12 +556,17 @@ def _fixed_text(settings: Settings):
 
 def _execute(jobs: list[Job], settings: Settings, tick: Tick = no_tick) -> list[FileResult]:
     """Process every job (in a pool when there are many); ``tick(done, total)`` after each."""
+    with collector.long_lived_frozen():  # the index and everything loaded live for the whole run
+        return _execute_all(jobs, settings, tick)
+
+
+def _execute_all(jobs: list[Job], settings: Settings, tick: Tick) -> list[FileResult]:
     total = len(jobs)
     workers = settings.jobs or os.cpu_count() or 1
     if total < PARALLEL_THRESHOLD or workers == 1:
         out = []
         for job in jobs:
-            out.append(process_file(job, settings))
+            out.append(_process(job, settings))
             tick(len(out), total)
         return out
     # Cache hits are answered here: an unchanged tree starts no pool and pickles nothing.
@@ -576,17 +581,27 @@ def _execute(jobs: list[Job], settings: Settings, tick: Tick = no_tick) -> list[
     done: list[FileResult] = []
     if len(todo) < PARALLEL_THRESHOLD:
         for job in todo:
-            done.append(process_file(job, settings))
+            done.append(_process(job, settings))
             tick(done_so_far + len(done), total)
     else:
         chunk = max(1, min(32, len(todo) // (workers * 8)))
-        with ProcessPoolExecutor(max_workers=workers, initializer=_die_with_parent) as pool:
-            for result in pool.map(process_file, todo, [settings] * len(todo), chunksize=chunk):
+        with ProcessPoolExecutor(max_workers=workers, initializer=_start_worker) as pool:
+            for result in pool.map(_process, todo, [settings] * len(todo), chunksize=chunk):
                 done.append(result)
                 tick(done_so_far + len(done), total)
     for i, result in zip(misses, done, strict=True):
         results[i] = result
     return results  # type: ignore[return-value]  # every slot is filled
+
+
+def _process(job: Job, settings: Settings) -> FileResult:
+    with collector.one_file(job.path):
+        return process_file(job, settings)
+
+
+def _start_worker() -> None:
+    collector.freeze_for_worker()
+    _die_with_parent()
 
 
 def _die_with_parent() -> None:
