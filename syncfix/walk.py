@@ -588,7 +588,10 @@ def _replay_plain(record: Structure, node: cst.CSTNode, visitor: Any, names: _Na
             if name is not None:
                 getattr(visitor, name)(n)
 
-    go(node)
+    try:
+        go(node)
+    finally:
+        del go  # it refers to itself: a cycle the collector would have to find
 
 
 def _replay_batched(node: cst.CSTNode, visitor: Any) -> bool:

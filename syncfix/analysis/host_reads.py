@@ -67,61 +67,70 @@ def host_read_syncs(
     ``.item()``/``.tolist()``, ``bool/int/float(t)``, and with ``truth`` (``expr`` is an
     ``if``/``while``/``assert`` test) the implicit ``bool()`` of a tensor-valued test. With
     ``any_device``, also of tensors whose device syncfix cannot name (not those on the CPU)."""
-    found: list[cst.CSTNode] = []
     devices = (Device.CUDA, Device.CUDA_OR_CPU, Device.UNKNOWN) if any_device else (Device.CUDA, Device.CUDA_OR_CPU)
-
-    def maybe_cuda(e: cst.CSTNode) -> bool:
-        v = a.value(e)
-        return v.is_tensor and v.device in devices
-
-    def truthy(e: cst.BaseExpression) -> None:
-        if isinstance(e, cst.BooleanOperation):
-            truthy(e.left)
-            truthy(e.right)
-        elif isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Not):
-            truthy(e.expression)
-        elif isinstance(e, cst.IfExp):  # the test takes the truth of the value picked
-            truthy(e.body)
-            truthy(e.orelse)
-        elif maybe_cuda(e):
-            found.append(e)
-
-    class V(cst.CSTVisitor):
-        # ``a or b``, ``x if t else y``, ``not t`` inside an expression take a truth value too
-        def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
-            truthy(node.left)
-
-        def visit_IfExp(self, node: cst.IfExp) -> None:
-            truthy(node.test)
-
-        def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
-            if isinstance(node.operator, cst.Not):
-                truthy(node.expression)
-
-        def visit_Comparison(self, node: cst.Comparison) -> None:
-            if len(node.comparisons) > 1:  # a chain is an ``and`` of its links
-                truthy(node)
-
-        def visit_Call(self, node: cst.Call) -> None:
-            func = node.func
-            if isinstance(func, cst.Attribute) and func.attr.value in ("item", "tolist"):
-                if maybe_cuda(func.value) or (
-                    # the likely view: a value syncfix cannot name, read with ``.item()``
-                    any_device and a.value(func.value).kind is Kind.UNKNOWN and host_read(a, node) is not None
-                ):
-                    found.append(node)
-            elif a.callee(node) in ("builtins.bool", "builtins.int", "builtins.float"):
-                args = positional(node)
-                if len(args) == 1 and maybe_cuda(args[0].value):
-                    found.append(node)
-
-        def visit_Lambda(self, node: cst.Lambda) -> bool:
-            return False
-
+    v = _HostReads(a, devices, any_device)
     if truth and isinstance(expr, cst.BaseExpression):
-        truthy(expr)
-    walk(expr, V())
+        v.truthy(expr)
+    walk(expr, v)
+    found = v.found
     return list({id(n): n for n in found}.values())
+
+
+class _HostReads(cst.CSTVisitor):
+    """The walk of :func:`host_read_syncs` (one class for every call: classes made per call
+    cost their creation and a cycle for the collector, thousands of times a run)."""
+
+    def __init__(self, a: ModuleAnalysis, devices: tuple[Device, ...], any_device: bool) -> None:
+        super().__init__()
+        self.a, self.devices, self.any_device = a, devices, any_device
+        self.found: list[cst.CSTNode] = []
+
+    def maybe_cuda(self, e: cst.CSTNode) -> bool:
+        v = self.a.value(e)
+        return v.is_tensor and v.device in self.devices
+
+    def truthy(self, e: cst.BaseExpression) -> None:
+        if isinstance(e, cst.BooleanOperation):
+            self.truthy(e.left)
+            self.truthy(e.right)
+        elif isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Not):
+            self.truthy(e.expression)
+        elif isinstance(e, cst.IfExp):  # the test takes the truth of the value picked
+            self.truthy(e.body)
+            self.truthy(e.orelse)
+        elif self.maybe_cuda(e):
+            self.found.append(e)
+
+    # ``a or b``, ``x if t else y``, ``not t`` inside an expression take a truth value too
+    def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
+        self.truthy(node.left)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self.truthy(node.test)
+
+    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
+        if isinstance(node.operator, cst.Not):
+            self.truthy(node.expression)
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        if len(node.comparisons) > 1:  # a chain is an ``and`` of its links
+            self.truthy(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        a, func = self.a, node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("item", "tolist"):
+            if self.maybe_cuda(func.value) or (
+                # the likely view: a value syncfix cannot name, read with ``.item()``
+                self.any_device and a.value(func.value).kind is Kind.UNKNOWN and host_read(a, node) is not None
+            ):
+                self.found.append(node)
+        elif a.callee(node) in ("builtins.bool", "builtins.int", "builtins.float"):
+            args = positional(node)
+            if len(args) == 1 and self.maybe_cuda(args[0].value):
+                self.found.append(node)
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
 
 
 def flows_to_host(a: ModuleAnalysis, name: str, after: cst.CSTNode) -> bool:
