@@ -130,10 +130,11 @@ def _record(module: cst.Module, rec: _Recorder) -> bool:
     False (recording nothing) where a node class's fields cannot be read."""
     parent, children, order, by_type = rec.parent, rec.children, rec.order, rec.by_type
     fields_of: dict[type, tuple[str, ...] | None] = {}
-    stack: list[tuple[cst.CSTNode, cst.CSTNode | None]] = [(module, None)]
+    known = _NODE_CLASS
+    stack: list[cst.CSTNode] = [module]
     # iterative pre-order: children pushed reversed; field marks are made when a replay asks
     while stack:
-        node, up = stack.pop()
+        node = stack.pop()
         kind = type(node)
         if kind in fields_of:
             fields = fields_of[kind]
@@ -141,9 +142,6 @@ def _record(module: cst.Module, rec: _Recorder) -> bool:
             fields = fields_of[kind] = _fields_of(kind)
         if fields is None:
             return False
-        if up is not None:
-            parent[node] = up
-            children[up].append(node)
         order[node] = len(order)
         nodes = by_type.get(kind)
         if nodes is None:
@@ -154,16 +152,27 @@ def _record(module: cst.Module, rec: _Recorder) -> bool:
             value = getattr(node, field)
             vtype = type(value)
             if vtype is tuple or vtype is list:
-                mine.extend(item for item in value if _is_node(type(item)))
-            elif _is_node(vtype):
-                mine.append(value)
+                for item in value:
+                    is_node = known.get(type(item))
+                    if is_node is None:
+                        is_node = _is_node(type(item))
+                    if is_node:
+                        mine.append(item)
+            else:
+                is_node = known.get(vtype)
+                if is_node is None:
+                    is_node = _is_node(vtype)
+                if is_node:
+                    mine.append(value)
         if kind not in _CHECKED:  # the first node of a class: LibCST's own list must agree
             if [id(c) for c in node.children] != [id(c) for c in mine]:
                 _FIELDS[kind] = None
                 return False
             _CHECKED.add(kind)
-        children[node] = []
-        stack.extend((child, node) for child in reversed(mine))
+        children[node] = mine  # in order: the pre-order visits them in this order
+        for child in mine:
+            parent[child] = node
+        stack.extend(reversed(mine))
     return True
 
 
@@ -572,10 +581,10 @@ def _replay_plain(record: Structure, node: cst.CSTNode, visitor: Any, names: _Na
                         if hook is not None:
                             getattr(visitor, hook)(n)
                     else:
-                        go(e)  # type: ignore[arg-type]
+                        go(e)  # type: ignore[arg-type]  # noqa: F821 (bound until the walk ends)
             else:
                 for child in children[n]:
-                    go(child)
+                    go(child)  # noqa: F821 (bound until the walk ends)
         if on_leave is not None:
             on_leave(n)
         else:

@@ -20,7 +20,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider, Scope, ScopeProvider
+from libcst.metadata import (
+    CodeRange,
+    ExpressionContextProvider,
+    MetadataWrapper,
+    PositionProvider,
+    Scope,
+    ScopeProvider,
+)
 from libcst.metadata.scope_provider import Access, BaseAssignment
 
 from ..config import DEFAULT_HOT_FUNCTIONS
@@ -42,6 +49,7 @@ from . import (
 )
 from .callgraph import CallSites
 from .effects import Effects
+from .expr_context import expression_contexts
 from .fixpoint import FactSolver
 from .host_reads import HostRead
 from .imported import ProjectModules
@@ -156,7 +164,10 @@ class ModuleAnalysis:
     def scopes(self) -> Mapping[cst.CSTNode, Scope | None]:
         if self._syntax_of is not None:
             return self._syntax_of.scopes
-        self.structure  # noqa: B018 (recorded first, so that the scope visitors replay it)
+        structure = self.structure  # recorded first, so that the scope visitors replay it
+        known = getattr(self.wrapper, "_metadata", None)  # what the wrapper has resolved
+        if isinstance(known, dict) and ExpressionContextProvider not in known:
+            known[ExpressionContextProvider] = expression_contexts(structure)  # its answer, cheaper
         with replaying():
             return self.wrapper.resolve(ScopeProvider)
 
