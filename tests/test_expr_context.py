@@ -3,8 +3,6 @@ own, and resolving scopes uses them."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import libcst as cst
 import pytest
 from libcst.metadata import ExpressionContext, ExpressionContextProvider, MetadataWrapper
@@ -13,8 +11,8 @@ from syncfix.analysis import ModuleAnalysis
 from syncfix.analysis.expr_context import expression_contexts
 from syncfix.walk import Structure
 
-ROOT = Path(__file__).resolve().parent.parent
-SOURCES = sorted([*(ROOT / "tests" / "rules").glob("*/fixtures/*.py"), *(ROOT / "examples").rglob("*.py")])
+from .sources import sources
+
 ODD = {
     "targets": "a = b = c\nx.y[z], (u.v).w = 1, 2\na, *b = c\n[d, (e, f)] = g\nh: int = 1\ni += 1\n",
     "deletes": "del a, b[0], c.d, (e, [f, g])\n",
@@ -27,14 +25,9 @@ ODD = {
 }
 
 
-def _sources():
-    for p in SOURCES:
-        yield pytest.param(p.read_text(), id=str(p.relative_to(ROOT)))
-    for name, text in ODD.items():
-        yield pytest.param(text, id=name)
 
 
-@pytest.mark.parametrize("source", list(_sources()))
+@pytest.mark.parametrize("source", sources(ODD))
 def test_contexts_read_off_the_record_are_libcsts(source):
     module = cst.parse_module(source)
     expected = dict(MetadataWrapper(module, unsafe_skip_copy=True).resolve(ExpressionContextProvider))

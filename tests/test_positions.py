@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -11,8 +9,8 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from syncfix import engine
 from syncfix.config import Settings
 
-ROOT = Path(__file__).resolve().parent.parent
-SOURCES = sorted([*(ROOT / "tests" / "rules").glob("*/fixtures/*.py"), *(ROOT / "examples").rglob("*.py")])
+from .sources import sources
+
 ODD = {
     "header-and-footer": "#!/usr/bin/env python\n# header\n\nimport torch\n\n# footer\n",
     "decorated": "@dec\n# between\n@other(1)\ndef f(x):\n    return x.item()\n\n\nclass A:\n    @property\n    def p(self):\n        pass\n",
@@ -27,14 +25,9 @@ ODD = {
 }
 
 
-def _sources():
-    for p in SOURCES:
-        yield pytest.param(p.read_text(), id=str(p.relative_to(ROOT)))
-    for name, text in ODD.items():
-        yield pytest.param(text, id=name)
 
 
-@pytest.mark.parametrize("source", list(_sources()))
+@pytest.mark.parametrize("source", sources(ODD))
 def test_positions_by_statement_are_libcsts(source):
     module = cst.parse_module(source)
     expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
@@ -56,7 +49,7 @@ def test_a_position_generates_one_statement_only():
     assert list(analyzed._positions) == [module.body[2]]
 
 
-@pytest.mark.parametrize("source", list(_sources()))
+@pytest.mark.parametrize("source", sources(ODD))
 def test_statement_texts_cut_from_the_source_are_what_libcst_generates(source):
     module = cst.parse_module(source)
     cut = engine._top_lines_of_source(module, source)

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, ScopeProvider
 
 from syncfix.walk import Structure, replaying, walk
 
-ROOT = Path(__file__).resolve().parent.parent
-SOURCES = sorted(
-    [*(ROOT / "tests" / "rules").glob("*/fixtures/*.py"), *(ROOT / "examples").rglob("*.py"), ROOT / "syncfix" / "engine.py", ROOT / "codemods" / "accumulate_on_device.py"]
-)
+from .sources import ROOT, sources
+
+EXTRA = [ROOT / "syncfix" / "engine.py", ROOT / "codemods" / "accumulate_on_device.py"]
+
 MODERN = (
     "def f[T](x: T) -> T:\n    match x:\n        case [1, *rest] if rest:\n            return x\n"
     "try:\n    pass\nexcept* ValueError:\n    pass\n"
@@ -43,13 +41,9 @@ class Log(cst.CSTVisitor):
         self.log.append(("-", id(node), attribute))
 
 
-def _sources():
-    for p in SOURCES:
-        yield pytest.param(p.read_text(), id=str(p.relative_to(ROOT)))
-    yield pytest.param(MODERN, id="modern-syntax")
 
 
-@pytest.mark.parametrize("source", list(_sources()))
+@pytest.mark.parametrize("source", sources({"modern-syntax": MODERN}, EXTRA))
 @pytest.mark.parametrize("stop_at", [None, cst.Call])
 def test_walk_and_replay_make_the_same_calls_as_libcst(source, stop_at):
     module = cst.parse_module(source)
@@ -65,7 +59,7 @@ def test_walk_and_replay_make_the_same_calls_as_libcst(source, stop_at):
     assert replayed.log == reference.log
 
 
-@pytest.mark.parametrize("source", list(_sources()))
+@pytest.mark.parametrize("source", sources({"modern-syntax": MODERN}, EXTRA))
 def test_scopes_resolved_over_the_replay_are_libcsts(source):
     def summary(replay: bool):
         module = cst.parse_module(source)
@@ -141,7 +135,7 @@ PRUNED = "def pruned(a):\n    return f(a)\nclass C(B, D):\n    def kept(self):\n
 
 
 @pytest.mark.parametrize("visitor", [TypedLog, LeavingLog])
-@pytest.mark.parametrize("source", [PRUNED, MODERN, *list(_sources())[:5]])
+@pytest.mark.parametrize("source", [PRUNED, MODERN, *sources({"modern-syntax": MODERN}, EXTRA)[:5]])
 def test_typed_visitors_replayed_make_the_same_calls_as_libcst(source, visitor):
     module = cst.parse_module(source)
     reference = visitor()
@@ -154,7 +148,7 @@ def test_typed_visitors_replayed_make_the_same_calls_as_libcst(source, visitor):
     assert ("name", "a") not in reference.log or "pruned" not in source  # the prune is exercised
 
 
-@pytest.mark.parametrize("source", [PRUNED, MODERN, *list(_sources())[:5]])
+@pytest.mark.parametrize("source", [PRUNED, MODERN, *sources({"modern-syntax": MODERN}, EXTRA)[:5]])
 def test_nodes_of_a_type_are_what_a_walk_finds_in_order(source):
     module = cst.parse_module(source)
     found: list[cst.CSTNode] = []
@@ -172,7 +166,7 @@ def test_nodes_of_a_type_are_what_a_walk_finds_in_order(source):
     assert structure.of_type(cst.Lambda) == [] or "lambda" in source
 
 
-@pytest.mark.parametrize("source", [PRUNED, MODERN, *list(_sources())[:5]])
+@pytest.mark.parametrize("source", [PRUNED, MODERN, *sources({"modern-syntax": MODERN}, EXTRA)[:5]])
 def test_nodes_within_a_subtree_are_what_walking_it_finds(source):
     module = cst.parse_module(source)
     structure = Structure(module)
@@ -183,7 +177,7 @@ def test_nodes_within_a_subtree_are_what_walking_it_finds(source):
             assert list(structure.within(node, kind)) == [n for n in below if type(n) is kind]
 
 
-@pytest.mark.parametrize("source", list(_sources()))
+@pytest.mark.parametrize("source", sources({"modern-syntax": MODERN}, EXTRA))
 def test_structure_read_off_the_fields_is_libcsts_walk(source):
     # the recorder reads each node class's visit order from LibCST's own source; it must
     # record exactly what LibCST's walk reports (parents, children, field marks, order)
