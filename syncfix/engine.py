@@ -8,16 +8,13 @@ from __future__ import annotations
 
 import ast
 import difflib
-import itertools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import cast
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
-from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from . import suppression
 from .analysis import ModuleAnalysis
@@ -29,6 +26,7 @@ from .deepstack import call_deep
 from .fileio import FileError, decode, read_source, write_atomic
 from .model import Applicability, Edit, FileResult, Finding, FixInfo
 from .observed import FileObservations, Need
+from .positions import body_lines, positions_in, split_lines, top_lines_of_source
 from .repetition import Repetition, is_test_path
 from .rules import Fix, RawFinding, Rule, all_rules
 from .walk import Structure, replaying
@@ -62,7 +60,7 @@ class Analyzed:
         """Each top-level statement's first line (leading comments included) and exact text."""
         module = self.module
         if self.source is not None:
-            found = _top_lines_of_source(module, self.source)
+            found = top_lines_of_source(module, self.source, self._top_asts)
             if found is not None:
                 return found
         line = 1 + sum(len(split_lines(module.code_for_node(h))) for h in module.header)
@@ -85,70 +83,49 @@ class Analyzed:
         where = self.top_lines.get(top) if up is self.module else None
         if where is None:  # the module itself, its header or a node outside the record
             return self.wrapper.resolve(PositionProvider)[node]
+        held = self._statement_in_body(top, node)
+        if held is not None:  # a statement of a top-level class's or def's body
+            stmt, line = held
+            positions = self._positions.get(stmt)
+            if positions is None:
+                indent = [top.body.indent or self.module.default_indent]  # type: ignore[attr-defined]
+                positions = self._positions[stmt] = positions_in(stmt, line, self.module, indent)
+            return positions[node]
         positions = self._positions.get(top)
         if positions is None:
-            positions = self._positions[top] = _positions_in(top, where[0], self.module)
+            positions = self._positions[top] = positions_in(top, where[0], self.module)
         return positions[node]
+
+    def _statement_in_body(self, top: cst.CSTNode, node: cst.CSTNode) -> tuple[cst.CSTNode, int] | None:
+        """The statement of ``top``'s indented body that holds ``node``, and its first line."""
+        tree = self._top_asts.get(top)
+        if tree is None or self.source is None:
+            return None
+        lines = self._body_lines.get(top)
+        if lines is None:
+            lines = self._body_lines[top] = body_lines(top, tree, self._source_lines)
+        parents, stmt = self.parents, node
+        while (up := parents.get(stmt)) is not None and up is not top:
+            if stmt in lines:
+                return stmt, lines[stmt]
+            stmt = up
+        return None
 
     @cached_property
     def _positions(self) -> dict[cst.CSTNode, Mapping[cst.CSTNode, CodeRange]]:
         return {}
 
+    @cached_property
+    def _top_asts(self) -> dict[cst.CSTNode, ast.stmt]:
+        return {}  # filled with the top-level lines (top_lines_of_source)
 
-def _top_lines_of_source(module: cst.Module, source: str) -> dict[cst.CSTNode, tuple[int, str]] | None:
-    """What :meth:`Analyzed.top_lines` generates, cut out of the text the module was parsed
-    from instead: each statement's first code line from Python's parse, less the comment and
-    blank lines LibCST gives it; the lines up to the next statement's start are its text (the
-    module is its header, its statements and its footer, in order). None wherever the two
-    parses do not line up as expected (the caller then generates the text)."""
-    try:
-        body = ast.parse(source).body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None  # e.g. syntax newer than this Python's
-    lines = split_lines(source)
-    starts: list[int] = []
-    k = 0
-    for stmt in module.body:
-        if k >= len(body):
-            return None
-        node = body[k]
-        k += len(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else 1
-        first, lead = node.lineno, len(stmt.leading_lines)
-        decorators = getattr(stmt, "decorators", ())
-        if decorators:
-            first = node.decorator_list[0].lineno  # type: ignore[attr-defined]
-            lead += len(decorators[0].leading_lines)
-            if not lines[first - 1].lstrip().startswith("@"):
-                return None  # a decorator whose expression starts below its ``@``
-        elif not 0 < first <= len(lines) or not lines[first - 1].strip() or lines[first - 1].lstrip().startswith("#"):
-            return None
-        starts.append(first - lead)
-    if k != len(body) or (starts and starts[0] != 1 + len(module.header)):
-        return None
-    bounds = [*starts, len(lines) - len(module.footer) + 1]
-    if any(a >= b for a, b in itertools.pairwise(bounds)):
-        return None
-    out: dict[cst.CSTNode, tuple[int, str]] = {}
-    for i, stmt in enumerate(module.body):
-        if i == len(module.body) - 1 and not module.has_trailing_newline:
-            break  # the module strips this statement's newline; leave it to the slow path
-        out[stmt] = (starts[i], "".join(lines[starts[i] - 1 : bounds[i + 1] - 1]))
-    return out
+    @cached_property
+    def _source_lines(self) -> list[str]:
+        return split_lines(self.source or "")
 
-
-def _positions_in(stmt: cst.CSTNode, line: int, module: cst.Module) -> Mapping[cst.CSTNode, CodeRange]:
-    """The positions of ``stmt``'s nodes: the module's code generation with positions (what
-    PositionProvider runs over the whole module), run over one top-level statement that starts
-    at ``line`` (its leading comments included) in column 0."""
-    provider = PositionProvider()
-    state = PositionProvidingCodegenState(
-        default_indent=module.default_indent,
-        default_newline=module.default_newline,
-        provider=provider,
-        line=line,
-    )
-    stmt._codegen(state)
-    return cast("Mapping[cst.CSTNode, CodeRange]", provider._computed)
+    @cached_property
+    def _body_lines(self) -> dict[cst.CSTNode, dict[cst.CSTNode, int]]:
+        return {}
 
 
 # ---- one step at a time ----------------------------------------------------------------------
@@ -405,12 +382,6 @@ def fix_edit_slow(module: cst.Module, fix: Fix) -> Edit:
     return _line_edit(old, new, 1)
 
 
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines with their endings, split only where Python ends a line (not at form feeds...)."""
-    return _LINE.findall(text)
 
 
 def _line_edit(old: list[str], new: list[str], first_line: int) -> Edit:

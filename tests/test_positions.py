@@ -6,7 +6,7 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from syncfix import engine
+from syncfix import engine, positions
 from syncfix.config import Settings
 
 from .sources import sources
@@ -22,6 +22,15 @@ ODD = {
     "semicolons-and-comments": "a = 1; b = 2\n# about c\n\nc = 3\ndef f():\n    x = 1\n    # trailing, indented\n\n# next\ny = 4\n",
     "form-feed": "import torch\n\x0c\ndef f():\n    pass\n",
     "parenthesized-decorator": "@(\n    dec\n)\ndef f():\n    pass\n",
+    "class-bodies": (
+        "import torch\n\n\nclass Net(torch.nn.Module):  # header\n    'doc'\n    n = 1; m = 2\n\n"
+        "    # about forward\n    @torch.no_grad()\n    # between\n    @staticmethod\n"
+        "    def forward(\n        x,\n        y=(1,\n           2),\n    ):\n        return x.item()\n"
+        "# dedented comment\n\n    class Inner:\n        pass\n    def last(self): return 1\n"
+        "    # trailing, indented\n\n\ndef main():\n\tfor i in range(3):\n\t\tprint(i)\n"
+        "\tif i:  # c\n\t\tpass\n"
+    ),
+    "body-on-header-line": "class A: pass\ndef f(): return 1\nclass B:\n    x = 1\n",
 }
 
 
@@ -37,8 +46,10 @@ def test_positions_by_statement_are_libcsts(source):
     assert len(nodes) == len(expected)
     for node in nodes:
         assert analyzed.position(node) == expected[node], module.code_for_node(node)
-    # only the statements asked about were generated: here every one of them
-    assert len(analyzed._positions) <= len(module.body)
+    # only the statements asked about were generated: here every one of them, and the
+    # statements of top-level classes' and defs' bodies
+    bodies = [s for t in module.body if isinstance(t, (cst.ClassDef, cst.FunctionDef)) for s in t.body.body]
+    assert len(analyzed._positions) <= len(module.body) + len(bodies)
 
 
 def test_a_position_generates_one_statement_only():
@@ -49,10 +60,22 @@ def test_a_position_generates_one_statement_only():
     assert list(analyzed._positions) == [module.body[2]]
 
 
+def test_a_position_in_a_method_generates_that_method_only():
+    source = ODD["class-bodies"]
+    module = cst.parse_module(source)
+    analyzed = engine.analyze(module, [], Settings(), source=source)
+    forward = module.body[1].body.body[2]  # type: ignore[attr-defined]
+    item = forward.body.body[0].body[0].value  # type: ignore[attr-defined]
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)[item]
+    assert analyzed.position(item) == expected
+    assert (expected.start.line, expected.start.column) == (17, 15)
+    assert list(analyzed._positions) == [forward]
+
+
 @pytest.mark.parametrize("source", sources(ODD))
 def test_statement_texts_cut_from_the_source_are_what_libcst_generates(source):
     module = cst.parse_module(source)
-    cut = engine._top_lines_of_source(module, source)
+    cut = positions.top_lines_of_source(module, source)
     generated = engine.Analyzed(module, [], MetadataWrapper(module)).top_lines  # no source: generated
     if cut is None:  # where the two parses do not line up, the text is generated instead
         assert "@(" in source or not source
