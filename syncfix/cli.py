@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
+from itertools import repeat
 from pathlib import Path
 
 import click
@@ -28,6 +29,7 @@ from .noqa import add_noqa
 from .observed import DEFAULT_FILE as DEFAULT_OBSERVED
 from .observed import ObservationError, Observations
 from .progress import Tick, no_tick, progress_bar
+from .projects import Item, Summarize, Summary, file_summary, summarize_here
 from .projects import contexts as project_contexts
 from .reporting import (
     FORMATS,
@@ -43,6 +45,7 @@ from .rules import all_rules
 from .version import __version__
 
 PARALLEL_THRESHOLD = 16  # below this many files a process pool costs more than it saves
+INDEX_PARALLEL_THRESHOLD = 64  # the same for the project index's reading of a project's files
 
 
 class Failure(click.ClickException):
@@ -448,7 +451,8 @@ def _run(opts: dict, mode: str) -> int:
     # observed fixes depend on the observation file too: never cached
     use_cache = not opts.get("no_cache") and not interactive and settings.observations is None
     cache = results_cache.Cache(_cache_dir(settings, opts), settings) if use_cache else None
-    places = project_contexts(found.files, settings.hot_functions)  # the project index: one pass over each project's files
+    # the project index: one pass over each project's files
+    places = project_contexts(found.files, settings.hot_functions, _index_summarizer(settings))
     jobs = [
         Job(f, fix=fix, write=write, want_source=want_source, cache=cache, context=places.get(f))
         for f in found.files
@@ -592,6 +596,22 @@ def _execute_all(jobs: list[Job], settings: Settings, tick: Tick) -> list[FileRe
     for i, result in zip(misses, done, strict=True):
         results[i] = result
     return results  # type: ignore[return-value]  # every slot is filled
+
+
+def _index_summarizer(settings: Settings) -> Summarize | None:
+    """Read a big project's files for the index in worker processes (None: here)."""
+    workers = settings.jobs or os.cpu_count() or 1
+    if workers == 1:
+        return None
+
+    def summarize(items: Sequence[Item], hot: tuple[str, ...], resolve: Mapping[str, str]) -> list[Summary]:
+        if len(items) < INDEX_PARALLEL_THRESHOLD:
+            return summarize_here(items, hot, resolve)
+        chunk = max(1, len(items) // (workers * 4))
+        with ProcessPoolExecutor(max_workers=workers, initializer=_start_worker) as pool:
+            return list(pool.map(file_summary, items, repeat(hot), repeat(resolve), chunksize=chunk))
+
+    return summarize
 
 
 def _process(job: Job, settings: Settings) -> FileResult:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 if sys.version_info >= (3, 11):
@@ -18,7 +18,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from .analysis.hotness import file_calls
+from .analysis.hotness import FileCalls, file_calls
 from .analysis.hotness import hot_functions as hot_functions_of
 from .analysis.imported import forget
 from .analysis.members import EMPTY, MemberUse, kept, member_use
@@ -65,7 +65,10 @@ class Project:
     """One project root's index: imports between its modules, the functions called from
     repeating code, and each module's file (for the facts one module takes from another)."""
 
-    def __init__(self, root: Path, hot_functions: Iterable[str] = DEFAULT_HOT_FUNCTIONS) -> None:
+    def __init__(
+        self, root: Path, hot_functions: Iterable[str] = DEFAULT_HOT_FUNCTIONS, summarize: Summarize | None = None
+    ) -> None:
+        summarize = summarize or summarize_here
         self.index = ProjectIndex()
         sources: dict[str, tuple[Path, bytes]] = {}
         for path in python_files(root):
@@ -82,15 +85,17 @@ class Project:
         self.closed = len(sources) <= CLOSED_MODULES and is_closed(root)
         calls = []
         uses: dict[str, MemberUse] = {}  # names read across files where all files are in sight
+        todo = []
         for name, (path, data) in sources.items():
             test = is_test_path(str(path.relative_to(root)))
-            if test and not self.closed:
-                continue
-            tree = _parsed(data)  # once per file, for its calls and its attribute names
-            if not test:
-                calls.append(file_calls(name, tree or b"", hot_functions, self.resolve))
-            if self.closed:
-                uses[name] = member_use(tree) if tree is not None else EMPTY
+            if not test or self.closed:
+                todo.append((name, data, not test, self.closed))
+        hot = tuple(hot_functions)
+        for (name, *_), (called, used) in zip(todo, summarize(todo, hot, self.resolve), strict=True):
+            if called is not None:
+                calls.append(called)
+            if used is not None:
+                uses[name] = used
         uses = kept(uses)
         self.hot = hot_functions_of(calls)
         aliases: dict[str, list[str]] = {}
@@ -158,6 +163,26 @@ class Project:
         )
 
 
+# One file to summarize: (module name, source, whether to keep its calls, whether its names)
+Item = tuple[str, bytes, bool, bool]
+Summary = tuple[FileCalls | None, MemberUse | None]
+Summarize = Callable[[Sequence[Item], tuple[str, ...], Mapping[str, str]], list[Summary]]
+
+
+def file_summary(item: Item, hot_functions: tuple[str, ...], resolve: Mapping[str, str]) -> Summary:
+    """What the index keeps of one file: the calls it makes and the attribute names it uses,
+    from one parse with Python's parser."""
+    name, data, with_calls, with_names = item
+    tree = _parsed(data)
+    called = file_calls(name, tree or b"", hot_functions, resolve) if with_calls else None
+    used = (member_use(tree) if tree is not None else EMPTY) if with_names else None
+    return called, used
+
+
+def summarize_here(items: Sequence[Item], hot_functions: tuple[str, ...], resolve: Mapping[str, str]) -> list[Summary]:
+    return [file_summary(item, hot_functions, resolve) for item in items]
+
+
 def _parsed(data: bytes) -> ast.Module | None:
     try:
         return ast.parse(data)
@@ -218,9 +243,12 @@ def _suffixes(modules: Iterable[str]) -> dict[str, str]:
     }
 
 
-def contexts(files: Iterable[str], hot_functions: Iterable[str] = DEFAULT_HOT_FUNCTIONS) -> dict[str, ModuleContext]:
+def contexts(
+    files: Iterable[str], hot_functions: Iterable[str] = DEFAULT_HOT_FUNCTIONS, summarize: Summarize | None = None
+) -> dict[str, ModuleContext]:
     """Each file's context, one index per project root; files outside any project get none.
-    (Facts other files gave an earlier run in this process are forgotten.)"""
+    (Facts other files gave an earlier run in this process are forgotten.) ``summarize`` reads
+    the files of a project (by default here; the command line spreads them over its workers)."""
     forget()
     indexes: dict[Path, Project] = {}
     roots: dict[Path, Path | None] = {}
@@ -235,6 +263,6 @@ def contexts(files: Iterable[str], hot_functions: Iterable[str] = DEFAULT_HOT_FU
         if root is None:
             continue
         if root not in indexes:
-            indexes[root] = Project(root, hot_names)
+            indexes[root] = Project(root, hot_names, summarize)
         out[f] = indexes[root].context(path, module_name(path, root))
     return out

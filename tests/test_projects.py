@@ -108,3 +108,44 @@ def test_a_class_imported_elsewhere_keeps_no_attribute_facts(project):
         encoding="utf-8",
     )
     assert safe_fixes() == 0
+
+
+def _big_project(root, n: int) -> list[str]:
+    (root / ".git").mkdir()
+    files = []
+    for i in range(n):
+        path = root / "pkg" / f"m{i}.py"
+        path.parent.mkdir(exist_ok=True)
+        nxt = f"from .m{i + 1} import step{i + 1}\n" if i + 1 < n else ""
+        call = f"        step{i + 1}(x)\n" if i + 1 < n else ""
+        path.write_text(f"import torch\n{nxt}\n\nclass C{i}:\n    def forward(self, x):\n        return x\n\n\n"
+                        f"def step{i}(x):\n    for _ in range(3):\n{call}        x.item()\n")
+        files.append(str(path))
+    (root / "tests").mkdir()
+    (root / "tests" / "test_m.py").write_text("from pkg.m0 import step0\n\n\ndef test_step():\n    step0(1)\n")
+    return files
+
+
+def test_the_index_read_in_worker_processes_is_the_index_read_here(tmp_path):
+    from syncfix.cli import INDEX_PARALLEL_THRESHOLD, _index_summarizer
+    from syncfix.config import Settings
+
+    files = _big_project(tmp_path, INDEX_PARALLEL_THRESHOLD + 6)
+    here = contexts(files)
+    spread = contexts(files, summarize=_index_summarizer(Settings(jobs=2)))
+    assert spread == here
+    assert {k: v.fingerprint() for k, v in spread.items()} == {k: v.fingerprint() for k, v in here.items()}
+    assert "step5" in here[files[5]].hot  # the index did read the calls (step4 calls it in a loop)
+
+
+def test_a_small_project_is_read_without_workers(tmp_path, monkeypatch):
+    import syncfix.cli as cli_module
+    from syncfix.config import Settings
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("a pool was started")
+
+    monkeypatch.setattr(cli_module, "ProcessPoolExecutor", no_pool)
+    files = _big_project(tmp_path, 5)
+    spread = contexts(files, summarize=cli_module._index_summarizer(Settings(jobs=2)))
+    assert spread == contexts(files)
