@@ -21,6 +21,25 @@ _NOT_STRAIGHT = frozenset({
     cst.GeneratorExp, cst.FunctionDef, cst.ClassDef, cst.NamedExpr, cst.AssignTarget,
 })
 
+class _Reads(cst.CSTVisitor):
+    """The host reads of a line of simple statements, in the order they run (one class for
+    every line: a class made per call costs its creation and a cycle, thousands of times)."""
+
+    def __init__(self, a: ModuleAnalysis, targets: set[int]) -> None:
+        super().__init__()
+        self.a, self.targets = a, targets
+        self.found: list[HostRead] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if type(node) in _NOT_STRAIGHT or id(node) in self.targets:
+            return False
+        if type(node) is cst.Call:
+            read = self.a.host_read(node)
+            if read is not None and self.a.value(read.receiver).device is not Device.CPU:
+                self.found.append(read)
+        return True
+
+
 
 @dataclass
 class _Read:
@@ -186,31 +205,14 @@ class MergeScalarReads(Rule):
             return []  # ``total += t.item()`` in a loop: SFX302 keeps the sum on the device
         if not any(a.may_be_host_read(call) for call in a.nodes_within(stmt, cst.Call)):  # type: ignore[arg-type]
             return []  # most lines: no call that could be a host read, so no walk
-        found: list[HostRead] = []
         # Assignment targets run after the value: their reads are out of textual order.
         targets = {
             id(small.target) for small in stmt.body if isinstance(small, (cst.AugAssign, cst.AnnAssign))
         }
-
-        class V(cst.CSTVisitor):
-            def on_visit(self, node: cst.CSTNode) -> bool:
-                if type(node) in _NOT_STRAIGHT or id(node) in targets:
-                    return False
-                if type(node) is cst.Call:
-                    read = a.host_read(node)
-                    if read is not None and a.value(read.receiver).device is not Device.CPU:
-                        found.append(read)
-                return True
-
-        walk(stmt, V())
-        walrus = []
-
-        class W(cst.CSTVisitor):
-            def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-                walrus.append(node)
-
-        walk(stmt, W())
-        if walrus:
+        reads = _Reads(a, targets)
+        walk(stmt, reads)
+        found = reads.found
+        if a.nodes_within(stmt, cst.NamedExpr):
             return []  # a binding in the middle of the reads: their order matters
         if len(stmt.body) > 1 and found:
             # ``x = t.mean(); print(x.item())``: the merged read goes before the whole line
@@ -228,14 +230,7 @@ class MergeScalarReads(Rule):
 
     def _not_tensor_name(self, stmt: cst.CSTNode, name: str) -> bool:
         a = self.analysis
-        found = []
-
-        class V(cst.CSTVisitor):
-            def visit_Name(self, node: cst.Name) -> None:
-                if node.value == name:
-                    found.append(node)
-
-        walk(stmt, V())
+        found = [n for n in a.nodes_within(stmt, cst.Name) if n.value == name]  # type: ignore[attr-defined]
         return bool(found) and all(a.value(n).kind in (Kind.OTHER, Kind.NUMBER) for n in found)
 
     def _clash(self, run, reads: list[HostRead]) -> bool:
