@@ -233,18 +233,11 @@ keeps the finding). A value handed to a meter every
     def _loop(self, loop: cst.For | cst.While) -> None:
         a = self.analysis
         accs: list[_Acc] = []
-
-        rule = self
-
-        class V(cst.CSTVisitor):
-            def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
-                if a.enclosing_loop(node) is loop:
-                    acc = rule._candidate(node)
-                    if acc is not None:
-                        accs.append(acc)
-                return False
-
-        walk(loop.body, V())
+        for node in a.nodes_within(loop.body, cst.SimpleStatementLine):
+            if a.enclosing_loop(node) is loop:
+                acc = self._candidate(node)  # type: ignore[arg-type]
+                if acc is not None:
+                    accs.append(acc)
         if not accs:
             return
         for acc in accs:
