@@ -47,15 +47,18 @@ def top_lines_of_source(
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None  # e.g. syntax newer than this Python's
     lines = split_lines(source)
-    starts = _starts(module.body, body, lines)
-    if starts is None or (starts and starts[0] != 1 + len(module.header)):
+    matched = _starts(module.body, body, lines)
+    if matched is None:
+        return None
+    starts = [start for start, _ in matched]
+    if starts and starts[0] != 1 + len(module.header):
         return None
     bounds = [*starts, len(lines) - len(module.footer) + 1]
     if any(a >= b for a, b in itertools.pairwise(bounds)):
         return None
     if asts is not None:
-        for stmt, node in zip(module.body, _matched(module.body, body), strict=True):
-            if type(stmt) in _NESTED and node is not None:
+        for stmt, (_, node) in zip(module.body, matched, strict=True):
+            if type(stmt) in _NESTED:
                 asts[stmt] = node
     out: dict[cst.CSTNode, tuple[int, str]] = {}
     for i, stmt in enumerate(module.body):
@@ -65,21 +68,13 @@ def top_lines_of_source(
     return out
 
 
-def _matched(stmts: Sequence[cst.BaseStatement], body: Sequence[ast.stmt]) -> list[ast.stmt | None]:
-    """The ast node of each compound statement of ``stmts`` (None for a line of simple ones)."""
-    out: list[ast.stmt | None] = []
-    k = 0
-    for stmt in stmts:
-        simple = isinstance(stmt, cst.SimpleStatementLine)
-        out.append(None if simple or k >= len(body) else body[k])
-        k += len(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else 1
-    return out
-
-
-def _starts(stmts: Sequence[cst.BaseStatement], body: Sequence[ast.stmt], lines: list[str]) -> list[int] | None:
+def _starts(
+    stmts: Sequence[cst.BaseStatement], body: Sequence[ast.stmt], lines: list[str]
+) -> list[tuple[int, ast.stmt]] | None:
     """The first line of each of ``stmts`` (its leading comments and blank lines included),
-    from the ast nodes ``body`` of the same statements; None where they do not line up."""
-    starts: list[int] = []
+    from the ast nodes ``body`` of the same statements, with the (first) ast node of each; None
+    where they do not line up."""
+    starts: list[tuple[int, ast.stmt]] = []
     k = 0
     for stmt in stmts:
         if k >= len(body):
@@ -95,8 +90,8 @@ def _starts(stmts: Sequence[cst.BaseStatement], body: Sequence[ast.stmt], lines:
                 return None  # a decorator whose expression starts below its ``@``
         elif not 0 < first <= len(lines) or not lines[first - 1].strip() or lines[first - 1].lstrip().startswith("#"):
             return None
-        starts.append(first - lead)
-    if k != len(body) or any(a >= b for a, b in itertools.pairwise(starts)):
+        starts.append((first - lead, node))
+    if k != len(body) or any(a[0] >= b[0] for a, b in itertools.pairwise(starts)):
         return None
     return starts
 
@@ -110,7 +105,7 @@ def body_lines(top: cst.CSTNode, node: ast.stmt, source_lines: list[str]) -> dic
     starts = _starts(block.body, getattr(node, "body", ()), source_lines)
     if starts is None:
         return {}
-    return dict(zip(block.body, starts, strict=True))
+    return {stmt: start for stmt, (start, _) in zip(block.body, starts, strict=True)}
 
 
 def positions_in(
