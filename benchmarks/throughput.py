@@ -1,4 +1,5 @@
-"""Tool throughput: syncfix against TorchFix, Fixit and ruff on the same code.
+"""Tool throughput: syncfix against TorchFix, Fixit and ruff on the same code, and the least any
+Python tool does (``parse_floor.py``: every file parsed with ``ast`` and walked once).
 
     python benchmarks/throughput.py [--sizes 10000,100000] [--peers /path/to/venv/bin] [--json OUT]
     python benchmarks/throughput.py --repos /work/scratch/realcode/* [--tool-timeout 600] [--per-file]
@@ -42,6 +43,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from corpus import generate  # noqa: E402
 
+FLOOR = "Python floor: ast.parse + walk"
 TIMED_OUT = -999  # the exit code we report for a command killed at --tool-timeout
 
 
@@ -278,6 +280,9 @@ def commands(peers: Path | None, jobs: int) -> dict[str, tuple[list[str] | None,
     out[f"fixit lint ({jobs} cores)"] = ([fixit, "lint", "."] if fixit else None, jobs)
     ruff_cmd = [ruff, "check", "--select", "ALL", "--no-cache", "--exit-zero", "-q", "."] if ruff else None
     out[f"ruff check --select ALL ({jobs} cores)"] = (ruff_cmd, jobs)
+    # the least any Python tool does (benchmarks/parse_floor.py): what ruff's ratio can come to
+    floor = [sys.executable, str(Path(__file__).with_name("parse_floor.py")), ".", "-j", str(jobs)]
+    out[f"{FLOOR} ({jobs} cores)"] = (floor, jobs)
     return out
 
 
@@ -328,6 +333,7 @@ def ratios(rows: list[dict], jobs: int) -> str:
     by = {r["command"]: r for r in rows}
     mine = by.get(f"syncfix check -j{jobs} (cold)")
     torchfix, ruff = by.get(f"torchfix -j{jobs}"), by.get(f"ruff check --select ALL ({jobs} cores)")
+    floor = by.get(f"{FLOOR} ({jobs} cores)")
     if mine is None:
         return ""
     mark = lambda r: ">" if r["timed_out"] else ""  # noqa: E731
@@ -336,6 +342,8 @@ def ratios(rows: list[dict], jobs: int) -> str:
         parts.append(f"TorchFix/syncfix = {torchfix['seconds'] / mine['seconds']:.2f}x (target >= 10)")
     if ruff:
         parts.append(f"syncfix/ruff = {mine['seconds'] / ruff['seconds']:.2f}x (target <= 3)")
+        if floor:
+            parts.append(f"Python floor/ruff = {floor['seconds'] / ruff['seconds']:.2f}x")
     return "   " + "; ".join(parts)
 
 

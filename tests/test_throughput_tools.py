@@ -57,3 +57,31 @@ def test_python_lines_skip_git(tmp_path):
     (tmp_path / ".git" / "x.py").write_text("a\n")
     (tmp_path / "notes.txt").write_text("a\n")
     assert throughput.py_lines(tmp_path) == (1, 3)
+
+
+def test_python_floor_parses_and_walks_every_file(tmp_path):
+    import ast
+    import subprocess
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "a.py").write_text("x = f(1)\n")
+    (tmp_path / "b.py").write_text("def g(y):\n    return y + 1\n")
+    (tmp_path / "broken.py").write_text("def (\n")  # counted as a file, no nodes
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "c.py").write_text("z = 2\n")
+    want = sum(len(list(ast.walk(ast.parse(p.read_text())))) for p in (tmp_path / "pkg" / "a.py", tmp_path / "b.py"))
+    script = ROOT / "benchmarks" / "parse_floor.py"
+    for jobs in ("1", "2"):
+        out = subprocess.run([sys.executable, str(script), str(tmp_path), "-j", jobs],
+                             capture_output=True, text=True, check=True).stdout
+        assert out.strip() == f"3 files, {want} nodes"
+
+
+def test_ratios_put_ruff_beside_the_python_floor():
+    rows = [{"command": "syncfix check -j2 (cold)", "seconds": 6.0, "timed_out": False},
+            {"command": "ruff check --select ALL (2 cores)", "seconds": 0.5, "timed_out": False},
+            {"command": f"{throughput.FLOOR} (2 cores)", "seconds": 0.75, "timed_out": False}]
+    line = throughput.ratios(rows, 2)
+    assert "syncfix/ruff = 12.00x" in line and "Python floor/ruff = 1.50x" in line
+    floor = [cmd for name, (cmd, _) in throughput.commands(None, 2).items() if name.startswith(throughput.FLOOR)]
+    assert floor and floor[0][-2:] == ["-j", "2"]
