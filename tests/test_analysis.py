@@ -58,6 +58,12 @@ PROVENANCE = [
     ("import torch\nx = torch.ones(2).cuda()\ny = x[0]\nuse(y)", "y", Kind.TENSOR, Device.CUDA),
     ("import torch\nx = torch.ones(2).cuda()\ny = x.sum().item()\nuse(y)", "y", Kind.NUMBER, Device.UNKNOWN),
     ("import numpy as np\nx = np.ones(3)\nuse(x)", "x", Kind.NDARRAY, Device.UNKNOWN),
+    # numpy's arithmetic and comparisons give arrays; an operand that may be a tensor does not
+    ("import numpy as np\nx = np.ones(3) * 2 + 1\nuse(x)", "x", Kind.NDARRAY, Device.UNKNOWN),
+    ("import numpy as np\nx = np.zeros(3) == 10\nuse(x)", "x", Kind.NDARRAY, Device.UNKNOWN),
+    ("import numpy as np\ndef f(t):\n    x = np.ones(3) * t\n    use(x)", "x", Kind.UNKNOWN, Device.UNKNOWN),
+    ("import numpy as np\ndef f(t):\n    x = np.ones(3) == t\n    use(x)", "x", Kind.UNKNOWN, Device.UNKNOWN),
+    ("import numpy as np\nimport torch\nx = np.ones(3) + torch.ones(3)\nuse(x)", "x", Kind.TENSOR, Device.CPU),
     ("x = 3.0\nuse(x)", "x", Kind.NUMBER, Device.UNKNOWN),
     ("import torch\ndef f(t: torch.Tensor):\n    use(t)", "t", Kind.TENSOR, Device.UNKNOWN),
     ("def f(t):\n    use(t)", "t", Kind.UNKNOWN, Device.UNKNOWN),

@@ -137,6 +137,8 @@ def _value(a: ModuleAnalysis, expr: cst.CSTNode) -> Value:
             return Value(Kind.TENSOR, device, Memory.PAGEABLE, True, "torch.bool", tensor_origin(tensors))
         if all(t.kind in (Kind.NUMBER, Kind.OTHER) for t in tensors):
             return NUMBER
+        if _numpy_operands(tensors):
+            return Value(Kind.NDARRAY)  # ``counts == k``: numpy compares elementwise
         return UNKNOWN  # ``a == b`` of unknown values may well be a tensor
     if isinstance(expr, cst.BooleanOperation):
         return a.value(expr.left).join(a.value(expr.right))
@@ -155,9 +157,18 @@ def _arith(a: ModuleAnalysis, *operands: cst.BaseExpression) -> Value:
         return Value(Kind.TENSOR, tensor_device(vals), Memory.PAGEABLE, True, origin=tensor_origin(vals))
     if all(v.kind is Kind.NUMBER for v in vals):
         return NUMBER
-    if any(v.kind is Kind.NDARRAY for v in vals):
+    if _numpy_operands(vals):
         return Value(Kind.NDARRAY)
     return UNKNOWN
+
+
+def _numpy_operands(vals: list[Value]) -> bool:
+    """An array among operands that are all arrays, numbers or known non-tensors: numpy's
+    result. (An operand that may be a tensor makes it a tensor: ``Tensor.__array_priority__``
+    hands ``array + tensor`` to the tensor.)"""
+    return any(v.kind is Kind.NDARRAY for v in vals) and all(
+        v.kind in (Kind.NDARRAY, Kind.NUMBER, Kind.OTHER) for v in vals
+    )
 
 
 

@@ -25,6 +25,28 @@ def test_true_dependency_messages_name_the_restructuring():
         assert advice in messages
 
 
+def test_numpy_counts_of_a_closed_project_are_no_gpu_value(tmp_path):
+    # in a closed project the class's numpy arrays and constants are known: ``counts == 10`` is
+    # numpy's array, so ``.all()`` of it is too, never a tensor read by ``if``
+    import json
+
+    from click.testing import CliRunner
+
+    from syncfix.cli import cli
+
+    (tmp_path / "pyproject.toml").write_text("")
+    src = (Path(__file__).parent / "fixtures/numpy_counts_untouched.in.py").read_text()
+    (tmp_path / "warm.py").write_text(src)
+    result = CliRunner().invoke(cli, ["check", "--no-cache", "-o", "json", "--include-cold", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == []
+    # an operand syncfix cannot name may be a tensor (which wins over the array): reported
+    unknown = src.replace("self.counts == NEEDED", "self.counts == limits()")
+    (tmp_path / "warm.py").write_text("from settings import limits\n" + unknown)
+    result = CliRunner().invoke(cli, ["check", "--no-cache", "-o", "json", "--include-cold", str(tmp_path)])
+    assert [f["code"] for f in json.loads(result.output)] == ["SFX206"]
+
+
 torch = pytest.importorskip("torch")
 
 HOIST = (
