@@ -452,7 +452,9 @@ def _run(opts: dict, mode: str) -> int:
     use_cache = not opts.get("no_cache") and not interactive and settings.observations is None
     cache = results_cache.Cache(_cache_dir(settings, opts), settings) if use_cache else None
     # the project index: one pass over each project's files
-    places = project_contexts(found.files, settings.hot_functions, _index_summarizer(settings))
+    places = project_contexts(
+        found.files, settings.hot_functions, _index_summarizer(settings), settings.closed_project
+    )
     jobs = [
         Job(f, fix=fix, write=write, want_source=want_source, cache=cache, context=places.get(f))
         for f in found.files

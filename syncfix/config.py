@@ -59,6 +59,9 @@ class Settings:
     hot_functions: tuple[str, ...] = DEFAULT_HOT_FUNCTIONS
     # the device types the project runs on (``[tool.syncfix.torch] devices``); None: any
     devices: tuple[str, ...] | None = None
+    # only the project's own files import its modules (``closed-project``); None: syncfix
+    # decides (not when it can be installed or holds notebooks: syncfix/projects.py)
+    closed_project: bool | None = None
     # a recorded run's observations (``--observed``): fixes whose facts they show apply as observed
     observations: Observations | None = None
     config_path: Path | None = None  # where these came from (for --show-settings)
@@ -120,7 +123,7 @@ _LIST_KEYS = {
     "select", "extend-select", "ignore", "fixable", "unfixable", "extend-safe-fixes",
     "extend-unsafe-fixes", "exclude", "extend-exclude",
 }
-_BOOL_KEYS = {"unsafe-fixes", "include-cold", "respect-gitignore", "force-exclude"}
+_BOOL_KEYS = {"unsafe-fixes", "include-cold", "respect-gitignore", "force-exclude", "closed-project"}
 _KNOWN = _LIST_KEYS | _BOOL_KEYS | {
     "per-file-ignores", "output-format", "jobs", "target-version", "torch", "cache-dir", "extend",
 }

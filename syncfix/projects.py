@@ -66,7 +66,11 @@ class Project:
     repeating code, and each module's file (for the facts one module takes from another)."""
 
     def __init__(
-        self, root: Path, hot_functions: Iterable[str] = DEFAULT_HOT_FUNCTIONS, summarize: Summarize | None = None
+        self,
+        root: Path,
+        hot_functions: Iterable[str] = DEFAULT_HOT_FUNCTIONS,
+        summarize: Summarize | None = None,
+        closed: bool | None = None,
     ) -> None:
         summarize = summarize or summarize_here
         self.index = ProjectIndex()
@@ -81,8 +85,9 @@ class Project:
             sources[name] = (path, data)
         self.resolve = _suffixes(sources)
         # each file of a closed project carries the whole project's table: bounded, so that a
-        # big project's contexts stay small (beyond it, the installable policy holds)
-        self.closed = len(sources) <= CLOSED_MODULES and is_closed(root)
+        # big project's contexts stay small (beyond it, the installable policy holds); ``closed``
+        # is the user's word for it (``closed-project``), None: what the root shows
+        self.closed = len(sources) <= CLOSED_MODULES and (is_closed(root) if closed is None else closed)
         calls = []
         uses: dict[str, MemberUse] = {}  # names read across files where all files are in sight
         todo = []
@@ -244,11 +249,15 @@ def _suffixes(modules: Iterable[str]) -> dict[str, str]:
 
 
 def contexts(
-    files: Iterable[str], hot_functions: Iterable[str] = DEFAULT_HOT_FUNCTIONS, summarize: Summarize | None = None
+    files: Iterable[str],
+    hot_functions: Iterable[str] = DEFAULT_HOT_FUNCTIONS,
+    summarize: Summarize | None = None,
+    closed: bool | None = None,
 ) -> dict[str, ModuleContext]:
     """Each file's context, one index per project root; files outside any project get none.
     (Facts other files gave an earlier run in this process are forgotten.) ``summarize`` reads
-    the files of a project (by default here; the command line spreads them over its workers)."""
+    the files of a project (by default here; the command line spreads them over its workers);
+    ``closed`` overrides :func:`is_closed` (the ``closed-project`` setting)."""
     forget()
     indexes: dict[Path, Project] = {}
     roots: dict[Path, Path | None] = {}
@@ -263,6 +272,6 @@ def contexts(
         if root is None:
             continue
         if root not in indexes:
-            indexes[root] = Project(root, hot_names, summarize)
+            indexes[root] = Project(root, hot_names, summarize, closed)
         out[f] = indexes[root].context(path, module_name(path, root))
     return out

@@ -156,6 +156,17 @@ def test_bad_config_exits_two(project):
     assert run("check", "a.py").exit_code == 2
 
 
+def test_closed_project_is_true_or_false(project):
+    project("a.py", SAFE)
+    project("pyproject.toml", '[tool.syncfix]\nclosed-project = "yes"\n')
+    r = run("check", "a.py")
+    assert r.exit_code == 2 and "'closed-project' must be true or false" in r.output
+    project("pyproject.toml", "[tool.syncfix]\nclosed-project = true\n")
+    assert "closed_project = True" in run("check", "--show-settings").output
+    project("pyproject.toml", "")
+    assert "closed_project = None" in run("check", "--show-settings").output
+
+
 def test_extend_safe_fixes(project):
     project("b.py", UNSAFE)
     project("pyproject.toml", '[tool.syncfix]\nextend-safe-fixes = ["SFX101"]\n')

@@ -310,6 +310,25 @@ def test_a_caller_syncfix_cannot_see_keeps_the_parameters_unknown(tmp_path, file
     assert _fixes(root, "engine.py") == {6: "unsafe", 7: "unsafe"}, why
 
 
+@pytest.mark.parametrize(
+    ("pyproject", "extra", "want"),
+    [
+        # the user's word that nothing outside the project imports it, though it can be installed
+        ("[project]\nname = 'p'\n\n[tool.syncfix]\nclosed-project = true\n", {}, "safe"),
+        ("[tool.syncfix]\nclosed-project = true\n", {"explore.ipynb": "{}"}, "safe"),
+        # and that other code does import it, though nothing here shows it
+        ("[tool.syncfix]\nclosed-project = false\n", {}, "unsafe"),
+    ],
+)
+def test_closed_project_setting_overrides_what_the_root_shows(tmp_path, pyproject, extra, want):
+    root = _project(tmp_path, {"engine.py": ENGINE, "train.py": MAIN, **extra})
+    (root / "pyproject.toml").write_text(pyproject)
+    assert _fixes(root, "engine.py") == {6: want, 7: want}
+    # a caller syncfix cannot follow still leaves the parameters unknown
+    (root / "hooks.py").write_text("from engine import train_one_epoch\nHOOKS = [train_one_epoch]\n")
+    assert _fixes(root, "engine.py") == {6: "unsafe", 7: "unsafe"}
+
+
 def test_a_cpu_caller_joins_to_cuda_or_cpu_which_still_proves_the_copy(tmp_path):
     test = "from engine import train_one_epoch\n\n\ndef test_it():\n    train_one_epoch(None, [], 'cpu', None)\n"
     root = _project(tmp_path, {"engine.py": ENGINE, "train.py": MAIN, "test_engine.py": test})
@@ -412,6 +431,7 @@ def test_a_big_project_is_not_treated_as_closed(tmp_path, monkeypatch):
     project = Project(root)
     assert not project.closed
     assert [m.name for m in project.context(root / "train.py", "train").modules] == ["engine"]  # its imports only
+    assert not Project(root, closed=True).closed  # not even when the user says it is closed
 
 
 def test_a_file_importing_only_other_names_of_the_module_is_not_parsed_for_its_calls(tmp_path, monkeypatch):
