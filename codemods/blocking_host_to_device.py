@@ -32,7 +32,8 @@ class BlockingHostToDevice(Rule):
     Not copies, so never reported: casts (`.to(dtype)` where the argument is a dtype by every
     sign syncfix can read: `torch.float16`, a name or attribute called `dtype` or `*_dtype`
     such as `self.dtype`, `x.dtype` or `compute_dtype`, or `dtype=` alone; `.half()`,
-    `.float()`, `.bfloat16()`), `.to(other_tensor)`, placing an `nn.Module`, and a `.to(...)` in
+    `.float()`, `.bfloat16()`), `.to(other_tensor)` unless the other tensor is provably on CUDA
+    (then it is a copy there), placing an `nn.Module`, and a `.to(...)` in
     a branch the code has taken off CUDA: the `else` of `if torch.cuda.is_available():`, of `if
     device_type == "cuda":` and of `if device.type == "cuda":`.
 
@@ -75,7 +76,11 @@ class BlockingHostToDevice(Rule):
       `copy_` into it, a loader refilling a staging buffer) would be copied with the new data.
       syncfix therefore needs the source to be pageable, or *fresh* (created by this code: a
       `torch.*` factory, `.pin_memory()`, a batch of a `DataLoader` with the default collate) and
-      never mutated or passed on to code that might mutate it. "It" includes everything that
+      never mutated or passed on to code that might mutate it. A tensor made from a numpy array
+      (`torch.from_numpy`, `torch.as_tensor`, `torch.asarray`) shares the array's memory, which
+      is pageable only where numpy allocated it (`np.zeros`, `np.random.*`, `np.array`,
+      arithmetic, `.copy()`, `.astype()`, slices of those); an array from elsewhere, or
+      `t.numpy()` of a tensor, may be a view of a pinned buffer. "It" includes everything that
       may share its memory: views of it, and what it is a view or an item of (`rows =
       staging[:n]`, `for t in batch`, `x, y = batch`), so writing `staging` or `batch` after the
       copy also keeps it blocking. The loader may be built elsewhere and reach the loop through

@@ -35,7 +35,9 @@ from .torch_api import (
     LIKELY_TENSOR_METHODS,
     METHOD_MAYBE_SELF,
     METHOD_NON_TENSOR,
+    NDARRAY_COPYING_METHODS,
     NON_TENSOR_NAMESPACES,
+    NUMPY_ALLOCATING,
     PASS_THROUGH_ITER,
     SEQUENCE_OPS,
     SIZE_FACTORIES,
@@ -115,6 +117,8 @@ def _value(a: ModuleAnalysis, expr: cst.CSTNode) -> Value:
         if base.kind is Kind.TENSORS:  # an item, or a slice that is still a sequence
             sliced = any(isinstance(el.slice, cst.Slice) for el in expr.slice)
             return base if sliced else replace(base, kind=Kind.TENSOR)
+        if base.kind is Kind.NDARRAY:  # a view, a copy or a numpy scalar: in numpy's memory if the array is
+            return Value(Kind.NDARRAY, memory=base.memory)
         return UNKNOWN
     if isinstance(expr, cst.BinaryOperation):
         return _arith(a, expr.left, expr.right)
@@ -138,7 +142,7 @@ def _value(a: ModuleAnalysis, expr: cst.CSTNode) -> Value:
         if all(t.kind in (Kind.NUMBER, Kind.OTHER) for t in tensors):
             return NUMBER
         if _numpy_operands(tensors):
-            return Value(Kind.NDARRAY)  # ``counts == k``: numpy compares elementwise
+            return NUMPY_OWNED  # ``counts == k``: numpy compares elementwise, into a new array
         return UNKNOWN  # ``a == b`` of unknown values may well be a tensor
     if isinstance(expr, cst.BooleanOperation):
         return a.value(expr.left).join(a.value(expr.right))
@@ -158,8 +162,21 @@ def _arith(a: ModuleAnalysis, *operands: cst.BaseExpression) -> Value:
     if all(v.kind is Kind.NUMBER for v in vals):
         return NUMBER
     if _numpy_operands(vals):
-        return Value(Kind.NDARRAY)
+        return NUMPY_OWNED  # a new array
     return UNKNOWN
+
+
+# An array whose memory numpy allocated: never pinned (a view of a tensor's memory may be).
+NUMPY_OWNED = Value(Kind.NDARRAY, memory=Memory.PAGEABLE)
+
+
+def _numpy_call_value(name: str, call: cst.Call) -> Value:
+    short = name[len("numpy.") :]
+    if keyword(call, "out") is None and (
+        short.startswith("random.") or short in NUMPY_ALLOCATING and not (short == "array" and keyword(call, "copy"))
+    ):
+        return NUMPY_OWNED
+    return Value(Kind.NDARRAY)
 
 
 def _numpy_operands(vals: list[Value]) -> bool:
@@ -366,7 +383,7 @@ def _call_value(a: ModuleAnalysis, call: cst.Call) -> Value:
             if stepped is not None:
                 return stepped
         if name.startswith("numpy."):
-            return Value(Kind.NDARRAY)
+            return _numpy_call_value(name, call)
         if name.startswith("builtins."):
             short = name[len("builtins.") :]
             if short in ("float", "int", "bool", "len", "round", "abs", "sum", "min", "max"):
@@ -385,7 +402,10 @@ def _call_value(a: ModuleAnalysis, call: cst.Call) -> Value:
         if receiver.kind is Kind.BOTTOM:
             return BOTTOM
         if receiver.kind is Kind.NDARRAY:  # numpy methods give arrays/numpy scalars, never tensors
-            return {"tolist": OTHER, "item": NUMBER}.get(func.attr.value, Value(Kind.NDARRAY))
+            method = func.attr.value
+            if method in NDARRAY_COPYING_METHODS and keyword(call, "copy") is None:
+                return NUMPY_OWNED
+            return {"tolist": OTHER, "item": NUMBER}.get(method, Value(Kind.NDARRAY))
         if receiver.kind is Kind.BATCH and func.attr.value in ("items", "values", "keys"):
             return OTHER  # a dict batch's views; iterating them is handled in _element_of
         if receiver.is_tensor:
@@ -544,11 +564,14 @@ def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | N
         origin = tensor_origin(tensor_args)
     if short in TORCH_VIEWS:
         base = tensor_args[0] if tensor_args else UNKNOWN
-        if short == "from_numpy":  # a CPU tensor sharing the array's memory, whatever the array
-            return Value(Kind.TENSOR, Device.CPU, Memory.PAGEABLE, False, origin='"cpu"')
         if short in ("as_tensor", "asarray", "from_numpy") and not tensor_args:
-            # shares the caller's array memory: pageable, but not fresh
-            return Value(Kind.TENSOR, device, Memory.PAGEABLE, False, origin=origin)
+            # shares the array's memory (not fresh): pageable where numpy allocated it or the data
+            # is Python's (copied); a view of a tensor (``t.numpy()``) may be pinned memory
+            data = operands[0] if operands else UNKNOWN
+            owned = data.kind in (Kind.NUMBER, Kind.OTHER) or data.kind is Kind.NDARRAY and data.memory is Memory.PAGEABLE
+            if short == "from_numpy":
+                device, origin = Device.CPU, '"cpu"'
+            return Value(Kind.TENSOR, device, Memory.PAGEABLE if owned else Memory.UNKNOWN, False, origin=origin)
         return Value(Kind.TENSOR, device, base.memory, base.fresh, origin=origin)
     if device is not Device.CPU:
         memory = Memory.UNKNOWN

@@ -389,6 +389,22 @@ NUMPY_CONSTRUCTORS = {
     "uint32", "uint64", "bool_", "complex64", "complex128", "double", "single", "longlong",
 }
 
+# numpy callables whose array is new memory numpy allocated (never a view of their argument,
+# which may be a tensor's pinned memory: ``np.asarray(t)``, ``t.numpy()`` share it); ``array``
+# unless ``copy=`` is given. Any ``numpy.random.*`` result is new too.
+NUMPY_ALLOCATING = {
+    "array", "arange", "zeros", "ones", "full", "empty", "linspace", "logspace", "eye", "identity",
+    "fromiter", "fromfile", "load", "loadtxt", "genfromtxt", "zeros_like", "ones_like",
+    "full_like", "empty_like", "concatenate", "stack", "hstack", "vstack", "copy",
+    # math and reductions write a new result (their ``out=`` form does not count)
+    "sqrt", "exp", "log", "log2", "log10", "log1p", "expm1", "abs", "absolute", "square",
+    "power", "sin", "cos", "tanh", "floor", "ceil", "sign", "clip", "maximum", "minimum",
+    "where", "mean", "sum", "prod", "cumsum", "cumprod", "std", "var", "argmax", "argmin",
+    "argsort", "sort", "unique", "bincount", "dot", "matmul", "outer", "isnan", "isfinite",
+}
+# ndarray methods that return new memory (``astype`` copies unless ``copy=False``)
+NDARRAY_COPYING_METHODS = {"copy", "astype"}
+
 
 def is_inplace_method(name: str) -> bool:
     """``add_``, ``copy_``... (but not dunders like ``__init__``)."""

@@ -72,3 +72,65 @@ def test_sfx101_pinned_batches_of_a_loader_kept_by_a_trainer_class():
             return t.out
         """,
     )
+
+
+@pytest.mark.cuda
+def test_sfx101_numpy_buffer_written_again_is_staged_at_the_call():
+    # numpy's own (pageable) memory is staged by the driver when `.to` returns, so refilling
+    # it next step cannot reach the copy (fixture numpy_memory): same values, fewer syncs
+    check_fewer_syncs(
+        "SFX101",
+        """
+        import numpy as np
+        import torch
+
+        def run(steps=6):
+            device = torch.device("cuda", torch.cuda.current_device())
+            a = torch.randn(2048, 2048, device=device)
+            buf = np.zeros(1 << 16, dtype=np.float32)
+            out = []
+            for step in range(steps):
+                buf[:] = step
+                for _ in range(4):
+                    a = (a @ a).tanh()  # queued work the copy would wait for
+                x = torch.from_numpy(buf).to(device)
+                buf[:] = -1.0
+                out.append(x.sum())
+            return out
+        """,
+    )
+
+
+@pytest.mark.cuda
+def test_sfx101_numpy_view_of_a_pinned_buffer_stays_blocking():
+    # why `staging.numpy()` is no numpy-owned memory: a non-blocking copy of the pinned view
+    # runs after the host has written the next values into it (measured below), so syncfix
+    # leaves the copy as it is
+    from syncfix import fix_code
+
+    src = (
+        "import torch\n"
+        "def run(steps, device):\n"
+        "    staging = torch.empty(1 << 20, pin_memory=True)\n"
+        "    view = staging.numpy()\n"
+        "    for step in range(steps):\n"
+        "        view[:] = step\n"
+        "        x = torch.from_numpy(view).to(device)\n"
+        "        view[:] = -1.0\n"
+        "        print(x.sum())\n"
+    )
+    assert fix_code(src, select=["SFX101"], unsafe_fixes=True) == src
+    device = torch.device("cuda", torch.cuda.current_device())
+    a = torch.randn(4096, 4096, device=device)
+    staging = torch.empty(1 << 20, pin_memory=True)
+    view = staging.numpy()
+    wrong = 0
+    for step in range(5):
+        view[:] = step
+        for _ in range(20):
+            a = (a @ a).tanh()
+        x = torch.from_numpy(view).to(device, non_blocking=True)
+        view[:] = -1.0
+        wrong += int(x.sum().item() != step * (1 << 20))
+    print(f"non-blocking copies of the refilled pinned view with other values: {wrong} of 5")
+    assert wrong > 0
