@@ -37,6 +37,8 @@ def attribute_value(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
         held = _self_attribute(a, expr)
         if held.kind is not Kind.UNKNOWN:
             return held
+        if _assigned_in_class(a, expr):
+            return UNKNOWN  # ``self.bias = bias``: what the class stores decides, not the name
     if assumed_tensor(a, base, attr, LIKELY_TENSOR_ATTRS):
         return Value(Kind.TENSOR)
     return UNKNOWN
@@ -45,6 +47,14 @@ def attribute_value(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
 def assumed_tensor(a: ModuleAnalysis, receiver: Value, name: str, names: set[str]) -> bool:
     """In the likely view only: is an unknown receiver of this method/attribute read as a tensor?"""
     return a.assume_tensors and receiver.kind is Kind.UNKNOWN and name in names and a.torch_alias is not None
+
+
+def _assigned_in_class(a: ModuleAnalysis, expr: cst.Attribute) -> bool:
+    """Does the class holding ``self.<attr>`` (or a subclass here) assign it in its methods?"""
+    cls = next((anc for anc in a.ancestors(expr) if isinstance(anc, cst.ClassDef)), None)
+    if cls is None:
+        return False
+    return any(expr.attr.value in _self_assignments(a, c) for c in callgraph.with_subclasses(a, cls))
 
 
 def _self_attribute(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
