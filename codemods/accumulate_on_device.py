@@ -123,7 +123,8 @@ class AccumulateOnDevice(Rule):
       otherwise, and the total is read back only if the loop ran, so an empty loop leaves it as
       it was;
     - `total` is a local of a function, bound only by its start value (before the loop, in an
-      enclosing block) and by this statement; no other code in the loop (its `else` too) reads or
+      enclosing block: `total = 0.0`, or item by item in `total, n = 0.0, 0`) and by this
+      statement; no other code in the loop (its `else` too) reads or
       writes it, no nested function or lambda refers to it, it is not `global`/`nonlocal`, and the
       loop is not inside a `try` of that function (a handler could see a partial total);
     - the loop contains no `yield`/`await` (a suspended generator could expose the total).
@@ -710,11 +711,8 @@ def _start_value(a, fn: cst.FunctionDef, loop: cst.CSTNode, acc: _Acc) -> str | 
         return None
     start = starts[0]
     small = start.body[0] if len(start.body) == 1 else None
-    if not (
-        isinstance(small, cst.Assign)
-        and len(small.targets) == 1
-        and isinstance(small.targets[0].target, cst.Name)
-    ):
+    value = _assigned_to(small, acc.total) if isinstance(small, cst.Assign) and len(small.targets) == 1 else None
+    if value is None:
         return None
     block = a.block_of(start)
     if block is None:
@@ -724,14 +722,32 @@ def _start_value(a, fn: cst.FunctionDef, loop: cst.CSTNode, acc: _Acc) -> str | 
     index = body.index(start)
     if not any(id(s) in loop_ancestors for s in body[index + 1 :]):
         return None  # not in a block enclosing the loop, before it
-    lit = literal_kind(small.value, one_minus=True)
+    lit = literal_kind(value, one_minus=True)
     kind = None if lit is None else "py" + lit
     if kind == "pyint":
-        text = cst.Module([]).code_for_node(small.value).replace("_", "")
+        text = cst.Module([]).code_for_node(value).replace("_", "")
         if abs(int(text, 0)) >= 2**62:
             return None  # torch.full would not take it as int64
         acc.exact_in_float = abs(int(text, 0)) <= _EXACT_FLOAT_INT
     return kind
+
+
+def _assigned_to(assign: cst.Assign, name: str) -> cst.BaseExpression | None:
+    """What ``name = <value>`` or ``a, name = <x>, <value>`` (a display of as many plain items)
+    binds to ``name``."""
+    target, value = assign.targets[0].target, assign.value
+    if isinstance(target, cst.Name):
+        return value if target.value == name else None
+    if not isinstance(target, (cst.Tuple, cst.List)) or not isinstance(value, (cst.Tuple, cst.List)):
+        return None
+    if len(target.elements) != len(value.elements) or any(
+        not isinstance(el, cst.Element) for el in (*target.elements, *value.elements)
+    ):
+        return None  # ``a, *rest = ...``: not item by item
+    for t, v in zip(target.elements, value.elements, strict=True):
+        if isinstance(t.value, cst.Name) and t.value.value == name:
+            return v.value
+    return None
 
 
 def _plain_with(a, node: cst.With) -> bool:
