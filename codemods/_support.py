@@ -255,7 +255,7 @@ def syncs_on_gpu(a: ModuleAnalysis, test: cst.BaseExpression) -> bool:
 
 
 #: Said of a finding on a tensor whose device syncfix cannot name (reported where code repeats).
-UNPLACED = "; syncfix cannot tell which device the tensor is on: this syncs, every step, if it is on a GPU"
+UNPLACED = "; that is, every step if the tensor is on a GPU: syncfix cannot tell which device it is on"
 
 
 def unplaced_tensor(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:

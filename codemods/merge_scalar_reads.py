@@ -328,7 +328,10 @@ class MergeScalarReads(Rule):
         a = self.analysis
         item = _Read(read, stmt)
         if not _safe_receiver(read.receiver):
-            item.why_not = "a tensor is computed in place (read it from a name)"
+            item.why_not = (
+                "a tensor is computed where it is read; bind it to a name first (`v = ...`) and read "
+                "the name, then the reads can be merged"
+            )
             return item
         item.shape = a.one_element_shape(read.receiver)
         if item.shape is None:
