@@ -456,3 +456,31 @@ def test_a_file_importing_only_other_names_of_the_module_is_not_parsed_for_its_c
     imported.forget()
     assert _fixes(root, "engine.py") == {6: "safe", 7: "safe"}
     assert "report.py" in loaded
+
+
+def test_each_importer_is_parsed_once_per_file_analysed(tmp_path, monkeypatch):
+    # a helper module every script imports (dino's utils.py): each of its functions asks every
+    # importer what it passes; the importers stay loaded while util.py is analysed, so each is
+    # parsed once, not once per question (with four kept, six importers were parsed over and over)
+    funcs = "".join(
+        f"\n\ndef step{i}(x, device):\n    for _ in range(3):\n        x = x.to(device)\n    return x\n"
+        for i in range(6)
+    )
+    calls = "".join(f"    step{i}(torch.ones(2), dev)\n" for i in range(6))
+    scripts = {
+        f"script{k}.py": f"import torch\nfrom util import {', '.join(f'step{i}' for i in range(6))}\n\n\n"
+        f"def main():\n    dev = torch.device('cuda')\n{calls}"
+        for k in range(6)
+    }
+    root = _project(tmp_path, {"util.py": "import torch" + funcs, **scripts})
+    loaded: list[str] = []
+    load = imported.ProjectModules._load
+
+    def counting(self, module, name, **kw):
+        if name is None:
+            loaded.append(Path(module.path).name)
+        return load(self, module, name, **kw)
+
+    monkeypatch.setattr(imported.ProjectModules, "_load", counting)
+    assert set(_fixes(root, "util.py").values()) == {"safe"}
+    assert sorted(loaded) == sorted(scripts)

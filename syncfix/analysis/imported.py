@@ -24,6 +24,7 @@ Not seen: code that replaces a module's function at run time (``dist_util.dev = 
 from __future__ import annotations
 
 import ast
+import os
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -68,11 +69,12 @@ class ProjectModules:
         self._files = {m.name: m for m in modules}
         # Whole modules loaded to read their calls of this project's functions, the last few
         # kept while this file is analysed: a module that calls several functions of another
-        # is parsed once, not once per function. Each is a live tree (which slows every garbage
-        # collection), so only a few, and only for this file. Kept only while every value in
+        # is parsed once, not once per function. Each is a live tree, so only up to a budget of
+        # source (_WHOLE_KEPT_BYTES), and only for this file. Kept only while every value in
         # it is complete: one a cut cycle touched is dropped, and one in use is not shared (its
         # half-computed facts would read as final).
         self._whole: OrderedDict[str, ModuleAnalysis | None] = OrderedDict()
+        self._whole_bytes: dict[str, int] = {}
         self._in_use: set[str] = set()
         # Answers a cut cycle made weaker, kept for this file only (see _memoised).
         self._weak: dict[_Key, Any] = {}
@@ -212,8 +214,10 @@ class ProjectModules:
             self._whole.move_to_end(path)
         else:
             self._whole[path] = self._load(importer, None)
-            while len(self._whole) > _WHOLE_KEPT:
-                self._whole.popitem(last=False)
+            self._whole_bytes[path] = _size(path)
+            while len(self._whole) > 1 and sum(self._whole_bytes.values()) > _WHOLE_KEPT_BYTES:
+                old, _ = self._whole.popitem(last=False)
+                self._whole_bytes.pop(old, None)
         whole = self._whole[path]
         before = _cuts
         self._in_use.add(path)
@@ -223,6 +227,7 @@ class ProjectModules:
             self._in_use.discard(path)
             if _cuts != before:  # a cut cycle may have left weaker values in it: not reused
                 self._whole.pop(path, None)
+                self._whole_bytes.pop(path, None)
 
     @staticmethod
     def _read_calls(analysis: ModuleAnalysis | None, find: Callable[[ModuleAnalysis], list[cst.Call] | None]) -> list[_Passed] | None:
@@ -262,8 +267,19 @@ class ProjectModules:
         )
 
 
-#: How many whole modules one file's analysis keeps loaded for their calls (ProjectModules._whole).
-_WHOLE_KEPT = 4
+#: How much source the whole modules one file's analysis keeps loaded for their calls may hold
+#: (ProjectModules._whole; the last one loaded stays, whatever its size). A module's analysis
+#: takes about 9 KiB per line (LibCST's tree, the record, scopes): ~8,000 lines, ~70 MiB. Every
+#: importer of a widely used module stays loaded in most projects, so each is parsed once per
+#: file asked about, not once per question (dino's utils.py: 83 loads with 4 kept, 5 now).
+_WHOLE_KEPT_BYTES = 320 * 1024
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 #: What a function or class of the other module left out of its reduced source is bound to: a
 #: name bound to nothing syncfix knows (so a call of it is unknown, never a builtin's value).
@@ -369,12 +385,20 @@ def _stored(stmt: ast.stmt) -> set[str]:
 _PARSED: OrderedDict[str, tuple[ast.Module, list[bytes]]] = OrderedDict()
 
 
+#: How much source those parses may hold (about 1 KiB of tree per line: ~25,000 lines, ~25 MiB;
+#: the last one stays whatever its size): every importer of a widely used module, in most
+#: projects (dino's utils.py asked for 267 parses of 12 files with 4 kept).
+_PARSED_BYTES = 1024 * 1024
+
+
 def _parsed(data: bytes) -> tuple[ast.Module, list[bytes]]:
     """Python's own parse of a module and its lines, kept for the module's other functions."""
     key = digest(data)
-    if key not in _PARSED:
+    if key in _PARSED:
+        _PARSED.move_to_end(key)
+    else:
         _PARSED[key] = (ast.parse(data), data.splitlines(keepends=True))
-        while len(_PARSED) > 4:
+        while len(_PARSED) > 1 and sum(len(b) for _, lines in _PARSED.values() for b in lines) > _PARSED_BYTES:
             _PARSED.popitem(last=False)
     return _PARSED[key]
 
