@@ -130,8 +130,8 @@ def test_chains_of_files_are_followed_and_cycles_give_unknown(tmp_path):
         "a.py": "import torch\nfrom b import g\n\n\ndef f():\n    return g()\n\n\ndef loop():\n    return h()\n\n\nfrom b import h\n",
         "b.py": "import torch\nfrom a import loop\n\n\ndef g():\n    return torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n\ndef h():\n    return loop()\n",
         "train.py": (
-            "import torch\nfrom a import f, loop\n\n\ndef main(xs):\n    for x in xs:\n"
-            "        x = torch.from_numpy(x).to(f())\n        y = torch.from_numpy(x).to(loop())\n"
+            "import numpy as np; import torch\nfrom a import f, loop\n\n\ndef main(xs):\n    for x in xs:\n"
+            "        x = torch.from_numpy(np.zeros(3)).to(f())\n        y = torch.from_numpy(np.zeros(3)).to(loop())\n"
         ),
     }
     root = _project(tmp_path, files)
