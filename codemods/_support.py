@@ -673,3 +673,11 @@ def _arg_names(call: cst.Call):
     for arg in call.args:
         if isinstance(arg.value, cst.Name):
             yield arg.value
+
+
+def measures_itself(a: ModuleAnalysis, loop: cst.For | cst.While) -> bool:
+    """Does ``loop`` read a clock or a memory counter? Then it is a benchmark, whose reads are
+    deliberate: they pin what it measures to the step (SFX105, SFX404)."""
+    return any(
+        a.is_clock_read(c) for s in loop.body.body for c in a.effects(s).calls
+    ) or "memory_" in a.module.code_for_node(loop)

@@ -8,7 +8,14 @@ from libcst.metadata import BuiltinAssignment
 from syncfix.analysis import Device, Kind, dotted_name, keyword
 from syncfix.rules import Fix, Invalid, Rule
 
-from ._support import UNPLACED, ReplaceNodes, int_like, method_call_on, unplaced_tensor
+from ._support import (
+    UNPLACED,
+    ReplaceNodes,
+    int_like,
+    measures_itself,
+    method_call_on,
+    unplaced_tensor,
+)
 
 # Calls that only collect a value for later (the loop does not look at it now).
 _COLLECTORS = {"append", "extend", "put", "put_nowait"}
@@ -20,6 +27,10 @@ _SCALAR = "GPU value read on the host where code repeats: the CPU waits for all 
 _TOTAL_HINT = (
     "; no fix: a running total kept in a container or attribute; keep it a device tensor "
     "(`counts[k] = counts[k] + t.sum()`) and read it only where it is shown"
+)
+_COLLECT_HINT = (
+    "; no fix: the value is only collected here; if the list is read after the loop, append the "
+    "tensor (`t.detach()`) and read them all once there (`torch.stack(values).tolist()`)"
 )
 _SCALAR_HINT = (
     "; no fix: Python uses the value here. Read it less often, compute it from what the host "
@@ -48,6 +59,16 @@ _HANDLED_CONTEXTS = (
 )
 
 
+def _appended(a, node: cst.Call, stmt: cst.SimpleStatementLine) -> bool:
+    """Is the read an argument of a ``.append(...)`` in its statement (``out.append(t.item())``)?"""
+    for anc in a.ancestors(node):
+        if anc is stmt:
+            return False
+        if isinstance(anc, cst.Call) and isinstance(anc.func, cst.Attribute) and anc.func.attr.value == "append":
+            return True
+    return False
+
+
 def _owned_elsewhere(a, node: cst.Call, stmt: cst.SimpleStatementLine, proven: bool) -> bool:
     """Is this read in a context another rule reports (see ``_scalar_read``)? SFX301 merges
     reads it can prove (``proven``); of reads it cannot, only the statement's first is reported."""
@@ -58,7 +79,9 @@ def _owned_elsewhere(a, node: cst.Call, stmt: cst.SimpleStatementLine, proven: b
             return True
         if isinstance(anc, cst.Call) and anc is not node and (
             a.is_logging_call(anc)
-            or (isinstance(anc.func, cst.Attribute) and anc.func.attr.value in ("update", "append", "add_scalar"))
+            or (isinstance(anc.func, cst.Attribute) and anc.func.attr.value in ("update", "add_scalar"))
+            # SFX404 reads a list's values after the loop, for tensors it can place on CUDA
+            or (proven and isinstance(anc.func, cst.Attribute) and anc.func.attr.value == "append")
         ):
             return True
     small = stmt.body[0]
@@ -270,7 +293,11 @@ class DeviceToHostInLoop(Rule):
             return
         where = "" if receiver.device is Device.CUDA else (UNPLACED if not proven else " (when the tensor is on CUDA)")
         total = isinstance(stmt.body[0], cst.AugAssign)  # ``counts["raw"] += t.sum().item()``
-        fix, hint = None, _TOTAL_HINT if total else _SCALAR_HINT
+        appended = _appended(a, node, stmt)
+        loop = next((n for n in a.ancestors(node) if isinstance(n, (cst.For, cst.While))), None)
+        if appended and loop is not None and measures_itself(a, loop):
+            return  # a benchmark collecting what it measured, step by step: deliberate
+        fix, hint = None, _TOTAL_HINT if total else _COLLECT_HINT if appended else _SCALAR_HINT
         if not total:
             fix = self._from_host_list(node, stmt)
             hint = _HOST_COPY if fix is not None else hint

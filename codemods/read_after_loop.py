@@ -9,7 +9,7 @@ from syncfix.analysis import Device, Kind
 from syncfix.rules import Invalid, Rule
 from syncfix.walk import walk
 
-from ._support import is_backward_of
+from ._support import is_backward_of, measures_itself
 
 
 class ReadAfterLoop(Rule):
@@ -204,7 +204,7 @@ class ReadAfterLoop(Rule):
         torch = a.torch_alias
         if torch is None:
             return None, "the module does not `import torch`"
-        if any(a.is_clock_read(c) for s in body for c in a.effects(s).calls) or "memory_" in a.module.code_for_node(loop):
+        if measures_itself(a, loop):
             return None, "the loop reads a clock or a memory counter (a benchmark's reads are deliberate)"
         first = appends[0][0]
         for stmt in body[first:]:
