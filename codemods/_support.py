@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import struct
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import libcst as cst
 
@@ -366,6 +367,9 @@ def source_may_change(a: ModuleAnalysis, call: cst.Call, *, passed_on: bool = Tr
         if not args:
             return False
         source = args[0].value  # a view (torch.narrow(buf, ...)): the base is what matters
+    walrus = isinstance(source, cst.NamedExpr) and isinstance(source.target, cst.Name)
+    if isinstance(source, cst.NamedExpr) and isinstance(source.target, cst.Name):
+        source = source.target  # ``(z := staging).cuda()``: the name keeps it (it is no copy)
     root = root_name(source)
     if root is None:
         return False  # a temporary: nothing else can reach it
@@ -394,6 +398,12 @@ def source_may_change(a: ModuleAnalysis, call: cst.Call, *, passed_on: bool = Tr
         for target, value in _assigned_pairs(s)
         if target != root or reaches(s)
     ]
+    # ``(z := staging)``: z is the source too
+    pairs += [
+        (n.target.value, _alias_root(n.value))
+        for n in _within(a, scope_node, cst.NamedExpr)
+        if isinstance(n.target, cst.Name)
+    ]
     # A batch of a loader whose batches are fresh is no part of the loader (it keeps none): its
     # items are items of that one batch only.
     pairs += [
@@ -416,8 +426,10 @@ def source_may_change(a: ModuleAnalysis, call: cst.Call, *, passed_on: bool = Tr
                     aliases.add(new)
                     changed = True
     # ``x = x.cuda()`` rebinds x: later uses of x are the copy, not the source.
-    rebinds = stmt is not None and root in a.effects(stmt).writes
+    rebinds = stmt is not None and root in a.effects(stmt).writes and not walrus
     watched = aliases - {root} if rebinds else aliases
+    if _escapes(a, scope_node, watched):
+        return True
     for s in statements:
         fx = a.effects(s)
         if fx.inplace & watched:
@@ -426,6 +438,91 @@ def source_may_change(a: ModuleAnalysis, call: cst.Call, *, passed_on: bool = Tr
             a, s, fx.reads & watched, watched
         ):
             return True
+    return False
+
+
+def _escapes(a: ModuleAnalysis, scope_node: cst.CSTNode, names: set[str]) -> bool:
+    """Can the memory of ``names`` (the source and what shares it) be reached by code that
+    writes it without naming it here? Kept in a container or on an object (``keep = [x]``,
+    ``h.x = x``), written through a call's view (``np.asarray(x)[:] = v``), handed out
+    (``return x``, ``yield x``), shared with a nested function or lambda, or a global."""
+    if not names:
+        return False
+
+    def rooted(expr: cst.CSTNode | None) -> bool:
+        """Does ``expr`` evaluate to memory of ``names`` (not ``x.shape[0]``; not a name bound
+        since to something else, as ``x`` after ``x = x.cuda()``)?"""
+        if not isinstance(expr, cst.BaseExpression) or _alias_root(expr) not in names:
+            return False
+        if any(isinstance(n, cst.Attribute) and n.attr.value in _METADATA for n in _within(a, expr, cst.Attribute)):
+            return False
+        node = _root_node(expr)
+        values = a.binding_values(node) if node is not None else None
+        return values is None or not values or any(_alias_root(v) in names for v in values)
+
+    def mentions(expr: cst.CSTNode | None) -> bool:
+        return expr is not None and any(n.value in names for n in _within(a, expr, cst.Name))
+
+    inner: list[cst.CSTNode] = [
+        *_within(a, scope_node, cst.FunctionDef), *_within(a, scope_node, cst.Lambda), *_within(a, scope_node, cst.ClassDef)
+    ]
+    if any(n is not scope_node and mentions(n) for n in inner):
+        return True
+    decls: list[cst.Global | cst.Nonlocal] = [*_within(a, scope_node, cst.Global), *_within(a, scope_node, cst.Nonlocal)]
+    if any(item.name.value in names for decl in decls for item in decl.names):
+        return True
+    displays: list[cst.List | cst.Tuple | cst.Set] = [
+        *_within(a, scope_node, cst.List), *_within(a, scope_node, cst.Tuple), *_within(a, scope_node, cst.Set)
+    ]
+    for display in displays:
+        if _is_target(a, display) or _unpacked(a, display):
+            continue  # ``x, y = batch``, ``a, b = x, y``: names bound, not stored
+        if any(isinstance(el, cst.Element) and rooted(el.value) for el in display.elements):
+            return True
+    for d in _within(a, scope_node, cst.Dict):
+        if any(isinstance(el, cst.DictElement) and rooted(el.value) for el in d.elements):
+            return True
+    outs: list[cst.Return | cst.Yield] = [*_within(a, scope_node, cst.Return), *_within(a, scope_node, cst.Yield)]
+    if any(rooted(out.value) for out in outs):
+        return True
+    for assign in _within(a, scope_node, cst.Assign):
+        for t in assign.targets:
+            if isinstance(t.target, (cst.Attribute, cst.Subscript)):
+                if rooted(assign.value) or mentions(t.target) and not rooted(t.target):
+                    return True  # ``h.x = x``; ``np.asarray(x)[:] = v`` (``x[0] = v`` is a write)
+    return False
+
+
+N = TypeVar("N", bound=cst.CSTNode)
+
+
+def _within(a: ModuleAnalysis, node: cst.CSTNode, kind: type[N]) -> list[N]:
+    return [n for n in a.nodes_within(node, kind) if isinstance(n, kind)]
+
+
+def _unpacked(a: ModuleAnalysis, display: cst.CSTNode) -> bool:
+    """Is ``display`` the value of an assignment to names item by item (``a, b = x, y``)?"""
+    parent = a.parent(display)
+    return (
+        isinstance(parent, cst.Assign)
+        and parent.value is display
+        and all(isinstance(t.target, (cst.Tuple, cst.List)) for t in parent.targets)
+    )
+
+
+# Attributes that describe a tensor rather than hold its memory
+_METADATA = {"shape", "dtype", "device", "ndim", "size", "numel", "dim", "is_cuda", "requires_grad"}
+
+
+def _is_target(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
+    """Is ``node`` (a tuple or list) a binding target (``x, y = ...``, ``for x, y in ...``)?"""
+    child, parent = node, a.parent(node)
+    while isinstance(parent, (cst.Element, cst.StarredElement, cst.Tuple, cst.List)):
+        child, parent = parent, a.parent(parent)
+    if isinstance(parent, cst.AssignTarget):
+        return True
+    if isinstance(parent, (cst.For, cst.CompFor)):
+        return parent.target is child
     return False
 
 

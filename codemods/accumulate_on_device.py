@@ -125,7 +125,8 @@ class AccumulateOnDevice(Rule):
     - `total` is a local of a function, bound only by its start value (before the loop, in an
       enclosing block: `total = 0.0`, or item by item in `total, n = 0.0, 0`) and by this
       statement; no other code in the loop (its `else` too) reads or
-      writes it, no nested function or lambda refers to it, it is not `global`/`nonlocal`, and the
+      writes it, no nested function or lambda refers to it, it is not `global`/`nonlocal`, the
+      function reads no names by string (`locals()`, `vars()`, `eval`, `exec`), and the
       loop is not inside a `try` of that function (a handler could see a partial total);
     - the loop contains no `yield`/`await` (a suspended generator could expose the total).
     - reads of `total` inside the loop are allowed when each sits under an `if` in the loop (not
@@ -370,6 +371,9 @@ keeps the finding). A value handed to a meter every
             return
         if _nested_scope_mentions(fn, acc.total) or _declared_global(fn, acc.total):
             acc.why_not = f"`{acc.total}` is shared with another scope"
+            return
+        if _reads_names_dynamically(a, fn):
+            acc.why_not = "the function reads its names by string (`locals()`, `vars()`, `eval`), so a read of the total cannot be ruled out"
             return
         if any(a.effects(s).exits & {"yield", "await"} for s in loop.body.body):
             acc.why_not = "the loop can suspend (`yield`/`await`)"
@@ -730,6 +734,14 @@ def _start_value(a, fn: cst.FunctionDef, loop: cst.CSTNode, acc: _Acc) -> str | 
             return None  # torch.full would not take it as int64
         acc.exact_in_float = abs(int(text, 0)) <= _EXACT_FLOAT_INT
     return kind
+
+
+_DYNAMIC_READS = {"builtins.locals", "builtins.vars", "builtins.eval", "builtins.exec"}
+
+
+def _reads_names_dynamically(a, fn: cst.FunctionDef) -> bool:
+    """Does ``fn`` call ``locals()``, ``vars()``, ``eval`` or ``exec`` (which read its names)?"""
+    return any(a.callee(c) in _DYNAMIC_READS for c in a.nodes_within(fn, cst.Call) if isinstance(c, cst.Call))
 
 
 def _assigned_to(assign: cst.Assign, name: str) -> cst.BaseExpression | None:

@@ -69,18 +69,26 @@ class BlockingHostToDevice(Rule):
       CUDA error inside the `try`, as written; a non-blocking one would raise at a later sync,
       outside it. Such a copy gets a finding and no fix, safe or unsafe;
     - the module uses one stream (no `torch.cuda.stream`/`Stream`/graphs: copies on a side stream
-      need `wait_stream`/`record_stream`, which is not ours to prove);
+      need `wait_stream`/`record_stream`, which is not ours to prove). Not seen: a caller in
+      another file that runs this function under a side stream (`with torch.cuda.stream(s):`)
+      and uses a pinned source's copy on the default stream without waiting; if your project
+      does that, add `SFX101` to `extend-unsafe-fixes`;
     - the source memory cannot change before the copy runs. A pageable source is staged by the
       driver when the call returns, so later writes cannot reach the copy; a pinned source is read
       when the copy *executes*, so a pinned buffer written again later (in place in the loop,
       `copy_` into it, a loader refilling a staging buffer) would be copied with the new data.
       syncfix therefore needs the source to be pageable, or *fresh* (created by this code: a
-      `torch.*` factory, `.pin_memory()`, a batch of a `DataLoader` with the default collate) and
+      `torch.*` factory, `.pin_memory()`, a batch of a `DataLoader` with the default collate, which
+      `batch_size=None` turns off: written so or through a name bound to it; a size syncfix
+      cannot read, such as `args.batch_size`, is taken to be a number) and
       never mutated or passed on to code that might mutate it. A tensor made from a numpy array
       (`torch.from_numpy`, `torch.as_tensor`, `torch.asarray`) shares the array's memory, which
       is pageable only where numpy allocated it (`np.zeros`, `np.random.*`, `np.array`,
       arithmetic, `.copy()`, `.astype()`, slices of those); an array from elsewhere, or
-      `t.numpy()` of a tensor, may be a view of a pinned buffer. "It" includes everything that
+      `t.numpy()` of a tensor, may be a view of a pinned buffer. A pinned source that other
+      code can reach without its name gets no fix: one kept in a container or on an object
+      (`keep = [x]`, `h.x = x`), written through a call's view (`np.asarray(x)[:] = v`),
+      returned or yielded, named by a nested function or lambda, or bound to a global. "It" includes everything that
       may share its memory: views of it, and what it is a view or an item of (`rows =
       staging[:n]`, `for t in batch`, `x, y = batch`), so writing `staging` or `batch` after the
       copy also keeps it blocking. The loader may be built elsewhere and reach the loop through

@@ -480,7 +480,16 @@ def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | N
                 if isinstance(pin.value, cst.Name) and pin.value.value == "False"
                 else Memory.UNKNOWN
             )
-        custom = keyword(call, "collate_fn") is not None or keyword(call, "batch_size") is not None and is_none(keyword(call, "batch_size"))
+        args = positional(call)
+        size = keyword(call, "batch_size") or (args[1] if len(args) > 1 else None)
+        # the default collate copies each batch into new memory; ``batch_size=None`` turns it
+        # off (the batch is then what the dataset returned): written so, or bound to a name
+        # that is not a number (a size syncfix cannot read, ``args.batch_size``, counts as one)
+        custom = (
+            keyword(call, "collate_fn") is not None
+            or len(args) > 6
+            or size is not None and (is_none(size) or a.value(size.value).kind not in (Kind.NUMBER, Kind.UNKNOWN))
+        )
         if custom:
             return Value(Kind.LOADER, Device.CPU, Memory.UNKNOWN, False)
         return Value(Kind.LOADER, Device.CPU, memory, True)
