@@ -353,11 +353,13 @@ def is_new_tensor(a: ModuleAnalysis, e: cst.BaseExpression, *, follow_names: boo
 
 # ---- copies: may the source change after a non-blocking copy is queued? ----
 
-def source_may_change(a: ModuleAnalysis, call: cst.Call, *, passed_on: bool = True) -> bool:
+def source_may_change(a: ModuleAnalysis, call: cst.Call, *, passed_on: bool = True, escapes: bool = True) -> bool:
     """Could the memory ``call`` (``x.cuda()``, ``x.to(...)``) copies from be written after the
     copy is queued (so a non-blocking copy could read the new data)? Used by SFX101 and SFX103.
     With ``passed_on=False`` only writes in this function count, not code the source is passed
-    to (for a source already assumed fresh, whose loader nothing else refills)."""
+    to (for a source already assumed fresh, whose loader nothing else refills). With
+    ``escapes=False`` a source other code can reach without its name (:func:`_escapes`) counts
+    as unchanged (for an unsafe fix, which names that assumption)."""
     assert isinstance(call.func, cst.Attribute)
     source = call.func.value
     while isinstance(source, cst.Call) and (callee := a.callee(source) or "").startswith("torch."):
@@ -428,7 +430,7 @@ def source_may_change(a: ModuleAnalysis, call: cst.Call, *, passed_on: bool = Tr
     # ``x = x.cuda()`` rebinds x: later uses of x are the copy, not the source.
     rebinds = stmt is not None and root in a.effects(stmt).writes and not walrus
     watched = aliases - {root} if rebinds else aliases
-    if _escapes(a, scope_node, watched):
+    if escapes and passed_on and _escapes(a, scope_node, watched):
         return True
     for s in statements:
         fx = a.effects(s)

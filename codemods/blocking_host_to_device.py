@@ -295,6 +295,11 @@ class BlockingHostToDevice(Rule):
             if source_may_change(a, node, passed_on=False):
                 return None  # the batch is written after the copy: keep it blocking
             return self.unsafe_fix(changes, _LIKELY_BATCH_FIX, [*source_need, *where])
+        if receiver.memory is Memory.UNKNOWN and not receiver.fresh and _from_array(a, func.value):
+            # ``torch.from_numpy(im)`` of an array syncfix cannot see: likely numpy's own memory
+            if source_may_change(a, node, passed_on=False):
+                return None  # written here after the copy
+            return self.unsafe_fix(changes, _ARRAY_FIX, [*source_need, *where])
         unknown_origin = (
             "Copy with non_blocking=True (unsafe: the source's origin is unknown; it may be a "
             "pinned buffer that other code writes again before the copy runs)"
@@ -304,17 +309,42 @@ class BlockingHostToDevice(Rule):
             # copy; a pageable one is staged at the call; a fresh one is written by nobody else
             if receiver.device is Device.CUDA or receiver.memory is Memory.PAGEABLE:
                 return self.safe_fix(changes, "Copy with non_blocking=True")
-            if source_may_change(a, node):
+            if source_may_change(a, node, escapes=False):
                 return None  # a pinned source written again would be copied with the new data
-            if receiver.fresh:
+            if receiver.fresh and not source_may_change(a, node):
                 return self.safe_fix(changes, "Copy with non_blocking=True")
-            return self.unsafe_fix(changes, unknown_origin, source_need)
+            return self.unsafe_fix(changes, _ESCAPED_FIX if receiver.fresh else unknown_origin, source_need)
         # A CPU source to a device syncfix cannot name: exact on CUDA and the CPU only.
-        if receiver.memory is not Memory.PAGEABLE and source_may_change(a, node):
+        if receiver.memory is not Memory.PAGEABLE and source_may_change(a, node, escapes=False):
             return None
         if receiver.memory is Memory.PAGEABLE or receiver.fresh:
             return self.unsafe_fix(changes, _UNKNOWN_TARGET_FIX, where)
         return self.unsafe_fix(changes, unknown_origin, [*source_need, *where])
+
+
+_ARRAY_FIX = (
+    "Copy with non_blocking=True (unsafe: a tensor made from a numpy array syncfix cannot trace "
+    "is likely in numpy's own, pageable memory, which the copy reads before it returns; a view "
+    "of a pinned tensor, `t.numpy()`, refilled later would not be)"
+)
+_ARRAY_CALLS = {"torch.from_numpy", "torch.as_tensor", "torch.asarray"}
+
+
+def _from_array(a, expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` (through casts such as ``.float()``) a tensor made from an array
+    (``torch.from_numpy(x)``, ``torch.as_tensor(x)``, ``torch.asarray(x)``)?"""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in (
+        "float", "double", "half", "long", "int", "bool", "contiguous", "permute", "unsqueeze", "view", "reshape"
+    ):
+        expr = expr.func.value
+    return isinstance(expr, cst.Call) and a.callee(expr) in _ARRAY_CALLS
+
+
+_ESCAPED_FIX = (
+    "Copy with non_blocking=True (unsafe: other code can reach the pinned source without its name "
+    "here, through a container, an object, a return or a closure, and might write it before the "
+    "copy runs)"
+)
 
 
 class Source(enum.Enum):
