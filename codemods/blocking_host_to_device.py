@@ -69,10 +69,10 @@ class BlockingHostToDevice(Rule):
       CUDA error inside the `try`, as written; a non-blocking one would raise at a later sync,
       outside it. Such a copy gets a finding and no fix, safe or unsafe;
     - the module uses one stream (no `torch.cuda.stream`/`Stream`/graphs: copies on a side stream
-      need `wait_stream`/`record_stream`, which is not ours to prove). Not seen: a caller in
-      another file that runs this function under a side stream (`with torch.cuda.stream(s):`)
-      and uses a pinned source's copy on the default stream without waiting; if your project
-      does that, add `SFX101` to `extend-unsafe-fixes`;
+      need `wait_stream`/`record_stream`, which is not ours to prove), and no project module
+      that imports it, directly or through others, uses them (it may call this code under a
+      side stream and use the copy on another without waiting). Not seen: a caller outside the
+      project, or one that reaches this code without importing it (a callback);
     - the source memory cannot change before the copy runs. A pageable source is staged by the
       driver when the call returns, so later writes cannot reach the copy; a pinned source is read
       when the copy *executes*, so a pinned buffer written again later (in place in the loop,
@@ -361,7 +361,8 @@ _UNKNOWN_DEVICE = (
     "pass non_blocking=True yourself if this copies a fresh CPU tensor to the GPU)"
 )
 _STREAMS = (
-    "the module uses CUDA streams or graphs, whose copies need an ordering syncfix does not prove"
+    "the module, or a project module that imports it, uses CUDA streams or graphs, whose copies "
+    "need an ordering syncfix does not prove"
 )
 _WRITTEN = (
     "the source may be written again before a non-blocking copy would read it; copy a tensor "

@@ -230,6 +230,7 @@ def analyze(
         imported=context.imported if context else None,
         project=ProjectModules(context.modules, settings.devices, closed=context.closed) if context and context.modules else None,
         package=context.package if context else None,
+        streams_around=context.streams_around if context else False,
     )
     visitors = [rule(analysis) for rule in rules]
     try:

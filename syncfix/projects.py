@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -27,8 +28,44 @@ from .config import DEFAULT_EXCLUDE, DEFAULT_HOT_FUNCTIONS
 from .repetition import is_test_path
 
 MARKERS = ("pyproject.toml", ".git")
+#: Text a file that uses CUDA streams or graphs holds (a pre-filter for :func:`uses_streams`).
+STREAM_USE = re.compile(
+    rb"cuda\.(?:Stream|stream|StreamContext|ExternalStream|current_stream|set_stream|default_stream"
+    rb"|graph|CUDAGraph|make_graphed_callables)\b|torch\.Stream\b|\.(?:wait_stream|record_stream|wait_event)\("
+    rb"|from\s+torch\.cuda\s+import[^\n]*\b(?:Stream|stream|graph|CUDAGraph)\b"
+)
 #: Above this many modules a project is not treated as closed (see :class:`Project`).
 CLOSED_MODULES = 400
+
+
+_CUDA_STREAM_NAMES = {
+    "Stream", "stream", "StreamContext", "ExternalStream", "current_stream", "set_stream",
+    "default_stream", "graph", "CUDAGraph", "make_graphed_callables",
+}
+
+
+def uses_streams(data: bytes) -> bool:
+    """Does the code (not its strings or comments) use CUDA streams or graphs:
+    ``torch.cuda.stream(...)``, ``torch.Stream``, ``x.wait_stream(...)``, or one of those names
+    imported from ``torch.cuda``? A file that does not parse counts as one that does."""
+    if not STREAM_USE.search(data):
+        return False
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return True
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            base = node.value
+            last = base.attr if isinstance(base, ast.Attribute) else base.id if isinstance(base, ast.Name) else None
+            if node.attr in ("wait_stream", "record_stream", "wait_event"):
+                return True
+            if last == "cuda" and node.attr in _CUDA_STREAM_NAMES or last == "torch" and node.attr == "Stream":
+                return True
+        elif isinstance(node, ast.ImportFrom) and node.module == "torch.cuda":
+            if any(alias.name in _CUDA_STREAM_NAMES for alias in node.names):
+                return True
+    return False
 
 
 def project_root(path: Path) -> Path | None:
@@ -133,6 +170,10 @@ class Project:
             for name, (path, data) in sources.items()
         }
         self._closures: dict[str, tuple[ModuleFile, ...]] = {}
+        # modules some project module using CUDA streams imports, directly or through others:
+        # a function there may run under that module's side stream
+        streams = [name for name, (_, data) in sources.items() if uses_streams(data)]
+        self.streams_around = {m.name for s in streams for m in self.closure(s)}
 
     def imports_of(self, name: str) -> set[str]:
         """The project modules ``name`` imports directly."""
@@ -165,6 +206,7 @@ class Project:
             package_of(path, name),
             modules,
             self.closed,
+            name in self.streams_around,
         )
 
 

@@ -484,3 +484,25 @@ def test_each_importer_is_parsed_once_per_file_analysed(tmp_path, monkeypatch):
     monkeypatch.setattr(imported.ProjectModules, "_load", counting)
     assert set(_fixes(root, "util.py").values()) == {"safe"}
     assert sorted(loaded) == sorted(scripts)
+
+
+def test_a_copy_whose_importer_uses_streams_is_not_made_non_blocking(tmp_path):
+    # main.py runs load() under a side stream and uses its copy on the default stream: a
+    # non-blocking copy of the pinned source could still be running there
+    helper = (
+        "import torch\n\n\ndef load():\n    x = torch.ones(1 << 20).pin_memory()\n"
+        "    return x.cuda()\n"
+    )
+    main = (
+        "import torch\nfrom helper import load\n\n\ndef main():\n    s = torch.cuda.Stream()\n"
+        "    with torch.cuda.stream(s):\n        y = load()\n    return y * 2\n"
+    )
+    root = _project(tmp_path, {"helper.py": helper, "main.py": main})
+    assert _fixes(root, "helper.py") == {6: None}
+    # through a module between them too
+    root = _project(
+        tmp_path, {"helper.py": helper, "mid.py": "from helper import load\n", "main.py": main.replace("from helper", "from mid")}
+    )
+    assert _fixes(root, "helper.py") == {6: None}
+    (root / "main.py").write_text("from mid import load\n\n\ndef main():\n    return load() * 2\n")
+    assert _fixes(root, "helper.py") == {6: "safe"}

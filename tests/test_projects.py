@@ -149,3 +149,15 @@ def test_a_small_project_is_read_without_workers(tmp_path, monkeypatch):
     files = _big_project(tmp_path, 5)
     spread = contexts(files, summarize=cli_module._index_summarizer(Settings(jobs=2)))
     assert spread == contexts(files)
+
+
+def test_stream_use_is_read_from_code_not_from_strings():
+    from syncfix.projects import uses_streams
+
+    assert uses_streams(b"import torch\ns = torch.cuda.Stream()\n")
+    assert uses_streams(b"import torch\nwith torch.cuda.stream(s):\n    pass\n")
+    assert uses_streams(b"from torch.cuda import graph\n")
+    assert uses_streams(b"x.record_stream(s)\n")
+    assert uses_streams(b"torch.cuda.stream(\n")  # does not parse: counted
+    assert not uses_streams(b'doc = "with torch.cuda.stream(s): ..."  # torch.cuda.Stream()\n')
+    assert not uses_streams(b"import torch\nx = torch.ones(3).cuda()\n")

@@ -98,8 +98,11 @@ class ModuleAnalysis:
         devices: Sequence[str] | None = None,
         project: ProjectModules | None = None,
         package: str | None = None,
+        streams_around: bool = False,
     ) -> None:
         self.wrapper = wrapper
+        #: Code that imports this module uses CUDA streams (``ModuleContext.streams_around``).
+        self.streams_around = streams_around
         #: The dotted module name of this file in its project (None: a source without a path).
         self.module_name = module_name
         #: The names other files of the project import from this module (``"*"``: any); None
@@ -143,6 +146,7 @@ class ModuleAnalysis:
             imported=self.imported,
             project=self.project,
             package=self.package,
+            streams_around=self.streams_around,
         )
         view.cuda_or_cpu_only = self.cuda_or_cpu_only
         view.assume_tensors = True
@@ -271,8 +275,9 @@ class ModuleAnalysis:
 
     @cached_property
     def uses_streams(self) -> bool:
-        """Does the module touch CUDA streams or graphs (then copy ordering is not ours to prove)?"""
-        return navigation.uses_streams(self)
+        """Does the module, or code that imports it, touch CUDA streams or graphs (then copy
+        ordering is not ours to prove)?"""
+        return self.streams_around or navigation.uses_streams(self)
 
     @cached_property
     def sets_default_device(self) -> bool:

@@ -146,6 +146,9 @@ class ModuleContext:
     #: nothing outside the project imports its modules (no packaging, no notebooks): a
     #: function's callers are all in the project's files (analysis/imported.py)
     closed: bool = False
+    #: a project module that imports it (directly or through others) uses CUDA streams or
+    #: graphs, so its functions may run on a side stream (syncfix/projects.py)
+    streams_around: bool = False
 
     def fingerprint(self) -> str:
         """For the results cache: a file's findings change when (only when) this does (a change
@@ -157,6 +160,7 @@ class ModuleContext:
                 ",".join(sorted(self.hot)),
                 self.package or "",
                 str(self.closed),
+                str(self.streams_around),
                 ",".join(
                     sorted(
                         f"{m.name}:{m.digest}:{','.join(sorted(m.imported))}:{','.join(m.aliases)}:{','.join(m.importers)}:{m.ambiguous}"
