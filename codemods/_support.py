@@ -780,3 +780,12 @@ def measures_itself(a: ModuleAnalysis, loop: cst.For | cst.While) -> bool:
     return any(
         a.is_clock_read(c) for s in loop.body.body for c in a.effects(s).calls
     ) or "memory_" in a.module.code_for_node(loop)
+
+
+_DYNAMIC_READS = {"builtins.locals", "builtins.vars", "builtins.eval", "builtins.exec"}
+
+
+def reads_names_by_string(a: ModuleAnalysis, fn: cst.FunctionDef) -> bool:
+    """Does ``fn`` call ``locals()``, ``vars()``, ``eval`` or ``exec``? Any of its names may then be
+    read where no ``Name`` shows it (SFX302)."""
+    return any(a.callee(c) in _DYNAMIC_READS for c in _within(a, fn, cst.Call))

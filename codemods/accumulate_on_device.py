@@ -16,6 +16,8 @@ from syncfix.analysis import (
 from syncfix.rules import Fix, Invalid, Rule
 from syncfix.walk import walk
 
+from ._support import reads_names_by_string
+
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
 
@@ -372,7 +374,7 @@ keeps the finding). A value handed to a meter every
         if _nested_scope_mentions(fn, acc.total) or _declared_global(fn, acc.total):
             acc.why_not = f"`{acc.total}` is shared with another scope"
             return
-        if _reads_names_dynamically(a, fn):
+        if reads_names_by_string(a, fn):
             acc.why_not = "the function reads its names by string (`locals()`, `vars()`, `eval`), so a read of the total cannot be ruled out"
             return
         if any(a.effects(s).exits & {"yield", "await"} for s in loop.body.body):
@@ -734,14 +736,6 @@ def _start_value(a, fn: cst.FunctionDef, loop: cst.CSTNode, acc: _Acc) -> str | 
             return None  # torch.full would not take it as int64
         acc.exact_in_float = abs(int(text, 0)) <= _EXACT_FLOAT_INT
     return kind
-
-
-_DYNAMIC_READS = {"builtins.locals", "builtins.vars", "builtins.eval", "builtins.exec"}
-
-
-def _reads_names_dynamically(a, fn: cst.FunctionDef) -> bool:
-    """Does ``fn`` call ``locals()``, ``vars()``, ``eval`` or ``exec`` (which read its names)?"""
-    return any(a.callee(c) in _DYNAMIC_READS for c in a.nodes_within(fn, cst.Call) if isinstance(c, cst.Call))
 
 
 def _assigned_to(assign: cst.Assign, name: str) -> cst.BaseExpression | None:

@@ -6,7 +6,7 @@ import enum
 
 import libcst as cst
 
-from syncfix.analysis import Device, Kind, Memory, Value, keyword, positional
+from syncfix.analysis import METHOD_MAYBE_SELF, Device, Kind, Memory, Value, keyword, positional
 from syncfix.rules import Fix, Invalid, Rule
 
 from ._support import caught_by_enclosing_try, kwarg, source_may_change
@@ -333,9 +333,7 @@ _ARRAY_CALLS = {"torch.from_numpy", "torch.as_tensor", "torch.asarray"}
 def _from_array(a, expr: cst.BaseExpression) -> bool:
     """Is ``expr`` (through casts such as ``.float()``) a tensor made from an array
     (``torch.from_numpy(x)``, ``torch.as_tensor(x)``, ``torch.asarray(x)``)?"""
-    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in (
-        "float", "double", "half", "long", "int", "bool", "contiguous", "permute", "unsqueeze", "view", "reshape"
-    ):
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in METHOD_MAYBE_SELF:
         expr = expr.func.value
     return isinstance(expr, cst.Call) and a.callee(expr) in _ARRAY_CALLS
 
