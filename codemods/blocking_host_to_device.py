@@ -188,8 +188,8 @@ class BlockingHostToDevice(Rule):
         if not isinstance(func, cst.Attribute) or func.attr.value not in ("cuda", "to"):
             return
         a = self.analysis
-        nb = keyword(node, "non_blocking")
-        if nb is not None and not _is_false(nb.value):
+        flag = _non_blocking_flag(a, node)
+        if flag is _PASSED_ON or (flag is not None and not _is_false(flag.value)):
             return  # already non_blocking=True (or a value we cannot judge)
         receiver = a.value(func.value)
         if receiver.kind is Kind.MODULE:
@@ -222,7 +222,7 @@ class BlockingHostToDevice(Rule):
                 fix = None
                 if self._may_observe(node):
                     fix = self.observed_fix(
-                        {node: _non_blocking_call(node)},
+                        {node: _non_blocking_call(a, node)},
                         "Copy with non_blocking=True (observed: a CPU tensor nothing refills)",
                         [("cpu_tensor", func.value), ("unshared_source", func.value)],
                         why,
@@ -243,7 +243,7 @@ class BlockingHostToDevice(Rule):
             fix = None
             if device is not None and self._may_observe(node):
                 fix = self.observed_fix(
-                    {node: _non_blocking_call(node)},
+                    {node: _non_blocking_call(a, node)},
                     "Copy with non_blocking=True (observed: the device is CUDA)",
                     [("cuda_device", device), ("unshared_source", func.value)],
                     why,
@@ -280,7 +280,7 @@ class BlockingHostToDevice(Rule):
 
     def _fix(self, node: cst.Call, receiver: Value, source: Source, target: Device) -> Fix | None:
         a = self.analysis
-        changes = {node: _non_blocking_call(node)}
+        changes = {node: _non_blocking_call(a, node)}
         if a.uses_streams:
             return None
         func = node.func
@@ -418,13 +418,35 @@ def _device_argument(call: cst.Call) -> cst.BaseExpression | None:
     return args[0].value if args else None
 
 
-def _non_blocking_call(node: cst.Call) -> cst.Call:
+# ``*args``/``**kwargs`` may pass ``non_blocking``: not a call whose flag we can judge
+_PASSED_ON = cst.Arg(cst.Name("_"))
+
+
+def _non_blocking_flag(a, call: cst.Call) -> cst.Arg | None:
+    """The argument that passes ``non_blocking``, by keyword or by position (``.cuda(0, False)``,
+    ``.to("cuda", torch.half, False)``, ``.to(other, False)``); None where none does, and
+    ``_PASSED_ON`` where a starred argument may."""
+    kw = keyword(call, "non_blocking")
+    if kw is not None:
+        return kw
+    if any(arg.star for arg in call.args):
+        return _PASSED_ON
+    args = positional(call)
+    func = call.func
+    assert isinstance(func, cst.Attribute)
+    # ``cuda(device, non_blocking)``, ``to(other, non_blocking)``, ``to(device, dtype, non_blocking)``
+    # (``to(dtype, non_blocking)`` is a cast, never fixed)
+    at = 2 if func.attr.value == "to" and args and not a.value(args[0].value).is_tensor else 1
+    return args[at] if len(args) > at else None
+
+
+def _non_blocking_call(a, node: cst.Call) -> cst.Call:
     func = node.func
     assert isinstance(func, cst.Attribute)
     true = cst.Name("True")
-    existing = keyword(node, "non_blocking")
-    if existing is not None:
-        return node.with_deep_changes(existing, value=true)
+    flag = _non_blocking_flag(a, node)
+    if flag is not None:  # ``non_blocking=False`` or a positional ``False``
+        return node.with_deep_changes(flag, value=true)
     if func.attr.value == "cuda" and not node.args:
         return node.with_changes(
             func=func.with_changes(attr=cst.Name("to")),

@@ -66,9 +66,11 @@ class Repetition:
                 return False
         elif isinstance(node, (cst.ClassDef, cst.For, cst.While)) or self.repeats(node):
             return False
-        below = self.analysis.structure.descendants(node)
-        next(below)  # node itself
-        return not any(type(d) in _STARTS_REPEATING for d in below)
+        structure = self.analysis.structure
+        # by the type index, not a walk: the subtree's nodes of a kind, ``node`` itself excepted
+        return not any(
+            len(structure.within(node, kind)) > (type(node) is kind) for kind in _STARTS_REPEATING
+        )
 
     def _function_repeats(self, fn: cst.FunctionDef) -> bool:
         known = self._functions.get(fn)

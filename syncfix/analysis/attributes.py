@@ -128,25 +128,20 @@ def _self_assignments(a: ModuleAnalysis, cls: cst.ClassDef) -> dict[str, list[cs
             for el in target.elements:  # ``self.a, self.b = ...``: unknown items
                 record(el.value, None)
 
-    class V(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
+    # the statements that may store on ``self``, in source order, by the type index (no walk)
+    kinds = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.Call)
+    nodes = [n for kind in kinds for n in a.nodes_within(cls.body, kind)]
+    nodes.sort(key=a.structure.order.__getitem__)
+    for node in nodes:
+        if isinstance(node, cst.Assign):
             for t in node.targets:
                 record(t.target, node.value)
-
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
             record(node.target, node.value)
-
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            record(node.target, node.value)
-
-        def visit_For(self, node: cst.For) -> None:
+        elif isinstance(node, cst.For):
             record(node.target, None)
-
-        def visit_Call(self, node: cst.Call) -> None:
-            if isinstance(node.func, cst.Name) and node.func.value == "setattr":
-                found.setdefault("\0setattr", []).append(None)
-
-    a.walk(cls.body, V())
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "setattr":
+            found.setdefault("\0setattr", []).append(None)
     # Class attributes (``device = "cuda"`` in the class body) are what ``self.device`` reads
     # until an instance assignment shadows them: they join in.
     for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():

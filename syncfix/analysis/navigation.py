@@ -223,8 +223,8 @@ def _import_aliases(a: ModuleAnalysis) -> frozenset[str]:
     if a.cache.import_aliases is not None:
         return a.cache.import_aliases
     out: set[str] = set()
-    for node in a.structure.descendants(a.module):
-        if type(node) is cst.ImportAlias and node.asname is not None:
+    for node in a.structure.of_type(cst.ImportAlias):
+        if isinstance(node, cst.ImportAlias) and node.asname is not None:
             out.update(n.value for n in target_names(node.asname.name))
     a.cache.import_aliases = frozenset(out)
     return a.cache.import_aliases
