@@ -246,7 +246,7 @@ keeps the finding). A value handed to a meter every
             return
         for acc in accs:
             self._check(loop, acc)
-        torch_name = a.torch_alias
+        torch_name = a.torch_alias_at(loop)
         if any(acc.unsafe for acc in accs if acc.why_not is None):
             for acc in accs:
                 if acc.why_not is None and acc.needs:

@@ -90,7 +90,7 @@ class AssertOnGpuValue(Rule):
         fix = None
         if msg is None or isinstance(msg, cst.SimpleString):
             cond = as_tensor_condition(a, node.test)
-            text = self._call(cond.code if cond else None, a.module.code_for_node(msg) if msg else None)
+            text = self._call(node, cond.code if cond else None, a.module.code_for_node(msg) if msg else None)
             if text is not None and cond is not None and cond.exact and cond.zero_dim:
                 fix = self._fix(node, cst.Expr(cst.parse_expression(text)))
         self.report(node, self.MESSAGE + (UNPLACED if unplaced else ""), fix=fix)
@@ -120,14 +120,14 @@ class AssertOnGpuValue(Rule):
             else:
                 cond = as_tensor_condition(a, test)
                 ok_code = f"~({cond.code})" if cond else None
-            text = self._call(ok_code, repr(message))
+            text = self._call(node, ok_code, repr(message))
             if text is not None and cond is not None and cond.exact and cond.zero_dim:
                 stmt = cst.parse_statement(text + "\n").with_changes(leading_lines=node.leading_lines)
                 fix = self._fix(node, stmt)
         self.report(node, self.MESSAGE + (UNPLACED if unplaced else ""), fix=fix)
 
-    def _call(self, cond: str | None, msg: str | None) -> str | None:
-        torch = self.analysis.torch_alias
+    def _call(self, node: cst.CSTNode, cond: str | None, msg: str | None) -> str | None:
+        torch = self.analysis.torch_alias_at(node)
         if cond is None or torch is None:
             return None
         return f"{torch}._assert_async({cond}, {msg})" if msg else f"{torch}._assert_async({cond})"

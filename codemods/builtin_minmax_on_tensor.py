@@ -91,7 +91,7 @@ class BuiltinMinMaxOnTensor(Rule):
             )
             return
         fix = None
-        torch = a.torch_alias
+        torch = a.torch_alias_at(node)
         if len(node.args) == 2 and torch is not None and all(a.is_effect_free(arg.value) for arg in node.args):
             x, y = (arg.value for arg in node.args)
             tx, ty = values[0].is_tensor, values[1].is_tensor

@@ -195,14 +195,14 @@ class DataDependentShape(Rule):
             call is not None
             and not call.args
             and len(node.slice) == 1
-            and a.torch_alias is not None
+            and a.torch_alias_at(node) is not None
         ):
             return None
         x = node.value
         key = a.shape_key(x)
         if key is None or key != a.shape_key(mask) or not a.is_effect_free(x):
             return None
-        new = cst.parse_expression(f"{a.torch_alias}.where({code(a, mask)}, {code(a, x)}, 0).sum()")
+        new = cst.parse_expression(f"{a.torch_alias_at(node)}.where({code(a, mask)}, {code(a, x)}, 0).sum()")
         return self.unsafe_fix(
             {call: new}, "Sum through torch.where (unsafe: the summation order changes)"
         )

@@ -137,7 +137,7 @@ class DeferredLogging(Rule):
 
     def _fix(self, loop, stmt, guard, line, reads):
         a = self.analysis
-        torch_name = a.torch_alias
+        torch_name = a.torch_alias_at(loop)
         if torch_name is None:
             return None
         if any(a.effects(s).exits & {"return", "yield", "raise", "try", "await"} for s in loop.body.body):

@@ -120,7 +120,7 @@ class MaskedStoreToWhere(Rule):
 
     def _fix(self, node, x, mask, v):
         a = self.analysis
-        torch = a.torch_alias
+        torch = a.torch_alias_at(node)
         stmt = a.parent(node)
         if torch is None or not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
             return None

@@ -275,8 +275,8 @@ class MergeScalarReads(Rule):
         proven = [g for g in merged if not any(i.likely_device for i in g)]
         if proven:
             merged = proven  # a safe fix for what is proven; never an unsafe one bundled with it
-        torch_name = a.torch_alias
         first = items[0].read.node
+        torch_name = a.torch_alias_at(first)
         n = len(items)
         kinds = [i.kind for i in items]
         if not merged and None not in kinds and len(set(kinds)) == len(kinds):

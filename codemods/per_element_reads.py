@@ -196,6 +196,8 @@ class PerElementReads(Rule):
                         changes, proven = catted
                         fix = self.safe_fix if proven else self.unsafe_fix
                         self.report(node, fix=fix(changes, _CAT_SAFE if proven else _CAT_FIX))
+                    elif a.torch_alias_at(node) is None:
+                        self.report(node, f"{self.MESSAGE}; no fix: {_NO_TORCH_NAME}")
                     else:
                         self.report(node, f"{self.MESSAGE}; no fix: {_UNKNOWN_ELEMENTS}")
                 return
@@ -244,7 +246,7 @@ class PerElementReads(Rule):
         display or a comprehension): ``torch.stack(xs).reshape(len(xs)).tolist() if xs else []``,
         and whether it is proven exact (a list of alike one-element tensors)."""
         a = self.analysis
-        comp, source, torch = node.for_in, node.for_in.iter, a.torch_alias
+        comp, source, torch = node.for_in, node.for_in.iter, a.torch_alias_at(node)
         if (
             torch is None
             or read.form != "item"
@@ -277,7 +279,7 @@ class PerElementReads(Rule):
         Proven exact when ``ys`` is a list of alike 1-D tensors and each part is ``y`` or a slice
         of it: every element read is then one value, and the parts share a dtype."""
         a = self.analysis
-        outer, torch = node.for_in, a.torch_alias
+        outer, torch = node.for_in, a.torch_alias_at(node)
         inner = outer.inner_for_in if isinstance(node, cst.ListComp) else None
         stmt = a.statement_of(node)
         assign = a.parent(node)
@@ -373,6 +375,11 @@ _STACK_SAFE = (
 _CAT_SAFE = (
     "Read every part with one torch.cat: one expression built the lists' tensors here, 1-D and "
     "of one dtype and device, and only all_gather writes them (in place)"
+)
+
+_NO_TORCH_NAME = (
+    "no name here refers to torch (a parameter or local shadows it, or the module does not "
+    "`import torch` at its top level), and the fix would call torch.stack"
 )
 
 _UNKNOWN_ELEMENTS = (

@@ -201,7 +201,7 @@ class ReadAfterLoop(Rule):
     # ---- can the reads wait until the end of the iteration -------------------------------------
     def _plan(self, loop, body, name: str, appends: list[tuple[int, cst.Call]]):
         a = self.analysis
-        torch = a.torch_alias
+        torch = a.torch_alias_at(loop)
         if torch is None:
             return None, "the module does not `import torch`"
         if measures_itself(a, loop):

@@ -162,7 +162,7 @@ class ScalarBranchToWhere(Rule):
         """The message and fix for choosing ``values[target] = ([per test], else)``."""
         a = self.analysis
         msg = self.MESSAGE
-        torch = a.torch_alias
+        torch = a.torch_alias_at(anchor)
         conds = [as_tensor_condition(a, t) for t in tests]
         if torch is None or any(c is None for c in conds):
             return msg + " (condition not expressible as a tensor: no fix)", None

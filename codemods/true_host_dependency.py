@@ -161,7 +161,7 @@ class TrueHostDependency(Rule):
         one read of the stacked 0-d tests: ``if (checks := [...]) and not torch.stack(checks).all():``
         (unsafe, see Fix safety)."""
         a = self.analysis
-        test, torch = node.test, a.torch_alias
+        test, torch = node.test, a.torch_alias_at(node)
         if not (isinstance(test, cst.Call) and a.callee(test) in ("builtins.any", "builtins.all")):
             return None
         if torch is None or len(test.args) != 1 or not isinstance(test.args[0].value, cst.GeneratorExp):

@@ -213,6 +213,34 @@ def test_effects_of_statements():
     assert fx[7].exits == {"continue"}
 
 
+def test_effects_of_running_an_iterator():
+    """Resuming a generator or a ``map`` runs code that may write anything; iterating a tensor,
+    a display or ``range`` does not."""
+    a, module = analyse(
+        """
+        import torch
+        def f(x: torch.Tensor, g, it):
+            names = ["a", "b"]
+            next(g)
+            for _ in g:
+                pass
+            total = sum(it)
+            ys = [y for y in it]
+            for n in names:
+                pass
+            for i, v in enumerate(x):
+                pass
+            for i in range(3):
+                pass
+        """
+    )
+    fn = module.body[1]
+    fx = [a.effects(s) for s in fn.body.body]
+    assert not fx[0].may_mutate_anything
+    assert all(f.may_mutate_anything for f in fx[1:5])
+    assert not any(f.may_mutate_anything for f in fx[5:])
+
+
 def test_loops_and_hot_paths():
     a, module = analyse(
         """

@@ -26,9 +26,31 @@ from .torch_api import (
     TENSOR_NAMESPACES,
     is_inplace_method,
 )
+from .values import Kind
 
 if TYPE_CHECKING:
     from .module import ModuleAnalysis
+
+
+# Iterating these yields their items without running code that could write anything.
+_PLAIN_ITERABLES = frozenset({Kind.TENSOR, Kind.TENSORS, Kind.NUMBER, Kind.NDARRAY})
+# Builtins whose iteration is their arguments' iteration.
+_PASS_THROUGH = frozenset({"builtins.enumerate", "builtins.zip", "builtins.reversed", "builtins.iter"})
+# What iterates without running code: displays, eager comprehensions, strings.
+_DISPLAYS = (
+    cst.List, cst.Tuple, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp,
+    cst.SimpleString, cst.ConcatenatedString, cst.FormattedString,
+)
+# Calls whose result is plain data (iterated without running code).
+_PLAIN_RESULTS = frozenset({
+    "builtins.range", "builtins.list", "builtins.tuple", "builtins.sorted", "builtins.set",
+    "builtins.dict", "builtins.frozenset",
+})
+# Builtins that run through the iterable they are given.
+_CONSUMERS = frozenset({
+    "builtins.list", "builtins.tuple", "builtins.set", "builtins.frozenset", "builtins.dict",
+    "builtins.sum", "builtins.min", "builtins.max", "builtins.any", "builtins.all", "builtins.sorted",
+})
 
 
 @dataclass
@@ -102,6 +124,37 @@ class _EffectsVisitor(cst.CSTVisitor):
 
     def visit_For(self, node: cst.For) -> None:
         self._store(node.target)
+        self._iterates(node.iter)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._iterates(node.iter)
+
+    def _iterates(self, it: cst.BaseExpression) -> None:
+        """Iterating ``it`` runs its ``__next__``: a generator's, a ``map``'s function, a loader's
+        dataset, any of which may write what it holds. Only data that yields without running
+        code (a tensor, an array, a display, ``range``, ``enumerate``/``zip`` of those) is safe."""
+        if isinstance(it, _DISPLAYS):
+            return
+        if isinstance(it, cst.Call):
+            name = self.a.callee(it)
+            if name in _PASS_THROUGH:
+                for arg in it.args:
+                    self._iterates(arg.value)
+                return
+            if name is not None and name.startswith("builtins.") and name[len("builtins."):] in PURE_BUILTINS:
+                return  # ``range(n)``, ``sorted(...)``, ``x.items()``-like results: plain data
+            return  # any other call is judged by visit_Call (an unknown one may mutate anything)
+        if self.a.value(it).kind in _PLAIN_ITERABLES:
+            return
+        if isinstance(it, cst.Name):  # a name bound only to displays (or to plain iterables)
+            bound = self.a.reaching_values(it)
+            if bound and all(
+                isinstance(v, _DISPLAYS)
+                or isinstance(v, cst.Call) and self.a.callee(v) in _PLAIN_RESULTS
+                for v in bound
+            ):
+                return
+        self.fx.may_mutate_anything = True
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         if node.asname is not None:
@@ -132,6 +185,8 @@ class _EffectsVisitor(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         self.fx.calls.append(node)
+        if len(node.args) == 1 and not node.args[0].star and self.a.callee(node) in _CONSUMERS:
+            self._iterates(node.args[0].value)
         func = node.func
         out = keyword(node, "out")
         if out is not None:

@@ -293,6 +293,11 @@ class ModuleAnalysis:
         """The name the module binds ``torch`` to with a top-level ``import torch [as t]``."""
         return navigation.torch_alias(self)
 
+    def torch_alias_at(self, node: cst.CSTNode) -> str | None:
+        """The name new code at ``node`` can call ``torch`` by: a top-level import of it that no
+        nearer binding shadows there (None if there is none)."""
+        return navigation.torch_alias_at(self, node)
+
     def all_names(self) -> frozenset[str]:
         """Every identifier in the module (to pick new names that clash with nothing)."""
         return navigation.all_names(self)

@@ -192,6 +192,44 @@ def torch_alias(a: ModuleAnalysis) -> str | None:
     return None
 
 
+def torch_alias_at(a: ModuleAnalysis, node: cst.CSTNode) -> str | None:
+    """A name that refers to the ``torch`` module where ``node`` is: a top-level ``import torch
+    [as t]`` that no nearer binding (a parameter, a local, another assignment of the name)
+    shadows there. Fixes write their new code with it."""
+    scope = None
+    for here in (node, *a.ancestors(node)):
+        scope = a.scope(here)
+        if scope is not None:
+            break
+    for stmt in a.module.body:
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            for alias in small.names if isinstance(small, cst.Import) else ():
+                if dotted_name(alias.name) != "torch":
+                    continue
+                name = alias.asname.name if alias.asname is not None else alias.name
+                if not isinstance(name, cst.Name):
+                    continue
+                bound = scope[name.value] if scope is not None else ()
+                if bound and all(_imports_torch(getattr(x, "node", None), name.value) for x in bound):
+                    return name.value
+    return None
+
+
+def _imports_torch(node: cst.CSTNode | None, name: str) -> bool:
+    """Does ``node`` (the statement behind one binding of ``name``) bind it to ``torch``?
+    ``import torch``, ``import torch.nn`` and ``import torch as name`` do."""
+    if not isinstance(node, cst.Import):
+        return False
+    for alias in node.names:
+        dotted = dotted_name(alias.name)
+        if alias.asname is None:
+            if dotted is not None and dotted.split(".", 1)[0] == name == "torch":
+                return True
+        elif isinstance(alias.asname.name, cst.Name) and alias.asname.name.value == name and dotted == "torch":
+            return True
+    return False
+
+
 def all_names(a: ModuleAnalysis) -> frozenset[str]:
     """Every identifier in the module (to pick new names that clash with nothing)."""
     cached = a.cache.all_names

@@ -333,12 +333,13 @@ BATCH_DICT_VIEWS = ("items", "values")
 # --------------------------------------------------------------------------------------------
 # Purity and randomness
 
-# Builtins that neither mutate their arguments nor run user code worth worrying about.
+# Builtins that neither mutate their arguments nor run user code worth worrying about. Not
+# ``next``: it resumes a generator (or a loader's workers), whose code may write anything.
 PURE_BUILTINS = {
     "len", "range", "enumerate", "zip", "isinstance", "float", "int", "bool", "str", "abs",
     "min", "max", "sum", "round", "tuple", "list", "dict", "set", "sorted", "repr", "format",
     "getattr", "hasattr", "type", "id", "any", "all", "map", "filter", "reversed", "divmod",
-    "pow", "hash", "iter", "next",
+    "pow", "hash", "iter",
 }
 # Ops that draw random numbers: running one twice changes later draws.
 RANDOM_OPS = {
