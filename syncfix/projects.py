@@ -84,10 +84,11 @@ def module_name(path: Path, root: Path) -> str:
     return ".".join(parts)
 
 
-def python_files(root: Path) -> Iterable[Path]:
+def python_files(root: Path, deep: bool = True) -> Iterable[Path]:
+    """The ``.py`` files under ``root`` (only those directly in it unless ``deep``)."""
     skip = set(DEFAULT_EXCLUDE)
     for folder, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if d not in skip and not d.startswith(".")]
+        dirs[:] = [d for d in dirs if d not in skip and not d.startswith(".")] if deep else []
         for name in files:
             if name.endswith(".py"):
                 yield Path(folder) / name
@@ -108,11 +109,12 @@ class Project:
         hot_functions: Iterable[str] = DEFAULT_HOT_FUNCTIONS,
         summarize: Summarize | None = None,
         closed: bool | None = None,
+        deep: bool = True,
     ) -> None:
         summarize = summarize or summarize_here
         self.index = ProjectIndex()
         sources: dict[str, tuple[Path, bytes]] = {}
-        for path in python_files(root):
+        for path in python_files(root, deep):
             try:
                 data = path.read_bytes()
             except OSError:
@@ -296,24 +298,31 @@ def contexts(
     summarize: Summarize | None = None,
     closed: bool | None = None,
 ) -> dict[str, ModuleContext]:
-    """Each file's context, one index per project root; files outside any project get none.
-    (Facts other files gave an earlier run in this process are forgotten.) ``summarize`` reads
-    the files of a project (by default here; the command line spreads them over its workers);
-    ``closed`` overrides :func:`is_closed` (the ``closed-project`` setting)."""
+    """Each file's context, one index per project root. A file under no ``pyproject.toml`` or
+    ``.git`` belongs to a loose project: the files directly in its folder (the scripts beside
+    it may import it, or run it under a CUDA stream), open to other code unless ``closed``
+    says otherwise. (Facts other files gave an earlier run in this process are forgotten.) ``summarize`` reads the files of a project (by default
+    here; the command line spreads them over its workers); ``closed`` overrides
+    :func:`is_closed` (the ``closed-project`` setting)."""
     forget()
     indexes: dict[Path, Project] = {}
-    roots: dict[Path, Path | None] = {}
+    roots: dict[Path, tuple[Path, bool]] = {}
     out: dict[str, ModuleContext] = {}
     hot_names = tuple(hot_functions)
     for f in files:
         path = Path(f)
         folder = path.resolve().parent
         if folder not in roots:
-            roots[folder] = project_root(path)
-        root = roots[folder]
-        if root is None:
-            continue
+            marked = project_root(path)
+            roots[folder] = (marked, True) if marked is not None else (folder, False)
+        root, is_marked = roots[folder]
         if root not in indexes:
-            indexes[root] = Project(root, hot_names, summarize, closed)
+            loose_closed = closed if closed is not None else False
+            indexes[root] = (
+                Project(root, hot_names, summarize, closed)
+                if is_marked
+                else Project(root, hot_names, summarize, loose_closed, deep=False)
+            )
         out[f] = indexes[root].context(path, module_name(path, root))
     return out
+

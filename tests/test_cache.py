@@ -13,6 +13,7 @@ from syncfix import cache as results_cache
 from syncfix.cli import cli
 from syncfix.config import Settings
 from syncfix.engine import Job, process_file
+from syncfix.projects import contexts
 
 SAFE = "import torch\nx = torch.ones(3).cuda()\n"
 UNSAFE = "import torch\ndef f(x: torch.Tensor):\n    return x.cuda()\n"
@@ -113,7 +114,8 @@ def test_apply_with_nothing_to_fix_can_use_the_cache(project, monkeypatch):
     _check()
     settings = Settings()
     cache = results_cache.Cache(project / ".syncfix_cache", settings)
-    job = Job("m.py", fix=True, write=True, want_source=False, cache=cache)
+    # the file's context as the command line builds it (its folder is its project)
+    job = Job("m.py", fix=True, write=True, want_source=False, cache=cache, context=contexts(["m.py"]).get("m.py"))
     import syncfix.engine as engine
 
     monkeypatch.setattr(engine, "process_source", lambda *a, **k: pytest.fail("not from the cache"))

@@ -67,12 +67,22 @@ def test_importer_in_another_file_makes_the_function_escape(project, cache):
     assert _fixes(*cache) == [True]
 
 
-def test_file_outside_any_project_gets_no_context(tmp_path):
+def test_file_outside_any_project_has_its_folder_as_project(tmp_path):
+    """Without pyproject.toml or .git, the scripts beside a file are its project (not the
+    folders below: a loose folder may be large): a neighbour that runs it under a side stream
+    is seen."""
     lone = tmp_path / "lone.py"
-    lone.write_text("x = 1\n", encoding="utf-8")
+    lone.write_text("import torch\ndef to_gpu(n):\n    return torch.randn(n).cuda()\n", encoding="utf-8")
     if project_root(lone) is not None:
         pytest.skip("the temporary folder lies inside a project")
-    assert contexts([str(lone)]) == {}
+    assert not contexts([str(lone)])[str(lone)].streams_around
+    runner = "import torch\nfrom lone import to_gpu\nwith torch.cuda.stream(torch.cuda.Stream()):\n    to_gpu(4)\n"
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "runner.py").write_text(runner.replace("from lone", "from ..lone"), encoding="utf-8")
+    assert not contexts([str(lone)])[str(lone)].streams_around  # below the folder: not indexed
+    (tmp_path / "runner.py").write_text(runner, encoding="utf-8")
+    context = contexts([str(lone)])[str(lone)]
+    assert context.streams_around and not context.closed
 
 
 TRAINER = """\
