@@ -231,6 +231,7 @@ def analyze(
         project=ProjectModules(context.modules, settings.devices, closed=context.closed) if context and context.modules else None,
         package=context.package if context else None,
         streams_around=context.streams_around if context else False,
+        later_syncs_around=context.later_syncs_around if context else False,
     )
     visitors = [rule(analysis) for rule in rules]
     try:

@@ -19,6 +19,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from .analysis.async_copies import counts_on_later_syncs
 from .analysis.hotness import FileCalls, file_calls
 from .analysis.hotness import hot_functions as hot_functions_of
 from .analysis.imported import forget
@@ -176,6 +177,10 @@ class Project:
         # a function there may run under that module's side stream
         streams = [name for name, (_, data) in sources.items() if uses_streams(data)]
         self.streams_around = {m.name for s in streams for m in self.closure(s)}
+        # modules that copy without waiting, and those they import: a sync there may be the
+        # wait such a copy counts on
+        waiting = [name for name, (_, data) in sources.items() if counts_on_later_syncs(data)]
+        self.later_syncs_around = {n for s in waiting for n in (s, *(m.name for m in self.closure(s)))}
 
     def imports_of(self, name: str) -> set[str]:
         """The project modules ``name`` imports directly."""
@@ -209,6 +214,7 @@ class Project:
             modules,
             self.closed,
             name in self.streams_around,
+            name in self.later_syncs_around,
         )
 
 

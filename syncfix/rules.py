@@ -72,6 +72,13 @@ class RawFinding:
     fix: Fix | None
 
 
+# Why a fix that would be safe is not, where code copies without waiting (see Rule.safe_fix).
+LATER_SYNCS = (
+    " (unsafe here: this module, or one that imports it, copies with non_blocking=True to the "
+    "host or from a buffer it writes again, and may count on this sync to wait for that copy)"
+)
+
+
 class Rule(cst.BatchableCSTVisitor):
     CODE: ClassVar[str]
     NAME: ClassVar[str]  # kebab-case, e.g. "blocking-host-to-device"
@@ -98,6 +105,9 @@ class Rule(cst.BatchableCSTVisitor):
     # needs another LibCST provider declares it here and the engine resolves it for that rule
     # alone (``self.get_metadata(Provider, node)``); a rule that declares none costs nothing.
     METADATA_DEPENDENCIES: ClassVar[tuple[ProviderT, ...]] = ()
+    # Whether the rule's fixes remove or move syncs: then none is safe in code that copies
+    # without waiting and may count on one of them to finish the copy (analysis/async_copies.py).
+    MOVES_SYNCS: ClassVar[bool] = True
 
     def __init__(self, analysis: ModuleAnalysis) -> None:
         super().__init__()
@@ -109,6 +119,8 @@ class Rule(cst.BatchableCSTVisitor):
 
     # Helpers every rule wants.
     def safe_fix(self, changes: Mapping[_Node, Replacement], description: str) -> Fix:
+        if self.MOVES_SYNCS and self.analysis.counts_on_later_syncs:
+            return Fix(_nodes(changes), Applicability.UNSAFE, description + LATER_SYNCS)
         return Fix(_nodes(changes), Applicability.SAFE, description)
 
     def unsafe_fix(

@@ -506,3 +506,18 @@ def test_a_copy_whose_importer_uses_streams_is_not_made_non_blocking(tmp_path):
     assert _fixes(root, "helper.py") == {6: None}
     (root / "main.py").write_text("from mid import load\n\n\ndef main():\n    return load() * 2\n")
     assert _fixes(root, "helper.py") == {6: "safe"}
+
+
+def test_a_sync_an_importer_may_count_on_is_not_removed_by_a_safe_fix(tmp_path):
+    # main.py copies predictions to the host without waiting, then calls labels(), whose blocking
+    # copy is what waits for them before the host reads `pred`
+    helper = "import torch\n\n\ndef labels(n):\n    return torch.zeros(n, dtype=torch.long).cuda()\n"
+    main = (
+        "from helper import labels\n\n\ndef evaluate(model, loader):\n    total = 0\n"
+        "    for x, y in loader:\n        pred = model(x).argmax(1).to('cpu', non_blocking=True)\n"
+        "        lbl = labels(4)\n        total += int(pred.numpy().sum())\n    return total\n"
+    )
+    root = _project(tmp_path, {"helper.py": helper, "main.py": main})
+    assert _fixes(root, "helper.py") == {5: "unsafe"}
+    (root / "main.py").write_text(main.replace(", non_blocking=True", ""))
+    assert _fixes(root, "helper.py") == {5: "safe"}

@@ -33,6 +33,7 @@ from libcst.metadata.scope_provider import Access, BaseAssignment
 from ..config import DEFAULT_HOT_FUNCTIONS
 from ..walk import Structure, replaying
 from . import (
+    async_copies,
     autograd,
     bindings,
     callgraph,
@@ -99,10 +100,13 @@ class ModuleAnalysis:
         project: ProjectModules | None = None,
         package: str | None = None,
         streams_around: bool = False,
+        later_syncs_around: bool = False,
     ) -> None:
         self.wrapper = wrapper
         #: Code that imports this module uses CUDA streams (``ModuleContext.streams_around``).
         self.streams_around = streams_around
+        #: Code that imports this module counts on later syncs (``ModuleContext.later_syncs_around``).
+        self.later_syncs_around = later_syncs_around
         #: The dotted module name of this file in its project (None: a source without a path).
         self.module_name = module_name
         #: The names other files of the project import from this module (``"*"``: any); None
@@ -147,6 +151,7 @@ class ModuleAnalysis:
             project=self.project,
             package=self.package,
             streams_around=self.streams_around,
+            later_syncs_around=self.later_syncs_around,
         )
         view.cuda_or_cpu_only = self.cuda_or_cpu_only
         view.assume_tensors = True
@@ -272,6 +277,15 @@ class ModuleAnalysis:
         """Is the module run as a program (an ``if __name__ == "__main__":`` block, or
         ``__main__.py``), so that its functions are called from it alone (callgraph.py)?"""
         return navigation.is_script(self)
+
+    @cached_property
+    def counts_on_later_syncs(self) -> bool:
+        """Does the module, or code that imports it, copy without waiting and count on some
+        later sync to finish the copy (analysis/async_copies.py)? Then no fix that removes a
+        sync is safe here."""
+        if self._syntax_of is not None:
+            return self._syntax_of.counts_on_later_syncs
+        return self.later_syncs_around or async_copies.counts_on_later_syncs(self.module.code.encode())
 
     @cached_property
     def uses_streams(self) -> bool:

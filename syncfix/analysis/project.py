@@ -149,6 +149,10 @@ class ModuleContext:
     #: a project module that imports it (directly or through others) uses CUDA streams or
     #: graphs, so its functions may run on a side stream (syncfix/projects.py)
     streams_around: bool = False
+    #: a project module that imports it (directly or through others), or the module itself,
+    #: copies without waiting and counts on a later sync to finish the copy
+    #: (analysis/async_copies.py): no fix that removes a sync is safe in it
+    later_syncs_around: bool = False
 
     def fingerprint(self) -> str:
         """For the results cache: a file's findings change when (only when) this does (a change
@@ -161,6 +165,7 @@ class ModuleContext:
                 self.package or "",
                 str(self.closed),
                 str(self.streams_around),
+                str(self.later_syncs_around),
                 ",".join(
                     sorted(
                         f"{m.name}:{m.digest}:{','.join(sorted(m.imported))}:{','.join(m.aliases)}:{','.join(m.importers)}:{m.ambiguous}"
