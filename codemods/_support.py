@@ -394,7 +394,7 @@ def source_may_change(a: ModuleAnalysis, call: cst.Call, *, passed_on: bool = Tr
         )
 
     pairs = [
-        (target, _alias_root(value))
+        (target, _alias_root(value, a))
         for s in statements
         if s is not stmt
         for target, value in _assigned_pairs(s)
@@ -402,14 +402,14 @@ def source_may_change(a: ModuleAnalysis, call: cst.Call, *, passed_on: bool = Tr
     ]
     # ``(z := staging)``: z is the source too
     pairs += [
-        (n.target.value, _alias_root(n.value))
+        (n.target.value, _alias_root(n.value, a))
         for n in _within(a, scope_node, cst.NamedExpr)
         if isinstance(n.target, cst.Name)
     ]
     # A batch of a loader whose batches are fresh is no part of the loader (it keeps none): its
     # items are items of that one batch only.
     pairs += [
-        (target, f"\0batch{id(it)}" if _fresh_batches(a, it) else _alias_root(it))
+        (target, f"\0batch{id(it)}" if _fresh_batches(a, it) else _alias_root(it, a))
         for target, it in _iteration_bindings(scope_node)
     ]
     # Up from the source to what it is a view or an item of, then down to every view or item
@@ -430,7 +430,7 @@ def source_may_change(a: ModuleAnalysis, call: cst.Call, *, passed_on: bool = Tr
     # ``x = x.cuda()`` rebinds x: later uses of x are the copy, not the source.
     rebinds = stmt is not None and root in a.effects(stmt).writes and not walrus
     watched = aliases - {root} if rebinds else aliases
-    if escapes and passed_on and _escapes(a, scope_node, watched):
+    if escapes and passed_on and (_escapes(a, scope_node, watched) or _free(a, root_node, scope_node)):
         return True
     for s in statements:
         fx = a.effects(s)
@@ -454,13 +454,13 @@ def _escapes(a: ModuleAnalysis, scope_node: cst.CSTNode, names: set[str]) -> boo
     def rooted(expr: cst.CSTNode | None) -> bool:
         """Does ``expr`` evaluate to memory of ``names`` (not ``x.shape[0]``; not a name bound
         since to something else, as ``x`` after ``x = x.cuda()``)?"""
-        if not isinstance(expr, cst.BaseExpression) or _alias_root(expr) not in names:
+        if not isinstance(expr, cst.BaseExpression) or _alias_root(expr, a) not in names:
             return False
         if any(isinstance(n, cst.Attribute) and n.attr.value in _METADATA for n in _within(a, expr, cst.Attribute)):
             return False
         node = _root_node(expr)
         values = a.binding_values(node) if node is not None else None
-        return values is None or not values or any(_alias_root(v) in names for v in values)
+        return values is None or not values or any(_alias_root(v, a) in names for v in values)
 
     def mentions(expr: cst.CSTNode | None) -> bool:
         return expr is not None and any(n.value in names for n in _within(a, expr, cst.Name))
@@ -490,9 +490,21 @@ def _escapes(a: ModuleAnalysis, scope_node: cst.CSTNode, names: set[str]) -> boo
     for assign in _within(a, scope_node, cst.Assign):
         for t in assign.targets:
             if isinstance(t.target, (cst.Attribute, cst.Subscript)):
-                if rooted(assign.value) or mentions(t.target) and not rooted(t.target):
+                # a store through the name itself (``x[0] = v``) is a write the caller sees
+                if rooted(assign.value) or mentions(t.target) and root_name(t.target) not in names:
                     return True  # ``h.x = x``; ``np.asarray(x)[:] = v`` (``x[0] = v`` is a write)
     return False
+
+
+def _free(a: ModuleAnalysis, name: cst.Name | None, scope_node: cst.CSTNode) -> bool:
+    """Is ``name`` a function's free variable (a module global, an enclosing function's): code
+    elsewhere (``refill()``) reaches it by that name."""
+    if name is None or not isinstance(scope_node, cst.FunctionDef):
+        return False
+    scope = a.scope(name)
+    if scope is None:
+        return True
+    return any(assignment.scope is not scope for assignment in scope[name.value])
 
 
 N = TypeVar("N", bound=cst.CSTNode)
@@ -561,7 +573,7 @@ def _reads_shared(
         if _only_read(a, name):
             continue
         values = a.binding_values(name)
-        if values is None or any(_alias_root(v) in watched for v in values):
+        if values is None or any(_alias_root(v, a) in watched for v in values):
             return True
     return False
 
@@ -592,8 +604,16 @@ def _only_read(a: ModuleAnalysis, name: cst.Name) -> bool:
         child, parent = call, a.parent(call)  # a cast or view (``batch[1].float().cuda()``)
 
 
-_COPYING = {"cuda", "to", "clone", "cpu", "numpy", "tolist", "item"}
-_READING = _COPYING | {"items", "values", "keys"}
+_COPYING = {"cuda", "clone", "tolist", "item"}
+_READING = _COPYING | {"to", "cpu", "numpy", "items", "values", "keys"}
+# ``.to(...)`` targets that make a CPU tensor's copy new memory (an unknown device: as SFX101
+# gives such copies no safe fix, a later write through the result is taken to be the copy's).
+_COPY_TARGETS = {Device.CUDA, Device.UNKNOWN}
+# Calls whose result shares the memory of their first argument.
+_SHARING_CALLS = {
+    "builtins.memoryview", "numpy.asarray", "numpy.asanyarray", "numpy.frombuffer",
+    "torch.as_tensor", "torch.asarray", "torch.from_numpy", "torch.frombuffer",
+}
 _READING_BUILTINS = {"builtins.len", "builtins.isinstance", "builtins.print", "builtins.str",
                      "builtins.repr", "builtins.format", "builtins.type", "builtins.id"}
 
@@ -606,13 +626,25 @@ def _root_node(expr: cst.BaseExpression) -> cst.Name | None:
     return expr if isinstance(expr, cst.Name) else None
 
 
-def _alias_root(expr: cst.BaseExpression) -> str | None:
-    """Like ``root_name``, but a copy (``.cuda()``, ``.clone()``...) of a CPU source is no alias."""
+def _alias_root(expr: cst.BaseExpression, a: ModuleAnalysis | None = None) -> str | None:
+    """Like ``root_name``, but a copy (``.cuda()``, ``.clone()``...) of a CPU source is no alias.
+    ``.cpu()``, ``.numpy()`` and ``.to()`` of a CPU tensor may be the tensor itself (or its
+    memory), and so are ``memoryview(x)``, ``np.asarray(x)``, ``torch.as_tensor(x)``...; with
+    the analysis ``a``, ``.to(...)`` to a CUDA device is a copy."""
     cur = expr
-    while isinstance(cur, (cst.Subscript, cst.Attribute, cst.Call)):
-        if isinstance(cur, cst.Call):
+    while isinstance(cur, (cst.Subscript, cst.Attribute, cst.Call, cst.IfExp)):
+        if isinstance(cur, cst.IfExp):  # ``x if c else None``: either branch
+            body = _alias_root(cur.body, a)
+            cur = cur.orelse if body is None else cur.body
+        elif isinstance(cur, cst.Call):
+            args = [arg for arg in cur.args if arg.keyword is None and not arg.star]
+            if a is not None and args and a.callee(cur) in _SHARING_CALLS:
+                cur = args[0].value
+                continue
             if not isinstance(cur.func, cst.Attribute) or cur.func.attr.value in _COPYING:
                 return None
+            if cur.func.attr.value == "to" and (a is None or a.to_target(cur) in _COPY_TARGETS):
+                return None  # a cast, or a copy to the CPU, may return the tensor itself
             cur = cur.func.value
         else:
             cur = cur.value
@@ -720,12 +752,22 @@ _NOT_RUNTIME_ERRORS = {
 }
 
 
-def caught_by_enclosing_try(analysis: ModuleAnalysis, node: cst.CSTNode) -> bool:
-    """Is ``node`` in the body of a ``try`` (in its function) whose handlers may catch a
-    RuntimeError raised there, or of ``with contextlib.suppress(...)`` of such an error?"""
+def caught_by_enclosing_try(
+    analysis: ModuleAnalysis, node: cst.CSTNode, _seen: set[cst.FunctionDef] | None = None
+) -> bool:
+    """Is ``node`` in the body of a ``try`` whose handlers may catch a RuntimeError raised
+    there, or of ``with contextlib.suppress(...)`` of such an error: in its function, or around
+    a call of that function in this module (``try: g = helper()``), through callers of callers?
+    (Callers in other files are not seen.)"""
     child: cst.CSTNode = node
     for anc in analysis.ancestors(node):
-        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        if isinstance(anc, cst.FunctionDef):
+            seen = _seen if _seen is not None else set()
+            if anc in seen:
+                return False
+            seen.add(anc)
+            return any(caught_by_enclosing_try(analysis, call, seen) for call in _calls_by_name(analysis, anc.name.value))
+        if isinstance(anc, (cst.ClassDef, cst.Lambda)):
             return False
         if isinstance(anc, (cst.Try, cst.TryStar)) and child is anc.body:
             if any(_may_catch_runtime_error(h.type) for h in anc.handlers):
@@ -741,6 +783,18 @@ def caught_by_enclosing_try(analysis: ModuleAnalysis, node: cst.CSTNode) -> bool
                     return True
         child = anc
     return False
+
+
+def _calls_by_name(a: ModuleAnalysis, name: str) -> list[cst.Call]:
+    """Calls in this module of a function or method named ``name`` (``name(...)``,
+    ``obj.name(...)``): what may run it."""
+    return [
+        c for c in a.structure.of_type(cst.Call)
+        if isinstance(c, cst.Call) and (
+            isinstance(c.func, cst.Name) and c.func.value == name
+            or isinstance(c.func, cst.Attribute) and c.func.attr.value == name
+        )
+    ]
 
 
 def _may_catch_runtime_error(kind: cst.BaseExpression | None) -> bool:

@@ -67,7 +67,10 @@ class BlockingHostToDevice(Rule):
     - the copy is not in the body of a `try` whose handler may catch a `RuntimeError` (bare
       `except:`, `Exception`, `RuntimeError`, a torch error...): there a blocking copy raises a
       CUDA error inside the `try`, as written; a non-blocking one would raise at a later sync,
-      outside it. Such a copy gets a finding and no fix, safe or unsafe;
+      outside it. The same holds for a `try` in this file around a call of the copy's function
+      (or of a function that calls it: `try: validate(args) except RuntimeError: retry`). Such
+      a copy gets a finding and no fix, safe or unsafe (a `try` around a call in another file
+      is not seen);
     - the module uses one stream (no `torch.cuda.stream`/`Stream`/graphs: copies on a side stream
       need `wait_stream`/`record_stream`, which is not ours to prove), and no project module
       that imports it, directly or through others, uses them (it may call this code under a
@@ -80,15 +83,18 @@ class BlockingHostToDevice(Rule):
       syncfix therefore needs the source to be pageable, or *fresh* (created by this code: a
       `torch.*` factory, `.pin_memory()`, a batch of a `DataLoader` with the default collate, which
       `batch_size=None` turns off: written so or through a name bound to it; a size syncfix
-      cannot read, such as `args.batch_size`, is taken to be a number) and
-      never mutated or passed on to code that might mutate it. A tensor made from a numpy array
+      cannot read, such as `args.batch_size`, is taken to be a number; `**kwargs` may pass
+      `batch_size=None`) and never mutated or passed on to code that might mutate it, also
+      through another name for its memory (`y = x.cpu()`, `x.to(torch.float32)`, `x.numpy()`,
+      `memoryview(...)`, `y = x if c else z`). A tensor made from a numpy array
       (`torch.from_numpy`, `torch.as_tensor`, `torch.asarray`) shares the array's memory, which
       is pageable only where numpy allocated it (`np.zeros`, `np.random.*`, `np.array`,
       arithmetic, `.copy()`, `.astype()`, slices of those); an array from elsewhere, or
       `t.numpy()` of a tensor, may be a view of a pinned buffer. A pinned source that other
       code can reach without its name gets no fix: one kept in a container or on an object
       (`keep = [x]`, `h.x = x`), written through a call's view (`np.asarray(x)[:] = v`),
-      returned or yielded, named by a nested function or lambda, or bound to a global. "It" includes everything that
+      returned or yielded, named by a nested function or lambda, or a global (declared, or a
+      module-level tensor the function reads: any function it calls may refill it). "It" includes everything that
       may share its memory: views of it, and what it is a view or an item of (`rows =
       staging[:n]`, `for t in batch`, `x, y = batch`), so writing `staging` or `batch` after the
       copy also keeps it blocking. The loader may be built elsewhere and reach the loop through
@@ -257,8 +263,8 @@ class BlockingHostToDevice(Rule):
         if caught_by_enclosing_try(a, node):
             self.report(
                 node,
-                self.MESSAGE + " (inside a try whose handler catches its error: a non-blocking "
-                "copy would raise later, outside the try; no fix)",
+                self.MESSAGE + " (inside a try whose handler catches its error, here or around a "
+                "call of this function: a non-blocking copy would raise later, outside the try; no fix)",
             )
             return
         fix = self._fix(node, receiver, source, target)

@@ -13,6 +13,15 @@ from ._support import source_may_change
 _DATALOADER = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
 _WRAPPERS = {"builtins.enumerate", "builtins.zip", "builtins.iter", "tqdm.tqdm", "tqdm.auto.tqdm",
              "tqdm.notebook.tqdm"}
+def _places_on_device(a, fn: cst.FunctionDef) -> bool:
+    calls = [c for c in a.nodes_within(fn, cst.Call) if isinstance(c, cst.Call)]
+    return any(
+        isinstance(c.func, cst.Attribute) and c.func.attr.value in ("cuda", "to")
+        or keyword(c, "device") is not None
+        for c in calls
+    )
+
+
 _PIN_POSITION = 7  # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers,
 #                                collate_fn, pin_memory, ...)
 
@@ -54,6 +63,9 @@ class PinLoaderMemory(Rule):
       without CUDA would now warn "pin_memory ... no accelerator is found": **unsafe**);
     - there is no `collate_fn` (pinning rebuilds custom `Mapping`/`Sequence` batch types through
       their constructor and falls back to `dict`/`list` when it fails: **unsafe**);
+    - the dataset is not an instance of a class of this module whose `__getitem__`/`__iter__`
+      places tensors on a device (`.cuda()`, `.to(...)`, `device=`): a GPU tensor cannot be
+      pinned, and the loader would raise (**unsafe**);
     - no existing `non_blocking=True` copy of a batch in the loop is followed by a write to that
       batch (from pageable memory the driver staged the bytes at call time; from pinned memory the
       copy would read the new bytes: docs/semantics.md#copies-between-host-and-device). Such a loop gets a finding and no fix.
@@ -140,15 +152,34 @@ class PinLoaderMemory(Rule):
             escapes
             or keyword(loader, "collate_fn") is not None
             or any(d is not Device.CUDA for _, d in copies)
+            or self._items_made_on_a_device(loader)
         )
         if unsafe:
             return self.unsafe_fix(
                 {loader: new},
                 "Set pin_memory=True (unsafe: the loader is used outside the loops syncfix "
-                "checked, a custom collate_fn's batch type may not survive pinning, or the "
-                "device may be the CPU)",
+                "checked, a custom collate_fn's batch type may not survive pinning, the "
+                "device may be the CPU, or the dataset may hand out GPU tensors, which cannot "
+                "be pinned)",
             )
         return self.safe_fix({loader: new}, "Set pin_memory=True")
+
+    def _items_made_on_a_device(self, loader: cst.Call) -> bool:
+        """Is the dataset an instance of a class of this module whose ``__getitem__`` or
+        ``__iter__`` copies or creates tensors on a device (``.cuda()``, ``.to(...)``,
+        ``device=``)? Pinning a GPU tensor raises."""
+        args = positional(loader)
+        dataset = args[0].value if args else getattr(keyword(loader, "dataset"), "value", None)
+        if not (isinstance(dataset, cst.Call) and isinstance(dataset.func, cst.Name)):
+            return False
+        for stmt in self.analysis.module.body:
+            if isinstance(stmt, cst.ClassDef) and stmt.name.value == dataset.func.value:
+                methods = [
+                    m for m in stmt.body.body
+                    if isinstance(m, cst.FunctionDef) and m.name.value in ("__getitem__", "__iter__")
+                ]
+                return any(_places_on_device(self.analysis, m) for m in methods)
+        return False
 
     def _escapes(self, loader: cst.Call, loops: list[cst.For]) -> bool:
         """Is the loader (through its name) used anywhere but as the iterable of ``loops``?"""

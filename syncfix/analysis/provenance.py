@@ -483,11 +483,13 @@ def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | N
         args = positional(call)
         size = keyword(call, "batch_size") or (args[1] if len(args) > 1 else None)
         # the default collate copies each batch into new memory; ``batch_size=None`` turns it
-        # off (the batch is then what the dataset returned): written so, or bound to a name
-        # that is not a number (a size syncfix cannot read, ``args.batch_size``, counts as one)
+        # off (the batch is then what the dataset returned): written so, bound to a name that
+        # is not a number, or possibly in ``**kwargs`` (a size syncfix cannot read,
+        # ``args.batch_size``, counts as a number)
         custom = (
             keyword(call, "collate_fn") is not None
             or len(args) > 6
+            or any(arg.star for arg in call.args)  # ``**kw`` may pass batch_size=None
             or size is not None and (is_none(size) or a.value(size.value).kind not in (Kind.NUMBER, Kind.UNKNOWN))
         )
         if custom:
