@@ -78,7 +78,9 @@ class Repetition:
             return known
         self._functions[fn] = False  # a recursive call does not make a function repeat
         name = fn.name.value
-        if name in self.analysis.hot_functions or name in self.analysis.called_from_loops:
+        if self.analysis.is_memoized(fn):
+            result = False  # ``@lru_cache``: the body runs once per distinct arguments
+        elif name in self.analysis.hot_functions or name in self.analysis.called_from_loops:
             result = True
         else:
             result = any(self.repeats(call) for call in self._calls_of(name))

@@ -112,3 +112,24 @@ def test_cli_flag_and_config_key(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.syncfix]\ninclude-cold = true\n", encoding="utf-8")
     configured = runner.invoke(cli, ["check", str(tmp_path), "--no-cache", "-o", "concise"])
     assert configured.output.count("SFX101") == 4
+
+
+def test_a_memoized_function_is_one_time_code():
+    """``@lru_cache`` runs the body once per distinct arguments, however often it is called."""
+    src = """\
+    import functools
+    import torch
+
+    @functools.lru_cache(maxsize=None)
+    def filters(n):
+        return torch.ones(n).cuda()
+
+    def plain(n):
+        return torch.ones(n).cuda()
+
+    def run(steps):
+        for _ in range(steps):
+            filters(80)
+            plain(80)
+    """
+    assert codes(src) == [("SFX101", 9)]

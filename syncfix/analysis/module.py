@@ -307,6 +307,11 @@ class ModuleAnalysis:
         """The name the module binds ``torch`` to with a top-level ``import torch [as t]``."""
         return navigation.torch_alias(self)
 
+    def is_memoized(self, fn: cst.FunctionDef) -> bool:
+        """Does ``fn``'s body run once per distinct arguments (``@functools.lru_cache``,
+        ``@cache``, ``@cached_property``), however often it is called?"""
+        return navigation.is_memoized(fn)
+
     def torch_alias_at(self, node: cst.CSTNode) -> str | None:
         """The name new code at ``node`` can call ``torch`` by: a top-level import of it that no
         nearer binding shadows there (None if there is none)."""

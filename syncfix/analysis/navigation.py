@@ -109,10 +109,26 @@ def is_hot(a: ModuleAnalysis, node: cst.CSTNode, *, project: bool = True) -> boo
         return True
     fn = a.enclosing_function(node)
     while fn is not None:
+        if is_memoized(fn):
+            return False  # its body runs once per distinct arguments, however often it is called
         name = fn.name.value
         if name in a.hot_functions or (project and name in a.called_from_loops) or _calls_training_step(a, fn):
             return True
         fn = a.enclosing_function(fn)
+    return False
+
+
+_MEMOIZING = {"lru_cache", "cache", "cached_property"}
+
+
+def is_memoized(fn: cst.FunctionDef) -> bool:
+    """Is ``fn`` decorated with ``functools.lru_cache``/``cache``/``cached_property`` (its
+    body runs once per distinct arguments)?"""
+    for dec in fn.decorators:
+        expr = dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator
+        name = dotted_name(expr)
+        if name is not None and name.rsplit(".", 1)[-1] in _MEMOIZING:
+            return True
     return False
 
 
