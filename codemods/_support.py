@@ -843,3 +843,22 @@ def reads_names_by_string(a: ModuleAnalysis, fn: cst.FunctionDef) -> bool:
     """Does ``fn`` call ``locals()``, ``vars()``, ``eval`` or ``exec``? Any of its names may then be
     read where no ``Name`` shows it (SFX302)."""
     return any(a.callee(c) in _DYNAMIC_READS for c in _within(a, fn, cst.Call))
+
+
+# ---- reads another rule owns -----------------------------------------------------------------
+
+def per_element_read(a: ModuleAnalysis, call: cst.Call) -> bool:
+    """Is ``call`` a host read of the element a ``for`` over a tensor binds (``for v in idx:
+    ... v.item()``), which SFX303 reports (and reads with one ``.tolist()`` where it can)?"""
+    loop = a.enclosing_loop(call)
+    if not isinstance(loop, cst.For) or not isinstance(loop.target, cst.Name):
+        return False
+    if a.value(loop.iter).kind is not Kind.TENSOR:
+        return False
+    read = a.host_read(call)
+    if read is None or a.value(read.receiver).device is Device.CPU:
+        return False
+    expr = read.receiver
+    while isinstance(expr, (cst.Attribute, cst.Subscript, cst.Call)):
+        expr = expr.func if isinstance(expr, cst.Call) else expr.value
+    return isinstance(expr, cst.Name) and expr.value == loop.target.value

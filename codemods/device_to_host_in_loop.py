@@ -14,6 +14,7 @@ from ._support import (
     int_like,
     measures_itself,
     method_call_on,
+    per_element_read,
     unplaced_tensor,
 )
 
@@ -97,6 +98,8 @@ def _owned_elsewhere(a, node: cst.Call, stmt: cst.SimpleStatementLine, proven: b
             or (proven and isinstance(anc.func, cst.Attribute) and anc.func.attr.value == "append")
         ):
             return True
+    if per_element_read(a, node):
+        return True  # the element of a loop over a tensor: SFX303's
     small = stmt.body[0]
     if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name):
         return True  # a running total in a name: SFX302's

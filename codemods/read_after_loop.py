@@ -9,7 +9,7 @@ from syncfix.analysis import Device, Kind
 from syncfix.rules import Invalid, Rule
 from syncfix.walk import walk
 
-from ._support import is_backward_of, measures_itself
+from ._support import is_backward_of, measures_itself, per_element_read
 
 
 class ReadAfterLoop(Rule):
@@ -135,6 +135,8 @@ class ReadAfterLoop(Rule):
             plan, why = self._plan(loop, body, name, appends)
             first = self._gpu_reads(appends[0][1].args[0].value)[0]
             if plan is None:
+                if all(per_element_read(a, r) for _, c in appends for r in self._gpu_reads(c.args[0].value)):
+                    continue  # the elements of a loop over a tensor: SFX303 reports them
                 self.report(first, f"{self.MESSAGE}; no fix: {why}")
             else:
                 self.report(first, fix=self.safe_fix(plan, "Keep the values on the device; read them once after the loop"))
