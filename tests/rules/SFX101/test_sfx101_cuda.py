@@ -134,3 +134,41 @@ def test_sfx101_numpy_view_of_a_pinned_buffer_stays_blocking():
         wrong += int(x.sum().item() != step * (1 << 20))
     print(f"non-blocking copies of the refilled pinned view with other values: {wrong} of 5")
     assert wrong > 0
+
+
+@pytest.mark.cuda
+def test_sfx101_blocking_copy_that_waits_for_an_async_read_back_stays_safe_only_as_is():
+    # why code that copies to the host without waiting gets no safe fix: the blocking copy of
+    # the labels is what waits for `pred` to land; made non-blocking (as the unsafe fix would),
+    # the host reads `pred` before the copy ran (measured below)
+    from syncfix import fix_code
+
+    src = (
+        "import torch\n"
+        "def evaluate(model, loader):\n"
+        "    correct = 0\n"
+        "    for x, y in loader:\n"
+        "        pred = model(x).argmax(1).to('cpu', non_blocking=True)\n"
+        "        labels = torch.zeros(4, dtype=torch.long).cuda()\n"
+        "        correct += int((pred.numpy() == 0).sum())\n"
+        "        model.other(labels)\n"
+        "    return correct\n"
+    )
+    assert fix_code(src, select=["SFX101"]) == src
+    assert fix_code(src, select=["SFX101"], unsafe_fixes=True) != src
+    device = torch.device("cuda", torch.cuda.current_device())
+    a = torch.randn(4096, 4096, device=device)
+    results = {}
+    for blocking in (True, False):
+        wrong = 0
+        for step in range(5):
+            for _ in range(20):
+                a = (a @ a).tanh()
+            out = (a[:1, :1].abs() * 0 + step).expand(1 << 20).contiguous()
+            pred = out.to("cpu", non_blocking=True)
+            labels = torch.zeros(4).to(device, non_blocking=not blocking)
+            wrong += int(not bool((pred == step).all()))
+            del labels
+        results[blocking] = wrong
+    print(f"host reads of an unfinished read-back: blocking {results[True]} of 5, non-blocking {results[False]} of 5")
+    assert results[True] == 0 and results[False] > 0
