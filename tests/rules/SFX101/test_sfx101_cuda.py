@@ -164,7 +164,7 @@ def test_sfx101_blocking_copy_that_waits_for_an_async_read_back_stays_safe_only_
         for step in range(5):
             for _ in range(20):
                 a = (a @ a).tanh()
-            out = (a[:1, :1].abs() * 0 + step).expand(1 << 20).contiguous()
+            out = (a[0, :1].abs() * 0 + step).expand(1 << 20).contiguous()
             pred = out.to("cpu", non_blocking=True)
             labels = torch.zeros(4).to(device, non_blocking=not blocking)
             wrong += int(not bool((pred == step).all()))
