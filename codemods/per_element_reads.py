@@ -262,6 +262,12 @@ class PerElementReads(Rule):
         bound = a.reaching_values(source)
         if not bound or not all(isinstance(v, (cst.List, cst.ListComp)) for v in bound):
             return None
+        kinds = {
+            a.dtype_kind(el.value) for v in bound if isinstance(v, cst.List) for el in v.elements
+            if isinstance(el, cst.Element)
+        }
+        if len(kinds - {None}) > 1:
+            return None  # provably mixed dtypes (a float loss and an int count): stacking promotes
         xs = source.value
         new = cst.parse_expression(f"{torch}.stack({xs}).reshape(len({xs})).tolist() if {xs} else []")
         if not isinstance(a.parent(node), (cst.Assign, cst.AnnAssign, cst.Return, cst.Arg, cst.Element)):
@@ -357,8 +363,9 @@ class PerElementReads(Rule):
 
 _STACK_FIX = (
     "Read the list's tensors with one stack (unsafe: it rests on the likely fact that they share "
-    "a device and a dtype, with one element each; mixed dtypes would promote, and a tensor of "
-    "more elements raises a RuntimeError with another message, as `item()` does)"
+    "a device, a dtype and a shape, with one element each; mixed dtypes would promote, mixed "
+    "shapes (`[1]` and `[]`) raise where `item()` does not, and a tensor of more elements raises "
+    "a RuntimeError with another message, as `item()` does)"
 )
 
 _CAT_FIX = (
