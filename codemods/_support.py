@@ -862,3 +862,14 @@ def per_element_read(a: ModuleAnalysis, call: cst.Call) -> bool:
     while isinstance(expr, (cst.Attribute, cst.Subscript, cst.Call)):
         expr = expr.func if isinstance(expr, cst.Call) else expr.value
     return isinstance(expr, cst.Name) and expr.value == loop.target.value
+
+
+def runs_every_iteration(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
+    """Does ``node`` run on every iteration of its loop (no ``if`` or ``try`` between)? A log
+    line under ``if step % 100 == 0:`` runs once per hundred steps."""
+    for anc in a.ancestors(node):
+        if isinstance(anc, (cst.For, cst.While)):
+            return True
+        if isinstance(anc, (cst.If, cst.Try, cst.TryStar, cst.FunctionDef)):
+            return False
+    return False

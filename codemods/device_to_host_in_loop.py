@@ -15,6 +15,7 @@ from ._support import (
     measures_itself,
     method_call_on,
     per_element_read,
+    runs_every_iteration,
     unplaced_tensor,
 )
 
@@ -70,17 +71,6 @@ def _appended(a, node: cst.Call, stmt: cst.SimpleStatementLine) -> bool:
     return False
 
 
-def _every_iteration(a, stmt: cst.CSTNode) -> bool:
-    """Does ``stmt`` run on every iteration of its loop (no ``if``, ``try`` or ``with`` between)?
-    A log line under ``if step % 100 == 0:`` reads once per hundred steps."""
-    for anc in a.ancestors(stmt):
-        if isinstance(anc, (cst.For, cst.While)):
-            return True
-        if isinstance(anc, (cst.If, cst.Try, cst.TryStar, cst.FunctionDef)):
-            return False
-    return False
-
-
 def _owned_elsewhere(a, node: cst.Call, stmt: cst.SimpleStatementLine, proven: bool) -> bool:
     """Is this read in a context another rule reports (see ``_scalar_read``)? SFX301 merges
     reads it can prove (``proven``); of reads it cannot, only the statement's first is reported."""
@@ -92,7 +82,7 @@ def _owned_elsewhere(a, node: cst.Call, stmt: cst.SimpleStatementLine, proven: b
         if isinstance(anc, cst.Call) and anc is not node and (
             # SFX401-403 move or defer log lines of tensors they can place on CUDA; a log line
             # of one it cannot place is reported here where it runs every iteration
-            a.is_logging_call(anc) and (proven or not _every_iteration(a, stmt))
+            a.is_logging_call(anc) and (proven or not runs_every_iteration(a, stmt))
             or (isinstance(anc.func, cst.Attribute) and anc.func.attr.value in ("update", "add_scalar"))
             # SFX404 reads a list's values after the loop, for tensors it can place on CUDA
             or (proven and isinstance(anc.func, cst.Attribute) and anc.func.attr.value == "append")

@@ -7,6 +7,8 @@ import libcst as cst
 from syncfix.rules import Invalid, Rule
 from syncfix.walk import walk
 
+from ._support import runs_every_iteration
+
 _DEVICE_SYNC = {"torch.cuda.synchronize", "torch.accelerator.synchronize"}
 _STREAMS = {"torch.cuda.Stream", "torch.cuda.current_stream", "torch.cuda.default_stream",
             "torch.cuda.streams.Stream", "torch.Stream"}
@@ -98,8 +100,10 @@ class SynchronizeInLoop(Rule):
                 "iteration, so the timed loop runs slower than the untimed one; CUDA events "
                 "(`Event(enable_timing=True)`, read after the loop) time the GPU without that"
             )
-        else:
+        elif runs_every_iteration(a, node):
             message = f"{what} in a loop: the CPU waits for the GPU every iteration"
+        else:
+            message = f"{what} in a loop: the CPU waits for the GPU each time it runs"
         self.report(node, message)
 
     def _what(self, node: cst.Call) -> str | None:

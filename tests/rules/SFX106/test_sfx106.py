@@ -65,6 +65,13 @@ def test_synchronize_under_another_condition_is_not_deliberate():
         assert "deliberate" not in msg, test
 
 
+def test_a_guarded_synchronize_does_not_say_every_iteration():
+    (guarded,) = _messages("    if len(out) % 10 == 0:\n        torch.cuda.synchronize()\n", "SFX106")
+    assert "every iteration" not in guarded and "each time it runs" in guarded
+    (plain,) = _messages("    torch.cuda.synchronize()\n    y = x + 1\n", "SFX106")
+    assert "every iteration" in plain
+
+
 def test_a_switch_outside_the_loop_does_not_make_it_deliberate():
     code = (
         "import torch\n"
