@@ -80,9 +80,10 @@ def _owned_elsewhere(a, node: cst.Call, stmt: cst.SimpleStatementLine, proven: b
         if isinstance(anc, _HANDLED_CONTEXTS):
             return True
         if isinstance(anc, cst.Call) and anc is not node and (
-            # SFX401-403 move or defer log lines of tensors they can place on CUDA; a log line
-            # of one it cannot place is reported here where it runs every iteration
-            a.is_logging_call(anc) and (proven or not runs_every_iteration(a, stmt))
+            # SFX401-403 move or defer log lines of what is provably a tensor; a log line of a
+            # value only the likely view takes for one is reported here, where it runs every
+            # iteration
+            a.is_logging_call(anc) and (a.host_read(node) is not None or not runs_every_iteration(a, stmt))
             or (isinstance(anc.func, cst.Attribute) and anc.func.attr.value in ("update", "add_scalar"))
             # SFX404 reads a list's values after the loop, for tensors it can place on CUDA
             or (proven and isinstance(anc.func, cst.Attribute) and anc.func.attr.value == "append")
