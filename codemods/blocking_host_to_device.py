@@ -200,6 +200,8 @@ class BlockingHostToDevice(Rule):
         receiver = a.value(func.value)
         if receiver.kind is Kind.MODULE:
             return
+        if _no_elements(a, func.value):
+            return  # ``torch.empty(0).cuda()``: nothing to copy, nothing waits
         if _onto_accumulator(a, node):
             return  # ``total += x.to(total.device)``: kept on the total's device on purpose
         method = func.attr.value
@@ -471,3 +473,21 @@ def _non_blocking_call(a, node: cst.Call) -> cst.Call:
         args.append(kwarg("non_blocking", true).with_changes(comma=last.comma))
         args[-2] = last.with_changes(comma=last.comma.with_changes(whitespace_after=indent))
     return node.with_changes(args=args)
+
+
+_SIZED_FACTORIES = {"torch.empty", "torch.zeros", "torch.ones"}
+
+
+def _no_elements(a, expr: cst.BaseExpression) -> bool:
+    """A tensor made here with no elements: ``torch.empty(0)``, ``torch.zeros((0, n))``,
+    ``torch.tensor([])``."""
+    if not isinstance(expr, cst.Call):
+        return False
+    name = a.callee(expr)
+    args = positional(expr)
+    if name in ("torch.tensor", "torch.as_tensor"):
+        return len(args) == 1 and isinstance(args[0].value, (cst.List, cst.Tuple)) and not args[0].value.elements
+    if name in _SIZED_FACTORIES and args:
+        sizes = args[0].value.elements if len(args) == 1 and isinstance(args[0].value, (cst.Tuple, cst.List)) else args
+        return any(isinstance(s.value, cst.Integer) and s.value.evaluated_value == 0 for s in sizes)
+    return False

@@ -149,6 +149,8 @@ class TensorCreationOnDevice(Rule):
         args = positional(node)
         if dev is None or len(args) != 1 or any(x.star for x in node.args):
             return
+        if _empty_display(args[0].value):
+            return  # ``torch.tensor([], device=d)``: no element to copy, nothing waits
         device = a.device_of(dev.value)
         if device is Device.UNKNOWN and _unplaced_device(a, dev.value):
             held = a.value(args[0].value)
@@ -415,3 +417,8 @@ def _unplaced_device(a, dev: cst.BaseExpression) -> bool:
         return not held.is_tensor and held.kind is not Kind.MODULE and a.is_hot(dev)
     last = dev.attr.value if isinstance(dev, cst.Attribute) else dev.value if isinstance(dev, cst.Name) else ""
     return "device" in last.lower() and a.is_hot(dev)
+
+
+def _empty_display(expr: cst.BaseExpression) -> bool:
+    """``[]`` or ``()``: a tensor of no elements, whose copy moves nothing."""
+    return isinstance(expr, (cst.List, cst.Tuple)) and not expr.elements

@@ -172,3 +172,34 @@ def test_sfx101_blocking_copy_that_waits_for_an_async_read_back_stays_safe_only_
         results[blocking] = wrong
     print(f"host reads of an unfinished read-back: blocking {results[True]} of 5, non-blocking {results[False]} of 5")
     assert results[True] == 0 and results[False] > 0
+
+
+@pytest.mark.cuda
+def test_copies_of_no_elements_do_not_sync():
+    # why `torch.empty(0).cuda()` and `torch.tensor([], device=...)` are not reported
+    import warnings
+
+    from syncfix import check_code
+
+    src = (
+        "import torch\n"
+        "def step(model, steps, dev):\n"
+        "    for _ in range(steps):\n"
+        "        model(torch.empty(0).to(dev), torch.zeros((0, 3)).cuda(), torch.tensor([], device=dev))\n"
+    )
+    assert check_code(src, select=["SFX101", "SFX102"]) == []
+    device = torch.device("cuda", torch.cuda.current_device())
+    torch.cuda.synchronize()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            for _ in range(3):
+                torch.empty(0).to(device)
+                torch.zeros((0, 3)).cuda()
+                torch.tensor([], device=device)
+        finally:
+            torch.cuda.set_sync_debug_mode(0)
+    syncs = [w for w in caught if "synchroniz" in str(w.message).lower()]
+    print(f"syncs of copies with no elements: {len(syncs)}")
+    assert not syncs
