@@ -605,7 +605,8 @@ def _only_read(a: ModuleAnalysis, name: cst.Name) -> bool:
 
 
 _COPYING = {"cuda", "clone", "tolist", "item"}
-_READING = _COPYING | {"to", "cpu", "numpy", "items", "values", "keys"}
+# (``.numpy()`` and a CPU tensor's ``.cpu()`` hand out its memory, which may then be written)
+_READING = _COPYING | {"to", "items", "values", "keys"}
 # ``.to(...)`` targets that make a CPU tensor's copy new memory (an unknown device: as SFX101
 # gives such copies no safe fix, a later write through the result is taken to be the copy's).
 _COPY_TARGETS = {Device.CUDA, Device.UNKNOWN}

@@ -540,6 +540,8 @@ def _periodic_uses(
         stmt, header = _statement_of(a, name, loop)
         if stmt is None:
             return None
+        while isinstance(parent := a.parent(stmt), cst.If) and parent.orelse is stmt:
+            stmt = parent  # an ``elif`` test: the read-back goes before the whole ``if`` chain
         if isinstance(stmt, cst.SimpleStatementLine) and acc.total in stored_names(stmt):
             small = stmt.body[0] if len(stmt.body) == 1 else None
             if not (

@@ -142,9 +142,15 @@ class PinLoaderMemory(Rule):
         self, loader: cst.Call, loops: list[cst.For], copies: list[tuple[cst.Call, Device]]
     ) -> Fix | None:
         a = self.analysis
-        # An existing non-blocking copy stays correct only if nothing writes its source later.
+        # An existing non-blocking copy stays correct only if nothing writes its source later; so
+        # does a blocking one that SFX101 may make non-blocking in the same run (it judges the
+        # batches pageable before this fix pins them), written again in this function.
         nb_copies = [c for loop in loops for c in _non_blocking_copies(loop)]
-        if a.uses_streams or any(source_may_change(a, c) for c in nb_copies):
+        if (
+            a.uses_streams
+            or any(source_may_change(a, c) for c in nb_copies)
+            or any(source_may_change(a, c, passed_on=False) for c, _ in copies)
+        ):
             return None
         new = _append_kwarg(loader, "pin_memory", cst.Name("True"))
         escapes = self._escapes(loader, loops)

@@ -50,6 +50,10 @@ TORCH_VIEWS = {
     "permute", "as_strided", "view_as_real", "view_as_complex", "movedim", "swapaxes",
     "diagonal", "detach", "expand_copy", "atleast_1d", "atleast_2d", "atleast_3d", "as_tensor",
     "from_numpy", "asarray", "real", "imag", "unflatten", "ravel", "squeeze_copy",
+    # these return their input's memory too (a view, or the input itself)
+    "moveaxis", "swapdims", "broadcast_to", "conj", "adjoint", "positive", "resolve_conj",
+    "resolve_neg", "split", "unbind", "chunk", "tensor_split", "hsplit", "vsplit", "dsplit",
+    "from_dlpack", "frombuffer", "dropout", "alpha_dropout", "feature_alpha_dropout",
 }
 # The keyword a factory takes its device from.
 CREATION_DEVICE_ARG = "device"
