@@ -35,6 +35,7 @@ from syncfix.analysis import (
     dotted_name,
     literal_number,
     root_name,
+    stored_names,
 )
 from syncfix.walk import walk
 
@@ -874,3 +875,54 @@ def runs_every_iteration(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
         if isinstance(anc, (cst.If, cst.Try, cst.TryStar, cst.FunctionDef)):
             return False
     return False
+
+
+# ---- names that may share a tensor's memory --------------------------------------------------
+# Attributes and methods whose result is no part of the tensor's memory.
+_DETACHED_USES = {"item", "tolist", "shape", "dtype", "device", "numel", "size", "dim", "ndim"}
+
+
+def aliases_in(a: ModuleAnalysis, scope: cst.CSTNode, names: set[str], *, upward: bool = False) -> set[str]:
+    """``names`` and every name bound in ``scope`` (not inside nested functions) to a value that
+    mentions one of them, to a fixpoint: what may share their memory (``d = loss.detach()``,
+    ``box = [loss]``, ``ema = loss`` in an earlier iteration, ``for t in box``); with
+    ``upward``, also what they were bound from (``v = x.flatten()``: ``x``). Conservative: a new
+    tensor computed from them (``s = loss * 2``) counts too."""
+    out = set(names)
+    pairs = [(t, v) for s in _simple_statements(scope) for t, v in _assigned_pairs(s)]
+    pairs += list(_iteration_bindings(scope))
+    changed = True
+    while changed:
+        changed = False
+        for target, value in pairs:
+            if target not in out and _shares(a, value, out):
+                out.add(target)
+                changed = True
+            elif upward and target in out:
+                root = _alias_root(value, a)  # ``v = x.flatten()``: x (not ``torch`` of ``torch.f(x)``)
+                if root is not None and root not in out and root not in imported_modules(a):
+                    out.add(root)
+                    changed = True
+    return out
+
+
+def _shares(a: ModuleAnalysis, value: cst.CSTNode, names: set[str]) -> bool:
+    for n in _within(a, value, cst.Name):
+        if n.value not in names:
+            continue
+        parent = a.parent(n)
+        if isinstance(parent, cst.Attribute) and parent.value is n and parent.attr.value in _DETACHED_USES:
+            continue  # ``loss.item()``, ``x.shape``: a Python value
+        return True
+    return False
+
+
+def imported_modules(a: ModuleAnalysis) -> set[str]:
+    """Names bound by the module's top-level ``import`` statements (``torch``, ``F``...)."""
+    found: set[str] = set()
+    for stmt in a.module.body:
+        if isinstance(stmt, cst.SimpleStatementLine) and all(
+            isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
+        ):
+            found |= stored_names(stmt)
+    return found

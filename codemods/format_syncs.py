@@ -7,6 +7,8 @@ import libcst as cst
 from syncfix.analysis import LOG_LEVELS, Device
 from syncfix.rules import Invalid, Rule
 
+from ._support import aliases_in
+
 
 class FormatSyncs(Rule):
     """
@@ -41,14 +43,17 @@ class FormatSyncs(Rule):
     `tensor(0.1235, device='cuda:0')`, so 0-d tensors and tensors of unknown rank get a finding
     only (read them explicitly, merged with other reads: SFX301). `record.msg`/`record.args`
     change (the rendered message does not): a filter that inspects `record.msg` would see the
-    template.
+    template. A handler that formats records later (`logging.handlers.MemoryHandler`) prints the
+    tensors as they are then: where the function writes them in place afterwards (through any
+    name for their memory, or by passing them to code syncfix cannot see), the fix is
+    **unsafe**.
     """
 
     CODE = "SFX403"
     NAME = "format-syncs"
     MESSAGE = "A CUDA tensor is formatted into text: every format reads it to the host"
     FIX = "sometimes"
-    SAFETY = ("safe",)
+    SAFETY = ("safe", "unsafe")
     TRIGGERS = ("{", "%", ".format(")
     VALID = [
         # an explicit read: SFX301's business
@@ -62,6 +67,14 @@ class FormatSyncs(Rule):
             "g = torch.randn(4, 4, device='cuda').flatten()\nlog.debug(f'grads {g} (100%)')\n",
             "import logging\nimport torch\nlog = logging.getLogger()\n"
             "g = torch.randn(4, 4, device='cuda').flatten()\nlog.debug('grads %s (100%%)', g)\n",
+        ),
+        # the tensor is written afterwards: a handler formatting later would print the new values
+        Invalid(
+            "import logging\nimport torch\nlog = logging.getLogger()\n"
+            "g = torch.zeros(4, device='cuda')\nlog.debug(f'g {g}')\ng.add_(1)\n",
+            "import logging\nimport torch\nlog = logging.getLogger()\n"
+            "g = torch.zeros(4, device='cuda')\nlog.debug('g %s', g)\ng.add_(1)\n",
+            unsafe=True,
         ),
         # a 0-d tensor: f"{t}" prints a number, "%s" would print tensor(...): finding only
         Invalid(
@@ -153,7 +166,29 @@ class FormatSyncs(Rule):
             new_args.append(
                 cst.Arg(expr, comma=cst.MaybeSentinel.DEFAULT if last else cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
             )
-        return self.safe_fix(
-            {call: call.with_changes(args=new_args)},
-            "Pass the tensors as lazy %s arguments (formatted only if the record is emitted)",
-        )
+        changes = {call: call.with_changes(args=new_args)}
+        description = "Pass the tensors as lazy %s arguments (formatted only if the record is emitted)"
+        if self._written_later(call, args):
+            return self.unsafe_fix(
+                changes,
+                description + " (unsafe: the code writes these tensors in place afterwards, and a "
+                "handler that formats records later, such as a MemoryHandler, would print the new "
+                "values)",
+            )
+        return self.safe_fix(changes, description)
+
+    def _written_later(self, call: cst.Call, exprs: list[cst.BaseExpression]) -> bool:
+        """Is the memory of a formatted tensor (through any name for it) written in place, or
+        passed to code that may write it, anywhere in the function (a loop comes round again)?"""
+        a = self.analysis
+        scope = a.enclosing_function(call) or a.module
+        names = {n.value for e in exprs for n in a.nodes_within(e, cst.Name) if isinstance(n, cst.Name)}
+        shared = aliases_in(a, scope, names, upward=True)
+        stmt = a.statement_of(call)
+        for s in a.nodes_within(scope, cst.SimpleStatementLine):
+            if s is stmt or a.enclosing_function(s) is not a.enclosing_function(call):
+                continue
+            fx = a.effects(s)
+            if shared & fx.inplace or (fx.may_mutate_anything and shared & fx.reads):
+                return True
+        return False

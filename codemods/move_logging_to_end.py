@@ -5,11 +5,11 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import Assignment
 
-from syncfix.analysis import FULL_REDUCTIONS, Device, Kind, stored_names
+from syncfix.analysis import FULL_REDUCTIONS, Device, Kind
 from syncfix.rules import Invalid, Rule
 from syncfix.walk import walk
 
-from ._support import is_backward_of
+from ._support import aliases_in, imported_modules, is_backward_of
 
 # Builtins a moved log may call (they read Python values only).
 _PURE_FORMAT = {
@@ -67,10 +67,12 @@ class MoveLoggingToEnd(Rule):
       `.item()`/`float()`/`.tolist()`... and nothing else (a parameter norm computed inside the
       log would see `optimizer.step()`'s update: it does not move); none of the names it reads is
       rebound, written in place, or passed to code that may mutate it (`loss.backward()` is
-      allowed: it does not change `loss`); the names it prepares are read by nothing else;
+      allowed: it does not change `loss`), nor is any other name for their memory bound in the
+      function (`d = loss.detach()`, `ema = loss`, `box = [loss]`); the names it prepares are
+      read by nothing else;
     - nothing can skip it: no `break`/`continue`/`return`/`raise`/`yield`/`try` on the way;
-    - no other output on the way: it stops before any other logging call, so the order of
-      lines, records and metrics is kept;
+    - no other output on the way: it stops before any other logging call, `sys.stdout.write`,
+      `pprint`, or exit (`sys.exit`), so the order of lines, records and metrics is kept;
     - the statement itself is moved unchanged (same format, level and arguments).
     A read only a later log line uses (`v = t.mean().item()`, then `print(v)`) becomes
     `v = t.mean()` and `print(v.item())`, **safe** only if: the read tensor is new (a full
@@ -298,7 +300,11 @@ class MoveLoggingToEnd(Rule):
         names: set[str] = set()
         for s in unit:
             names |= a.effects(s).reads | a.effects(s).writes
-        names -= _imported_modules(a)  # ``torch`` in ``torch.stack``: not a logged value
+        names -= imported_modules(a)  # ``torch`` in ``torch.stack``: not a logged value
+        # other names for the logged tensors' memory (``d = loss.detach()``, ``ema = loss``),
+        # whose in-place writes would change what the moved log prints
+        logged = {n.value for c in self._gpu_reads(unit) for n in _names_read(a, c)} - imported_modules(a)
+        names |= aliases_in(a, a.enclosing_function(body[i]) or a.module, logged)
         last = None
         for j in range(i + 1, len(body)):
             stmt = body[j]
@@ -376,17 +382,25 @@ def _new_tensor(a, expr: cst.BaseExpression) -> bool:
     return name.startswith("torch.") and name.rsplit(".", 1)[-1] in FULL_REDUCTIONS or a.loss_reduction(expr) is not None
 
 
-def _imported_modules(a) -> set[str]:
-    """Names bound by top-level ``import`` statements."""
-
-    found: set[str] = set()
-    for stmt in a.module.body:
-        if isinstance(stmt, cst.SimpleStatementLine) and all(
-            isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
-        ):
-            found |= stored_names(stmt)
-    return found
+# Other ways a statement writes output or ends the program (the moved log must stay before them).
+_OUTPUT_OR_EXIT = {
+    "sys.stdout.write", "sys.stderr.write", "sys.stdout.flush", "pprint.pprint", "pprint.pp",
+    "sys.exit", "os._exit", "builtins.exit", "builtins.quit",
+}
 
 
 def _contains_output(a, stmt: cst.CSTNode) -> bool:
-    return any(a.is_logging_call(c) for c in a.effects(stmt).calls)
+    """Does ``stmt`` log, print, write to stdout/stderr, or exit?"""
+    return any(a.is_logging_call(c) or a.callee(c) in _OUTPUT_OR_EXIT for c in a.effects(stmt).calls)
+
+
+def _names_read(a, read: cst.Call) -> list[cst.Name]:
+    """The variables a host read's tensor expression names (``loss``, ``acc`` of
+    ``torch.stack([loss, acc]).tolist()``; not the attributes ``stack``, ``tolist``)."""
+    found = a.host_read(read)
+    if found is None:
+        return []
+    return [
+        n for n in a.nodes_within(found.receiver, cst.Name)
+        if isinstance(n, cst.Name) and not (isinstance(p := a.parent(n), cst.Attribute) and p.attr is n)
+    ]

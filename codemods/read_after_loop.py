@@ -9,7 +9,7 @@ from syncfix.analysis import Device, Kind
 from syncfix.rules import Invalid, Rule
 from syncfix.walk import walk
 
-from ._support import is_backward_of, measures_itself, per_element_read
+from ._support import aliases_in, is_backward_of, measures_itself, per_element_read
 
 
 class ReadAfterLoop(Rule):
@@ -72,7 +72,10 @@ class ReadAfterLoop(Rule):
       `.item()` gives;
     - from the first append to the end of the body nothing can skip the rest of the iteration
       (`break`, `continue`, `return`, `raise`), and no read name is rebound, written in place, or
-      passed to a call that may change it (`loss.backward()` is allowed);
+      passed to a call that may change it (`loss.backward()` is allowed); the kept tensor lives
+      until the loop ends, so no other name for its memory (`ema = loss.detach()`, `box =
+      [loss]`, bound anywhere in the loop) is written in place in any statement of the loop, in
+      this iteration or a later one;
     - the loop reads no clock and no memory counter (a benchmark's reads are deliberate).
     The one cost, stated: the loop holds one small tensor per iteration on the device (the
     allocator rounds each to 512 bytes) until it ends, as the list held one Python value per
@@ -225,12 +228,21 @@ class ReadAfterLoop(Rule):
                 if not (isinstance(read.func, cst.Attribute) and read.func.attr.value == "item" and not read.args):
                     return None, "only `.item()` reads are kept on the device"
                 moved = {j for j, _ in appends}
+                # the stored tensor lives until the loop ends: no write to its memory, through
+                # another name for it either (``ema = loss.detach(); ema.mul_(0.9)``), in any
+                # later statement or iteration
+                shared = aliases_in(a, loop, {recv.value})
                 for later in (stmt for j, stmt in enumerate(body) if j > i and j not in moved):
                     fx = a.effects(later)
-                    if recv.value in (fx.writes | fx.inplace) or (
-                        fx.may_mutate_anything and recv.value in fx.reads and not is_backward_of(later, {recv.value})
+                    if shared & (fx.writes | fx.inplace) or (
+                        fx.may_mutate_anything and shared & fx.reads and not is_backward_of(later, shared)
                     ):
-                        return None, f"`{recv.value}` may change before the iteration ends"
+                        return None, f"`{recv.value}` may change before the loop ends"
+                for earlier in (stmt for j, stmt in enumerate(body) if j < i and j not in moved):
+                    fx = a.effects(earlier)  # a later iteration's, before its own append
+                    others = shared - {recv.value}
+                    if shared & fx.inplace or (fx.may_mutate_anything and others & fx.reads):
+                        return None, f"`{recv.value}` may change before the loop ends"
                 receivers.append(recv)
         if any(not a.is_zero_dim(r) for r in receivers):
             return None, "a read tensor is not provably 0-d"

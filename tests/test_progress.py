@@ -59,7 +59,9 @@ def test_bar_shows_on_a_terminal_only_after_the_delay():
     with progress_bar("Checking", stream=out, delay=0) as tick:
         for i in range(1, 4):
             tick(i, 3)
-        time.sleep(0.2)  # the bar starts from a timer thread
+        deadline = time.monotonic() + 10  # the bar starts from a timer thread (late on a busy machine)
+        while "Checking" not in out.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.05)
     assert "Checking" in out.getvalue()
     quiet = Terminal()
     with progress_bar("Checking", stream=quiet, delay=60) as tick:  # a short run: no bar

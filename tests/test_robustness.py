@@ -16,8 +16,8 @@ from click.testing import CliRunner
 
 from syncfix.cli import cli
 
-OLD = "import torch\nfor step in range(3):\n    x = torch.ones({n}).cuda()\n"
-NEW = 'import torch\nfor step in range(3):\n    x = torch.ones({n}).to("cuda", non_blocking=True)\n'
+OLD = "import torch\nfor step in range(3):\n    x = torch.ones(1 + {n}).cuda()\n"
+NEW = 'import torch\nfor step in range(3):\n    x = torch.ones(1 + {n}).to("cuda", non_blocking=True)\n'
 
 
 def make_tree(root: Path, count: int) -> None:

@@ -36,7 +36,7 @@ def test_reads_of_one_tensor_share_one_value():
 def test_no_fix_says_why():
     source = NESTED.replace("            out.append(s.item())\n", "            out.append(s.item())\n            s.add_(1)\n")
     (finding,) = check_code(source, select=["SFX404"])
-    assert finding.fix is None and "`s` may change before the iteration ends" in finding.message
+    assert finding.fix is None and "`s` may change before the loop ends" in finding.message
 
 
 ON_DEVICE = '''
