@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfix.analysis import Device, Kind, keyword, positional, root_name
+from syncfix.analysis import Device, Kind, dotted_name, keyword, positional, root_name
 from syncfix.rules import Fix, Invalid, Rule
 from syncfix.walk import walk
 
@@ -63,9 +63,12 @@ class PinLoaderMemory(Rule):
       without CUDA would now warn "pin_memory ... no accelerator is found": **unsafe**);
     - there is no `collate_fn` (pinning rebuilds custom `Mapping`/`Sequence` batch types through
       their constructor and falls back to `dict`/`list` when it fails: **unsafe**);
-    - the dataset is not an instance of a class of this module whose `__getitem__`/`__iter__`
-      places tensors on a device (`.cuda()`, `.to(...)`, `device=`): a GPU tensor cannot be
-      pinned, and the loader would raise (**unsafe**);
+    - the dataset provably hands out CPU tensors: a `TensorDataset` of CPU tensors, a
+      `torchvision.datasets` dataset, or an instance of a class of this module (deriving only
+      from `Dataset`) that places nothing on a device (`.cuda()`, `.to(...)`, `device=`). A GPU
+      tensor cannot be pinned, and the loader would raise; a dataset syncfix cannot see (a
+      parameter, another file's class) gets an **unsafe** fix (`extend-safe-fixes = ["SFX103"]`
+      if your datasets never hand out GPU tensors);
     - no existing `non_blocking=True` copy of a batch in the loop is followed by a write to that
       batch (from pageable memory the driver staged the bytes at call time; from pinned memory the
       copy would read the new bytes: docs/semantics.md#copies-between-host-and-device). Such a loop gets a finding and no fix.
@@ -94,10 +97,20 @@ class PinLoaderMemory(Rule):
     ]
     INVALID = [
         Invalid(
+            "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\ndef f():\n"
+            "    ds = TensorDataset(torch.randn(64, 3), torch.randn(64))\n"
+            "    for x, y in DataLoader(ds, batch_size=8):\n        x = x.cuda()\n",
+            "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\ndef f():\n"
+            "    ds = TensorDataset(torch.randn(64, 3), torch.randn(64))\n"
+            "    for x, y in DataLoader(ds, batch_size=8, pin_memory=True):\n        x = x.cuda()\n",
+        ),
+        # a dataset syncfix cannot see may hand out GPU tensors, which pinning rejects: unsafe
+        Invalid(
             "from torch.utils.data import DataLoader\ndef f(ds):\n"
             "    for x, y in DataLoader(ds, batch_size=8):\n        x = x.cuda()\n",
             "from torch.utils.data import DataLoader\ndef f(ds):\n"
             "    for x, y in DataLoader(ds, batch_size=8, pin_memory=True):\n        x = x.cuda()\n",
+            unsafe=True,
         ),
         # a custom collate_fn: unsafe
         Invalid(
@@ -158,7 +171,7 @@ class PinLoaderMemory(Rule):
             escapes
             or keyword(loader, "collate_fn") is not None
             or any(d is not Device.CUDA for _, d in copies)
-            or self._items_made_on_a_device(loader)
+            or not self._dataset_on_cpu(loader)
         )
         if unsafe:
             return self.unsafe_fix(
@@ -166,25 +179,42 @@ class PinLoaderMemory(Rule):
                 "Set pin_memory=True (unsafe: the loader is used outside the loops syncfix "
                 "checked, a custom collate_fn's batch type may not survive pinning, the "
                 "device may be the CPU, or the dataset may hand out GPU tensors, which cannot "
-                "be pinned)",
+                "be pinned; `extend-safe-fixes = [\"SFX103\"]` in [tool.syncfix] if your "
+                "datasets never do)",
             )
         return self.safe_fix({loader: new}, "Set pin_memory=True")
 
-    def _items_made_on_a_device(self, loader: cst.Call) -> bool:
-        """Is the dataset an instance of a class of this module whose ``__getitem__`` or
-        ``__iter__`` copies or creates tensors on a device (``.cuda()``, ``.to(...)``,
-        ``device=``)? Pinning a GPU tensor raises."""
+    def _dataset_on_cpu(self, loader: cst.Call) -> bool:
+        """Does the dataset provably hand out CPU tensors (a GPU tensor cannot be pinned: the
+        loader would raise)? A ``TensorDataset`` of CPU tensors, a ``torchvision.datasets``
+        dataset, or an instance of a class of this module, deriving only from ``Dataset``, that
+        places nothing on a device (``.cuda()``, ``.to(...)``, ``device=``)."""
         args = positional(loader)
         dataset = args[0].value if args else getattr(keyword(loader, "dataset"), "value", None)
-        if not (isinstance(dataset, cst.Call) and isinstance(dataset.func, cst.Name)):
+        if isinstance(dataset, cst.Name):  # ``ds = TensorDataset(...)`` before the loader
+            values = self.analysis.reaching_values(dataset) or []
+            return bool(values) and all(isinstance(v, cst.Call) and self._made_on_cpu(v) for v in values)
+        return isinstance(dataset, cst.Call) and self._made_on_cpu(dataset)
+
+    def _made_on_cpu(self, dataset: cst.Call) -> bool:
+        a = self.analysis
+        name = a.callee(dataset) or ""
+        if name.startswith("torchvision.datasets."):
+            return True
+        if name in ("torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"):
+            parts = [arg.value for arg in dataset.args]
+            return bool(parts) and not any(arg.star for arg in dataset.args) and all(
+                a.value(p).is_tensor and a.value(p).device is Device.CPU for p in parts
+            )
+        if not isinstance(dataset.func, cst.Name):
             return False
-        for stmt in self.analysis.module.body:
+        for stmt in a.module.body:
             if isinstance(stmt, cst.ClassDef) and stmt.name.value == dataset.func.value:
-                methods = [
-                    m for m in stmt.body.body
-                    if isinstance(m, cst.FunctionDef) and m.name.value in ("__getitem__", "__iter__")
-                ]
-                return any(_places_on_device(self.analysis, m) for m in methods)
+                bases = [dotted_name(b.value) or "" for b in stmt.bases]
+                if not all(b.rsplit(".", 1)[-1] in ("Dataset", "IterableDataset", "object") for b in bases):
+                    return False  # inherited methods syncfix does not read here
+                methods = [m for m in stmt.body.body if isinstance(m, cst.FunctionDef)]
+                return not any(_places_on_device(a, m) for m in methods)
         return False
 
     def _escapes(self, loader: cst.Call, loops: list[cst.For]) -> bool:

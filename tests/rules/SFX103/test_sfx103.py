@@ -8,7 +8,8 @@ from syncfix import fix_code
 def test_rules_compose_pin_then_non_blocking():
     """SFX103 pins the loader, SFX101 then makes the (fresh, pinned) batch copy non-blocking."""
     src = (
-        "from torch.utils.data import DataLoader\ndef f(ds, model):\n"
+        "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\ndef f(model):\n"
+        "    ds = TensorDataset(torch.randn(64, 3))\n"
         "    for x in DataLoader(ds, batch_size=8):\n        model(x.cuda())\n"
     )
     out = fix_code(src, select=["SFX101", "SFX103"])
