@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import os
-import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -19,7 +18,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from .analysis.async_copies import counts_on_later_syncs
+from .analysis.async_copies import counts_on_later_syncs, uses_streams
 from .analysis.hotness import FileCalls, file_calls
 from .analysis.hotness import hot_functions as hot_functions_of
 from .analysis.imported import forget
@@ -29,44 +28,8 @@ from .config import DEFAULT_EXCLUDE, DEFAULT_HOT_FUNCTIONS
 from .repetition import is_test_path
 
 MARKERS = ("pyproject.toml", ".git")
-#: Text a file that uses CUDA streams or graphs holds (a pre-filter for :func:`uses_streams`).
-STREAM_USE = re.compile(
-    rb"cuda\.(?:Stream|stream|StreamContext|ExternalStream|current_stream|set_stream|default_stream"
-    rb"|graph|CUDAGraph|make_graphed_callables)\b|torch\.Stream\b|\.(?:wait_stream|record_stream|wait_event)\("
-    rb"|from\s+torch\.cuda\s+import[^\n]*\b(?:Stream|stream|graph|CUDAGraph)\b"
-)
 #: Above this many modules a project is not treated as closed (see :class:`Project`).
 CLOSED_MODULES = 400
-
-
-_CUDA_STREAM_NAMES = {
-    "Stream", "stream", "StreamContext", "ExternalStream", "current_stream", "set_stream",
-    "default_stream", "graph", "CUDAGraph", "make_graphed_callables",
-}
-
-
-def uses_streams(data: bytes) -> bool:
-    """Does the code (not its strings or comments) use CUDA streams or graphs:
-    ``torch.cuda.stream(...)``, ``torch.Stream``, ``x.wait_stream(...)``, or one of those names
-    imported from ``torch.cuda``? A file that does not parse counts as one that does."""
-    if not STREAM_USE.search(data):
-        return False
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError):
-        return True
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute):
-            base = node.value
-            last = base.attr if isinstance(base, ast.Attribute) else base.id if isinstance(base, ast.Name) else None
-            if node.attr in ("wait_stream", "record_stream", "wait_event"):
-                return True
-            if last == "cuda" and node.attr in _CUDA_STREAM_NAMES or last == "torch" and node.attr == "Stream":
-                return True
-        elif isinstance(node, ast.ImportFrom) and node.module == "torch.cuda":
-            if any(alias.name in _CUDA_STREAM_NAMES for alias in node.names):
-                return True
-    return False
 
 
 def project_root(path: Path) -> Path | None:

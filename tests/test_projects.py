@@ -162,7 +162,7 @@ def test_a_small_project_is_read_without_workers(tmp_path, monkeypatch):
 
 
 def test_stream_use_is_read_from_code_not_from_strings():
-    from syncfix.projects import uses_streams
+    from syncfix.analysis.async_copies import uses_streams
 
     assert uses_streams(b"import torch\ns = torch.cuda.Stream()\n")
     assert uses_streams(b"import torch\nwith torch.cuda.stream(s):\n    pass\n")
@@ -171,3 +171,6 @@ def test_stream_use_is_read_from_code_not_from_strings():
     assert uses_streams(b"torch.cuda.stream(\n")  # does not parse: counted
     assert not uses_streams(b'doc = "with torch.cuda.stream(s): ..."  # torch.cuda.Stream()\n')
     assert not uses_streams(b"import torch\nx = torch.ones(3).cuda()\n")
+    # a stream API under another name
+    assert uses_streams(b"import torch\ncuda = torch.cuda\nwith cuda.stream(s):\n    pass\n")
+    assert uses_streams(b"import torch\ndm = torch.get_device_module('cuda')\nwith dm.stream(s):\n    pass\n")

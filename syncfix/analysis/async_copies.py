@@ -1,4 +1,7 @@
-"""Code that copies without waiting and counts on a later sync to finish the copy.
+"""Code whose copies need an order syncfix does not prove: copies without waiting that count on
+a later sync to finish them, and CUDA streams.
+
+Code that copies without waiting and counts on a later sync to finish the copy:
 
 A non-blocking copy to the host (``x.to("cpu", non_blocking=True)``, ``host.copy_(x,
 non_blocking=True)``) may still be running when the call returns, and a non-blocking copy from a
@@ -104,3 +107,44 @@ def _names_cpu(expr: ast.AST) -> bool:
         return bool(expr.args) and _names_cpu(expr.args[0])
     name = expr.attr if isinstance(expr, ast.Attribute) else expr.id if isinstance(expr, ast.Name) else ""
     return "cpu" in name.lower() or "host" in name.lower()
+
+
+#: Text a file that uses CUDA streams or graphs holds (a pre-filter for :func:`uses_streams`).
+STREAM_USE = re.compile(
+    rb"cuda\.(?:Stream|stream|StreamContext|ExternalStream|current_stream|set_stream|default_stream"
+    rb"|graph|CUDAGraph|make_graphed_callables)\b|torch\.Stream\b|\.(?:wait_stream|record_stream|wait_event)\("
+    rb"|from\s+torch\.cuda\s+import[^\n]*\b(?:Stream|stream|graph|CUDAGraph)\b"
+    rb"|\.(?:stream|Stream|current_stream)\(|get_device_module"
+)
+_CUDA_STREAM_NAMES = {
+    "Stream", "stream", "StreamContext", "ExternalStream", "current_stream", "set_stream",
+    "default_stream", "graph", "CUDAGraph", "make_graphed_callables",
+}
+
+
+def uses_streams(data: bytes) -> bool:
+    """Does the code (not its strings or comments) use CUDA streams or graphs:
+    ``torch.cuda.stream(...)``, ``torch.Stream``, ``x.wait_stream(...)``, or one of those names
+    imported from ``torch.cuda``? A file that does not parse counts as one that does."""
+    if not STREAM_USE.search(data):
+        return False
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return True
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            base = node.value
+            last = base.attr if isinstance(base, ast.Attribute) else base.id if isinstance(base, ast.Name) else None
+            if node.attr in ("wait_stream", "record_stream", "wait_event"):
+                return True
+            if last == "cuda" and node.attr in _CUDA_STREAM_NAMES or last == "torch" and node.attr == "Stream":
+                return True
+            # ``cuda = torch.cuda; cuda.stream(s)``, ``dm = torch.get_device_module("cuda");
+            # dm.stream(s)``: a stream API under another name
+            if node.attr in ("stream", "Stream", "current_stream", "get_device_module"):
+                return True
+        elif isinstance(node, ast.ImportFrom) and node.module == "torch.cuda":
+            if any(alias.name in _CUDA_STREAM_NAMES for alias in node.names):
+                return True
+    return False

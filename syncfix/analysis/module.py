@@ -291,7 +291,13 @@ class ModuleAnalysis:
     def uses_streams(self) -> bool:
         """Does the module, or code that imports it, touch CUDA streams or graphs (then copy
         ordering is not ours to prove)?"""
-        return self.streams_around or navigation.uses_streams(self)
+        if self._syntax_of is not None:
+            return self._syntax_of.uses_streams
+        return (
+            self.streams_around
+            or navigation.uses_streams(self)
+            or async_copies.uses_streams(self.module.code.encode())  # a stream API under another name
+        )
 
     @cached_property
     def sets_default_device(self) -> bool:
