@@ -354,13 +354,17 @@ def is_new_tensor(a: ModuleAnalysis, e: cst.BaseExpression, *, follow_names: boo
 
 # ---- copies: may the source change after a non-blocking copy is queued? ----
 
-def source_may_change(a: ModuleAnalysis, call: cst.Call, *, passed_on: bool = True, escapes: bool = True) -> bool:
+def source_may_change(
+    a: ModuleAnalysis, call: cst.Call, *, passed_on: bool = True, escapes: bool = True, strict: bool = False
+) -> bool:
     """Could the memory ``call`` (``x.cuda()``, ``x.to(...)``) copies from be written after the
     copy is queued (so a non-blocking copy could read the new data)? Used by SFX101 and SFX103.
     With ``passed_on=False`` only writes in this function count, not code the source is passed
     to (for a source already assumed fresh, whose loader nothing else refills). With
     ``escapes=False`` a source other code can reach without its name (:func:`_escapes`) counts
-    as unchanged (for an unsafe fix, which names that assumption)."""
+    as unchanged (for an unsafe fix, which names that assumption). With ``strict`` (for a safe
+    fix), ``y = x.to(device)`` to a device syncfix cannot name is another name for ``x`` (the
+    device may be the CPU, and then ``.to`` returns ``x`` itself)."""
     assert isinstance(call.func, cst.Attribute)
     source = call.func.value
     while isinstance(source, cst.Call) and (callee := a.callee(source) or "").startswith("torch."):
@@ -395,7 +399,7 @@ def source_may_change(a: ModuleAnalysis, call: cst.Call, *, passed_on: bool = Tr
         )
 
     pairs = [
-        (target, _alias_root(value, a))
+        (target, _alias_root(value, a, strict))
         for s in statements
         if s is not stmt
         for target, value in _assigned_pairs(s)
@@ -608,8 +612,8 @@ def _only_read(a: ModuleAnalysis, name: cst.Name) -> bool:
 _COPYING = {"cuda", "clone", "tolist", "item"}
 # (``.numpy()`` and a CPU tensor's ``.cpu()`` hand out its memory, which may then be written)
 _READING = _COPYING | {"to", "items", "values", "keys"}
-# ``.to(...)`` targets that make a CPU tensor's copy new memory (an unknown device: as SFX101
-# gives such copies no safe fix, a later write through the result is taken to be the copy's).
+# ``.to(...)`` targets that make a CPU tensor's copy new memory (an unknown device too, except
+# for a safe fix: ``strict``, where it may be the CPU and ``.to`` the tensor itself).
 _COPY_TARGETS = {Device.CUDA, Device.UNKNOWN}
 # Calls whose result shares the memory of their first argument.
 _SHARING_CALLS = {
@@ -628,7 +632,7 @@ def _root_node(expr: cst.BaseExpression) -> cst.Name | None:
     return expr if isinstance(expr, cst.Name) else None
 
 
-def _alias_root(expr: cst.BaseExpression, a: ModuleAnalysis | None = None) -> str | None:
+def _alias_root(expr: cst.BaseExpression, a: ModuleAnalysis | None = None, strict: bool = False) -> str | None:
     """Like ``root_name``, but a copy (``.cuda()``, ``.clone()``...) of a CPU source is no alias.
     ``.cpu()``, ``.numpy()`` and ``.to()`` of a CPU tensor may be the tensor itself (or its
     memory), and so are ``memoryview(x)``, ``np.asarray(x)``, ``torch.as_tensor(x)``...; with
@@ -636,7 +640,7 @@ def _alias_root(expr: cst.BaseExpression, a: ModuleAnalysis | None = None) -> st
     cur = expr
     while isinstance(cur, (cst.Subscript, cst.Attribute, cst.Call, cst.IfExp)):
         if isinstance(cur, cst.IfExp):  # ``x if c else None``: either branch
-            body = _alias_root(cur.body, a)
+            body = _alias_root(cur.body, a, strict)
             cur = cur.orelse if body is None else cur.body
         elif isinstance(cur, cst.Call):
             args = [arg for arg in cur.args if arg.keyword is None and not arg.star]
@@ -645,7 +649,9 @@ def _alias_root(expr: cst.BaseExpression, a: ModuleAnalysis | None = None) -> st
                 continue
             if not isinstance(cur.func, cst.Attribute) or cur.func.attr.value in _COPYING:
                 return None
-            if cur.func.attr.value == "to" and (a is None or a.to_target(cur) in _COPY_TARGETS):
+            if cur.func.attr.value == "to" and (
+                a is None or a.to_target(cur) in ({Device.CUDA} if strict else _COPY_TARGETS)
+            ):
                 return None  # a cast, or a copy to the CPU, may return the tensor itself
             cur = cur.func.value
         else:

@@ -319,7 +319,7 @@ class BlockingHostToDevice(Rule):
                 return self.safe_fix(changes, "Copy with non_blocking=True")
             if source_may_change(a, node, escapes=False):
                 return None  # a pinned source written again would be copied with the new data
-            if receiver.fresh and not source_may_change(a, node):
+            if receiver.fresh and not source_may_change(a, node, strict=True):
                 return self.safe_fix(changes, "Copy with non_blocking=True")
             return self.unsafe_fix(changes, _ESCAPED_FIX if receiver.fresh else unknown_origin, source_need)
         # A CPU source to a device syncfix cannot name: exact on CUDA and the CPU only.
