@@ -22,9 +22,10 @@ def test_sfx103_pinned_loader_copies_do_not_wait():
         import torch
         from torch.utils.data import DataLoader, TensorDataset
 
-        def run(data, probe):
+        def run(data: torch.Tensor, probe):
             out = []
-            for (x,) in DataLoader(TensorDataset(data), batch_size=data.shape[0] // 2):
+            # a dataset of CPU tensors (`.cpu()` makes that provable): pinning is safe
+            for (x,) in DataLoader(TensorDataset(data.cpu()), batch_size=data.shape[0] // 2):
                 probe.queue_kernel()
                 y = x.to("cuda", non_blocking=True)
                 probe.copy_returned()
