@@ -9,7 +9,8 @@ import libcst as cst
 from syncfix.analysis import METHOD_MAYBE_SELF, Device, Kind, Memory, Value, keyword, positional
 from syncfix.rules import Fix, Invalid, Rule
 
-from ._support import caught_by_enclosing_try, kwarg, source_may_change
+from ._memory import source_may_change
+from ._support import caught_by_enclosing_try, kwarg
 
 
 class BlockingHostToDevice(Rule):

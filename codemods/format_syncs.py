@@ -7,7 +7,7 @@ import libcst as cst
 from syncfix.analysis import LOG_LEVELS, Device
 from syncfix.rules import Invalid, Rule
 
-from ._support import aliases_in
+from ._memory import aliases_in
 
 
 class FormatSyncs(Rule):

@@ -9,7 +9,8 @@ from syncfix.analysis import FULL_REDUCTIONS, Device, Kind
 from syncfix.rules import Invalid, Rule
 from syncfix.walk import walk
 
-from ._support import aliases_in, imported_modules, is_backward_of
+from ._memory import aliases_in
+from ._support import imported_modules, is_backward_of
 
 # Builtins a moved log may call (they read Python values only).
 _PURE_FORMAT = {

@@ -8,7 +8,7 @@ from syncfix.analysis import Device, Kind, dotted_name, keyword, positional, roo
 from syncfix.rules import Fix, Invalid, Rule
 from syncfix.walk import walk
 
-from ._support import source_may_change
+from ._memory import source_may_change
 
 _DATALOADER = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
 _WRAPPERS = {"builtins.enumerate", "builtins.zip", "builtins.iter", "tqdm.tqdm", "tqdm.auto.tqdm",

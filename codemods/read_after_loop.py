@@ -9,7 +9,8 @@ from syncfix.analysis import Device, Kind
 from syncfix.rules import Invalid, Rule
 from syncfix.walk import walk
 
-from ._support import aliases_in, is_backward_of, measures_itself, per_element_read
+from ._memory import aliases_in
+from ._support import is_backward_of, measures_itself, per_element_read
 
 
 class ReadAfterLoop(Rule):

@@ -1,0 +1,459 @@
+"""What may share or change a tensor's memory, for the rules that keep a tensor to read later or
+make a copy non-blocking.
+
+- Whether a copy's source may be written after a non-blocking copy is queued (SFX101, SFX103):
+  :func:`source_may_change`, with everything that may share the source's memory (views, items
+  of a batch, ``.numpy()``, ``memoryview``...) and what can reach it without its name
+  (containers, objects, closures, globals).
+- The other names for a tensor's memory bound in a function (``d = loss.detach()``, ``ema =
+  loss``, ``box = [loss]``): :func:`aliases_in` (SFX401, SFX403, SFX404).
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+import libcst as cst
+
+from syncfix.analysis import (
+    METHOD_MAYBE_SELF,
+    TORCH_VIEWS,
+    Device,
+    Kind,
+    ModuleAnalysis,
+    root_name,
+)
+from syncfix.walk import walk
+
+from ._support import imported_modules
+
+# ---- copies: may the source change after a non-blocking copy is queued? ----
+
+def source_may_change(
+    a: ModuleAnalysis, call: cst.Call, *, passed_on: bool = True, escapes: bool = True, strict: bool = False
+) -> bool:
+    """Could the memory ``call`` (``x.cuda()``, ``x.to(...)``) copies from be written after the
+    copy is queued (so a non-blocking copy could read the new data)? Used by SFX101 and SFX103.
+    With ``passed_on=False`` only writes in this function count, not code the source is passed
+    to (for a source already assumed fresh, whose loader nothing else refills). With
+    ``escapes=False`` a source other code can reach without its name (:func:`_escapes`) counts
+    as unchanged (for an unsafe fix, which names that assumption). With ``strict`` (for a safe
+    fix), ``y = x.to(device)`` to a device syncfix cannot name is another name for ``x`` (the
+    device may be the CPU, and then ``.to`` returns ``x`` itself)."""
+    assert isinstance(call.func, cst.Attribute)
+    source = call.func.value
+    while isinstance(source, cst.Call) and (callee := a.callee(source) or "").startswith("torch."):
+        if callee.rsplit(".", 1)[-1] not in TORCH_VIEWS:
+            return False  # a torch op's result owns new storage: nothing else can reach it
+        args = [arg for arg in source.args if arg.keyword is None]
+        if not args:
+            return False
+        source = args[0].value  # a view (torch.narrow(buf, ...)): the base is what matters
+    walrus = isinstance(source, cst.NamedExpr) and isinstance(source.target, cst.Name)
+    if isinstance(source, cst.NamedExpr) and isinstance(source.target, cst.Name):
+        source = source.target  # ``(z := staging).cuda()``: the name keeps it (it is no copy)
+    root = root_name(source)
+    if root is None:
+        return False  # a temporary: nothing else can reach it
+    stmt = a.statement_of(call)
+    scope_node = a.enclosing_function(call) or a.module
+    statements = list(_simple_statements(scope_node))
+    # Name pairs that may share memory, in both directions: a view of the source, and what
+    # the source is a view or an item of (``view = staging[:n]``, ``for t in batch``,
+    # ``x, y = batch``): a write to ``staging``/``batch`` reaches the copied bytes too.
+    # A rebinding of the source's own name reaches the copy only from before it, or round a loop
+    # that does not rebind the name first (``for x in loader: x = x.cuda(); x = vae(x)``: the
+    # last line's ``x`` never reaches the copy).
+    root_node = _root_node(source)
+    carried = a.carrying_loops(root_node) if root_node is not None else []
+    order = a.structure.order
+
+    def reaches(s: cst.CSTNode) -> bool:
+        return order.get(s, -1) < order.get(call, -1) or any(
+            anc in carried for anc in a.ancestors(s)
+        )
+
+    pairs = [
+        (target, _alias_root(value, a, strict))
+        for s in statements
+        if s is not stmt
+        for target, value in _assigned_pairs(s)
+        if target != root or reaches(s)
+    ]
+    # ``(z := staging)``: z is the source too
+    pairs += [
+        (n.target.value, _alias_root(n.value, a))
+        for n in _within(a, scope_node, cst.NamedExpr)
+        if isinstance(n.target, cst.Name)
+    ]
+    # A batch of a loader whose batches are fresh is no part of the loader (it keeps none): its
+    # items are items of that one batch only.
+    pairs += [
+        (target, f"\0batch{id(it)}" if _fresh_batches(a, it) else _alias_root(it, a))
+        for target, it in _iteration_bindings(scope_node)
+    ]
+    # Up from the source to what it is a view or an item of, then down to every view or item
+    # of those. (Not up from a view found on the way down: ``x = vae(x)`` after the loop's
+    # ``for x, y in loader`` binds a new ``x``, which makes ``vae`` no part of the batch.)
+    aliases = {root}
+    for upward in (True, False):
+        changed = True
+        while changed:
+            changed = False
+            for target, origin in pairs:
+                if origin is None:
+                    continue
+                new, old = (origin, target) if upward else (target, origin)
+                if old in aliases and new not in aliases:
+                    aliases.add(new)
+                    changed = True
+    # ``x = x.cuda()`` rebinds x: later uses of x are the copy, not the source.
+    rebinds = stmt is not None and root in a.effects(stmt).writes and not walrus
+    watched = aliases - {root} if rebinds else aliases
+    if escapes and passed_on and (_escapes(a, scope_node, watched) or _free(a, root_node, scope_node)):
+        return True
+    for s in statements:
+        fx = a.effects(s)
+        if fx.inplace & watched:
+            return True
+        if passed_on and s is not stmt and fx.may_mutate_anything and _reads_shared(
+            a, s, fx.reads & watched, watched
+        ):
+            return True
+    return False
+
+
+def _escapes(a: ModuleAnalysis, scope_node: cst.CSTNode, names: set[str]) -> bool:
+    """Can the memory of ``names`` (the source and what shares it) be reached by code that
+    writes it without naming it here? Kept in a container or on an object (``keep = [x]``,
+    ``h.x = x``), written through a call's view (``np.asarray(x)[:] = v``), handed out
+    (``return x``, ``yield x``), shared with a nested function or lambda, or a global."""
+    if not names:
+        return False
+
+    def rooted(expr: cst.CSTNode | None) -> bool:
+        """Does ``expr`` evaluate to memory of ``names`` (not ``x.shape[0]``; not a name bound
+        since to something else, as ``x`` after ``x = x.cuda()``)?"""
+        if not isinstance(expr, cst.BaseExpression) or _alias_root(expr, a) not in names:
+            return False
+        if any(isinstance(n, cst.Attribute) and n.attr.value in _METADATA for n in _within(a, expr, cst.Attribute)):
+            return False
+        node = _root_node(expr)
+        values = a.binding_values(node) if node is not None else None
+        return values is None or not values or any(_alias_root(v, a) in names for v in values)
+
+    def mentions(expr: cst.CSTNode | None) -> bool:
+        return expr is not None and any(n.value in names for n in _within(a, expr, cst.Name))
+
+    inner: list[cst.CSTNode] = [
+        *_within(a, scope_node, cst.FunctionDef), *_within(a, scope_node, cst.Lambda), *_within(a, scope_node, cst.ClassDef)
+    ]
+    if any(n is not scope_node and mentions(n) for n in inner):
+        return True
+    decls: list[cst.Global | cst.Nonlocal] = [*_within(a, scope_node, cst.Global), *_within(a, scope_node, cst.Nonlocal)]
+    if any(item.name.value in names for decl in decls for item in decl.names):
+        return True
+    displays: list[cst.List | cst.Tuple | cst.Set] = [
+        *_within(a, scope_node, cst.List), *_within(a, scope_node, cst.Tuple), *_within(a, scope_node, cst.Set)
+    ]
+    for display in displays:
+        if _is_target(a, display) or _unpacked(a, display):
+            continue  # ``x, y = batch``, ``a, b = x, y``: names bound, not stored
+        if any(isinstance(el, cst.Element) and rooted(el.value) for el in display.elements):
+            return True
+    for d in _within(a, scope_node, cst.Dict):
+        if any(isinstance(el, cst.DictElement) and rooted(el.value) for el in d.elements):
+            return True
+    outs: list[cst.Return | cst.Yield] = [*_within(a, scope_node, cst.Return), *_within(a, scope_node, cst.Yield)]
+    if any(rooted(out.value) for out in outs):
+        return True
+    for assign in _within(a, scope_node, cst.Assign):
+        for t in assign.targets:
+            if isinstance(t.target, (cst.Attribute, cst.Subscript)):
+                # a store through the name itself (``x[0] = v``) is a write the caller sees
+                if rooted(assign.value) or mentions(t.target) and root_name(t.target) not in names:
+                    return True  # ``h.x = x``; ``np.asarray(x)[:] = v`` (``x[0] = v`` is a write)
+    return False
+
+
+def _free(a: ModuleAnalysis, name: cst.Name | None, scope_node: cst.CSTNode) -> bool:
+    """Is ``name`` a function's free variable (a module global, an enclosing function's): code
+    elsewhere (``refill()``) reaches it by that name."""
+    if name is None or not isinstance(scope_node, cst.FunctionDef):
+        return False
+    scope = a.scope(name)
+    if scope is None:
+        return True
+    return any(assignment.scope is not scope for assignment in scope[name.value])
+
+
+N = TypeVar("N", bound=cst.CSTNode)
+
+
+def _within(a: ModuleAnalysis, node: cst.CSTNode, kind: type[N]) -> list[N]:
+    return [n for n in a.nodes_within(node, kind) if isinstance(n, kind)]
+
+
+def _unpacked(a: ModuleAnalysis, display: cst.CSTNode) -> bool:
+    """Is ``display`` the value of an assignment to names item by item (``a, b = x, y``)?"""
+    parent = a.parent(display)
+    return (
+        isinstance(parent, cst.Assign)
+        and parent.value is display
+        and all(isinstance(t.target, (cst.Tuple, cst.List)) for t in parent.targets)
+    )
+
+
+# Attributes that describe a tensor rather than hold its memory
+_METADATA = {"shape", "dtype", "device", "ndim", "size", "numel", "dim", "is_cuda", "requires_grad"}
+
+
+def _is_target(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
+    """Is ``node`` (a tuple or list) a binding target (``x, y = ...``, ``for x, y in ...``)?"""
+    child, parent = node, a.parent(node)
+    while isinstance(parent, (cst.Element, cst.StarredElement, cst.Tuple, cst.List)):
+        child, parent = parent, a.parent(parent)
+    if isinstance(parent, cst.AssignTarget):
+        return True
+    if isinstance(parent, (cst.For, cst.CompFor)):
+        return parent.target is child
+    return False
+
+
+def _reads_shared(
+    a: ModuleAnalysis, stmt: cst.SimpleStatementLine, names: set[str], watched: set[str]
+) -> bool:
+    """Does ``stmt`` read one of ``names`` where it may still share the source's memory? A read
+    whose nearest binding is a copy (``x = x.cuda()`` before ``model(x)``), or a value rooted in
+    no watched name (``x = vae(x)``), does not."""
+    if not names:
+        return False
+    reads: list[cst.Name] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            if n.value in names:
+                reads.append(n)
+
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> bool:
+            return False
+
+        def visit_CompFor(self, n: cst.CompFor) -> bool:
+            for part in (n.iter, *n.ifs, n.inner_for_in):
+                if part is not None:
+                    part.visit(self)
+            return False  # its target is bound here, not read
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            n.value.visit(self)
+            return False
+
+    walk(stmt, V())
+    for name in reads:
+        if _only_read(a, name):
+            continue
+        values = a.binding_values(name)
+        if values is None or any(_alias_root(v, a) in watched for v in values):
+            return True
+    return False
+
+
+def _only_read(a: ModuleAnalysis, name: cst.Name) -> bool:
+    """Is ``name`` only read where it is used: the receiver of a copy or a dict view
+    (``batch["x"].to(device)``, ``batch.items()``), or the iterable of a loop or comprehension?"""
+    child: cst.CSTNode = name
+    parent = a.parent(child)
+    while True:
+        if isinstance(parent, cst.Subscript) and parent.value is child:
+            child, parent = parent, a.parent(parent)
+            continue
+        if isinstance(parent, (cst.For, cst.CompFor)):
+            return parent.iter is child
+        if isinstance(parent, cst.Arg) and isinstance(call := a.parent(parent), cst.Call):
+            return (a.callee(call) or "") in _READING_BUILTINS  # ``len(loader.dataset)``
+        if not (isinstance(parent, cst.Attribute) and parent.value is child):
+            return False
+        call = a.parent(parent)
+        if not (isinstance(call, cst.Call) and call.func is parent):
+            child, parent = parent, call  # an attribute read (``loader.dataset``)
+            continue
+        if parent.attr.value in _READING:
+            return True
+        if parent.attr.value not in METHOD_MAYBE_SELF or parent.attr.value == "requires_grad_":
+            return False
+        child, parent = call, a.parent(call)  # a cast or view (``batch[1].float().cuda()``)
+
+
+_COPYING = {"cuda", "clone", "tolist", "item"}
+# (``.numpy()`` and a CPU tensor's ``.cpu()`` hand out its memory, which may then be written)
+_READING = _COPYING | {"to", "items", "values", "keys"}
+# ``.to(...)`` targets that make a CPU tensor's copy new memory (an unknown device too, except
+# for a safe fix: ``strict``, where it may be the CPU and ``.to`` the tensor itself).
+_COPY_TARGETS = {Device.CUDA, Device.UNKNOWN}
+# Calls whose result shares the memory of their first argument.
+_SHARING_CALLS = {
+    "builtins.memoryview", "numpy.asarray", "numpy.asanyarray", "numpy.frombuffer",
+    "torch.as_tensor", "torch.asarray", "torch.from_numpy", "torch.frombuffer",
+}
+_READING_BUILTINS = {"builtins.len", "builtins.isinstance", "builtins.print", "builtins.str",
+                     "builtins.repr", "builtins.format", "builtins.type", "builtins.id"}
+
+
+def _root_node(expr: cst.BaseExpression) -> cst.Name | None:
+    while isinstance(expr, (cst.Subscript, cst.Attribute, cst.Call)):
+        expr = expr.func if isinstance(expr, cst.Call) else expr.value
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Call):
+            expr = expr.value
+    return expr if isinstance(expr, cst.Name) else None
+
+
+def _alias_root(expr: cst.BaseExpression, a: ModuleAnalysis | None = None, strict: bool = False) -> str | None:
+    """Like ``root_name``, but a copy (``.cuda()``, ``.clone()``...) of a CPU source is no alias.
+    ``.cpu()``, ``.numpy()`` and ``.to()`` of a CPU tensor may be the tensor itself (or its
+    memory), and so are ``memoryview(x)``, ``np.asarray(x)``, ``torch.as_tensor(x)``...; with
+    the analysis ``a``, ``.to(...)`` to a CUDA device is a copy."""
+    cur = expr
+    while isinstance(cur, (cst.Subscript, cst.Attribute, cst.Call, cst.IfExp)):
+        if isinstance(cur, cst.IfExp):  # ``x if c else None``: either branch
+            body = _alias_root(cur.body, a, strict)
+            cur = cur.orelse if body is None else cur.body
+        elif isinstance(cur, cst.Call):
+            args = [arg for arg in cur.args if arg.keyword is None and not arg.star]
+            if a is not None and args and a.callee(cur) in _SHARING_CALLS:
+                cur = args[0].value
+                continue
+            if not isinstance(cur.func, cst.Attribute) or cur.func.attr.value in _COPYING:
+                return None
+            if cur.func.attr.value == "to" and (
+                a is None or a.to_target(cur) in ({Device.CUDA} if strict else _COPY_TARGETS)
+            ):
+                return None  # a cast, or a copy to the CPU, may return the tensor itself
+            cur = cur.func.value
+        else:
+            cur = cur.value
+    return cur.value if isinstance(cur, cst.Name) else None
+
+
+def _simple_statements(node: cst.CSTNode):
+    """Every simple statement line under ``node``, not entering nested defs or classes."""
+    found: list[cst.SimpleStatementLine] = []
+
+    class V(cst.CSTVisitor):
+        def visit_SimpleStatementLine(self, n: cst.SimpleStatementLine) -> bool:
+            found.append(n)
+            return False
+
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return n is node
+
+        def visit_ClassDef(self, n: cst.ClassDef) -> bool:
+            return False
+
+    walk(node, V())
+    return found
+
+
+def _assigned_pairs(stmt: cst.SimpleStatementLine):
+    for small in stmt.body:
+        if isinstance(small, cst.Assign):
+            for t in small.targets:
+                if isinstance(t.target, cst.Name):
+                    yield t.target.value, small.value
+                elif isinstance(t.target, (cst.Tuple, cst.List)) and isinstance(small.value, (cst.Tuple, cst.List)):
+                    for el_t, el_v in zip(t.target.elements, small.value.elements, strict=False):
+                        if isinstance(el_t.value, cst.Name):
+                            yield el_t.value.value, el_v.value
+                elif isinstance(t.target, (cst.Tuple, cst.List)):
+                    # ``x, y = batch``: each name is an item of the container
+                    for name in _names_in(t.target):
+                        yield name, small.value
+        elif isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
+            yield small.target.value, small.value
+
+
+def _names_in(target: cst.BaseExpression):
+    if isinstance(target, cst.Name):
+        yield target.value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for el in target.elements:
+            yield from _names_in(el.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _names_in(target.value)
+
+
+def _fresh_batches(a: ModuleAnalysis, iterable: cst.BaseExpression) -> bool:
+    """Is ``iterable`` a loader whose every batch is new memory (a ``DataLoader`` with the
+    default collate: it hands each batch on and keeps no reference to it)?"""
+    v = a.value(iterable)
+    return v.kind is Kind.LOADER and v.fresh
+
+
+def _iteration_bindings(node: cst.CSTNode):
+    """(name, iterable) for every ``for`` and comprehension target under ``node`` (not entering
+    nested defs or classes): each name is an item of the iterable (``for t in batch``)."""
+    found: list[tuple[str, cst.BaseExpression]] = []
+
+    def items(target: cst.BaseExpression, it: cst.BaseExpression):
+        # the keys of ``d.items()``/``d.keys()`` are no part of ``d``'s tensors
+        view = it.func.attr.value if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) else None
+        if view == "keys":
+            return
+        if view == "items" and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
+            target = target.elements[1].value
+        found.extend((name, it) for name in _names_in(target))
+
+    class V(cst.CSTVisitor):
+        def visit_For(self, n: cst.For) -> None:
+            items(n.target, n.iter)
+
+        def visit_CompFor(self, n: cst.CompFor) -> None:
+            items(n.target, n.iter)
+
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return n is node
+
+        def visit_ClassDef(self, n: cst.ClassDef) -> bool:
+            return False
+
+    walk(node, V())
+    return found
+
+
+# ---- names that may share a tensor's memory --------------------------------------------------
+# Attributes and methods whose result is no part of the tensor's memory.
+_DETACHED_USES = {"item", "tolist", "shape", "dtype", "device", "numel", "size", "dim", "ndim"}
+
+
+def aliases_in(a: ModuleAnalysis, scope: cst.CSTNode, names: set[str], *, upward: bool = False) -> set[str]:
+    """``names`` and every name bound in ``scope`` (not inside nested functions) to a value that
+    mentions one of them, to a fixpoint: what may share their memory (``d = loss.detach()``,
+    ``box = [loss]``, ``ema = loss`` in an earlier iteration, ``for t in box``); with
+    ``upward``, also what they were bound from (``v = x.flatten()``: ``x``). Conservative: a new
+    tensor computed from them (``s = loss * 2``) counts too."""
+    out = set(names)
+    pairs = [(t, v) for s in _simple_statements(scope) for t, v in _assigned_pairs(s)]
+    pairs += list(_iteration_bindings(scope))
+    changed = True
+    while changed:
+        changed = False
+        for target, value in pairs:
+            if target not in out and _shares(a, value, out):
+                out.add(target)
+                changed = True
+            elif upward and target in out:
+                root = _alias_root(value, a)  # ``v = x.flatten()``: x (not ``torch`` of ``torch.f(x)``)
+                if root is not None and root not in out and root not in imported_modules(a):
+                    out.add(root)
+                    changed = True
+    return out
+
+
+def _shares(a: ModuleAnalysis, value: cst.CSTNode, names: set[str]) -> bool:
+    for n in _within(a, value, cst.Name):
+        if n.value not in names:
+            continue
+        parent = a.parent(n)
+        if isinstance(parent, cst.Attribute) and parent.value is n and parent.attr.value in _DETACHED_USES:
+            continue  # ``loss.item()``, ``x.shape``: a Python value
+        return True
+    return False
