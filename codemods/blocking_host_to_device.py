@@ -84,8 +84,8 @@ class BlockingHostToDevice(Rule):
       syncfix therefore needs the source to be pageable, or *fresh* (created by this code: a
       `torch.*` factory, `.pin_memory()`, a batch of a `DataLoader` with the default collate, which
       `batch_size=None` turns off: written so or through a name bound to it; a size syncfix
-      cannot read, such as `args.batch_size`, is taken to be a number; `**kwargs` may pass
-      `batch_size=None`) and never mutated or passed on to code that might mutate it, also
+      cannot read, such as `args.batch_size`, is taken to be a number, but not a parameter whose
+      default is `None`; `**kwargs` may pass `batch_size=None`) and never mutated or passed on to code that might mutate it, also
       through another name for its memory (`y = x.cpu()`, `x.to(torch.float32)`, `x.numpy()`,
       `memoryview(...)`, `y = x if c else z`). A tensor made from a numpy array
       (`torch.from_numpy`, `torch.as_tensor`, `torch.asarray`) shares the array's memory, which

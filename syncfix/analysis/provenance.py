@@ -490,7 +490,11 @@ def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | N
             keyword(call, "collate_fn") is not None
             or len(args) > 6
             or any(arg.star for arg in call.args)  # ``**kw`` may pass batch_size=None
-            or size is not None and (is_none(size) or a.value(size.value).kind not in (Kind.NUMBER, Kind.UNKNOWN))
+            or size is not None and (
+                is_none(size)
+                or a.value(size.value).kind not in (Kind.NUMBER, Kind.UNKNOWN)
+                or _defaults_to_none(a, size.value)
+            )
         )
         if custom:
             return Value(Kind.LOADER, Device.CPU, Memory.UNKNOWN, False)
@@ -678,3 +682,18 @@ def _to_is_dtype_only(analysis: ModuleAnalysis, call: cst.Call) -> bool:
     if keyword(call, "device") is not None:
         return False
     return bool(args) and analysis.is_cast_argument(args[0].value) or (not args and keyword(call, "dtype") is not None)
+
+
+def _defaults_to_none(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` a parameter of its function whose default is ``None`` (``def make(ds,
+    batch_size=None)``): a caller that passes nothing turns collation off."""
+    if not isinstance(expr, cst.Name):
+        return False
+    fn = a.enclosing_function(expr)
+    if fn is None:
+        return False
+    params = [*fn.params.params, *fn.params.kwonly_params]
+    return any(
+        p.name.value == expr.value and isinstance(p.default, cst.Name) and p.default.value == "None"
+        for p in params
+    )
