@@ -421,7 +421,7 @@ def _iteration_bindings(node: cst.CSTNode):
 
 # ---- names that may share a tensor's memory --------------------------------------------------
 # Attributes and methods whose result is no part of the tensor's memory.
-_DETACHED_USES = {"item", "tolist", "shape", "dtype", "device", "numel", "size", "dim", "ndim"}
+_DETACHED_USES = _METADATA | {"item", "tolist"}
 
 
 def aliases_in(a: ModuleAnalysis, scope: cst.CSTNode, names: set[str], *, upward: bool = False) -> set[str]:

@@ -379,7 +379,7 @@ def caught_by_enclosing_try(
             if anc in seen:
                 return False
             seen.add(anc)
-            return any(caught_by_enclosing_try(analysis, call, seen) for call in _calls_by_name(analysis, anc.name.value))
+            return any(caught_by_enclosing_try(analysis, call, seen) for call in analysis.calls_named(anc.name.value))
         if isinstance(anc, (cst.ClassDef, cst.Lambda)):
             return False
         if isinstance(anc, (cst.Try, cst.TryStar)) and child is anc.body:
@@ -396,18 +396,6 @@ def caught_by_enclosing_try(
                     return True
         child = anc
     return False
-
-
-def _calls_by_name(a: ModuleAnalysis, name: str) -> list[cst.Call]:
-    """Calls in this module of a function or method named ``name`` (``name(...)``,
-    ``obj.name(...)``): what may run it."""
-    return [
-        c for c in a.structure.of_type(cst.Call)
-        if isinstance(c, cst.Call) and (
-            isinstance(c.func, cst.Name) and c.func.value == name
-            or isinstance(c.func, cst.Attribute) and c.func.attr.value == name
-        )
-    ]
 
 
 def _may_catch_runtime_error(kind: cst.BaseExpression | None) -> bool:

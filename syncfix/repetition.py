@@ -42,7 +42,6 @@ class Repetition:
         self.analysis = analysis
         self.test_file = is_test_path(path)
         self._functions: dict[cst.FunctionDef, bool] = {}
-        self._calls: dict[str, list[cst.Call]] | None = None
 
     def repeats(self, node: cst.CSTNode) -> bool:
         if self.test_file:
@@ -83,21 +82,6 @@ class Repetition:
         elif name in self.analysis.hot_functions or name in self.analysis.called_from_loops:
             result = True
         else:
-            result = any(self.repeats(call) for call in self._calls_of(name))
+            result = any(self.repeats(call) for call in self.analysis.calls_named(name))
         self._functions[fn] = result
         return result
-
-    def _calls_of(self, name: str) -> list[cst.Call]:
-        if self._calls is None:
-            calls: dict[str, list[cst.Call]] = {}
-            for node in self.analysis.structure.of_type(cst.Call):
-                if not isinstance(node, cst.Call):
-                    continue
-                func = node.func
-                if isinstance(func, cst.Name):
-                    calls.setdefault(func.value, []).append(node)
-                elif isinstance(func, cst.Attribute):
-                    calls.setdefault(func.attr.value, []).append(node)
-            self._calls = calls
-        return self._calls.get(name, [])
-

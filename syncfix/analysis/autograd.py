@@ -71,7 +71,7 @@ def _is_grad_free(a: ModuleAnalysis, e: cst.CSTNode) -> bool:
 
 
 def _requires_grad_set(a: ModuleAnalysis, name: str) -> bool:
-    code = a.module.code
+    code = a.code
     return f"{name}.requires_grad_(" in code or f"{name}.requires_grad =" in code
 
 

@@ -62,7 +62,7 @@ if TYPE_CHECKING:
 
 def default_float(a: ModuleAnalysis) -> str | None:
     """``torch.float32`` unless the module changes the default dtype (then unknown)."""
-    code = a.module.code
+    code = a.code
     if "set_default_dtype" in code or "set_default_tensor_type" in code:
         return None
     return "torch.float32"

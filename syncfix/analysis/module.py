@@ -278,6 +278,32 @@ class ModuleAnalysis:
         ``__main__.py``), so that its functions are called from it alone (callgraph.py)?"""
         return navigation.is_script(self)
 
+    def calls_named(self, name: str) -> list[cst.Call]:
+        """Calls in this module of a function or method named ``name`` (``name(...)``,
+        ``obj.name(...)``): what may run a function defined here, found by name."""
+        return self._calls_by_name.get(name, [])
+
+    @cached_property
+    def _calls_by_name(self) -> dict[str, list[cst.Call]]:
+        calls: dict[str, list[cst.Call]] = {}
+        for node in self.structure.of_type(cst.Call):
+            if not isinstance(node, cst.Call):
+                continue
+            func = node.func
+            if isinstance(func, cst.Name):
+                calls.setdefault(func.value, []).append(node)
+            elif isinstance(func, cst.Attribute):
+                calls.setdefault(func.attr.value, []).append(node)
+        return calls
+
+    @cached_property
+    def code(self) -> str:
+        """The module's source text, generated once (text searches and source-level checks
+        read it; LibCST builds it anew on every ``module.code``)."""
+        if self._syntax_of is not None:
+            return self._syntax_of.code
+        return self.module.code
+
     @cached_property
     def counts_on_later_syncs(self) -> bool:
         """Does the module, or code that imports it, copy without waiting and count on some
@@ -285,7 +311,7 @@ class ModuleAnalysis:
         sync is safe here."""
         if self._syntax_of is not None:
             return self._syntax_of.counts_on_later_syncs
-        return self.later_syncs_around or async_copies.counts_on_later_syncs(self.module.code.encode())
+        return self.later_syncs_around or async_copies.counts_on_later_syncs(self.code.encode())
 
     @cached_property
     def uses_streams(self) -> bool:
@@ -296,7 +322,7 @@ class ModuleAnalysis:
         return (
             self.streams_around
             or navigation.uses_streams(self)
-            or async_copies.uses_streams(self.module.code.encode())  # a stream API under another name
+            or async_copies.uses_streams(self.code.encode())  # a stream API under another name
         )
 
     @cached_property

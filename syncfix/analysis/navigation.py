@@ -188,7 +188,7 @@ def may_use_several_devices(a: ModuleAnalysis) -> bool:
     return bool(
         re.search(
             r"cuda:\s*[\d{]|\.cuda\(\s*[^)\s]|set_device|torch\.device\([^)]*,|\.to\(\s*\d",
-            a.module.code,
+            a.code,
         )
     )
 
