@@ -22,8 +22,10 @@ def _places_on_device(a, fn: cst.FunctionDef) -> bool:
     )
 
 
-_PIN_POSITION = 7  # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers,
-#                                collate_fn, pin_memory, ...)
+# DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn,
+#            pin_memory, ...)
+_COLLATE_POSITION = 6
+_PIN_POSITION = 7
 
 
 class PinLoaderMemory(Rule):
@@ -61,7 +63,7 @@ class PinLoaderMemory(Rule):
     container types; only their host memory becomes page-locked. The fix is **safe** when:
     - the batches go to a device that is provably CUDA (with a `cuda`-or-`cpu` device, a machine
       without CUDA would now warn "pin_memory ... no accelerator is found": **unsafe**);
-    - there is no `collate_fn` (pinning rebuilds custom `Mapping`/`Sequence` batch types through
+    - there is no `collate_fn`, by keyword or as the seventh argument (pinning rebuilds custom `Mapping`/`Sequence` batch types through
       their constructor and falls back to `dict`/`list` when it fails: **unsafe**);
     - the dataset provably hands out CPU tensors: a `TensorDataset` of CPU tensors, a
       `torchvision.datasets` dataset, or an instance of a class of this module (deriving only
@@ -170,6 +172,7 @@ class PinLoaderMemory(Rule):
         unsafe = (
             escapes
             or keyword(loader, "collate_fn") is not None
+            or len(positional(loader)) > _COLLATE_POSITION
             or any(d is not Device.CUDA for _, d in copies)
             or not self._dataset_on_cpu(loader)
         )
