@@ -85,7 +85,9 @@ class BlockingHostToDevice(Rule):
       `torch.*` factory, `.pin_memory()`, a batch of a `DataLoader` with the default collate, which
       `batch_size=None` turns off: written so or through a name bound to it; a size syncfix
       cannot read, such as `args.batch_size`, is taken to be a number, but not a parameter whose
-      default is `None`; `**kwargs` may pass `batch_size=None`) and never mutated or passed on to code that might mutate it, also
+      default is `None`; `**kwargs` may pass `batch_size=None`; a loader whose `collate_fn` may
+      be set after it is made is not: any `.collate_fn` store or `setattr` in the module, or the
+      loader handed to code syncfix does not read) and never mutated or passed on to code that might mutate it, also
       through another name for its memory (`y = x.cpu()`, `x.to(torch.float32)`, `x.numpy()`,
       `memoryview(...)`, `y = x if c else z`). A tensor made from a numpy array
       (`torch.from_numpy`, `torch.as_tensor`, `torch.asarray`) shares the array's memory, which

@@ -83,6 +83,7 @@ class Caches:
     method_defs: dict[str, cst.FunctionDef] | None = None
     dynamic_attributes: bool | None = None
     steps: dict[cst.FunctionDef, bool] = field(default_factory=dict)  # calls .backward()/.step()
+    collate_fn_set: bool | None = None  # provenance._collate_fn_set
 
 
 class ModuleAnalysis:

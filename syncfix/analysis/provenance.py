@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from libcst.metadata import Assignment
+from libcst.metadata import Assignment, ExpressionContext, ExpressionContextProvider
 from libcst.metadata.scope_provider import BaseAssignment
 
 from . import callgraph
@@ -212,8 +212,88 @@ def _join_bindings(a: ModuleAnalysis, bindings: frozenset[BaseAssignment]) -> Va
     if not all(isinstance(asg, Assignment) for asg in bindings):
         return UNKNOWN  # a builtin or import-star
     return join_all(
-        a.solver.get("binding", asg, lambda n: _assignment_value(a, n), BOTTOM, UNKNOWN)
+        a.solver.get("binding", asg, lambda n: _binding_value(a, n), BOTTOM, UNKNOWN)
         for asg in sorted(bindings, key=lambda asg: assignment_order(a, asg))
+    )
+
+
+def _binding_value(a: ModuleAnalysis, asg: Assignment) -> Value:
+    value = _assignment_value(a, asg)
+    if value.kind is Kind.LOADER and value.fresh and _reconfigured(a, asg):
+        return replace(value, memory=Memory.UNKNOWN, fresh=False)
+    return value
+
+
+_SETS_ATTRIBUTES = {"builtins.setattr", "builtins.delattr", "builtins.vars"}
+_SEEN_MODULES = ("builtins.", "torch.", "tqdm.")  # their functions set no attribute of an argument
+
+
+def _reconfigured(a: ModuleAnalysis, asg: Assignment) -> bool:
+    """May the loader bound here get another ``collate_fn`` after it is made? Its batches are
+    then not provably the default collate's new memory. Yes where this name is written through
+    (``loader.collate_fn = f``, ``setattr(loader, ...)``), bound to another plain name, or
+    handed to code syncfix does not read; and where any object's ``collate_fn`` is set in this
+    module (or, in a closed project, any of its files), which an alias may reach."""
+    if a.cache.collate_fn_set is None:
+        a.cache.collate_fn_set = _collate_fn_set(a)
+    if a.cache.collate_fn_set:
+        return True
+    for access in asg.references:
+        node = access.node
+        parent = a.parent(node)
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            if _is_store(a, parent):
+                return True
+        elif isinstance(parent, cst.Arg):
+            call = a.parent(parent)
+            if isinstance(call, cst.Call) and not _reads_or_leaves(a, call):
+                return True
+        elif isinstance(parent, cst.Assign) and parent.value is node:
+            if any(isinstance(t.target, cst.Name) for t in parent.targets):
+                return True
+    return False
+
+
+def _collate_fn_set(a: ModuleAnalysis) -> bool:
+    for node in a.structure.of_type(cst.Attribute):
+        assert isinstance(node, cst.Attribute)
+        if node.attr.value == "collate_fn" and _is_store(a, node):
+            return True
+    for call in a.calls_named("setattr"):
+        args = positional(call)
+        name = args[1].value if len(args) > 1 else None
+        if not (isinstance(name, cst.SimpleString) and "collate_fn" not in name.value):
+            return True
+    members = a.project.members if a.project is not None else None
+    return members is not None and members.stored("collate_fn")
+
+
+def _is_store(a: ModuleAnalysis, node: cst.Attribute) -> bool:
+    contexts = a.wrapper.resolve(ExpressionContextProvider)
+    return contexts.get(node) in (ExpressionContext.STORE, ExpressionContext.DEL)
+
+
+def _reads_or_leaves(a: ModuleAnalysis, call: cst.Call) -> bool:
+    """Is ``call`` code syncfix reads (a function or class of this module or of the project,
+    where a write to the parameter counts like one here), or one that sets no attribute of its
+    arguments (builtins, torch, tqdm)?"""
+    name = a.callee(call)
+    if name in _SETS_ATTRIBUTES:
+        return False
+    if callgraph.local_function(a, call.func) is not None or _local_class(a, call.func):
+        return True
+    return name is not None and (
+        name.startswith(_SEEN_MODULES)
+        or (a.project is not None and a.project.find(name, a.package) is not None)
+    )
+
+
+def _local_class(a: ModuleAnalysis, func: cst.BaseExpression) -> bool:
+    if not isinstance(func, cst.Name):
+        return False
+    bindings = a.bindings(func)
+    return len(bindings) == 1 and all(
+        isinstance(asg, Assignment) and isinstance(asg.node, cst.ClassDef) for asg in bindings
     )
 
 
