@@ -11,16 +11,18 @@ make a copy non-blocking.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TypeVar
 
 import libcst as cst
 
 from syncfix.analysis import (
     METHOD_MAYBE_SELF,
-    TORCH_VIEWS,
     Device,
     Kind,
     ModuleAnalysis,
+    keyword,
+    positional,
     root_name,
 )
 from syncfix.walk import walk
@@ -29,8 +31,44 @@ from ._support import imported_modules
 
 # ---- copies: may the source change after a non-blocking copy is queued? ----
 
+# ``*args``/``**kwargs`` may pass ``non_blocking``: not a call whose flag we can judge
+PASSED_ON = cst.Arg(cst.Name("_"))
+
+
+def non_blocking_flag(a: ModuleAnalysis, call: cst.Call) -> cst.Arg | None:
+    """The argument that passes ``non_blocking``, by keyword or by position (``.cuda(0, False)``,
+    ``.to("cuda", torch.half, False)``, ``.to(other, False)``); None where none does, and
+    ``PASSED_ON`` where a starred argument may."""
+    kw = keyword(call, "non_blocking")
+    if kw is not None:
+        return kw
+    if any(arg.star for arg in call.args):
+        return PASSED_ON
+    args = positional(call)
+    func = call.func
+    assert isinstance(func, cst.Attribute)
+    # ``cuda(device, non_blocking)``, ``to(other, non_blocking)``, ``to(device, dtype, non_blocking)``
+    # (``to(dtype, non_blocking)`` is a cast, never fixed)
+    at = 2 if func.attr.value == "to" and args and not a.value(args[0].value).is_tensor else 1
+    return args[at] if len(args) > at else None
+
+
+
+def copies_without_waiting(a: ModuleAnalysis, call: cst.Call) -> bool:
+    """Does ``x.cuda(...)``/``x.to(...)``/``x.copy_(...)`` pass ``non_blocking`` other than a
+    literal False (by keyword, by position, or possibly through ``*args``)?"""
+    flag = non_blocking_flag(a, call)
+    return flag is PASSED_ON or (flag is not None and not (isinstance(flag.value, cst.Name) and flag.value.value == "False"))
+
+
 def source_may_change(
-    a: ModuleAnalysis, call: cst.Call, *, passed_on: bool = True, escapes: bool = True, strict: bool = False
+    a: ModuleAnalysis,
+    call: cst.Call,
+    *,
+    passed_on: bool = True,
+    escapes: bool = True,
+    strict: bool = False,
+    on_cuda: bool = False,
 ) -> bool:
     """Could the memory ``call`` (``x.cuda()``, ``x.to(...)``) copies from be written after the
     copy is queued (so a non-blocking copy could read the new data)? Used by SFX101 and SFX103.
@@ -39,16 +77,17 @@ def source_may_change(
     ``escapes=False`` a source other code can reach without its name (:func:`_escapes`) counts
     as unchanged (for an unsafe fix, which names that assumption). With ``strict`` (for a safe
     fix), ``y = x.to(device)`` to a device syncfix cannot name is another name for ``x`` (the
-    device may be the CPU, and then ``.to`` returns ``x`` itself)."""
+    device may be the CPU, and then ``.to`` returns ``x`` itself). With ``on_cuda`` (for a
+    change that matters only where the copy is to CUDA: pinning), ``.to(device)`` to any device
+    not provably the CPU is a copy."""
     assert isinstance(call.func, cst.Attribute)
+    copies = _ON_CUDA_TARGETS if on_cuda else {Device.CUDA} if strict else _COPY_TARGETS
     source = call.func.value
-    while isinstance(source, cst.Call) and (callee := a.callee(source) or "").startswith("torch."):
-        if callee.rsplit(".", 1)[-1] not in TORCH_VIEWS:
+    while isinstance(source, cst.Call) and (a.callee(source) or "").startswith("torch."):
+        base = a.result_base(source)
+        if base is None:
             return False  # a torch op's result owns new storage: nothing else can reach it
-        args = [arg for arg in source.args if arg.keyword is None]
-        if not args:
-            return False
-        source = args[0].value  # a view (torch.narrow(buf, ...)): the base is what matters
+        source = base  # a view (torch.narrow(buf, ...)), ``out=``: the base is what matters
     walrus = isinstance(source, cst.NamedExpr) and isinstance(source.target, cst.Name)
     if isinstance(source, cst.NamedExpr) and isinstance(source.target, cst.Name):
         source = source.target  # ``(z := staging).cuda()``: the name keeps it (it is no copy)
@@ -74,7 +113,7 @@ def source_may_change(
         )
 
     pairs = [
-        (target, _alias_root(value, a, strict))
+        (target, _alias_root(value, a, copies))
         for s in statements
         if s is not stmt
         for target, value in _assigned_pairs(s)
@@ -82,14 +121,14 @@ def source_may_change(
     ]
     # ``(z := staging)``: z is the source too
     pairs += [
-        (n.target.value, _alias_root(n.value, a))
+        (n.target.value, _alias_root(n.value, a, copies))
         for n in _within(a, scope_node, cst.NamedExpr)
         if isinstance(n.target, cst.Name)
     ]
     # A batch of a loader whose batches are fresh is no part of the loader (it keeps none): its
     # items are items of that one batch only.
     pairs += [
-        (target, f"\0batch{id(it)}" if _fresh_batches(a, it) else _alias_root(it, a))
+        (target, f"\0batch{id(it)}" if _fresh_batches(a, it) else _alias_root(it, a, copies))
         for target, it in _iteration_bindings(scope_node)
     ]
     # Up from the source to what it is a view or an item of, then down to every view or item
@@ -110,20 +149,22 @@ def source_may_change(
     # ``x = x.cuda()`` rebinds x: later uses of x are the copy, not the source.
     rebinds = stmt is not None and root in a.effects(stmt).writes and not walrus
     watched = aliases - {root} if rebinds else aliases
-    if escapes and passed_on and (_escapes(a, scope_node, watched) or _free(a, root_node, scope_node)):
+    if escapes and passed_on and (_escapes(a, scope_node, watched, copies) or _free(a, root_node, scope_node)):
         return True
     for s in statements:
         fx = a.effects(s)
         if fx.inplace & watched:
             return True
         if passed_on and s is not stmt and fx.may_mutate_anything and _reads_shared(
-            a, s, fx.reads & watched, watched
+            a, s, fx.reads & watched, watched, copies
         ):
             return True
     return False
 
 
-def _escapes(a: ModuleAnalysis, scope_node: cst.CSTNode, names: set[str]) -> bool:
+def _escapes(
+    a: ModuleAnalysis, scope_node: cst.CSTNode, names: set[str], copies: Collection[Device] = frozenset()
+) -> bool:
     """Can the memory of ``names`` (the source and what shares it) be reached by code that
     writes it without naming it here? Kept in a container or on an object (``keep = [x]``,
     ``h.x = x``), written through a call's view (``np.asarray(x)[:] = v``), handed out
@@ -134,13 +175,13 @@ def _escapes(a: ModuleAnalysis, scope_node: cst.CSTNode, names: set[str]) -> boo
     def rooted(expr: cst.CSTNode | None) -> bool:
         """Does ``expr`` evaluate to memory of ``names`` (not ``x.shape[0]``; not a name bound
         since to something else, as ``x`` after ``x = x.cuda()``)?"""
-        if not isinstance(expr, cst.BaseExpression) or _alias_root(expr, a) not in names:
+        if not isinstance(expr, cst.BaseExpression) or _alias_root(expr, a, copies) not in names:
             return False
         if any(isinstance(n, cst.Attribute) and n.attr.value in _METADATA for n in _within(a, expr, cst.Attribute)):
             return False
         node = _root_node(expr)
         values = a.binding_values(node) if node is not None else None
-        return values is None or not values or any(_alias_root(v, a) in names for v in values)
+        return values is None or not values or any(_alias_root(v, a, copies) in names for v in values)
 
     def mentions(expr: cst.CSTNode | None) -> bool:
         return expr is not None and any(n.value in names for n in _within(a, expr, cst.Name))
@@ -221,7 +262,11 @@ def _is_target(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
 
 
 def _reads_shared(
-    a: ModuleAnalysis, stmt: cst.SimpleStatementLine, names: set[str], watched: set[str]
+    a: ModuleAnalysis,
+    stmt: cst.SimpleStatementLine,
+    names: set[str],
+    watched: set[str],
+    copies: Collection[Device] = frozenset(),
 ) -> bool:
     """Does ``stmt`` read one of ``names`` where it may still share the source's memory? A read
     whose nearest binding is a copy (``x = x.cuda()`` before ``model(x)``), or a value rooted in
@@ -253,7 +298,7 @@ def _reads_shared(
         if _only_read(a, name):
             continue
         values = a.binding_values(name)
-        if values is None or any(_alias_root(v, a) in watched for v in values):
+        if values is None or any(_alias_root(v, a, copies) in watched for v in values):
             return True
     return False
 
@@ -290,6 +335,8 @@ _READING = _COPYING | {"to", "items", "values", "keys"}
 # ``.to(...)`` targets that make a CPU tensor's copy new memory (an unknown device too, except
 # for a safe fix: ``strict``, where it may be the CPU and ``.to`` the tensor itself).
 _COPY_TARGETS = {Device.CUDA, Device.UNKNOWN}
+# With ``on_cuda``: a device that may be the CPU too (where nothing races).
+_ON_CUDA_TARGETS = {Device.CUDA, Device.UNKNOWN, Device.CUDA_OR_CPU}
 # Calls whose result shares the memory of their first argument.
 _SHARING_CALLS = {
     "builtins.memoryview", "numpy.asarray", "numpy.asanyarray", "numpy.frombuffer",
@@ -307,25 +354,41 @@ def _root_node(expr: cst.BaseExpression) -> cst.Name | None:
     return expr if isinstance(expr, cst.Name) else None
 
 
-def _alias_root(expr: cst.BaseExpression, a: ModuleAnalysis | None = None, strict: bool = False) -> str | None:
+def _alias_root(
+    expr: cst.BaseExpression, a: ModuleAnalysis | None = None, copies: Collection[Device] = frozenset()
+) -> str | None:
     """Like ``root_name``, but a copy (``.cuda()``, ``.clone()``...) of a CPU source is no alias.
     ``.cpu()``, ``.numpy()`` and ``.to()`` of a CPU tensor may be the tensor itself (or its
     memory), and so are ``memoryview(x)``, ``np.asarray(x)``, ``torch.as_tensor(x)``...; with
-    the analysis ``a``, ``.to(...)`` to a CUDA device is a copy."""
+    the analysis ``a``, ``.to(...)`` to a device in ``copies`` (:data:`_COPY_TARGETS` when
+    empty) is a copy."""
+    copies = copies or _COPY_TARGETS
     cur = expr
-    while isinstance(cur, (cst.Subscript, cst.Attribute, cst.Call, cst.IfExp)):
-        if isinstance(cur, cst.IfExp):  # ``x if c else None``: either branch
-            body = _alias_root(cur.body, a, strict)
+    while isinstance(cur, (cst.Subscript, cst.Attribute, cst.Call, cst.IfExp, cst.UnaryOperation)):
+        if isinstance(cur, cst.UnaryOperation):
+            if not isinstance(cur.operator, cst.Plus):
+                return None  # ``-x``, ``~x``: new memory
+            cur = cur.expression  # ``+x`` is ``x`` itself
+        elif isinstance(cur, cst.IfExp):  # ``x if c else None``: either branch
+            body = _alias_root(cur.body, a, copies)
             cur = cur.orelse if body is None else cur.body
         elif isinstance(cur, cst.Call):
             args = [arg for arg in cur.args if arg.keyword is None and not arg.star]
-            if a is not None and args and a.callee(cur) in _SHARING_CALLS:
+            callee = a.callee(cur) if a is not None else None
+            if a is not None and args and callee in _SHARING_CALLS:
                 cur = args[0].value
+                continue
+            if a is not None and callee is not None and callee.startswith("torch."):
+                base = a.result_base(cur)  # ``torch.narrow(x, ...)``, ``out=x``: ``x``'s memory
+                if base is None:
+                    # new memory, made here: a root of its own (the names bound to it share it)
+                    return f"\0new{id(cur)}"
+                cur = base
                 continue
             if not isinstance(cur.func, cst.Attribute) or cur.func.attr.value in _COPYING:
                 return None
             if cur.func.attr.value == "to" and (
-                a is None or a.to_target(cur) in ({Device.CUDA} if strict else _COPY_TARGETS)
+                a is None or a.to_target(cur) in copies
             ):
                 return None  # a cast, or a copy to the CPU, may return the tensor itself
             cur = cur.func.value

@@ -27,7 +27,7 @@ import libcst as cst
 
 from syncfix.analysis import (
     METHOD_MAYBE_SELF,
-    TORCH_VIEWS,
+    RAISING_ON_EMPTY,
     Device,
     Kind,
     ModuleAnalysis,
@@ -338,7 +338,7 @@ def is_new_tensor(a: ModuleAnalysis, e: cst.BaseExpression, *, follow_names: boo
     if isinstance(e, cst.Call):
         name = a.callee(e)
         if name is not None and name.startswith("torch."):
-            return name.rsplit(".", 1)[-1] not in TORCH_VIEWS | {"where"} or name == "torch.where"
+            return a.result_base(e) is None and (name.rsplit(".", 1)[-1] != "where" or name == "torch.where")
         func = e.func
         if isinstance(func, cst.Attribute) and a.is_tensor(func.value):
             method = func.attr.value
@@ -346,6 +346,26 @@ def is_new_tensor(a: ModuleAnalysis, e: cst.BaseExpression, *, follow_names: boo
                 method not in METHOD_MAYBE_SELF and not method.endswith("_")
                 and method not in ("cuda", "cpu", "max", "min")
             )
+    return False
+
+
+def may_raise(a: ModuleAnalysis, e: cst.BaseExpression) -> bool:
+    """Could evaluating ``e`` raise for some input (where the code ran it only on a branch)?
+    An index (out of range), a matrix product (0-d operands), or a reduction with no identity
+    (``x.amax()`` of an empty tensor)."""
+    if a.nodes_within(e, cst.Subscript):
+        return True
+    if any(
+        isinstance(op, cst.BinaryOperation) and isinstance(op.operator, cst.MatrixMultiply)
+        for op in a.nodes_within(e, cst.BinaryOperation)
+    ):
+        return True
+    for call in a.nodes_within(e, cst.Call):
+        assert isinstance(call, cst.Call)
+        func = call.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if name in RAISING_ON_EMPTY:
+            return True
     return False
 
 
@@ -388,14 +408,29 @@ def caught_by_enclosing_try(
         if isinstance(anc, cst.With) and child is anc.body:
             for item in anc.items:
                 call = item.item
-                if (
-                    isinstance(call, cst.Call)
-                    and (analysis.callee(call) or "").endswith("contextlib.suppress")
-                    and any(_may_catch_runtime_error(arg.value) for arg in call.args)
-                ):
+                if isinstance(call, cst.Call) and _catching_context(analysis, call):
                     return True
         child = anc
     return False
+
+
+# Context managers that catch what their body raises: ``contextlib.suppress(E)``,
+# ``pytest.raises(E)``, ``self.assertRaises(E)`` (the error types first).
+_CATCHING_CONTEXTS = ("contextlib.suppress", "pytest.raises")
+_CATCHING_METHODS = {"assertRaises", "assertRaisesRegex"}
+
+
+def _catching_context(analysis: ModuleAnalysis, call: cst.Call) -> bool:
+    func = call.func
+    method = isinstance(func, cst.Attribute) and func.attr.value in _CATCHING_METHODS
+    if not (method or (analysis.callee(call) or "").endswith(_CATCHING_CONTEXTS)):
+        return False
+    kinds = [arg.value for arg in call.args if arg.keyword is None]
+    if not kinds or any(arg.star for arg in call.args):
+        return True
+    # ``suppress(A, B)`` names every type; the others take one (a type or a tuple) first
+    named = kinds if (analysis.callee(call) or "").endswith("contextlib.suppress") else kinds[:1]
+    return any(_may_catch_runtime_error(kind) for kind in named)
 
 
 def _may_catch_runtime_error(kind: cst.BaseExpression | None) -> bool:

@@ -9,7 +9,7 @@ import libcst as cst
 from syncfix.analysis import METHOD_MAYBE_SELF, Device, Kind, Memory, Value, keyword, positional
 from syncfix.rules import Fix, Invalid, Rule
 
-from ._memory import source_may_change
+from ._memory import PASSED_ON, non_blocking_flag, source_may_change
 from ._support import caught_by_enclosing_try, kwarg
 
 
@@ -197,8 +197,8 @@ class BlockingHostToDevice(Rule):
         if not isinstance(func, cst.Attribute) or func.attr.value not in ("cuda", "to"):
             return
         a = self.analysis
-        flag = _non_blocking_flag(a, node)
-        if flag is _PASSED_ON or (flag is not None and not _is_false(flag.value)):
+        flag = non_blocking_flag(a, node)
+        if flag is PASSED_ON or (flag is not None and not _is_false(flag.value)):
             return  # already non_blocking=True (or a value we cannot judge)
         receiver = a.value(func.value)
         if receiver.kind is Kind.MODULE:
@@ -429,33 +429,11 @@ def _device_argument(call: cst.Call) -> cst.BaseExpression | None:
     return args[0].value if args else None
 
 
-# ``*args``/``**kwargs`` may pass ``non_blocking``: not a call whose flag we can judge
-_PASSED_ON = cst.Arg(cst.Name("_"))
-
-
-def _non_blocking_flag(a, call: cst.Call) -> cst.Arg | None:
-    """The argument that passes ``non_blocking``, by keyword or by position (``.cuda(0, False)``,
-    ``.to("cuda", torch.half, False)``, ``.to(other, False)``); None where none does, and
-    ``_PASSED_ON`` where a starred argument may."""
-    kw = keyword(call, "non_blocking")
-    if kw is not None:
-        return kw
-    if any(arg.star for arg in call.args):
-        return _PASSED_ON
-    args = positional(call)
-    func = call.func
-    assert isinstance(func, cst.Attribute)
-    # ``cuda(device, non_blocking)``, ``to(other, non_blocking)``, ``to(device, dtype, non_blocking)``
-    # (``to(dtype, non_blocking)`` is a cast, never fixed)
-    at = 2 if func.attr.value == "to" and args and not a.value(args[0].value).is_tensor else 1
-    return args[at] if len(args) > at else None
-
-
 def _non_blocking_call(a, node: cst.Call) -> cst.Call:
     func = node.func
     assert isinstance(func, cst.Attribute)
     true = cst.Name("True")
-    flag = _non_blocking_flag(a, node)
+    flag = non_blocking_flag(a, node)
     if flag is not None:  # ``non_blocking=False`` or a positional ``False``
         return node.with_deep_changes(flag, value=true)
     if func.attr.value == "cuda" and not node.args:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfix.analysis import Device, Kind, dotted_name, keyword, positional, root_name
+from syncfix.analysis import Device, Kind, Memory, dotted_name, keyword, positional, root_name
 from syncfix.rules import Fix, Invalid, Rule
 from syncfix.walk import walk
 
-from ._memory import source_may_change
+from ._memory import copies_without_waiting, source_may_change
 
 _DATALOADER = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
 _WRAPPERS = {"builtins.enumerate", "builtins.zip", "builtins.iter", "tqdm.tqdm", "tqdm.auto.tqdm",
@@ -159,12 +159,13 @@ class PinLoaderMemory(Rule):
         a = self.analysis
         # An existing non-blocking copy stays correct only if nothing writes its source later; so
         # does a blocking one that SFX101 may make non-blocking in the same run (it judges the
-        # batches pageable before this fix pins them), written again in this function.
-        nb_copies = [c for loop in loops for c in _non_blocking_copies(loop)]
+        # batches pageable before this fix pins them), written again afterwards (here, or by
+        # code it is passed to).
+        nb_copies = [c for loop in loops for c in _non_blocking_copies(a, loop)]
         if (
             a.uses_streams
-            or any(source_may_change(a, c) for c in nb_copies)
-            or any(source_may_change(a, c, passed_on=False) for c, _ in copies)
+            or any(source_may_change(a, c, on_cuda=True) for c in nb_copies)
+            or any(source_may_change(a, c, on_cuda=True) for c, _ in copies if _judged_pageable(a, c))
         ):
             return None
         new = _append_kwarg(loader, "pin_memory", cst.Name("True"))
@@ -307,23 +308,34 @@ def _within(a, node: cst.CSTNode, container: cst.CSTNode) -> bool:
     return node is container or any(anc is container for anc in a.ancestors(node))
 
 
-def _non_blocking_copies(loop: cst.For) -> list[cst.Call]:
-    """Every ``.to(..., non_blocking=True)`` / ``.cuda(non_blocking=True)`` in the loop body."""
+def _judged_pageable(a, copy: cst.Call) -> bool:
+    """May SFX101 make this blocking copy non-blocking as a copy of pageable or fresh memory
+    (whatever is written to it later, from pageable memory)?"""
+    assert isinstance(copy.func, cst.Attribute)
+    source = a.value(copy.func.value)
+    return source.fresh or source.memory is Memory.PAGEABLE
+
+
+def _non_blocking_copies(a, loop: cst.For) -> list[cst.Call]:
+    """Every ``.to(..., non_blocking=True)`` / ``.cuda(non_blocking=True)`` (the flag by keyword
+    or by position) in the loop body, and in this module's functions it calls (and they call)."""
     found: list[cst.Call] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Call(self, call: cst.Call) -> None:
+    todo: list[cst.CSTNode] = [loop.body]
+    seen: set[cst.CSTNode] = set()
+    while todo:
+        node = todo.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        for call in a.nodes_within(node, cst.Call):
             func = call.func
-            if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda") and _non_blocking(call):
-                found.append(call)
-
-    walk(loop.body, V())
+            if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda"):
+                if copies_without_waiting(a, call):
+                    found.append(call)
+            callee = a.local_function(func)
+            if callee is not None:
+                todo.append(callee)
     return found
-
-
-def _non_blocking(call: cst.Call) -> bool:
-    arg = keyword(call, "non_blocking")
-    return arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value == "False")
 
 
 def _append_kwarg(node: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:

@@ -8,7 +8,7 @@ from syncfix.analysis import Device, ModuleAnalysis
 from syncfix.rules import Fix, Invalid, Replacement, Rule
 from syncfix.walk import walk
 
-from ._support import as_tensor_condition, assignments, code, is_new_tensor, syncs_on_gpu
+from ._support import as_tensor_condition, assignments, code, is_new_tensor, may_raise, syncs_on_gpu
 
 
 class ScalarBranchToWhere(Rule):
@@ -206,6 +206,8 @@ class ScalarBranchToWhere(Rule):
                 why.append("the branches' shapes are not provably one shape")
             if not all(is_new_tensor(a, e) for e in exprs if not (implicit and e is exprs[-1])):
                 why.append("a branch may alias an existing tensor (in-place writes and `is` differ)")
+            if any(may_raise(a, e) for e in exprs):
+                why.append("a branch may raise where the `if` did not run it (an index, `@`, `max` of an empty tensor)")
             if not (a.in_no_grad(anchor) or all(a.is_grad_free(e) for e in exprs)):
                 why.append("autograd records both branches (an unselected branch's gradient is 0 or NaN)")
             if target and a.flows_to_host(target, anchor):

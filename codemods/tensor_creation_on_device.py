@@ -279,6 +279,11 @@ class TensorCreationOnDevice(Rule):
         short = dtype.removeprefix("torch.")
         if not dtype.startswith("torch.") or short == "bool":
             return short == "bool"
+        if scalar == "int" and short in _FLOAT_DTYPES | _FLOAT32_DTYPES:
+            # ``tensor`` rounds an int to a double first, ``full`` rounds it once: they agree
+            # where float32 holds the int exactly (2**24 + 1 onwards may round twice)
+            assert isinstance(literal, int)
+            return abs(literal) <= 2**24
         if short in _FLOAT32_DTYPES:
             # past float32's range torch.tensor rounds to inf but torch.full raises
             return _fits_float32(literal)

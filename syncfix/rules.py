@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import re
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,6 +34,12 @@ if TYPE_CHECKING:
 
 Replacement = cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel[cst.CSTNode]
 _Node = TypeVar("_Node", bound=cst.CSTNode)
+
+
+SELF_DOCUMENTING = (
+    " (no fix: it is in a self-documenting f-string, `{expr=}`, which prints the expression's"
+    " text; a rewrite would change the printed text)"
+)
 
 
 @dataclass(frozen=True)
@@ -115,7 +122,12 @@ class Rule(cst.BatchableCSTVisitor):
         self.findings: list[RawFinding] = []
 
     def report(self, node: cst.CSTNode, message: str | None = None, *, fix: Fix | None = None) -> None:
+        if fix is not None and _changes_self_documenting_text(self.analysis, fix):
+            # ``f"{loss.item()=}"`` prints its expression's text: a rewrite would change it
+            fix = None
+            message = (message or self.MESSAGE) + SELF_DOCUMENTING
         self.findings.append(RawFinding(type(self), node, message or self.MESSAGE, fix))
+
 
     # Helpers every rule wants.
     def safe_fix(self, changes: Mapping[_Node, Replacement], description: str) -> Fix:
@@ -183,6 +195,43 @@ class Rule(cst.BatchableCSTVisitor):
             "(applied only with `--unsafe-fixes`)",
         }[cls.SAFETY]
         return f"{availability}; {kinds}."
+
+
+def _changes_self_documenting_text(a: ModuleAnalysis, fix: Fix) -> bool:
+    """Does the fix change what a self-documenting f-string (``f"{loss.item()=}"``) prints: the
+    text of its expression? It may move one whole, not rewrite inside one."""
+    if not _SELF_DOCUMENTING_TEXT.search(a.code):
+        return False
+    for node in fix.changes:
+        for anc in a.ancestors(node):
+            if isinstance(anc, cst.BaseStatement):
+                break
+            if isinstance(anc, cst.FormattedStringExpression) and anc.equal is not None:
+                return True
+    before: list[str] = []
+    after: list[str] = []
+    for node, new in fix.changes.items():
+        before += _self_documenting(node)
+        news = new.nodes if isinstance(new, cst.FlattenSentinel) else [] if isinstance(new, cst.RemovalSentinel) else [new]
+        for n in news:
+            after += _self_documenting(n)
+    return sorted(before) != sorted(after)
+
+
+_CODEGEN = cst.Module(body=[])
+_SELF_DOCUMENTING_TEXT = re.compile(r"=\s*[}!:]")  # in the source of a module that may have one
+
+
+def _self_documenting(node: cst.CSTNode) -> list[str]:
+    found: list[str] = []
+
+    class V(cst.CSTVisitor):
+        def visit_FormattedStringExpression(self, n: cst.FormattedStringExpression) -> None:
+            if n.equal is not None:
+                found.append(_CODEGEN.code_for_node(n))
+
+    node.visit(V())
+    return found
 
 
 def _nodes(changes: Mapping[_Node, Replacement]) -> Mapping[cst.CSTNode, Replacement]:

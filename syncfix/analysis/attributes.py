@@ -4,6 +4,7 @@ view (``p.grad``, ``m.weight``), and which callees are ``nn.Module`` classes."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -35,6 +36,9 @@ def attribute_value(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
         return UNKNOWN
     if isinstance(expr.value, cst.Name) and expr.value.value == "self":
         held = _self_attribute(a, expr)
+        if held.kind in (Kind.TENSOR, Kind.TENSORS, Kind.BATCH):
+            # kept on the object: any method may write it between two reads (not fresh)
+            return replace(held, fresh=False)
         if held.kind is not Kind.UNKNOWN:
             return held
         if _assigned_in_class(a, expr):

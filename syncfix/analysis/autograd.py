@@ -71,8 +71,34 @@ def _is_grad_free(a: ModuleAnalysis, e: cst.CSTNode) -> bool:
 
 
 def _requires_grad_set(a: ModuleAnalysis, name: str) -> bool:
-    code = a.code
-    return f"{name}.requires_grad_(" in code or f"{name}.requires_grad =" in code
+    """May a tensor bound to ``name`` be made to require grad after it is made? Yes where the
+    module turns ``requires_grad`` on for anything (``t.requires_grad_()``, ``t.requires_grad =
+    True``, ``setattr(t, "requires_grad", ...)``): through a loop variable or a container it may
+    be this tensor."""
+    if a.cache.requires_grad_set is None:
+        a.cache.requires_grad_set = _turns_grad_on(a)
+    return a.cache.requires_grad_set
+
+
+def _turns_grad_on(a: ModuleAnalysis) -> bool:
+    for node in a.structure.of_type(cst.Attribute):
+        assert isinstance(node, cst.Attribute)
+        attr = node.attr.value
+        parent = a.parent(node)
+        if attr == "requires_grad_" and isinstance(parent, cst.Call) and parent.func is node:
+            args = parent.args
+            if not (len(args) == 1 and isinstance(args[0].value, cst.Name) and args[0].value.value == "False"):
+                return True
+        elif attr == "requires_grad" and isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)):
+            value = getattr(a.parent(parent), "value", None) if isinstance(parent, cst.AssignTarget) else parent.value
+            if not (isinstance(value, cst.Name) and value.value == "False"):
+                return True
+    for call in a.calls_named("setattr"):
+        args = positional(call)
+        named = args[1].value if len(args) > 1 else None
+        if not (isinstance(named, cst.SimpleString) and "requires_grad" not in named.value):
+            return True
+    return False
 
 
 def in_no_grad(a: ModuleAnalysis, node: cst.CSTNode) -> bool:

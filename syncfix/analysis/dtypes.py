@@ -162,6 +162,8 @@ def _call_dtype(a: ModuleAnalysis, call: cst.Call) -> str | None:
         return canon_dtype(explicit)
     if name is not None and name.startswith(TENSOR_NAMESPACES):
         short = name.rsplit(".", 1)[-1]
+        if short in ("any", "all"):
+            return _any_all_dtype(a, args[0].value) if args else None
         if short in BOOL_FNS:
             return "torch.bool"
         if short in INT64_RESULTS and args:
@@ -196,6 +198,8 @@ def _call_dtype(a: ModuleAnalysis, call: cst.Call) -> str | None:
             if not a.names_device_only(call):
                 return None  # ``.to(other)`` takes other's dtype; ``.to(dtype)`` casts
             return a.dtype_of(func.value)
+        if method in ("any", "all"):
+            return _any_all_dtype(a, func.value)
         if method in BOOL_FNS:
             return "torch.bool"
         if method in INT64_RESULTS:
@@ -214,6 +218,14 @@ def _call_dtype(a: ModuleAnalysis, call: cst.Call) -> str | None:
         if method in ("sum", "cumsum", "prod") and keyword(call, "dtype") is None:
             return base if base in FLOATS else "torch.int64" if base in BOOL_INT else None
     return None
+
+
+def _any_all_dtype(a: ModuleAnalysis, operand: cst.BaseExpression) -> str | None:
+    """``x.any()``/``x.all()``: bool, but uint8 for a uint8 ``x`` (PyTorch keeps that dtype)."""
+    exact = a.dtype_of(operand)
+    if exact is not None:
+        return "torch.uint8" if exact == "torch.uint8" else "torch.bool"
+    return "torch.bool" if a.dtype_kind(operand) in ("bool", "float") else None
 
 
 def _promoting_dtype(a: ModuleAnalysis, first: cst.BaseExpression, others: Sequence[cst.BaseExpression]) -> str | None:
@@ -271,6 +283,13 @@ def dtype_kind(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:
     if not isinstance(func, cst.Attribute) or not a.is_tensor(func.value):
         return None
     method = func.attr.value
+    if method in ("any", "all"):
+        return _any_all_kind(a, func.value)
+    dtype = keyword(expr, "dtype")
+    if dtype is not None:  # ``x.sum(dtype=torch.int64)``
+        return _dtype_name_kind(a, dtype.value)
+    if method == "view" and expr.args and is_dtype(a, expr.args[0].value):
+        return _dtype_name_kind(a, expr.args[0].value)  # a reinterpreting view
     if method in BOOL_FNS:
         return "bool"
     if method in CAST_KIND:
@@ -287,6 +306,11 @@ def dtype_kind(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:
     if method in FLOATING_RESULT:
         return "float" if a.dtype_kind(func.value) is not None else None
     return _reduction_kind(a, method, func.value)
+
+
+def _any_all_kind(a: ModuleAnalysis, operand: cst.BaseExpression) -> str | None:
+    exact = _any_all_dtype(a, operand)
+    return "bool" if exact == "torch.bool" else "int" if exact == "torch.uint8" else None
 
 
 def _dtype_name_kind(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:
@@ -322,6 +346,8 @@ def _torch_call_kind(a: ModuleAnalysis, name: str, call: cst.Call) -> str | None
         return literal_kind(fill, one_minus=True) if fill is not None else None
     if name in ("torch.zeros", "torch.ones", "torch.rand", "torch.randn"):
         return "float"  # the default dtype is always a floating one
+    if short in ("any", "all"):
+        return _any_all_kind(a, args[0].value) if args else None
     if short in BOOL_FNS and args:
         return "bool"
     if short in INT64_RESULTS and args:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from ..walk import walk
-from .syntax import dotted_name, keyword, root_name, target_names
+from .syntax import dotted_name, in_place_keyword, keyword, root_name, target_names
 from .torch_api import (
     CLOCKS,
     LOG_LEVELS,
@@ -33,6 +33,12 @@ if TYPE_CHECKING:
 
 
 # Iterating these yields their items without running code that could write anything.
+# In-place operator methods called by name (``x.__iadd__(1)``, ``x.__setitem__(0, v)``).
+_INPLACE_DUNDERS = frozenset({
+    "__setitem__", "__delitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__",
+    "__ifloordiv__", "__imod__", "__ipow__", "__iand__", "__ior__", "__ixor__", "__ilshift__",
+    "__irshift__", "__imatmul__",
+})
 _PLAIN_ITERABLES = frozenset({Kind.TENSOR, Kind.TENSORS, Kind.NUMBER, Kind.NDARRAY})
 # Builtins whose iteration is their arguments' iteration.
 _PASS_THROUGH = frozenset({"builtins.enumerate", "builtins.zip", "builtins.reversed", "builtins.iter"})
@@ -193,11 +199,26 @@ class _EffectsVisitor(cst.CSTVisitor):
             root = root_name(out.value)
             if root:
                 self.fx.inplace.add(root)
-        if isinstance(func, cst.Attribute) and is_inplace_method(func.attr.value):
-            root = root_name(func.value)
+        if isinstance(func, cst.Attribute) and (
+            is_inplace_method(func.attr.value) or func.attr.value in _INPLACE_DUNDERS
+        ):
+            # ``x.add_(1)`` writes ``x``; ``torch.relu_(x)``, ``torch.Tensor.add_(x, 1)``,
+            # ``nn.init.zeros_(w)`` write their first argument (not ``torch``)
+            args = [arg.value for arg in node.args if arg.keyword is None and not arg.star]
+            function = (self.a.callee(node) or "").startswith("torch.")
+            root = root_name(args[0]) if function and args else None if function else root_name(func.value)
             if root:
                 self.fx.inplace.add(root)
+            elif function and any(arg.star for arg in node.args):
+                self.fx.may_mutate_anything = True
             return
+        if in_place_keyword(node):  # ``F.relu(x, inplace=True)`` writes ``x``
+            args = [arg.value for arg in node.args if arg.keyword is None and not arg.star]
+            root = root_name(args[0]) if args else None
+            if root:
+                self.fx.inplace.add(root)
+            else:
+                self.fx.may_mutate_anything = True
         if not self.a.is_pure_call(node):
             self.fx.may_mutate_anything = True
 

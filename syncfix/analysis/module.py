@@ -84,6 +84,7 @@ class Caches:
     dynamic_attributes: bool | None = None
     steps: dict[cst.FunctionDef, bool] = field(default_factory=dict)  # calls .backward()/.step()
     collate_fn_set: bool | None = None  # provenance._collate_fn_set
+    requires_grad_set: bool | None = None  # autograd._turns_grad_on
 
 
 class ModuleAnalysis:
@@ -426,6 +427,16 @@ class ModuleAnalysis:
     def device_of(self, expr: cst.CSTNode) -> Device:
         """The device a device-like expression (string, int, ``torch.device``, name) denotes."""
         return devices.device_of(self, expr)
+
+    def local_function(self, func: cst.BaseExpression) -> cst.FunctionDef | None:
+        """The function of this module a callee names (``f`` for ``f(...)``; ``self.m`` when
+        only ``self.m(...)`` calls reach that method), or None."""
+        return callgraph.local_function(self, func)
+
+    def result_base(self, call: cst.Call) -> cst.BaseExpression | None:
+        """For a ``torch.*`` function call, the argument whose memory the result is (``out=``,
+        a view's base, an in-place op's input); None where it is new memory."""
+        return provenance.torch_result_base(self, call)
 
     def to_target(self, call: cst.Call) -> Device | None:
         """The device a ``.to(...)`` call moves to, or None when it names no device we know."""

@@ -27,7 +27,7 @@ from .bindings import assignment_order
 from .devices import fstring_device, origin_code, string_device
 from .dtypes import dtype_kw
 from .narrowing import narrowed_kind
-from .syntax import is_none, keyword, literal_kind, positional, through_call
+from .syntax import in_place_keyword, is_none, keyword, literal_kind, positional, through_call
 from .torch_api import (
     CREATION_DEVICE_ARG,
     DATALOADER,
@@ -44,8 +44,8 @@ from .torch_api import (
     TENSOR_NAMESPACES,
     TENSOR_TYPES,
     TORCH_NON_TENSOR,
-    TORCH_VIEWS,
     is_inplace_method,
+    shares_first_argument,
 )
 from .values import (
     BOTTOM,
@@ -126,6 +126,8 @@ def _value(a: ModuleAnalysis, expr: cst.CSTNode) -> Value:
         if isinstance(expr.operator, cst.Not):
             return NUMBER
         inner = a.value(expr.expression)
+        if inner.is_tensor and isinstance(expr.operator, cst.Plus):
+            return replace(inner, kind=Kind.TENSOR)  # ``+x`` is ``x`` itself
         if inner.is_tensor:
             return Value(Kind.TENSOR, inner.device, Memory.PAGEABLE, True, origin=inner.origin)
         return NUMBER if inner.kind is Kind.NUMBER else UNKNOWN
@@ -280,7 +282,7 @@ def _reads_or_leaves(a: ModuleAnalysis, call: cst.Call) -> bool:
     name = a.callee(call)
     if name in _SETS_ATTRIBUTES:
         return False
-    if callgraph.local_function(a, call.func) is not None or _local_class(a, call.func):
+    if a.local_function(call.func) is not None or _local_class(a, call.func):
         return True
     return name is not None and (
         name.startswith(_SEEN_MODULES)
@@ -657,7 +659,9 @@ def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | N
         origin = '"cpu"'
     else:
         origin = tensor_origin(tensor_args)
-    if short in TORCH_VIEWS:
+    if keyword(call, "out") is not None:  # the result is ``out`` itself: memory others hold
+        return Value(Kind.TENSOR, device, Memory.UNKNOWN, False, origin=origin)
+    if shares_first_argument(short, in_place_keyword(call)):
         base = tensor_args[0] if tensor_args else UNKNOWN
         if short in ("as_tensor", "asarray", "from_numpy") and not tensor_args:
             # shares the array's memory (not fresh): pageable where numpy allocated it or the data
@@ -671,6 +675,22 @@ def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | N
     if device is not Device.CPU:
         memory = Memory.UNKNOWN
     return Value(Kind.TENSOR, device, memory, True, dtype_kw(a, call), origin)
+
+
+def torch_result_base(a: ModuleAnalysis, call: cst.Call) -> cst.BaseExpression | None:
+    """For a ``torch.*`` function call: the argument whose memory its result is (``out=``, the
+    base of a view, the input of an in-place op: ``torch.relu_(x)``, ``F.relu(x,
+    inplace=True)``); None where the result is new memory."""
+    out = keyword(call, "out")
+    if out is not None:
+        return out.value
+    args = [arg.value for arg in positional(call)]
+    short = (a.callee(call) or "").rsplit(".", 1)[-1]
+    if short == "einsum" and args and isinstance(args[0], cst.SimpleString):
+        args = args[1:]  # ``torch.einsum("ij->ji", x)``: the equation first
+    if args and shares_first_argument(short, in_place_keyword(call)):
+        return args[0]
+    return None
 
 
 def _display_arg(call: cst.Call) -> bool:

@@ -148,6 +148,12 @@ def through_call(expr: cst.BaseExpression) -> bool:
 def is_none(arg: cst.Arg | None) -> bool:
     return arg is not None and isinstance(arg.value, cst.Name) and arg.value.value == "None"
 
+
+def in_place_keyword(call: cst.Call) -> bool:
+    """Is ``inplace=`` given, and not a literal ``False`` (``F.relu(x, inplace=True)``)?"""
+    arg = keyword(call, "inplace")
+    return arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value == "False")
+
 def only_dtype_args(call: cst.Call) -> bool:
     return all(a.keyword is not None and a.keyword.value == "dtype" for a in call.args)
 

@@ -54,6 +54,8 @@ TORCH_VIEWS = {
     "moveaxis", "swapdims", "broadcast_to", "conj", "adjoint", "positive", "resolve_conj",
     "resolve_neg", "split", "unbind", "chunk", "tensor_split", "hsplit", "vsplit", "dsplit",
     "from_dlpack", "frombuffer", "dropout", "alpha_dropout", "feature_alpha_dropout",
+    "dropout1d", "dropout2d", "dropout3d", "conj_physical", "einsum", "meshgrid",
+    "broadcast_tensors",
 }
 # The keyword a factory takes its device from.
 CREATION_DEVICE_ARG = "device"
@@ -123,6 +125,9 @@ METHOD_MAYBE_SELF = {
     "expand", "expand_as", "narrow", "select", "unfold", "as_strided", "movedim", "swapaxes",
     "diagonal", "unflatten", "ravel", "real", "imag", "align_to", "refine_names", "rename",
     "coalesce", "share_memory_", "resolve_conj", "resolve_neg",
+    "moveaxis", "swapdims", "broadcast_to", "conj", "conj_physical", "adjoint", "positive",
+    "split", "unbind", "chunk", "tensor_split", "hsplit", "vsplit", "dsplit", "to_dense",
+    "sum_to_size", "as_subclass", "new", "values", "indices",
 }
 # In-place methods besides the ``name_`` convention (see is_inplace_method).
 IN_PLACE_EXTRA = {"set_", "resize_", "resize_as_", "copy_", "zero_", "fill_", "share_memory_"}
@@ -229,6 +234,11 @@ REDUCTIONS = {
 FULL_REDUCTIONS = {
     "sum", "mean", "nansum", "nanmean", "max", "min", "amax", "amin", "prod", "std", "var",
     "norm", "all", "any", "argmax", "argmin", "count_nonzero", "median", "nanmedian",
+}
+# Reductions that raise for a tensor with no elements (no identity): ``max``, ``amax``...
+RAISING_ON_EMPTY = {
+    "max", "min", "amax", "amin", "aminmax", "argmax", "argmin", "median", "nanmedian",
+    "kthvalue", "mode", "topk",
 }
 # Element-wise functions: the result has the input's shape.
 ELEMENTWISE_FNS = (SAME_DTYPE_FNS | FLOAT_ONLY_FNS) - {
@@ -409,6 +419,12 @@ NUMPY_ALLOCATING = {
 }
 # ndarray methods that return new memory (``astype`` copies unless ``copy=False``)
 NDARRAY_COPYING_METHODS = {"copy", "astype"}
+
+
+def shares_first_argument(short: str, inplace_keyword: bool) -> bool:
+    """Is ``torch.<short>(x, ...)`` ``x``'s memory: a view, ``x`` itself, or an in-place op
+    (``torch.relu_``, or ``inplace=`` given and not ``False``)?"""
+    return short in TORCH_VIEWS or is_inplace_method(short) or inplace_keyword
 
 
 def is_inplace_method(name: str) -> bool:
