@@ -71,7 +71,8 @@ class BlockingHostToDevice(Rule):
       outside it. The same holds for a `try` in this file around a call of the copy's function
       (or of a function that calls it: `try: validate(args) except RuntimeError: retry`). Such
       a copy gets a finding and no fix, safe or unsafe (a `try` around a call in another file
-      is not seen);
+      is not seen). So does a copy in the body of `with contextlib.suppress(...)`,
+      `pytest.raises(...)` or `self.assertRaises(...)` of such an error;
     - the module uses one stream (no `torch.cuda.stream`/`Stream`/graphs: copies on a side stream
       need `wait_stream`/`record_stream`, which is not ours to prove), and no project module
       that imports it, directly or through others, uses them (it may call this code under a
@@ -82,7 +83,7 @@ class BlockingHostToDevice(Rule):
       when the copy *executes*, so a pinned buffer written again later (in place in the loop,
       `copy_` into it, a loader refilling a staging buffer) would be copied with the new data.
       syncfix therefore needs the source to be pageable, or *fresh* (created by this code: a
-      `torch.*` factory, `.pin_memory()`, a batch of a `DataLoader` with the default collate, which
+      `torch.*` factory without `out=` (whose result is `out` itself), `.pin_memory()`, a batch of a `DataLoader` with the default collate, which
       `batch_size=None` turns off: written so or through a name bound to it; a size syncfix
       cannot read, such as `args.batch_size`, is taken to be a number, but not a parameter whose
       default is `None`; `**kwargs` may pass `batch_size=None`; a loader whose `collate_fn` may
@@ -97,10 +98,12 @@ class BlockingHostToDevice(Rule):
       code can reach without its name gets no fix: one kept in a container or on an object
       (`keep = [x]`, `h.x = x`), written through a call's view (`np.asarray(x)[:] = v`),
       returned or yielded, named by a nested function or lambda, or a global (declared, or a
-      module-level tensor the function reads: any function it calls may refill it). "It" includes everything that
+      module-level tensor the function reads: any function it calls may refill it), or a tensor
+      kept on `self` (another method may refill it). "It" includes everything that
       may share its memory: views of it, and what it is a view or an item of (`rows =
-      staging[:n]`, `for t in batch`, `x, y = batch`), so writing `staging` or `batch` after the
-      copy also keeps it blocking. The loader may be built elsewhere and reach the loop through
+      staging[:n]`, `torch.narrow(staging, ...)`, `staging.moveaxis(...)`, `+staging`,
+      `torch.relu_(staging)`, `F.relu(staging, inplace=True)`, `for t in batch`, `x, y =
+      batch`), so writing `staging` or `batch` after the copy also keeps it blocking. The loader may be built elsewhere and reach the loop through
       what syncfix follows: a parameter (every call of the function passes it), an attribute
       (`self.train_data`, set from `__init__`'s parameter, which every call of the class
       passes), a method's parameter (every `obj.method(...)` call passes it), or a generator

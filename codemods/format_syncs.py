@@ -37,7 +37,9 @@ class FormatSyncs(Rule):
     The fix (f-string → lazy `%s` arguments of a `logging` call) is **safe** only where the text
     is provably identical: every field of the f-string is a tensor provably of rank 1 (e.g.
     `x.flatten()`), with no format spec and no conversion, and the call is a logger's level
-    method with the f-string as its only argument. For a tensor of rank ≥ 1, `format(t, "")` is
+    method with the f-string as its only argument, of a logger provably the standard library's
+    (`logging.info`, or a name bound to `logging.getLogger(...)`; another logger, such as
+    loguru's or a class of the project's, may not take %-style arguments: **unsafe**). For a tensor of rank ≥ 1, `format(t, "")` is
     `str(t)`, which is what `%s` gives; literal `%` signs are doubled. For a **0-d** tensor
     `f"{t}"` prints the Python number (`0.12345679104328156`) while `%s` prints
     `tensor(0.1235, device='cuda:0')`, so 0-d tensors and tensors of unknown rank get a finding
@@ -168,6 +170,12 @@ class FormatSyncs(Rule):
             )
         changes = {call: call.with_changes(args=new_args)}
         description = "Pass the tensors as lazy %s arguments (formatted only if the record is emitted)"
+        if not self._stdlib_logger(func):
+            return self.unsafe_fix(
+                changes,
+                description + " (unsafe: the logger is not provably a `logging` logger; one that "
+                "does not format %-style arguments, or takes one message only, would break)",
+            )
         if self._written_later(call, args):
             return self.unsafe_fix(
                 changes,
@@ -176,6 +184,19 @@ class FormatSyncs(Rule):
                 "values)",
             )
         return self.safe_fix(changes, description)
+
+    def _stdlib_logger(self, func: cst.Attribute) -> bool:
+        """``logging.info``, or a name bound only to ``logging.getLogger(...)``: %-style
+        arguments are the standard library's."""
+        a = self.analysis
+        if (a.qualname(func) or "").startswith("logging."):
+            return True
+        if not isinstance(func.value, cst.Name):
+            return False
+        values = a.reaching_values(func.value) or []
+        return bool(values) and all(
+            isinstance(v, cst.Call) and a.callee(v) == "logging.getLogger" for v in values
+        )
 
     def _written_later(self, call: cst.Call, exprs: list[cst.BaseExpression]) -> bool:
         """Is the memory of a formatted tensor (through any name for it) written in place, or

@@ -72,8 +72,18 @@ class MoveLoggingToEnd(Rule):
       function (`d = loss.detach()`, `ema = loss`, `box = [loss]`); the names it prepares are
       read by nothing else;
     - nothing can skip it: no `break`/`continue`/`return`/`raise`/`yield`/`try` on the way;
-    - no other output on the way: it stops before any other logging call, `sys.stdout.write`,
-      `pprint`, or exit (`sys.exit`), so the order of lines, records and metrics is kept;
+    - nor can other state it prints: it reads no item (`group["lr"]`, which a scheduler step
+      changes) and no attribute of a tensor, a module or an optimizer (`model.bias`), nor one
+      that code of the module (or project) sets or that PyTorch and logging libraries change
+      (`lr`, `param_groups`, `training`...); attributes of imported modules and loaders, and of
+      other objects nothing sets (`args.log_every`), are taken to stay. A global it reads that
+      is not a number, a string or a fresh tensor (a list) stops it before any call that may
+      change it;
+    - no other output on the way: it stops before any other logging call, a write to a stream
+      or file (`sys.stdout.write`, `out.write`, `flush`), `pprint`, `input()`, a warning, a
+      command (`os.system`, `subprocess`), a traceback, a function of this module that does
+      any of these, an `async for` (other tasks run between its items), or exit (`sys.exit`),
+      so the order of lines, records and metrics is kept;
     - the statement itself is moved unchanged (same format, level and arguments).
     A read only a later log line uses (`v = t.mean().item()`, then `print(v)`) becomes
     `v = t.mean()` and `print(v.item())`, **safe** only if: the read tensor is new (a full
@@ -293,7 +303,80 @@ class MoveLoggingToEnd(Rule):
                 return problem[0]
         if any(a.effects(s).exits for s in unit):
             return "it can exit"
+        return self._changing_state(unit)
+
+    def _changing_state(self, unit) -> str | None:
+        """An item or attribute the unit reads that later code may change without naming it:
+        ``group["lr"]`` (a scheduler step), ``model.weight`` (an optimizer step). Attributes
+        of imported modules and loaders, and attributes of other objects that no code of the
+        module (or project) sets and that are not a tensor's, a module's or an optimizer's, are
+        taken to stay."""
+        a = self.analysis
+        skip = {id(n) for c in self._gpu_reads(unit) for n in a.nodes_within(c, cst.Attribute)}
+        skip |= {id(n) for c in self._gpu_reads(unit) for n in a.nodes_within(c, cst.Subscript)}
+        for s in unit:
+            for sub in a.nodes_within(s, cst.Subscript):
+                if id(sub) not in skip and not _types_only(a, sub):
+                    return f"it reads an item that later code may change (`{_code(a, sub)}`)"
+            for attr in a.nodes_within(s, cst.Attribute):
+                assert isinstance(attr, cst.Attribute)
+                parent = a.parent(attr)
+                if id(attr) in skip or isinstance(parent, cst.Attribute) and parent.value is attr:
+                    continue  # a host read's (checked), or part of a longer chain (judged whole)
+                if isinstance(parent, cst.Call) and parent.func is attr:
+                    continue  # a function or method called (``logger.info``, ``pbar.set_postfix``)
+                if not self._stays(attr):
+                    return f"it reads an attribute that later code may change (`{_code(a, attr)}`)"
         return None
+
+    def _mutable_reads(self, unit) -> set[str]:
+        """Names of globals (or of an enclosing function's variables) the unit reads, whose
+        objects any code called on the way may change without naming them (``SEEN.append``
+        in a helper): not numbers, strings, loaders, devices, fresh tensors, functions, classes
+        or modules. (A local's object changes only through code given it, which the move
+        checks.)"""
+        a = self.analysis
+        here = a.scope(unit[0])
+        logged = {id(n) for c in self._gpu_reads(unit) for n in a.nodes_within(c, cst.Name)}
+        written: set[str] = set()
+        for s in unit:
+            written |= a.effects(s).writes
+        found: set[str] = set()
+        for s in unit:
+            for name in a.nodes_within(s, cst.Name):
+                assert isinstance(name, cst.Name)
+                parent = a.parent(name)
+                if id(name) in logged or name.value in written or name.value in found:
+                    continue
+                if isinstance(parent, cst.Attribute) and parent.attr is name:
+                    continue
+                if isinstance(parent, (cst.Arg, cst.AssignTarget)) and getattr(parent, "keyword", None) is name:
+                    continue
+                if isinstance(parent, cst.Call) and parent.func is name:
+                    continue
+                if isinstance(parent, cst.Attribute) and parent.value is name:
+                    continue  # ``logger.info(...)``, ``args.every``: judged by attribute (_stays)
+                bindings = a.bindings(name)
+                shared = not bindings or any(asg.scope is not here for asg in bindings)
+                if shared and not _immutable(a, name):
+                    found.add(name.value)
+        return found
+
+    def _stays(self, attr: cst.Attribute) -> bool:
+        a = self.analysis
+        chain: list[str] = []
+        root: cst.BaseExpression = attr
+        while isinstance(root, cst.Attribute):
+            chain.append(root.attr.value)
+            root = root.value
+        if not isinstance(root, cst.Name) or root.value in imported_modules(a):
+            return isinstance(root, cst.Name)
+        held = a.value(root)
+        if held.kind is Kind.LOADER:
+            return True  # ``len(loader.dataset)``: a loader's attributes are fixed once made
+        if held.kind in (Kind.TENSOR, Kind.TENSORS, Kind.BATCH, Kind.MODULE):
+            return False
+        return not any(a.attribute_set(name) or name in _CHANGED_BY_LIBRARIES for name in chain)
 
     def _target(self, body, i: int, unit) -> int | None:
         """The index of the last statement to move past (None: no GPU work can be passed)."""
@@ -306,6 +389,7 @@ class MoveLoggingToEnd(Rule):
         # whose in-place writes would change what the moved log prints
         logged = {n.value for c in self._gpu_reads(unit) for n in _names_read(a, c)} - imported_modules(a)
         names |= aliases_in(a, a.enclosing_function(body[i]) or a.module, logged)
+        mutable = self._mutable_reads(unit)
         last = None
         for j in range(i + 1, len(body)):
             stmt = body[j]
@@ -316,9 +400,46 @@ class MoveLoggingToEnd(Rule):
                 break
             if fx.may_mutate_anything and fx.reads & names and not is_backward_of(stmt, names):
                 break
+            if fx.may_mutate_anything and mutable:
+                break  # ``remember(step)`` may append to the list the log prints
             if self._gpu_work(stmt):
                 last = j
         return last
+
+
+# Attributes PyTorch and logging libraries change on objects they hold (an optimizer's learning
+# rate, a scheduler's epoch, a module's mode, a progress bar's count).
+_CHANGED_BY_LIBRARIES = {
+    "param_groups", "state", "lr", "last_epoch", "_last_lr", "training", "weight", "bias",
+    "grad", "data", "n", "postfix", "step", "global_step", "current_epoch",
+}
+
+
+def _immutable(a, name: cst.Name) -> bool:
+    """Does ``name`` hold something no call can change in place: a number, a string, a loader
+    or a device, a fresh tensor, a function, class or module?"""
+    if name.value in ("True", "False", "None"):
+        return True
+    held = a.value(name)
+    if held.kind in (Kind.NUMBER, Kind.LOADER, Kind.DEVICE) or held.kind is Kind.TENSOR and held.fresh:
+        return True
+    values = a.reaching_values(name)
+    if not values:
+        return False
+    return all(
+        isinstance(v, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Integer, cst.Float,
+                       cst.FunctionDef, cst.ClassDef, cst.Import, cst.ImportFrom))
+        for v in values
+    )
+
+
+def _types_only(a, sub: cst.CSTNode) -> bool:
+    """``dict[str, int]`` in an annotation: no item read."""
+    return any(isinstance(n, cst.Annotation) for n in a.ancestors(sub))
+
+
+def _code(a, node: cst.CSTNode) -> str:
+    return a.module.code_for_node(node)
 
 
 def _fresh_tensor_names(a, expr: cst.BaseExpression) -> bool:
@@ -385,14 +506,30 @@ def _new_tensor(a, expr: cst.BaseExpression) -> bool:
 
 # Other ways a statement writes output or ends the program (the moved log must stay before them).
 _OUTPUT_OR_EXIT = {
-    "sys.stdout.write", "sys.stderr.write", "sys.stdout.flush", "pprint.pprint", "pprint.pp",
+    "sys.stdout.write", "sys.stderr.write", "sys.stdout.writelines", "sys.stderr.writelines",
+    "sys.stdout.flush", "sys.stderr.flush", "pprint.pprint", "pprint.pp", "builtins.input",
+    "builtins.breakpoint", "warnings.warn", "warnings.warn_explicit", "os.system", "os.popen",
+    "subprocess.run", "subprocess.call", "subprocess.check_call", "subprocess.check_output",
+    "subprocess.Popen", "traceback.print_exc", "traceback.print_exception",
+    "traceback.print_stack", "traceback.print_tb", "traceback.print_last", "rich.print",
     "sys.exit", "os._exit", "builtins.exit", "builtins.quit",
 }
+# Methods that write to a stream or file whatever holds them (``out.write``, ``f.flush()``).
+_WRITING_METHODS = {"write", "writelines", "flush", "print", "print_exc"}
 
 
-def _contains_output(a, stmt: cst.CSTNode) -> bool:
-    """Does ``stmt`` log, print, write to stdout/stderr, or exit?"""
-    return any(a.is_logging_call(c) or a.callee(c) in _OUTPUT_OR_EXIT for c in a.effects(stmt).calls)
+def _contains_output(a, stmt: cst.CSTNode, seen: frozenset[cst.CSTNode] = frozenset()) -> bool:
+    """Does ``stmt`` log, print, write to a stream, run a command, warn, or exit, directly or in
+    a function of this module it calls?"""
+    for c in a.effects(stmt).calls:
+        if a.is_logging_call(c) or a.callee(c) in _OUTPUT_OR_EXIT:
+            return True
+        if isinstance(c.func, cst.Attribute) and c.func.attr.value in _WRITING_METHODS:
+            return True
+        fn = a.local_function(c.func)
+        if fn is not None and fn not in seen and _contains_output(a, fn.body, seen | {fn}):
+            return True
+    return False
 
 
 def _names_read(a, read: cst.Call) -> list[cst.Name]:

@@ -71,8 +71,10 @@ class PinLoaderMemory(Rule):
       tensor cannot be pinned, and the loader would raise; a dataset syncfix cannot see (a
       parameter, another file's class) gets an **unsafe** fix (`extend-safe-fixes = ["SFX103"]`
       if your datasets never hand out GPU tensors);
-    - no existing `non_blocking=True` copy of a batch in the loop is followed by a write to that
-      batch (from pageable memory the driver staged the bytes at call time; from pinned memory the
+    - no existing non-blocking copy of a batch (the flag by keyword or by position, in the loop
+      or in a function of this module it calls) is followed by a write to that batch, and no
+      blocking copy that SFX101 may make non-blocking in the same run is followed by one (here
+      or in code the batch is passed to) (from pageable memory the driver staged the bytes at call time; from pinned memory the
       copy would read the new bytes: docs/semantics.md#copies-between-host-and-device). Such a loop gets a finding and no fix.
     `pin_memory` passed positionally or through `**kwargs` is left alone.
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 from libcst.metadata import Assignment
 
@@ -66,7 +68,10 @@ class ReadAfterLoop(Rule):
       loop has no `else`. So the list is only ever read after the loop, when the rewrite has
       filled it (if the loop raises, the list is lost either way);
     - each append is a read (`t.item()`) of a name of a *fresh* tensor (a result of operations,
-      not a parameter or a view of one), or an f-string, tuple or list of such reads and literals;
+      not a parameter or a view of one), or an f-string, tuple or list of such reads and literals,
+      computing nothing with them and formatting them only with specs every number takes
+      (`.4f`, `e`, `%`), so rebuilding it after the loop cannot raise there (`1 / v`, `{v:d}`
+      could);
       the read tensors are provably 0-d, and grouped by dtype kind (floating, integer, bool) and
       device expression (a literal, or a name the loop does not rebind), one store per group, so
       one `torch.stack(...).tolist()` of each store reads back exactly the Python numbers
@@ -362,8 +367,22 @@ def _template_problem(a, expr: cst.BaseExpression) -> str | None:
             problem.append("the appended value binds names")
             return False
 
+        def visit_BinaryOperation(self, node: cst.BinaryOperation) -> bool:
+            problem.append("the appended value computes with what it reads (it could raise after the loop instead of in it)")
+            return False
+
+        def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> bool:
+            spec = a.module.code_for_node(node.format_spec[0]) if node.format_spec and len(node.format_spec) == 1 else None
+            if node.format_spec and not (spec is not None and _FLOAT_SPEC.fullmatch(spec)):
+                problem.append("the appended value formats with a spec that may not fit the value (it could raise after the loop)")
+            return True
+
     walk(expr, V())
     return problem[0] if problem else None
+
+
+# Format specs every Python number accepts (``.4f``, ``e``, ``.1%``): they cannot raise.
+_FLOAT_SPEC = re.compile(r"[<>=^]?[+\- ]?\d*(?:\.\d+)?[fFeEgG%]?")
 
 
 def _names_in(node: cst.CSTNode, name: str) -> list[cst.Name]:

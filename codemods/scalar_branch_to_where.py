@@ -55,9 +55,12 @@ class ScalarBranchToWhere(Rule):
       function as parameters (on the CPU `torch.where` gives the same values);
     - every branch value is a new tensor built by side-effect-free, non-raising element-wise ops (so
       evaluating the branch not taken changes nothing, and the old result could not alias a tensor
-      that is mutated or identity-tested later);
+      that is mutated or identity-tested later): no index, no `@`, no reduction without an
+      identity (`amax()` of an empty tensor raises);
     - autograd cannot differ: the code runs under `torch.no_grad()`/`inference_mode()`, or no
-      operand can require grad (an unselected branch gets a zero gradient that can be NaN);
+      operand can require grad (an unselected branch gets a zero gradient that can be NaN); a
+      module that turns `requires_grad` on for anything (`p.requires_grad_()` in a loop over
+      tensors) may do so for these;
     - the assigned name is not read on the host later (then the sync would only move).
 
     Otherwise the fix is **unsafe** (e.g. float comparisons against literals like `0.1`, unknown

@@ -55,7 +55,9 @@ class TensorCreationOnDevice(Rule):
       `float(x)`, `len(x)`, arithmetic of such...) becomes `torch.full((), v, ...)`, keeping
       `dtype` and `requires_grad`. `full` infers bool/int64/default-float exactly like `tensor`
       (checked for bool, int, float, nan, inf against every dtype on the CPU). The fix is safe for
-      bools, int literals within range, and float literals within float32's range (or with a
+      bools, int literals within range (with a floating `dtype`, up to 2**24 in size: `tensor`
+      rounds a larger int to a double first and `full` rounds it once, so
+      `1152921573326323713` differs in float32), and float literals within float32's range (or with a
       float16, bfloat16 or float64 `dtype`). It is **unsafe** for a float of unknown size going
       to float32/complex64 (past float32's range `tensor` rounds to `inf`, `full` raises
       `RuntimeError`), for an int of unknown value

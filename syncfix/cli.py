@@ -103,7 +103,7 @@ def _load(paths: Sequence[str], opts: dict) -> Settings:
         settings = replace(settings, observations=_observations(opts["observed"], paths))
     known = list(all_rules())
     try:
-        for group in (settings.select, settings.extend_select, settings.ignore):
+        for group in (settings.select, settings.extend_select, settings.ignore, *settings.per_file_ignores.values()):
             validate_codes(group, known)
     except ConfigError as exc:
         raise Failure(str(exc)) from exc

@@ -190,6 +190,11 @@ def settings_from_table(table: Mapping[str, Any], where: str, base: Settings | N
         elif key == "per-file-ignores":
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}: 'per-file-ignores' must be a table")
+            for pattern, codes in value.items():
+                if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
+                    raise ConfigError(
+                        f"{where}: 'per-file-ignores' value for '{pattern}' must be a list of strings"
+                    )
             updates[attr] = {str(k): tuple(v) for k, v in value.items()}
         elif key == "output-format":
             updates[attr] = str(value)
@@ -198,7 +203,9 @@ def settings_from_table(table: Mapping[str, Any], where: str, base: Settings | N
                 raise ConfigError(f"{where}: 'jobs' must be a non-negative integer")
             updates[attr] = value or None
         elif key == "target-version":
-            version = str(value).removeprefix("py")
+            if not isinstance(value, str):
+                raise ConfigError(f"{where}: 'target-version' must be a string such as \"py310\"")
+            version = value.removeprefix("py")
             if "." not in version and len(version) >= 2:
                 version = f"{version[0]}.{version[1:]}"
             if version not in TARGET_VERSIONS:

@@ -691,7 +691,17 @@ def process_file(job: Job, settings: Settings, accept: Accept | None = None) -> 
         if new != snap.data:
             result.new_source = decode(new, snap.encoding) if job.want_source else ""
             if job.write:
-                write_atomic(job.path, new, snap)
+                try:
+                    write_atomic(job.path, new, snap)
+                except FileError as exc:
+                    # not written: report what the file on disk holds, at its own positions
+                    _, result.findings, _ = process_source(
+                        snap.data, job.path, settings, fix=False, with_edits=job.with_edits,
+                        context=job.context,
+                    )
+                    result.fixed, result.new_source, result.source = [], None, None
+                    result.error = str(exc)
+                    return result
                 result.written = True
     except FileError as exc:
         result.error = str(exc)

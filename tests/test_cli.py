@@ -156,6 +156,22 @@ def test_bad_config_exits_two(project):
     assert run("check", "a.py").exit_code == 2
 
 
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ('per-file-ignores = { "a.py" = "SFX402" }', "'per-file-ignores' value for 'a.py' must be a list of strings"),
+        ('per-file-ignores = { "a.py" = ["SFX999"] }', "unknown rule selector 'SFX999'"),
+        ("target-version = 312", "'target-version' must be a string"),
+    ],
+)
+def test_mistyped_config_exits_two(project, setting, message):
+    """A string for a list would match rules by its characters ("S" is every rule), silently."""
+    project("a.py", SAFE)
+    project("pyproject.toml", f"[tool.syncfix]\n{setting}\n")
+    r = run("check", "a.py")
+    assert r.exit_code == 2 and message in r.output
+
+
 def test_closed_project_is_true_or_false(project):
     project("a.py", SAFE)
     project("pyproject.toml", '[tool.syncfix]\nclosed-project = "yes"\n')
@@ -273,6 +289,28 @@ def test_folder_without_python_files_warns(project):
     r = run("check", "docs")
     assert r.exit_code == 0
     assert "warning: No Python files found" in r.stderr
+
+
+def test_read_only_file_reports_the_lines_on_disk(project):
+    """Not written: the findings left point at the file as it is, not at the fixed text."""
+    import stat
+
+    src = (
+        "import torch\ndef f(xs: torch.Tensor, opt):\n    for x in xs.cuda():\n"
+        "        loss = x.pow(2).mean()\n        print(loss.item())\n        loss.backward()\n"
+        "        opt.step()\n"
+    )
+    project("a.py", src)
+    checked = run("check", "a.py", "--output-format", "concise").stdout
+    os.chmod("a.py", stat.S_IRUSR)
+    try:
+        r = run("apply", "a.py", "--output-format", "concise")
+    finally:
+        os.chmod("a.py", stat.S_IRUSR | stat.S_IWUSR)
+    assert "a.py:5:" in checked
+    assert [line for line in r.stdout.splitlines() if line.startswith("a.py:")] == [
+        line for line in checked.splitlines() if line.startswith("a.py:")
+    ]
 
 
 def test_read_only_file_keeps_its_finding(project):

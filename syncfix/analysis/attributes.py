@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import libcst as cst
+from libcst.metadata import ExpressionContext, ExpressionContextProvider
 
 from . import callgraph
 from .project import ALL
@@ -206,3 +207,28 @@ def class_is_module(a: ModuleAnalysis, cls: cst.ClassDef, seen: set[str] | None 
         if _imported_module_class(a, base.value):
             return True
     return False
+
+
+def attribute_set(a: ModuleAnalysis, name: str) -> bool:
+    """Is ``.name`` stored or deleted on some object in this module (``x.name = v``, ``del
+    x.name``, ``setattr`` with that name or a computed one), or, in a closed project, in another
+    of its files?"""
+    known = a.cache.attributes_set.get(name)
+    if known is None:
+        known = a.cache.attributes_set[name] = _attribute_set(a, name)
+    return known
+
+
+def _attribute_set(a: ModuleAnalysis, name: str) -> bool:
+    contexts = a.wrapper.resolve(ExpressionContextProvider)
+    for node in a.structure.of_type(cst.Attribute):
+        assert isinstance(node, cst.Attribute)
+        if node.attr.value == name and contexts.get(node) in (ExpressionContext.STORE, ExpressionContext.DEL):
+            return True
+    for call in a.calls_named("setattr") + a.calls_named("delattr"):
+        args = [arg.value for arg in call.args if arg.keyword is None]
+        named = args[1] if len(args) > 1 else None
+        if not (isinstance(named, cst.SimpleString) and named.raw_value != name):
+            return True
+    members = a.project.members if a.project is not None else None
+    return members is not None and members.stored(name)

@@ -131,9 +131,13 @@ class _EffectsVisitor(cst.CSTVisitor):
     def visit_For(self, node: cst.For) -> None:
         self._store(node.target)
         self._iterates(node.iter)
+        if node.asynchronous is not None:
+            self.fx.exits.add("await")  # ``async for``: other tasks run between items
 
     def visit_CompFor(self, node: cst.CompFor) -> None:
         self._iterates(node.iter)
+        if node.asynchronous is not None:
+            self.fx.exits.add("await")
 
     def _iterates(self, it: cst.BaseExpression) -> None:
         """Iterating ``it`` runs its ``__next__``: a generator's, a ``map``'s function, a loader's

@@ -34,6 +34,7 @@ from ..config import DEFAULT_HOT_FUNCTIONS
 from ..walk import Structure, replaying
 from . import (
     async_copies,
+    attributes,
     autograd,
     bindings,
     callgraph,
@@ -83,7 +84,7 @@ class Caches:
     method_defs: dict[str, cst.FunctionDef] | None = None
     dynamic_attributes: bool | None = None
     steps: dict[cst.FunctionDef, bool] = field(default_factory=dict)  # calls .backward()/.step()
-    collate_fn_set: bool | None = None  # provenance._collate_fn_set
+    attributes_set: dict[str, bool] = field(default_factory=dict)  # attributes.attribute_set
     requires_grad_set: bool | None = None  # autograd._turns_grad_on
 
 
@@ -427,6 +428,11 @@ class ModuleAnalysis:
     def device_of(self, expr: cst.CSTNode) -> Device:
         """The device a device-like expression (string, int, ``torch.device``, name) denotes."""
         return devices.device_of(self, expr)
+
+    def attribute_set(self, name: str) -> bool:
+        """Is ``.name`` stored or deleted on some object in this module (or ``setattr`` with it
+        or a computed name), or, in a closed project, in another of its files?"""
+        return attributes.attribute_set(self, name)
 
     def local_function(self, func: cst.BaseExpression) -> cst.FunctionDef | None:
         """The function of this module a callee names (``f`` for ``f(...)``; ``self.m`` when

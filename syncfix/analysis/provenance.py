@@ -236,9 +236,7 @@ def _reconfigured(a: ModuleAnalysis, asg: Assignment) -> bool:
     (``loader.collate_fn = f``, ``setattr(loader, ...)``), bound to another plain name, or
     handed to code syncfix does not read; and where any object's ``collate_fn`` is set in this
     module (or, in a closed project, any of its files), which an alias may reach."""
-    if a.cache.collate_fn_set is None:
-        a.cache.collate_fn_set = _collate_fn_set(a)
-    if a.cache.collate_fn_set:
+    if a.attribute_set("collate_fn"):
         return True
     for access in asg.references:
         node = access.node
@@ -254,20 +252,6 @@ def _reconfigured(a: ModuleAnalysis, asg: Assignment) -> bool:
             if any(isinstance(t.target, cst.Name) for t in parent.targets):
                 return True
     return False
-
-
-def _collate_fn_set(a: ModuleAnalysis) -> bool:
-    for node in a.structure.of_type(cst.Attribute):
-        assert isinstance(node, cst.Attribute)
-        if node.attr.value == "collate_fn" and _is_store(a, node):
-            return True
-    for call in a.calls_named("setattr"):
-        args = positional(call)
-        name = args[1].value if len(args) > 1 else None
-        if not (isinstance(name, cst.SimpleString) and "collate_fn" not in name.value):
-            return True
-    members = a.project.members if a.project is not None else None
-    return members is not None and members.stored("collate_fn")
 
 
 def _is_store(a: ModuleAnalysis, node: cst.Attribute) -> bool:
