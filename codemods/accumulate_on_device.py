@@ -123,7 +123,9 @@ class AccumulateOnDevice(Rule):
       evaluated, once, into a new name, detached); each summand is added as
       `loss.detach().to(total_acc.device)`, a no-op on the same device and an exact copy
       otherwise, and the total is read back only if the loop ran, so an empty loop leaves it as
-      it was;
+      it was. For a float total that device must be provably CUDA or the CPU (or the project
+      declares its devices: `devices = ["cuda", "cpu"]` in `[tool.syncfix.torch]`): MPS has no
+      float64, so there the fix is **unsafe**;
     - `total` is a local of a function, bound only by its start value (before the loop, in an
       enclosing block: `total = 0.0`, or item by item in `total, n = 0.0, 0`) and by this
       statement; no other code in the loop (its `else` too) reads or
@@ -356,6 +358,14 @@ keeps the finding). A value handed to a meter every
         if origin is None or (origin[0] != '"' and origin in stored_names(loop)):
             origin = None  # the accumulator follows the summand's device (see ``_fix``)
         acc.origin = origin
+        if kind == "float" and not (
+            a.cuda_or_cpu_only or a.value(receiver).device in (Device.CUDA, Device.CPU, Device.CUDA_OR_CPU)
+        ):
+            acc.unsafe = acc.unsafe or (
+                "the float64 accumulator is made on the summand's device, which is not provably "
+                "CUDA or the CPU (MPS has no float64); declare `devices` in [tool.syncfix.torch] "
+                "if yours are"
+            )
         fn = a.enclosing_function(loop)
         if fn is None:
             acc.why_not = f"`{acc.total}` is a module global"
@@ -719,7 +729,7 @@ def _start_value(a, fn: cst.FunctionDef, loop: cst.CSTNode, acc: _Acc) -> str | 
         return None
     start = starts[0]
     small = start.body[0] if len(start.body) == 1 else None
-    value = _assigned_to(small, acc.total) if isinstance(small, cst.Assign) and len(small.targets) == 1 else None
+    value = _assigned_to(small, acc.total) if isinstance(small, cst.Assign) else None
     if value is None:
         return None
     block = a.block_of(start)
@@ -741,8 +751,14 @@ def _start_value(a, fn: cst.FunctionDef, loop: cst.CSTNode, acc: _Acc) -> str | 
 
 
 def _assigned_to(assign: cst.Assign, name: str) -> cst.BaseExpression | None:
-    """What ``name = <value>`` or ``a, name = <x>, <value>`` (a display of as many plain items)
-    binds to ``name``."""
+    """What ``name = <value>``, ``a, name = <x>, <value>`` (a display of as many plain items)
+    or ``a = name = <value>`` (chained: one value, a literal the totals cannot share) binds to
+    ``name``."""
+    if len(assign.targets) > 1:
+        names = [t.target for t in assign.targets]
+        if all(isinstance(t, cst.Name) for t in names) and any(t.value == name for t in names):  # type: ignore[attr-defined]
+            return assign.value if literal_kind(assign.value, one_minus=True) is not None else None
+        return None
     target, value = assign.targets[0].target, assign.value
     if isinstance(target, cst.Name):
         return value if target.value == name else None

@@ -206,6 +206,8 @@ class BlockingHostToDevice(Rule):
         receiver = a.value(func.value)
         if receiver.kind is Kind.MODULE:
             return
+        if receiver.is_tensor and receiver.device is Device.CUDA:
+            return  # a copy between GPUs: the host does not wait for it
         if _no_elements(a, func.value):
             return  # ``torch.empty(0).cuda()``: nothing to copy, nothing waits
         if _onto_accumulator(a, node):

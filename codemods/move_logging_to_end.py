@@ -155,6 +155,8 @@ class MoveLoggingToEnd(Rule):
             later_gpu = [j for j in range(i + 1, len(body)) if self._gpu_work(body[j])]
             if not later_gpu:
                 continue  # nothing to queue first
+            if self._synced_before(body, start):
+                continue  # the GPU was just waited for: the log's read costs nothing here
             why = self._unit_problem(unit)
             target = self._target(body, i, unit) if why is None else None
             if target is None:
@@ -166,6 +168,23 @@ class MoveLoggingToEnd(Rule):
                 reads[0],
                 fix=self.safe_fix(changes, "Log after the iteration's last GPU work"),
             )
+
+    def _synced_before(self, body, start: int) -> bool:
+        """Did the iteration wait for the GPU (a host read, a synchronize) after its last GPU
+        work before ``body[start]``? Then the log's reads find the queue empty; moved later,
+        they would wait for the work that follows."""
+        a = self.analysis
+        for stmt in reversed(body[:start]):
+            if any(a.host_read(c) is not None or _code(a, c.func).endswith("synchronize") for c in a.effects(stmt).calls):
+                return not self._gpu_work_before_read(stmt)
+            if self._gpu_work(stmt):
+                return False
+        return False
+
+    def _gpu_work_before_read(self, stmt: cst.BaseStatement) -> bool:
+        """Does a compound statement queue GPU work after its sync (judged whole: yes unless it
+        is a plain line)?"""
+        return not isinstance(stmt, cst.SimpleStatementLine) and self._gpu_work(stmt)
 
     def _read_only_for_a_log(self, body, i: int, stmt: cst.BaseStatement) -> None:
         """``v = t.mean().item()`` whose one use is a later log line of the iteration: keep the

@@ -25,7 +25,8 @@ class SynchronizeInLoop(Rule):
     A **deliberate** synchronization is reported as "deliberate (timing)": one whose next
     statement reads a clock (`time.time()`, `time.perf_counter()`, `time.monotonic()`,
     `timeit.default_timer()`..., in the same or the next statement, or after at most two log
-    lines such as `print(...)` or `logger.info(...)`), one followed by the event's
+    lines such as `print(...)` or `logger.info(...)`; a sync that ends an `if`/`elif`/`else`
+    branch is followed by what follows the `if`), one followed by the event's
     `elapsed_time`, and one under an `if` that tests a timing switch (`if args.sync:`,
     `if self.benchmark:`, `if profile:`, `if cfg.timing:`: a name or attribute made of words
     such as `sync`, `benchmark`, `profile`, `timing`, `timer`). There the wait is the point.
@@ -157,9 +158,16 @@ class SynchronizeInLoop(Rule):
         body = list(line.body)
         following = body[body.index(small) + 1 :][:1]
         if not following:  # the first statement of the next line, past log lines
-            block = a.block_of(line)
+            current: cst.CSTNode = line
+            block = a.block_of(current)
             stmts = list(block[1]) if block is not None else []
-            i = next((i for i, s in enumerate(stmts) if s is line), len(stmts))
+            i = next((i for i, s in enumerate(stmts) if s is current), len(stmts))
+            while i == len(stmts) - 1 and (chain := _if_chain_of(a, current)) is not None:
+                # the last line of an ``if``/``elif``/``else`` branch: what follows the ``if``
+                current = chain
+                block = a.block_of(current)
+                stmts = list(block[1]) if block is not None else []
+                i = next((i for i, s in enumerate(stmts) if s is current), len(stmts))
             for after in stmts[i + 1 : i + 1 + _LOG_LINES_SKIPPED + 1]:
                 if not isinstance(after, cst.SimpleStatementLine):
                     break
@@ -178,6 +186,20 @@ class SynchronizeInLoop(Rule):
             isinstance(s, cst.Expr) and isinstance(s.value, cst.Call) and self.analysis.is_logging_call(s.value)
             for s in line.body
         )
+
+
+def _if_chain_of(a, stmt: cst.CSTNode) -> cst.If | None:
+    """The outermost ``if`` of the chain whose branch (body, ``elif``, ``else``) holds ``stmt``
+    directly, or None."""
+    block = a.parent(stmt)
+    owner = a.parent(block) if isinstance(block, cst.IndentedBlock) else None
+    if isinstance(owner, cst.Else):
+        owner = a.parent(owner)
+    if not isinstance(owner, cst.If):
+        return None
+    while isinstance(parent := a.parent(owner), cst.If) and parent.orelse is owner:
+        owner = parent
+    return owner
 
 
 # Log lines that may stand between a sync and its clock read (``synchronize(); print(...);

@@ -93,16 +93,16 @@ class Trainer:
     def __init__(self):
         self.device = torch.device("cuda")
 
-    def step(self, batches):
+    def step(self, batches: torch.Tensor):
         for x in batches:
-            y = torch.ones(3, device="cuda") * x
+            y = x.float() * 2  # a new tensor wherever the batches are
             z = y.to(self.device)
 """
 
 
 def test_a_class_imported_elsewhere_keeps_no_attribute_facts(project):
     """A subclass in the importing file may set ``self.device = "cpu"``: then ``y.to(self.device)``
-    of a CUDA tensor is a device-to-host copy that must stay blocking."""
+    of a tensor that may be on CUDA is a device-to-host copy that must stay blocking."""
     (project / "scripts" / "trainer.py").write_text(TRAINER, encoding="utf-8")
 
     def safe_fixes() -> int:

@@ -58,16 +58,19 @@ def _cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str):
 
 def test_verified_fixes_are_written(tmp_path, monkeypatch):
     script = _project(tmp_path)
-    r = _cli(tmp_path, monkeypatch, "apply", "train.py", "--isolated", "--verify", "train.py", "--", "--config", CPU_CONFIG)
+    # the device comes from a config (it may be MPS, which has no float64): SFX302's device total
+    # is an unsafe fix, which a run can verify
+    r = _cli(tmp_path, monkeypatch, "apply", "train.py", "--isolated", "--unsafe-fixes", "--select", "SFX302",
+             "--verify", "train.py", "--", "--config", CPU_CONFIG)
     assert r.exit_code == 0, r.output
     assert "running_acc" in script.read_text()  # SFX302's device total, verified on the CPU
-    assert "1 fix verified (1 safe)" in r.output
+    assert "1 fix verified (1 unsafe)" in r.output
 
 
 def test_diff_writes_nothing(tmp_path, monkeypatch):
     script = _project(tmp_path)
     before = script.read_bytes()
-    r = _cli(tmp_path, monkeypatch, "apply", "train.py", "--isolated", "--diff", "--verify", "train.py", "--", "--config", CPU_CONFIG)
+    r = _cli(tmp_path, monkeypatch, "apply", "train.py", "--isolated", "--diff", "--unsafe-fixes", "--verify", "train.py", "--", "--config", CPU_CONFIG)
     assert r.exit_code == 0, r.output
     assert script.read_bytes() == before and "+        running_acc += " in r.output
 
@@ -101,7 +104,7 @@ def test_a_planted_bad_candidate_is_bisected_out_and_reported(tmp_path, monkeypa
 
     monkeypatch.setattr(apply_verify, "_candidates", planted)
     outcome = apply_verify.run(
-        [str(script)], str(script), ["--config", CPU_CONFIG], {"select": ["SFX"]}, root=str(tmp_path)
+        [str(script)], str(script), ["--config", CPU_CONFIG], {"select": ["SFX302"], "unsafe_fixes": True}, root=str(tmp_path)
     )
     assert [c.finding.code for c in outcome.dropped] == ["SFX999"]
     assert "values differ" in outcome.dropped[0].dropped_because
@@ -119,7 +122,7 @@ def test_a_fix_in_a_file_the_program_never_loads_is_not_written(tmp_path, monkey
         "        s += torch.full((), v, dtype=torch.float32, device='cuda').item()\n    return s\n"
     )
     before = other.read_bytes()
-    r = _cli(tmp_path, monkeypatch, "apply", ".", "--isolated", "--verify", "train.py", "--", "--config", CPU_CONFIG)
+    r = _cli(tmp_path, monkeypatch, "apply", ".", "--isolated", "--unsafe-fixes", "--verify", "train.py", "--", "--config", CPU_CONFIG)
     assert r.exit_code == 0, r.output
     assert other.read_bytes() == before  # nothing ran it: nothing proved its fix
     assert "other.py" in r.output and "not run" in r.output

@@ -79,3 +79,16 @@ def test_a_cpu_to_cpu_to_returns_the_tensor_itself():
     t = torch.arange(6.0)
     assert t.to("cpu", non_blocking=True) is t
     assert t.to(torch.device("cpu"), non_blocking=True) is t
+
+
+def test_copy_between_gpus_is_not_reported():
+    """``.to("cuda:0")`` of a tensor provably on a GPU copies between devices: the host does not
+    wait for it, so there is nothing to report (nor to fix)."""
+    src = (
+        "import torch\ndef step(xs):\n    for x in xs:\n"
+        "        y = torch.randn(4, device=\"cuda:1\")\n"
+        "        z = y.to(\"cuda:0\")\n        w = (y * 2).cuda()\n        print(z, w)\n"
+    )
+    assert [f.code for f in check_code(src, select=["SFX101"])] == []
+    on_the_cpu = src.replace(', device="cuda:1"', "")  # the same copies from the host are reported
+    assert [f.code for f in check_code(on_the_cpu, select=["SFX101"])] == ["SFX101", "SFX101"]

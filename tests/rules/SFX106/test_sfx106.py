@@ -103,3 +103,18 @@ def test_a_deliberate_sync_gets_no_how_to_fix_advice():
     (finding,) = check_code(src, include_cold=True)
     assert "deliberate (timing)" in finding.message
     assert Explainer([finding], unsafe_fixes=False)(finding) == finding.message
+
+
+def test_synchronize_ending_a_branch_before_the_clock_is_timing():
+    # llm.c: ``if device == "mps": ... elif device == "cuda": torch.cuda.synchronize()``, then
+    # ``t1 = time.time()`` after the ``if``
+    body = (
+        "    if x.is_cuda:\n        torch.cuda.synchronize()\n    t = time.time()\n",
+        "    if x.is_mps:\n        pass\n    elif x.is_cuda:\n        torch.cuda.synchronize()\n    t = time.time()\n",
+        "    if x.is_mps:\n        pass\n    else:\n        torch.cuda.synchronize()\n    t = time.time()\n",
+    )
+    for text in body:
+        (msg,) = _messages(text, "SFX106")
+        assert "deliberate (timing)" in msg, text
+    (msg,) = _messages("    if x.is_cuda:\n        torch.cuda.synchronize()\n        y = x + 1\n    t = time.time()\n", "SFX106")
+    assert "deliberate" not in msg

@@ -97,7 +97,8 @@ def test_sfx302_int_start_with_float_summands_is_exact(dtype, values, start, sum
         f"        total += {summand}.item()\n"
         "    return total\n"
     )
-    fixed = fix_code(source, select=["SFX302"])
+    # a float total on a device that arrives as a parameter is unsafe (it may be MPS: no float64)
+    fixed = fix_code(source, select=["SFX302"], unsafe_fixes=device == "param")
     assert "total_acc += " in fixed and "if total_acc is not None:" in fixed, fixed
     _assert_same_result(source, fixed, values, device)
 
@@ -140,7 +141,8 @@ def test_sfx302_total_read_every_n_steps_is_exact(dtype, values, every, start, r
         + (f"            total = {reset}\n" if reset is not None else "")
         + "    return total, logged\n"
     )
-    fixed = fix_code(source, select=["SFX302"])
+    # a float total on a device that arrives as a parameter is unsafe (it may be MPS: no float64)
+    fixed = fix_code(source, select=["SFX302"], unsafe_fixes=device == "param")
     assert "total_acc += " in fixed and "total = total_acc.item()" in fixed, fixed
     _assert_same_result(source, fixed, values, device)
 
@@ -166,7 +168,8 @@ def test_sfx302_total_weighted_by_a_size_is_exact(dtype, pairs, start, form, dev
         f"        total += {summand}\n"
         "    return total\n"
     )
-    fixed = fix_code(source, select=["SFX302"])
+    # a float total on a device that arrives as a parameter is unsafe (it may be MPS: no float64)
+    fixed = fix_code(source, select=["SFX302"], unsafe_fixes=device == "param")
     assert "total_acc += " in fixed and "torch.float64) * len(b)" in fixed, fixed
     _assert_same_result(source, fixed, pairs, device)
 
@@ -197,3 +200,12 @@ def test_sfx302_total_of_a_value_backward_ran_on_is_exact(dtype, values, start, 
     fixed = fix_code(source, select=["SFX302"])
     assert "total_acc += " in fixed, fixed
     _assert_same_result(source, fixed, values, "known")
+
+
+def test_sfx302_float_total_on_an_unplaced_device_is_unsafe():
+    """The float64 accumulator is made on the summand's device: where that may be MPS (which has
+    no float64), the safe tier leaves the loop alone; an int count stays safe."""
+    source = _loop_snippet("float32", "0.0", "+= {}.item()", "param")
+    assert "_acc" not in fix_code(source, select=["SFX302"])
+    assert "_acc" in fix_code(source, select=["SFX302"], unsafe_fixes=True)
+    assert "_acc" in fix_code(_loop_snippet("count", "0", "+= {}.item()", "param"), select=["SFX302"])
