@@ -57,7 +57,7 @@ _HOST_REDUCTIONS = {"amax": "max", "max": "max", "amin": "min", "min": "min"}
 _INT_DTYPES = frozenset({"torch.int64", "torch.long", "torch.int32", "torch.int"})
 _HANDLED_CONTEXTS = (
     cst.If, cst.While, cst.Assert, cst.IfExp, cst.BooleanOperation, cst.ListComp, cst.SetComp,
-    cst.DictComp, cst.GeneratorExp, cst.FormattedString, cst.Lambda, cst.Comparison,
+    cst.DictComp, cst.GeneratorExp, cst.Lambda, cst.Comparison,
 )
 
 
@@ -79,6 +79,8 @@ def _owned_elsewhere(a, node: cst.Call, stmt: cst.SimpleStatementLine, proven: b
             break
         if isinstance(anc, _HANDLED_CONTEXTS):
             return True
+        if isinstance(anc, cst.Raise):
+            return True  # the message of an error: read once, when raising
         if isinstance(anc, cst.Call) and anc is not node and (
             # SFX401-403 move or defer log lines of what is provably a tensor; a log line of a
             # value only the likely view takes for one is reported here, where it runs every

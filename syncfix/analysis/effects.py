@@ -326,7 +326,8 @@ def is_effect_free(a: ModuleAnalysis, expr: cst.CSTNode) -> bool:
 def is_logging_call(a: ModuleAnalysis, call: cst.Call) -> bool:
     """Does ``call`` write a log line or a metric (``print``, ``logging``/``logger.*``, tqdm
     ``set_postfix``/``write``, ``SummaryWriter.add_scalar(s)``, ``wandb.log``,
-    ``accelerator.log``, ``mlflow.log_metric(s)``, Lightning's ``a.log``)?"""
+    ``accelerator.log``, ``mlflow.log_metric(s)``, Lightning's ``a.log``, Fabric's and
+    Accelerate's ``print``, ``fabric.log_dict``)?"""
     name = a.direct_callee(call)
     if name == "builtins.print":
         return True
@@ -351,7 +352,11 @@ def is_logging_call(a: ModuleAnalysis, call: cst.Call) -> bool:
         return True
     if attr == "log" and last in ("accelerator", "wandb", "run", "self"):
         return True
-    return attr == "log_dict" and last == "self"
+    if attr == "print" and last in ("fabric", "accelerator"):
+        return True  # Lightning Fabric's and Accelerate's print (on the main process)
+    if attr == "log_dict" and last in ("self", "fabric"):
+        return True
+    return False
 
 
 def is_clock_read(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
