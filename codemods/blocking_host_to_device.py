@@ -64,7 +64,9 @@ class BlockingHostToDevice(Rule):
     - the target is provably CUDA, or provably CUDA-or-CPU while the tensor is provably on the
       CPU: then the fix is exact for both targets, because a CPU-to-CPU `.to` returns the tensor
       itself (no copy is made, `non_blocking` changes nothing) and a CPU-to-CUDA copy is the
-      case below;
+      case below. A module-level name or class attribute that another file of the project sets
+      (`engine.DEVICE = "mps"`, `Trainer.device = "cpu"`), or any global where the module uses
+      `globals()`, names no provable device;
     - the copy is not in the body of a `try` whose handler may catch a `RuntimeError` (bare
       `except:`, `Exception`, `RuntimeError`, a torch error...): there a blocking copy raises a
       CUDA error inside the `try`, as written; a non-blocking one would raise at a later sync,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import libcst as cst
@@ -54,6 +55,9 @@ class _Read:
     @property
     def code(self) -> str:
         return cst.Module([]).code_for_node(self.read.receiver)
+
+
+_CHANGES_CURRENT_DEVICE = re.compile(r"set_device\(|cuda\.device\(")
 
 
 class MergeScalarReads(Rule):
@@ -345,6 +349,10 @@ class MergeScalarReads(Rule):
         if item.origin is None:
             # likely: values read together in one stretch of code live on one device
             item.origin, item.likely_device = "", True
+        elif item.origin.strip("'\"") == "cuda" and _CHANGES_CURRENT_DEVICE.search(a.code):
+            # "cuda" is the current device, which ``set_device``/``with torch.cuda.device(i):``
+            # may change between two placements
+            item.likely_device = True
         return item
 
     def _fix(self, run, groups: list[list[_Read]], torch_name: str) -> Fix:

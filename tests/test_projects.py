@@ -174,3 +174,48 @@ def test_stream_use_is_read_from_code_not_from_strings():
     # a stream API under another name
     assert uses_streams(b"import torch\ncuda = torch.cuda\nwith cuda.stream(s):\n    pass\n")
     assert uses_streams(b"import torch\ndm = torch.get_device_module('cuda')\nwith dm.stream(s):\n    pass\n")
+
+
+def _safe_fixes(path: str) -> int:
+    result = CliRunner().invoke(cli, ["check", path, "-o", "json", "--no-cache"])
+    assert result.exit_code in (0, 1), result.output
+    return sum(f["fix"] is not None and f["fix"]["applicability"] == "safe" for f in json.loads(result.stdout))
+
+
+ENGINE = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+DEVICE = "cuda"
+
+
+class Trainer:
+    device = "cuda"
+
+    def fit(self):
+        for x, y in DataLoader(TensorDataset(torch.randn(10, 3), torch.randn(10)), batch_size=2):
+            print(x.to(self.device), y)
+
+
+def run():
+    for x, y in DataLoader(TensorDataset(torch.randn(10, 3), torch.randn(10)), batch_size=2):
+        print(x.to(DEVICE), y)
+"""
+
+
+@pytest.mark.parametrize(
+    ("other", "left"),
+    [
+        ("import engine\n", 4),  # nothing set elsewhere: both loops get SFX103 and SFX101 fixes
+        ("import engine\nengine.DEVICE = 'cpu'\n", 2),  # a module global set from another file
+        ("from engine import Trainer\nTrainer.device = 'cpu'\n", 2),  # a class attribute, likewise
+    ],
+)
+def test_names_set_from_another_file_keep_no_device_fact(tmp_path, monkeypatch, other, left):
+    """``engine.DEVICE = "cpu"`` (or ``Trainer.device = "cpu"``) in another file of a closed
+    project makes the name's device unknown: pinning and non-blocking copies are not proven."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "engine.py").write_text(ENGINE, encoding="utf-8")
+    (tmp_path / "main.py").write_text(other, encoding="utf-8")
+    assert _safe_fixes("engine.py") == left

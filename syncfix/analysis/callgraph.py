@@ -392,6 +392,12 @@ def across(v: Value) -> Value:
 def param_value(a: ModuleAnalysis, param: cst.Param) -> Value | None:
     """The join of what the call sites bind to ``param`` (in other files of a closed project
     too), or None when the function escapes, is never called, or ``param`` is ``*args``/``**kwargs``."""
+    values = param_values(a, param)
+    return join_all(values) if values else None
+
+
+def param_values(a: ModuleAnalysis, param: cst.Param) -> list[Value] | None:
+    """What each call site binds to ``param`` (:func:`param_value` before the join)."""
     slot = _slot(a, param)
     if slot is None:
         return None
@@ -413,7 +419,7 @@ def param_value(a: ModuleAnalysis, param: cst.Param) -> Value | None:
                     values.append(across(a.value(param.default)))
             else:
                 values.append(across(v))
-    return join_all(values) if values else None
+    return values
 
 
 def _slot(a: ModuleAnalysis, param: cst.Param) -> tuple[cst.FunctionDef, int | None, bool] | None:

@@ -35,7 +35,9 @@ class MemberUse:
     other_uses: frozenset[str] = frozenset()  # any other read of ``.name`` (or a literal getattr)
     stores: frozenset[str] = frozenset()  # ``x.name = ...`` (``del``, ``+=``...) where x is not self
     bases: frozenset[str] = frozenset()  # the names classes of the file derive from (last part)
-    methods: frozenset[str] = frozenset()  # methods its classes define
+    # methods and class attributes its classes define, and its module-level names (which
+    # ``module.name = ...`` in another file may set)
+    methods: frozenset[str] = frozenset()
     self_stores: frozenset[str] = frozenset()  # ``self.name = ...``
     dynamic_calls: bool = False  # ``getattr(x, computed)(...)``
     dynamic_stores: bool = False  # ``setattr(x, computed, v)``
@@ -67,6 +69,9 @@ def member_use(tree: ast.Module) -> MemberUse:
     bases: set[str] = set()
     methods: set[str] = set()
     classes = {n.name for n in statements(tree) if isinstance(n, ast.ClassDef)}
+    for stmt in tree.body:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+        methods.update(t.id for t in targets if isinstance(t, ast.Name))
     callees: set[int] = set()  # ids of Attribute nodes that are a plain call's callee
     dynamic_calls = dynamic_stores = False
     for node in ast.walk(tree):
@@ -103,6 +108,9 @@ def member_use(tree: ast.Module) -> MemberUse:
             methods.update(
                 s.name for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
             )
+            for s in node.body:  # ``device = "cuda"`` in the class body: ``Trainer.device = ...`` may set it
+                targets = s.targets if isinstance(s, ast.Assign) else [s.target] if isinstance(s, ast.AnnAssign) else []
+                methods.update(t.id for t in targets if isinstance(t, ast.Name))
     return MemberUse(
         frozenset(calls),
         frozenset(other),

@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from libcst.metadata import Assignment, ExpressionContext, ExpressionContextProvider
+from libcst.metadata import Assignment, ExpressionContext, ExpressionContextProvider, GlobalScope
 from libcst.metadata.scope_provider import BaseAssignment
 
 from . import callgraph
@@ -220,10 +220,21 @@ def _join_bindings(a: ModuleAnalysis, bindings: frozenset[BaseAssignment]) -> Va
 
 
 def _binding_value(a: ModuleAnalysis, asg: Assignment) -> Value:
+    if isinstance(asg.scope, GlobalScope) and _global_set_elsewhere(a, asg.name):
+        return UNKNOWN  # ``engine.DEVICE = "mps"`` in another file, or ``globals()[...] = ...``
     value = _assignment_value(a, asg)
     if value.kind is Kind.LOADER and value.fresh and _reconfigured(a, asg):
         return replace(value, memory=Memory.UNKNOWN, fresh=False)
     return value
+
+
+def _global_set_elsewhere(a: ModuleAnalysis, name: str) -> bool:
+    """May a module-level name be rebound from outside the module's own statements: another
+    project file storing ``module.name`` (a closed project's files say), or ``globals()``?"""
+    if a.calls_named("globals"):
+        return True
+    members = a.project.members if a.project is not None and a.module_name is not None else None
+    return members is not None and members.stored(name, skip=a.module_name)
 
 
 _SETS_ATTRIBUTES = {"builtins.setattr", "builtins.delattr", "builtins.vars"}
@@ -560,6 +571,7 @@ def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | N
                 is_none(size)
                 or a.value(size.value).kind not in (Kind.NUMBER, Kind.UNKNOWN)
                 or _defaults_to_none(a, size.value)
+                or _parameter_maybe_none(a, size.value)
             )
         )
         if custom:
@@ -766,6 +778,20 @@ def _to_is_dtype_only(analysis: ModuleAnalysis, call: cst.Call) -> bool:
     if keyword(call, "device") is not None:
         return False
     return bool(args) and analysis.is_cast_argument(args[0].value) or (not args and keyword(call, "dtype") is not None)
+
+
+def _parameter_maybe_none(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` a parameter that some call passes ``None`` (``make(ds, None)`` at one call and
+    ``make(ds, 2)`` at another join to unknown)? A size syncfix cannot read (``args.batch_size``)
+    is taken to be a number, as elsewhere."""
+    if not isinstance(expr, cst.Name):
+        return False
+    for asg in a.bindings(expr):
+        if isinstance(asg, Assignment) and isinstance(asg.node, cst.Param):
+            passed = callgraph.param_values(a, asg.node) or []
+            if any(v.kind is Kind.OTHER for v in passed):  # ``None`` (or a str): no number
+                return True
+    return False
 
 
 def _defaults_to_none(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
