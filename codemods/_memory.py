@@ -487,6 +487,66 @@ def _iteration_bindings(node: cst.CSTNode):
 _DETACHED_USES = _METADATA | {"item", "tolist"}
 
 
+def held_elsewhere(a: ModuleAnalysis, scope: cst.CSTNode, names: set[str]) -> bool:
+    """May code that does not name them change the tensors ``names`` hold, between two
+    statements of ``scope`` (a function)? They, or a tensor they were made from without a copy
+    (``w_now = w.detach().float()``: ``w``), are given to an optimizer (``SGD([w])``: ``step()``
+    updates them in place), made parameters or buffers, given a gradient hook, shared with a
+    nested function, or a global (or an enclosing function's variable)."""
+    shared = aliases_in(a, scope, names, upward=True)
+    nodes = [n for n in _within(a, a.module, cst.Name) if n.value in shared]
+    if any(_bound_outside(a, n, scope) for n in nodes if a.enclosing_function(n) is scope):
+        return True
+    for n in nodes:
+        parent = a.parent(n)
+        if isinstance(parent, cst.Attribute) and parent.attr is n or isinstance(parent, cst.Arg) and parent.keyword is n:
+            continue  # not a variable
+        fn = a.enclosing_function(n)
+        if fn is not None and fn is not scope and any(anc is scope for anc in a.ancestors(fn)) and _free(a, n, fn):
+            return True  # a nested function names it (not a local of its own)
+        if fn is scope and any(isinstance(anc, cst.Lambda) for anc in a.ancestors(n)):
+            return True  # a lambda (a hook) names it
+        if _captured(a, n):
+            return True
+    return False
+
+
+def _bound_outside(a: ModuleAnalysis, name: cst.Name, scope: cst.CSTNode) -> bool:
+    """Is ``name`` (read in ``scope``, perhaps in a comprehension) bound outside ``scope``: a
+    global, or an enclosing function's variable?"""
+    parent = a.parent(name)
+    if isinstance(parent, cst.Attribute) and parent.attr is name or isinstance(parent, cst.Arg) and parent.keyword is name:
+        return False  # ``x.loss``, ``f(loss=...)``: not a variable
+    bindings = a.bindings(name)
+    if not bindings:
+        return _free(a, name, scope)  # a target (bound here), or a name of no binding
+    for asg in bindings:
+        node = getattr(asg, "node", None)
+        if node is None or not (node is scope or any(anc is scope for anc in a.ancestors(node))):
+            return True
+    return False
+
+
+# Calls that keep a tensor to update it in place later (an optimizer's ``step()``, a module's
+# parameters and buffers).
+_KEEPERS = ("torch.optim.", "torch.nn.Parameter", "torch.nn.parameter.Parameter")
+_KEEPING_METHODS = {"register_buffer", "register_parameter", "add_param_group", "register_hook"}
+
+
+def _captured(a: ModuleAnalysis, name: cst.Name) -> bool:
+    """Is ``name`` an argument (or an item of one) of a call that keeps it: ``SGD([w])``,
+    ``nn.Parameter(w)``, ``m.register_buffer("b", w)``?"""
+    for anc in a.ancestors(name):
+        if isinstance(anc, cst.Call):
+            func = anc.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _KEEPING_METHODS:
+                return True
+            return (a.callee(anc) or "").startswith(_KEEPERS)
+        if not isinstance(anc, (cst.Arg, cst.Element, cst.List, cst.Tuple, cst.Set, cst.Dict, cst.DictElement, cst.StarredElement)):
+            return False
+    return False
+
+
 def aliases_in(a: ModuleAnalysis, scope: cst.CSTNode, names: set[str], *, upward: bool = False) -> set[str]:
     """``names`` and every name bound in ``scope`` (not inside nested functions) to a value that
     mentions one of them, to a fixpoint: what may share their memory (``d = loss.detach()``,

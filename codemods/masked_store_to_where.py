@@ -45,8 +45,9 @@ class MaskedStoreToWhere(Rule):
     - `mask` is a bool tensor of exactly `x`'s shape (a mask over leading dimensions would
       broadcast from the trailing side in `where`), and `v` is 0-d;
     - `v` has `x`'s dtype: `index_put_` casts `v` to `x`'s dtype, `where` promotes instead;
-    - all on the one CUDA device; `x` is a plain name (it is read twice); `v` and `mask` are
-      side-effect free;
+    - all on the one CUDA device; `x` is a plain name (it is read twice) of a new tensor or a
+      cast of one (`copy_` into an expanded view, whose elements share memory, raises where
+      `x[mask] = v` did not); `v` and `mask` are side-effect free;
     - autograd cannot differ: inside `no_grad`, or `v` cannot require grad (its gradient would be
       summed in a different order).
 
@@ -141,6 +142,8 @@ class MaskedStoreToWhere(Rule):
                 why.append("x is evaluated twice")
             if not is_new_tensor(a, v, follow_names=True):
                 why.append("the value may share memory with x (index_put_ refuses overlap, where does not)")
+            if not _no_overlap(a, x):
+                why.append("x may be an expanded view (copy_ refuses a tensor whose elements share memory)")
             devices = {a.value(e).device for e in (x, mask, v)}
             if devices != {Device.CUDA} or a.may_use_several_devices:
                 why.append("not provably one CUDA device")
@@ -170,3 +173,27 @@ def _mask_index(a: ModuleAnalysis, target: cst.BaseExpression) -> cst.BaseExpres
     if not a.is_tensor(target.value):
         return None
     return mask
+
+
+# Methods whose result has no elements sharing memory when their receiver has none (a cast, a
+# contiguous copy, a detached alias; not ``expand``/``broadcast_to``/``unfold``/``as_strided``).
+_KEEPS_NO_OVERLAP = {
+    "float", "double", "half", "bfloat16", "int", "long", "short", "bool", "byte", "char",
+    "contiguous", "detach", "clone", "to", "type", "cuda", "cpu",
+}
+
+
+def _no_overlap(a, expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """Is ``expr`` provably a tensor none of whose elements share memory (``copy_`` into an
+    expanded view raises, where ``x[mask] = v`` did not)? A new tensor, a cast of one, or a name
+    every binding of which is one."""
+    if depth > 8:
+        return False
+    if isinstance(expr, cst.Name):
+        values = a.reaching_values(expr)
+        return bool(values) and all(
+            isinstance(v, cst.BaseExpression) and _no_overlap(a, v, depth + 1) for v in values
+        )
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _KEEPS_NO_OVERLAP:
+        return _no_overlap(a, expr.func.value, depth + 1)
+    return is_new_tensor(a, expr)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import Assignment
 
-from syncfix.analysis import FULL_REDUCTIONS, Device, Kind
+from syncfix.analysis import FULL_REDUCTIONS, Device, Kind, literal_kind
 from syncfix.rules import Invalid, Rule
 from syncfix.walk import walk
 
-from ._memory import aliases_in
+from ._memory import aliases_in, held_elsewhere
 from ._support import imported_modules, is_backward_of
 
 # Builtins a moved log may call (they read Python values only).
@@ -76,9 +76,12 @@ class MoveLoggingToEnd(Rule):
       changes) and no attribute of a tensor, a module or an optimizer (`model.bias`), nor one
       that code of the module (or project) sets or that PyTorch and logging libraries change
       (`lr`, `param_groups`, `training`...); attributes of imported modules and loaders, and of
-      other objects nothing sets (`args.log_every`), are taken to stay. A global it reads that
-      is not a number, a string or a fresh tensor (a list) stops it before any call that may
-      change it;
+      other objects nothing sets (`args.log_every`), are taken to stay. A name it reads that
+      is not a number, a string, a fresh tensor, a loader or a device (a list, `weight =
+      model.weight`) stops it before any call that may change it (a parameter with a number
+      default or an `int`/`float`/`str`/`bool` annotation is taken to hold one); and it does not
+      move at all where other code holds the tensors it reads (given to an optimizer, which
+      updates them in place at `step()`; kept in a container or on an object; a global);
     - no other output on the way: it stops before any other logging call, a write to a stream
       or file (`sys.stdout.write`, `out.write`, `flush`), `pprint`, `input()`, a warning, a
       command (`os.system`, `subprocess`), a traceback, a function of this module that does
@@ -322,6 +325,10 @@ class MoveLoggingToEnd(Rule):
                 return problem[0]
         if any(a.effects(s).exits for s in unit):
             return "it can exit"
+        logged = {n.value for c in self._gpu_reads(unit) for n in _names_read(a, c)} - imported_modules(a)
+        scope = a.enclosing_function(unit[0])
+        if logged and scope is not None and held_elsewhere(a, scope, logged):
+            return "other code holds the tensors it reads (an optimizer given them updates them in place)"
         return self._changing_state(unit)
 
     def _changing_state(self, unit) -> str | None:
@@ -349,13 +356,11 @@ class MoveLoggingToEnd(Rule):
         return None
 
     def _mutable_reads(self, unit) -> set[str]:
-        """Names of globals (or of an enclosing function's variables) the unit reads, whose
-        objects any code called on the way may change without naming them (``SEEN.append``
-        in a helper): not numbers, strings, loaders, devices, fresh tensors, functions, classes
-        or modules. (A local's object changes only through code given it, which the move
-        checks.)"""
+        """Names the unit reads whose objects code called on the way may change without naming
+        them: ``SEEN.append`` in a helper, ``opt.step()`` updating ``weight = model.weight``, a
+        hook appending to a list: all but numbers, strings, loaders, devices, fresh tensors,
+        functions, classes and modules."""
         a = self.analysis
-        here = a.scope(unit[0])
         logged = {id(n) for c in self._gpu_reads(unit) for n in a.nodes_within(c, cst.Name)}
         written: set[str] = set()
         for s in unit:
@@ -375,9 +380,7 @@ class MoveLoggingToEnd(Rule):
                     continue
                 if isinstance(parent, cst.Attribute) and parent.value is name:
                     continue  # ``logger.info(...)``, ``args.every``: judged by attribute (_stays)
-                bindings = a.bindings(name)
-                shared = not bindings or any(asg.scope is not here for asg in bindings)
-                if shared and not _immutable(a, name):
+                if not _immutable(a, name):
                     found.add(name.value)
         return found
 
@@ -442,6 +445,13 @@ def _immutable(a, name: cst.Name) -> bool:
     held = a.value(name)
     if held.kind in (Kind.NUMBER, Kind.LOADER, Kind.DEVICE) or held.kind is Kind.TENSOR and held.fresh:
         return True
+    for asg in a.bindings(name):
+        param = getattr(asg, "node", None)
+        if isinstance(param, cst.Param) and (
+            param.default is not None and literal_kind(param.default, one_minus=True) is not None
+            or param.annotation is not None and a.qualname(param.annotation.annotation) in _IMMUTABLE_TYPES
+        ):
+            return True  # ``log_every=10``, ``name: str``: taken to hold what it says
     values = a.reaching_values(name)
     if not values:
         return False
@@ -450,6 +460,9 @@ def _immutable(a, name: cst.Name) -> bool:
                        cst.FunctionDef, cst.ClassDef, cst.Import, cst.ImportFrom))
         for v in values
     )
+
+
+_IMMUTABLE_TYPES = {"builtins.int", "builtins.float", "builtins.str", "builtins.bool"}
 
 
 def _types_only(a, sub: cst.CSTNode) -> bool:

@@ -11,7 +11,7 @@ from syncfix.analysis import Device, Kind
 from syncfix.rules import Invalid, Rule
 from syncfix.walk import walk
 
-from ._memory import aliases_in
+from ._memory import aliases_in, held_elsewhere
 from ._support import is_backward_of, measures_itself, per_element_read
 
 
@@ -65,10 +65,11 @@ class ReadAfterLoop(Rule):
     - the list is a local name bound once, to `[]`, before the loop; in the loop it is only
       appended to, by statements at the top of the loop body, and nothing else in the function
       uses it before the loop; no `try` surrounds the loop, the function is no generator, and the
-      loop has no `else`. So the list is only ever read after the loop, when the rewrite has
+      loop has no `else`, and the function reads no names by string (`locals()`, `eval`). So the list is only ever read after the loop, when the rewrite has
       filled it (if the loop raises, the list is lost either way);
     - each append is a read (`t.item()`) of a name of a *fresh* tensor (a result of operations,
-      not a parameter or a view of one), or an f-string, tuple or list of such reads and literals,
+      not a parameter or a view of one, and held by no other code: not given to an optimizer,
+      kept in a container or on an object, nor a global), or an f-string, tuple or list of such reads and literals,
       computing nothing with them and formatting them only with specs every number takes
       (`.4f`, `e`, `%`), so rebuilding it after the loop cannot raise there (`1 / v`, `{v:d}`
       could);
@@ -171,6 +172,8 @@ class ReadAfterLoop(Rule):
             return "the list is not local to a function"
         if loop.orelse is not None:
             return "the loop has an `else`"
+        if any(c for n in ("locals", "vars", "eval", "exec") for c in a.calls_named(n) if a.enclosing_function(c) is fn):
+            return "the function reads names by string (`locals()`, `vars()`, `eval`, `exec`), which could see the list"
         for outer in a.ancestors(loop):
             if outer is fn:
                 break
@@ -231,6 +234,9 @@ class ReadAfterLoop(Rule):
                 recv = a.host_read(read).receiver  # type: ignore[union-attr]
                 if not isinstance(recv, cst.Name) or not (a.value(recv).kind is Kind.TENSOR and a.value(recv).fresh):
                     return None, "it reads a tensor that is not a plain name of a fresh tensor"
+                scope = a.enclosing_function(loop)
+                if scope is not None and held_elsewhere(a, scope, {recv.value}):
+                    return None, f"other code holds `{recv.value}` (an optimizer given it updates it in place)"
                 if not (isinstance(read.func, cst.Attribute) and read.func.attr.value == "item" and not read.args):
                     return None, "only `.item()` reads are kept on the device"
                 moved = {j for j, _ in appends}

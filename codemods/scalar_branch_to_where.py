@@ -47,7 +47,9 @@ class ScalarBranchToWhere(Rule):
     when syncfix proves all of this away:
     - the condition is exact: `t.item() > c` becomes `t > c`, which casts `c` to `t`'s dtype, so `c`
       must be a literal exactly representable in that dtype (`0.5` in float32 yes, `0.1` no: a
-      float32 `0.1 > 0.1` is True in Python and False as tensors); tensor-valued tests are exact;
+      float32 `0.1 > 0.1` is True in Python and False as tensors; a default dtype set anywhere
+      in the project, `torch.set_default_dtype`, leaves the dtype unknown); tensor-valued tests
+      are exact;
     - the condition and every branch are provably 0-d / of one shape, of one known dtype, and on
       one device: all on CUDA (where the module names no device index, so "CUDA" is one device),
       or all placed by one device expression that is CUDA or the CPU, such as a module-level

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -144,6 +145,16 @@ class Project:
         # wait such a copy counts on
         waiting = [name for name, (_, data) in sources.items() if counts_on_later_syncs(data)]
         self.later_syncs_around = {n for s in waiting for n in (s, *(m.name for m in self.closure(s)))}
+        # torch's default dtype and device are the process's: a module that changes them does
+        # so for every module a program that imports it runs (not a test's: its own process)
+        programs = {name for name, (path, _) in sources.items() if not is_test_path(str(path.relative_to(root)))}
+        changers = {name for name in programs if CHANGES_DEFAULTS.search(sources[name][1])}
+        self.defaults_changed: set[str] = set()
+        if changers:
+            for name in programs:
+                reached = {m.name for m in self.closure(name)}
+                if name in changers or reached & changers:
+                    self.defaults_changed |= {name} | reached
 
     def imports_of(self, name: str) -> set[str]:
         """The project modules ``name`` imports directly."""
@@ -178,7 +189,12 @@ class Project:
             self.closed,
             name in self.streams_around,
             name in self.later_syncs_around,
+            name in self.defaults_changed,
         )
+
+
+#: Text a file that changes torch's default dtype or device holds.
+CHANGES_DEFAULTS = re.compile(rb"set_default_(?:dtype|tensor_type|device)\s*\(")
 
 
 # One file to summarize: (module name, source, whether to keep its calls, whether its names)

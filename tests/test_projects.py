@@ -219,3 +219,38 @@ def test_names_set_from_another_file_keep_no_device_fact(tmp_path, monkeypatch, 
     (tmp_path / "engine.py").write_text(ENGINE, encoding="utf-8")
     (tmp_path / "main.py").write_text(other, encoding="utf-8")
     assert _safe_fixes("engine.py") == left
+
+
+ADJUST = """\
+import torch
+import precision
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def adjust():
+    m = torch.ones((), device=device) * 256
+    scale = torch.ones((), device=device)
+    with torch.no_grad():
+        if m.item() >= 257.0:
+            scale = scale * 2
+        else:
+            scale = scale * 3
+    return scale
+
+
+for _ in range(3):
+    print(adjust())
+"""
+
+
+@pytest.mark.parametrize(("precision", "left"), [("import torch\n", 1), ("import torch\ntorch.set_default_dtype(torch.bfloat16)\n", 0)])
+def test_default_dtype_set_in_another_file(tmp_path, monkeypatch, precision, left):
+    """torch's default dtype is the process's: set in any project file (bfloat16 here, where
+    257.0 rounds to 256), no module's default float is provable, and SFX201's comparison with a
+    literal is not proven exact."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "main.py").write_text(ADJUST, encoding="utf-8")
+    (tmp_path / "precision.py").write_text(precision, encoding="utf-8")
+    assert _safe_fixes("main.py") == left

@@ -104,12 +104,15 @@ class ModuleAnalysis:
         package: str | None = None,
         streams_around: bool = False,
         later_syncs_around: bool = False,
+        defaults_changed: bool = False,
     ) -> None:
         self.wrapper = wrapper
         #: Code that imports this module uses CUDA streams (``ModuleContext.streams_around``).
         self.streams_around = streams_around
         #: Code that imports this module counts on later syncs (``ModuleContext.later_syncs_around``).
         self.later_syncs_around = later_syncs_around
+        #: Another project file changes torch's default dtype or device (``ModuleContext``).
+        self.defaults_changed = defaults_changed
         #: The dotted module name of this file in its project (None: a source without a path).
         self.module_name = module_name
         #: The names other files of the project import from this module (``"*"``: any); None
@@ -155,6 +158,7 @@ class ModuleAnalysis:
             package=self.package,
             streams_around=self.streams_around,
             later_syncs_around=self.later_syncs_around,
+            defaults_changed=self.defaults_changed,
         )
         view.cuda_or_cpu_only = self.cuda_or_cpu_only
         view.assume_tensors = True

@@ -167,6 +167,8 @@ def uses_streams(a: ModuleAnalysis) -> bool:
 
 
 def sets_default_device(a: ModuleAnalysis) -> bool:
+    if a.defaults_changed:
+        return True  # another file of the project may set it
     return any(
         a.qualnames(node) & {"torch.set_default_device", "torch.set_default_tensor_type"}
         for node in _names_ending_in(a, {"set_default_device", "set_default_tensor_type"})

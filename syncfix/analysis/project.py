@@ -153,6 +153,9 @@ class ModuleContext:
     #: copies without waiting and counts on a later sync to finish the copy
     #: (analysis/async_copies.py): no fix that removes a sync is safe in it
     later_syncs_around: bool = False
+    #: some project file changes torch's default dtype or device (``set_default_dtype``...):
+    #: neither is provable in any of its modules
+    defaults_changed: bool = False
 
     def fingerprint(self) -> str:
         """For the results cache: a file's findings change when (only when) this does (a change
@@ -166,6 +169,7 @@ class ModuleContext:
                 str(self.closed),
                 str(self.streams_around),
                 str(self.later_syncs_around),
+                str(self.defaults_changed),
                 ",".join(
                     sorted(
                         f"{m.name}:{m.digest}:{','.join(sorted(m.imported))}:{','.join(m.aliases)}:{','.join(m.importers)}:{m.ambiguous}"
