@@ -254,3 +254,42 @@ def test_default_dtype_set_in_another_file(tmp_path, monkeypatch, precision, lef
     (tmp_path / "main.py").write_text(ADJUST, encoding="utf-8")
     (tmp_path / "precision.py").write_text(precision, encoding="utf-8")
     assert _safe_fixes("main.py") == left
+
+
+TRAINER_WITH_DEVICE = """\
+class Trainer:
+    def __init__(self, model, loader, device):
+        self.model = model
+        self.loader = loader
+        self.device = device
+
+    def fit(self):
+        for x, y in self.loader:
+            self.model(x.to(self.device), y.to(self.device))
+"""
+MAKES_TRAINER = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+from trainer import Trainer
+
+
+def main():
+    ds = TensorDataset(torch.randn(10, 3), torch.randn(10))
+    Trainer(torch.nn.Linear(3, 1), DataLoader(ds, batch_size=2), torch.device("cuda")).fit()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+@pytest.mark.parametrize(("other", "left"), [("", 2), ("def again(t, m, l):\n    type(t)(m, l, 'mps').fit()\n", 0)])
+def test_a_class_built_through_type_elsewhere_has_unseen_callers(tmp_path, monkeypatch, other, left):
+    """``type(t)(m, l, "mps")`` in another file calls the class without naming it: its
+    constructor's call sites are not all in sight, so ``self.device`` proves nothing."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "trainer.py").write_text(TRAINER_WITH_DEVICE, encoding="utf-8")
+    (tmp_path / "main.py").write_text(MAKES_TRAINER, encoding="utf-8")
+    (tmp_path / "other.py").write_text(other, encoding="utf-8")
+    assert _safe_fixes("trainer.py") == left

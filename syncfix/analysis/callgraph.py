@@ -198,6 +198,9 @@ def _constructor_call_sites(a: ModuleAnalysis, cls: cst.ClassDef, importable: bo
         for c in a.structure.within(cls, cst.Call)
     ):
         return CallSites((), "a class that may build instances of itself")
+    members = _members(a) if importable else None
+    if members is not None and members.builds_by_type(skip=a.module_name):
+        return CallSites((), "another file builds instances of a class it does not name (type(x)(...))")
     scope = a.scope(cls)
     if scope is None:
         return CallSites((), "not in a scope")

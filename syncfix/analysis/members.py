@@ -41,6 +41,7 @@ class MemberUse:
     self_stores: frozenset[str] = frozenset()  # ``self.name = ...``
     dynamic_calls: bool = False  # ``getattr(x, computed)(...)``
     dynamic_stores: bool = False  # ``setattr(x, computed, v)``
+    builds_by_type: bool = False  # ``type(x)(...)``, ``x.__class__(...)``: a class called unnamed
 
     def keep(self, names: frozenset[str]) -> MemberUse:
         """The summary for ``names`` only (what the project's classes define)."""
@@ -53,6 +54,7 @@ class MemberUse:
             self.self_stores & names,
             self.dynamic_calls,
             self.dynamic_stores,
+            self.builds_by_type,
         )
 
 
@@ -73,7 +75,7 @@ def member_use(tree: ast.Module) -> MemberUse:
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
         methods.update(t.id for t in targets if isinstance(t, ast.Name))
     callees: set[int] = set()  # ids of Attribute nodes that are a plain call's callee
-    dynamic_calls = dynamic_stores = False
+    dynamic_calls = dynamic_stores = builds_by_type = False
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
             if isinstance(node.ctx, (ast.Store, ast.Del)):
@@ -85,6 +87,11 @@ def member_use(tree: ast.Module) -> MemberUse:
                 other.add(node.attr)
         elif isinstance(node, ast.Call):
             func = node.func
+            if (
+                isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.func.id == "type"
+                or isinstance(func, ast.Attribute) and func.attr == "__class__"
+            ):
+                builds_by_type = True
             if isinstance(func, ast.Attribute):
                 receiver = func.value
                 on_class = isinstance(receiver, ast.Name) and (receiver.id in classes or receiver.id[:1].isupper())
@@ -120,6 +127,7 @@ def member_use(tree: ast.Module) -> MemberUse:
         frozenset(self_stores),
         dynamic_calls,
         dynamic_stores,
+        builds_by_type,
     )
 
 
@@ -154,6 +162,10 @@ class Members:
         """Does some file (other than ``skip``) store ``.name`` on an object other than ``self``
         (or set a computed attribute)?"""
         return any((name in u.stores or u.dynamic_stores) for m, u in self.uses.items() if m != skip)
+
+    def builds_by_type(self, skip: str | None = None) -> bool:
+        """Does some file (other than ``skip``) call a class it does not name (``type(x)(...)``)?"""
+        return any(u.builds_by_type for m, u in self.uses.items() if m != skip)
 
     def self_stored(self, name: str, skip: str | None = None) -> bool:
         """Does a method of some file (other than ``skip``) store ``self.name``?"""

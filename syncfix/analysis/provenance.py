@@ -18,16 +18,16 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from libcst.metadata import Assignment, ExpressionContext, ExpressionContextProvider, GlobalScope
+from libcst.metadata import Assignment, GlobalScope
 from libcst.metadata.scope_provider import BaseAssignment
 
-from . import callgraph
+from . import callgraph, loaders
 from .attributes import assumed_tensor, attribute_value, is_module_class
 from .bindings import assignment_order
 from .devices import fstring_device, origin_code, string_device
 from .dtypes import dtype_kw
 from .narrowing import narrowed_kind
-from .syntax import in_place_keyword, is_none, keyword, literal_kind, positional, through_call
+from .syntax import in_place_keyword, keyword, literal_kind, positional, through_call
 from .torch_api import (
     CREATION_DEVICE_ARG,
     DATALOADER,
@@ -223,7 +223,7 @@ def _binding_value(a: ModuleAnalysis, asg: Assignment) -> Value:
     if isinstance(asg.scope, GlobalScope) and _global_set_elsewhere(a, asg.name):
         return UNKNOWN  # ``engine.DEVICE = "mps"`` in another file, or ``globals()[...] = ...``
     value = _assignment_value(a, asg)
-    if value.kind is Kind.LOADER and value.fresh and _reconfigured(a, asg):
+    if value.kind is Kind.LOADER and value.fresh and loaders.reconfigured(a, asg):
         return replace(value, memory=Memory.UNKNOWN, fresh=False)
     return value
 
@@ -235,63 +235,6 @@ def _global_set_elsewhere(a: ModuleAnalysis, name: str) -> bool:
         return True
     members = a.project.members if a.project is not None and a.module_name is not None else None
     return members is not None and members.stored(name, skip=a.module_name)
-
-
-_SETS_ATTRIBUTES = {"builtins.setattr", "builtins.delattr", "builtins.vars"}
-_SEEN_MODULES = ("builtins.", "torch.", "tqdm.")  # their functions set no attribute of an argument
-
-
-def _reconfigured(a: ModuleAnalysis, asg: Assignment) -> bool:
-    """May the loader bound here get another ``collate_fn`` after it is made? Its batches are
-    then not provably the default collate's new memory. Yes where this name is written through
-    (``loader.collate_fn = f``, ``setattr(loader, ...)``), bound to another plain name, or
-    handed to code syncfix does not read; and where any object's ``collate_fn`` is set in this
-    module (or, in a closed project, any of its files), which an alias may reach."""
-    if a.attribute_set("collate_fn"):
-        return True
-    for access in asg.references:
-        node = access.node
-        parent = a.parent(node)
-        if isinstance(parent, cst.Attribute) and parent.value is node:
-            if _is_store(a, parent):
-                return True
-        elif isinstance(parent, cst.Arg):
-            call = a.parent(parent)
-            if isinstance(call, cst.Call) and not _reads_or_leaves(a, call):
-                return True
-        elif isinstance(parent, cst.Assign) and parent.value is node:
-            if any(isinstance(t.target, cst.Name) for t in parent.targets):
-                return True
-    return False
-
-
-def _is_store(a: ModuleAnalysis, node: cst.Attribute) -> bool:
-    contexts = a.wrapper.resolve(ExpressionContextProvider)
-    return contexts.get(node) in (ExpressionContext.STORE, ExpressionContext.DEL)
-
-
-def _reads_or_leaves(a: ModuleAnalysis, call: cst.Call) -> bool:
-    """Is ``call`` code syncfix reads (a function or class of this module or of the project,
-    where a write to the parameter counts like one here), or one that sets no attribute of its
-    arguments (builtins, torch, tqdm)?"""
-    name = a.callee(call)
-    if name in _SETS_ATTRIBUTES:
-        return False
-    if a.local_function(call.func) is not None or _local_class(a, call.func):
-        return True
-    return name is not None and (
-        name.startswith(_SEEN_MODULES)
-        or (a.project is not None and a.project.find(name, a.package) is not None)
-    )
-
-
-def _local_class(a: ModuleAnalysis, func: cst.BaseExpression) -> bool:
-    if not isinstance(func, cst.Name):
-        return False
-    bindings = a.bindings(func)
-    return len(bindings) == 1 and all(
-        isinstance(asg, Assignment) and isinstance(asg.node, cst.ClassDef) for asg in bindings
-    )
 
 
 def _assignment_value(a: ModuleAnalysis, asg: Assignment) -> Value:
@@ -547,36 +490,7 @@ def _module_output(a: ModuleAnalysis, call: cst.Call) -> Value:
 
 def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | None:
     if name in DATALOADER:
-        pin = keyword(call, "pin_memory")
-        memory = Memory.PAGEABLE
-        if pin is not None:
-            memory = (
-                Memory.PINNED
-                if isinstance(pin.value, cst.Name) and pin.value.value == "True"
-                else Memory.PAGEABLE
-                if isinstance(pin.value, cst.Name) and pin.value.value == "False"
-                else Memory.UNKNOWN
-            )
-        args = positional(call)
-        size = keyword(call, "batch_size") or (args[1] if len(args) > 1 else None)
-        # the default collate copies each batch into new memory; ``batch_size=None`` turns it
-        # off (the batch is then what the dataset returned): written so, bound to a name that
-        # is not a number, or possibly in ``**kwargs`` (a size syncfix cannot read,
-        # ``args.batch_size``, counts as a number)
-        custom = (
-            keyword(call, "collate_fn") is not None
-            or len(args) > 6
-            or any(arg.star for arg in call.args)  # ``**kw`` may pass batch_size=None
-            or size is not None and (
-                is_none(size)
-                or a.value(size.value).kind not in (Kind.NUMBER, Kind.UNKNOWN)
-                or _defaults_to_none(a, size.value)
-                or _parameter_maybe_none(a, size.value)
-            )
-        )
-        if custom:
-            return Value(Kind.LOADER, Device.CPU, Memory.UNKNOWN, False)
-        return Value(Kind.LOADER, Device.CPU, memory, True)
+        return loaders.loader_value(a, call)
     if name == "torch.device":
         args = positional(call)
         kw = keyword(call, "type")
@@ -778,32 +692,3 @@ def _to_is_dtype_only(analysis: ModuleAnalysis, call: cst.Call) -> bool:
     if keyword(call, "device") is not None:
         return False
     return bool(args) and analysis.is_cast_argument(args[0].value) or (not args and keyword(call, "dtype") is not None)
-
-
-def _parameter_maybe_none(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
-    """Is ``expr`` a parameter that some call passes ``None`` (``make(ds, None)`` at one call and
-    ``make(ds, 2)`` at another join to unknown)? A size syncfix cannot read (``args.batch_size``)
-    is taken to be a number, as elsewhere."""
-    if not isinstance(expr, cst.Name):
-        return False
-    for asg in a.bindings(expr):
-        if isinstance(asg, Assignment) and isinstance(asg.node, cst.Param):
-            passed = callgraph.param_values(a, asg.node) or []
-            if any(v.kind is Kind.OTHER for v in passed):  # ``None`` (or a str): no number
-                return True
-    return False
-
-
-def _defaults_to_none(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
-    """Is ``expr`` a parameter of its function whose default is ``None`` (``def make(ds,
-    batch_size=None)``): a caller that passes nothing turns collation off."""
-    if not isinstance(expr, cst.Name):
-        return False
-    fn = a.enclosing_function(expr)
-    if fn is None:
-        return False
-    params = [*fn.params.params, *fn.params.kwonly_params]
-    return any(
-        p.name.value == expr.value and isinstance(p.default, cst.Name) and p.default.value == "None"
-        for p in params
-    )
