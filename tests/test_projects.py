@@ -176,6 +176,14 @@ def test_stream_use_is_read_from_code_not_from_strings():
     assert uses_streams(b"import torch\ndm = torch.get_device_module('cuda')\nwith dm.stream(s):\n    pass\n")
 
 
+def _files(tmp_path, monkeypatch, files: dict[str, str]) -> None:
+    """A closed project (a ``.git`` folder, no packaging) of these files, as the working folder."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+
+
 def _safe_fixes(path: str) -> int:
     result = CliRunner().invoke(cli, ["check", path, "-o", "json", "--no-cache"])
     assert result.exit_code in (0, 1), result.output
@@ -214,10 +222,7 @@ def run():
 def test_names_set_from_another_file_keep_no_device_fact(tmp_path, monkeypatch, other, left):
     """``engine.DEVICE = "cpu"`` (or ``Trainer.device = "cpu"``) in another file of a closed
     project makes the name's device unknown: pinning and non-blocking copies are not proven."""
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / ".git").mkdir()
-    (tmp_path / "engine.py").write_text(ENGINE, encoding="utf-8")
-    (tmp_path / "main.py").write_text(other, encoding="utf-8")
+    _files(tmp_path, monkeypatch, {"engine.py": ENGINE, "main.py": other})
     assert _safe_fixes("engine.py") == left
 
 
@@ -249,10 +254,7 @@ def test_default_dtype_set_in_another_file(tmp_path, monkeypatch, precision, lef
     """torch's default dtype is the process's: set in any project file (bfloat16 here, where
     257.0 rounds to 256), no module's default float is provable, and SFX201's comparison with a
     literal is not proven exact."""
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / ".git").mkdir()
-    (tmp_path / "main.py").write_text(ADJUST, encoding="utf-8")
-    (tmp_path / "precision.py").write_text(precision, encoding="utf-8")
+    _files(tmp_path, monkeypatch, {"main.py": ADJUST, "precision.py": precision})
     assert _safe_fixes("main.py") == left
 
 
@@ -287,9 +289,5 @@ if __name__ == "__main__":
 def test_a_class_built_through_type_elsewhere_has_unseen_callers(tmp_path, monkeypatch, other, left):
     """``type(t)(m, l, "mps")`` in another file calls the class without naming it: its
     constructor's call sites are not all in sight, so ``self.device`` proves nothing."""
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / ".git").mkdir()
-    (tmp_path / "trainer.py").write_text(TRAINER_WITH_DEVICE, encoding="utf-8")
-    (tmp_path / "main.py").write_text(MAKES_TRAINER, encoding="utf-8")
-    (tmp_path / "other.py").write_text(other, encoding="utf-8")
+    _files(tmp_path, monkeypatch, {"trainer.py": TRAINER_WITH_DEVICE, "main.py": MAKES_TRAINER, "other.py": other})
     assert _safe_fixes("trainer.py") == left
