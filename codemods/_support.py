@@ -386,12 +386,12 @@ _NOT_RUNTIME_ERRORS = {
 
 
 def caught_by_enclosing_try(
-    analysis: ModuleAnalysis, node: cst.CSTNode, _seen: set[cst.FunctionDef] | None = None
+    analysis: ModuleAnalysis, node: cst.CSTNode, _seen: set[object] | None = None
 ) -> bool:
     """Is ``node`` in the body of a ``try`` whose handlers may catch a RuntimeError raised
     there, or of ``with contextlib.suppress(...)`` of such an error: in its function, or around
-    a call of that function in this module (``try: g = helper()``), through callers of callers?
-    (Callers in other files are not seen.)"""
+    a call of that function in this module (``try: g = helper()``), or, for a module-level
+    function, in another project file that imports it, through callers of callers?"""
     child: cst.CSTNode = node
     for anc in analysis.ancestors(node):
         if isinstance(anc, cst.FunctionDef):
@@ -399,7 +399,10 @@ def caught_by_enclosing_try(
             if anc in seen:
                 return False
             seen.add(anc)
-            return any(caught_by_enclosing_try(analysis, call, seen) for call in analysis.calls_named(anc.name.value))
+            name = anc.name.value
+            if any(caught_by_enclosing_try(analysis, call, seen) for call in analysis.calls_named(name)):
+                return True
+            return _caught_in_importers(analysis, anc, seen)
         if isinstance(anc, (cst.ClassDef, cst.Lambda)):
             return False
         if isinstance(anc, (cst.Try, cst.TryStar)) and child is anc.body:
@@ -412,6 +415,22 @@ def caught_by_enclosing_try(
                     return True
         child = anc
     return False
+
+
+def _caught_in_importers(analysis: ModuleAnalysis, fn: cst.FunctionDef, seen: set[object]) -> bool:
+    """Does another project file call ``fn`` (a module-level function it imports) inside such a
+    ``try``?"""
+    project, module = analysis.project, analysis.module_name
+    name = fn.name.value
+    if project is None or module is None or analysis.parent(fn) is not analysis.module:
+        return False
+    if not analysis.imported_elsewhere(name):
+        return False  # no other file imports it
+    key = (module, name)
+    if key in seen:
+        return False
+    seen.add(key)
+    return project.any_call(module, name, lambda other, call: caught_by_enclosing_try(other, call, seen))
 
 
 # Context managers that catch what their body raises: ``contextlib.suppress(E)``,

@@ -70,10 +70,10 @@ class BlockingHostToDevice(Rule):
     - the copy is not in the body of a `try` whose handler may catch a `RuntimeError` (bare
       `except:`, `Exception`, `RuntimeError`, a torch error...): there a blocking copy raises a
       CUDA error inside the `try`, as written; a non-blocking one would raise at a later sync,
-      outside it. The same holds for a `try` in this file around a call of the copy's function
-      (or of a function that calls it: `try: validate(args) except RuntimeError: retry`). Such
-      a copy gets a finding and no fix, safe or unsafe (a `try` around a call in another file
-      is not seen). So does a copy in the body of `with contextlib.suppress(...)`,
+      outside it. The same holds for a `try` around a call of the copy's function (or of a
+      function that calls it: `try: validate(args) except RuntimeError: retry`), in this file or
+      in another project file that imports the function. Such a copy gets a finding and no
+      fix, safe or unsafe. So does a copy in the body of `with contextlib.suppress(...)`,
       `pytest.raises(...)` or `self.assertRaises(...)` of such an error;
     - the module uses one stream (no `torch.cuda.stream`/`Stream`/graphs: copies on a side stream
       need `wait_stream`/`record_stream`, which is not ours to prove), and no project module

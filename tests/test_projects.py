@@ -291,3 +291,18 @@ def test_a_class_built_through_type_elsewhere_has_unseen_callers(tmp_path, monke
     constructor's call sites are not all in sight, so ``self.device`` proves nothing."""
     _files(tmp_path, monkeypatch, {"trainer.py": TRAINER_WITH_DEVICE, "main.py": MAKES_TRAINER, "other.py": other})
     assert _safe_fixes("trainer.py") == left
+
+
+@pytest.mark.parametrize(
+    ("body", "left"),
+    [
+        ("        xg = to_device(torch.ones(3))\n", 1),
+        ("        try:\n            xg = to_device(torch.ones(3))\n        except RuntimeError:\n            xg = None\n", 0),
+    ],
+)
+def test_a_try_around_a_call_in_another_file_keeps_the_copy_blocking(tmp_path, monkeypatch, body, left):
+    """A caller in another file that catches the copy's error in a ``try`` (a health check)
+    needs it raised there: the copy stays blocking."""
+    main = f"import torch\n\nfrom steps import to_device\n\n\ndef run(model, data):\n    for chunk in data:\n{body}        model(xg)\n"
+    _files(tmp_path, monkeypatch, {"steps.py": 'def to_device(x):\n    return x.to("cuda")\n', "main.py": main})
+    assert _safe_fixes("steps.py") == left

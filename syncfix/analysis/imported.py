@@ -157,6 +157,29 @@ class ProjectModules:
             found.extend(_bound(calls, index, param, keyword_ok))
         return found
 
+    def any_call(self, module: str, function: str, test: Callable[[ModuleAnalysis, cst.Call], bool]) -> bool:
+        """Does ``test`` hold of some call of ``module.function`` that the project's other files
+        make where syncfix sees it (a direct call in a file that imports it)?"""
+        target = self._files.get(module)
+        if target is None:
+            return False
+        for importer in self._importers_of(module):
+            if importer is None or not _may_reach(importer, target, function):
+                continue  # not known, or it imports other names of the module only
+            path = importer.path
+            with keep_active():  # the asking file's record stays the one its walks use
+                busy = path in self._in_use  # asked again while being read: a fresh copy
+                analysis = self._load(importer, None) if busy else self._whole_module(importer)
+                calls = calls_of(analysis, target, function) if analysis is not None else None
+                self._in_use.add(path)
+                try:
+                    if analysis is not None and any(test(analysis, call) for call in calls or ()):
+                        return True
+                finally:
+                    if not busy:
+                        self._in_use.discard(path)
+        return False
+
     def method_arguments(
         self, module: str, method: str, index: int | None, param: str, keyword_ok: bool
     ) -> list[Value | None] | None:
@@ -210,15 +233,7 @@ class ProjectModules:
         path = importer.path
         if path in self._in_use:  # asked again while its calls are being read: a fresh copy
             return self._read_calls(self._load(importer, None), find)
-        if path in self._whole:
-            self._whole.move_to_end(path)
-        else:
-            self._whole[path] = self._load(importer, None)
-            self._whole_bytes[path] = _size(path)
-            while len(self._whole) > 1 and sum(self._whole_bytes.values()) > _WHOLE_KEPT_BYTES:
-                old, _ = self._whole.popitem(last=False)
-                self._whole_bytes.pop(old, None)
-        whole = self._whole[path]
+        whole = self._whole_module(importer)
         before = _cuts
         self._in_use.add(path)
         try:
@@ -228,6 +243,20 @@ class ProjectModules:
             if _cuts != before:  # a cut cycle may have left weaker values in it: not reused
                 self._whole.pop(path, None)
                 self._whole_bytes.pop(path, None)
+
+    def _whole_module(self, importer: ModuleFile) -> ModuleAnalysis | None:
+        """The analysis of a whole project module, kept while this file is analysed (up to a
+        budget of source): each importer is parsed once, however many questions ask it."""
+        path = importer.path
+        if path in self._whole:
+            self._whole.move_to_end(path)
+        else:
+            self._whole[path] = self._load(importer, None)
+            self._whole_bytes[path] = _size(path)
+            while len(self._whole) > 1 and sum(self._whole_bytes.values()) > _WHOLE_KEPT_BYTES:
+                old, _ = self._whole.popitem(last=False)
+                self._whole_bytes.pop(old, None)
+        return self._whole[path]
 
     @staticmethod
     def _read_calls(analysis: ModuleAnalysis | None, find: Callable[[ModuleAnalysis], list[cst.Call] | None]) -> list[_Passed] | None:

@@ -55,6 +55,7 @@ from .expr_context import expression_contexts
 from .fixpoint import FactSolver
 from .host_reads import HostRead
 from .imported import ProjectModules
+from .project import ALL
 from .syntax import dotted_name, literal_number, through_call
 from .values import Device, Value
 
@@ -432,6 +433,10 @@ class ModuleAnalysis:
     def device_of(self, expr: cst.CSTNode) -> Device:
         """The device a device-like expression (string, int, ``torch.device``, name) denotes."""
         return devices.device_of(self, expr)
+
+    def imported_elsewhere(self, name: str) -> bool:
+        """Does another project file import ``name`` from this module (or all its names)?"""
+        return self.imported is not None and (ALL in self.imported or name in self.imported)
 
     def attribute_set(self, name: str) -> bool:
         """Is ``.name`` stored or deleted on some object in this module (or ``setattr`` with it
