@@ -10,7 +10,7 @@ from syncfix.rules import Invalid, Rule
 from syncfix.walk import walk
 
 from ._memory import aliases_in, held_elsewhere
-from ._support import imported_modules, is_backward_of
+from ._support import code, imported_modules, is_backward_of
 
 # Builtins a moved log may call (they read Python values only).
 _PURE_FORMAT = {
@@ -178,7 +178,10 @@ class MoveLoggingToEnd(Rule):
         they would wait for the work that follows."""
         a = self.analysis
         for stmt in reversed(body[:start]):
-            if any(a.host_read(c) is not None or _code(a, c.func).endswith("synchronize") for c in a.effects(stmt).calls):
+            if any(
+                a.host_read(c) is not None or isinstance(c.func, cst.Attribute) and c.func.attr.value == "synchronize"
+                for c in a.effects(stmt).calls
+            ):
                 return not self._gpu_work_before_read(stmt)
             if self._gpu_work(stmt):
                 return False
@@ -343,7 +346,7 @@ class MoveLoggingToEnd(Rule):
         for s in unit:
             for sub in a.nodes_within(s, cst.Subscript):
                 if id(sub) not in skip and not _types_only(a, sub):
-                    return f"it reads an item that later code may change (`{_code(a, sub)}`)"
+                    return f"it reads an item that later code may change (`{code(a, sub)}`)"
             for attr in a.nodes_within(s, cst.Attribute):
                 assert isinstance(attr, cst.Attribute)
                 parent = a.parent(attr)
@@ -352,7 +355,7 @@ class MoveLoggingToEnd(Rule):
                 if isinstance(parent, cst.Call) and parent.func is attr:
                     continue  # a function or method called (``logger.info``, ``pbar.set_postfix``)
                 if not self._stays(attr):
-                    return f"it reads an attribute that later code may change (`{_code(a, attr)}`)"
+                    return f"it reads an attribute that later code may change (`{code(a, attr)}`)"
         return None
 
     def _mutable_reads(self, unit) -> set[str]:
@@ -468,10 +471,6 @@ _IMMUTABLE_TYPES = {"builtins.int", "builtins.float", "builtins.str", "builtins.
 def _types_only(a, sub: cst.CSTNode) -> bool:
     """``dict[str, int]`` in an annotation: no item read."""
     return any(isinstance(n, cst.Annotation) for n in a.ancestors(sub))
-
-
-def _code(a, node: cst.CSTNode) -> str:
-    return a.module.code_for_node(node)
 
 
 def _fresh_tensor_names(a, expr: cst.BaseExpression) -> bool:

@@ -219,11 +219,16 @@ def attribute_set(a: ModuleAnalysis, name: str) -> bool:
     return known
 
 
-def _attribute_set(a: ModuleAnalysis, name: str) -> bool:
+def is_store(a: ModuleAnalysis, node: cst.Attribute) -> bool:
+    """Is ``x.name`` here a target (``x.name = v``, ``del x.name``, ``x.name += v``)?"""
     contexts = a.wrapper.resolve(ExpressionContextProvider)
+    return contexts.get(node) in (ExpressionContext.STORE, ExpressionContext.DEL)
+
+
+def _attribute_set(a: ModuleAnalysis, name: str) -> bool:
     for node in a.structure.of_type(cst.Attribute):
         assert isinstance(node, cst.Attribute)
-        if node.attr.value == name and contexts.get(node) in (ExpressionContext.STORE, ExpressionContext.DEL):
+        if node.attr.value == name and is_store(a, node):
             return True
     for call in a.calls_named("setattr") + a.calls_named("delattr"):
         args = [arg.value for arg in call.args if arg.keyword is None]

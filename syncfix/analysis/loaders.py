@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from libcst.metadata import Assignment, ExpressionContext, ExpressionContextProvider
+from libcst.metadata import Assignment
 
 from . import callgraph
+from .attributes import is_store
 from .syntax import is_none, keyword, positional
 from .values import Device, Kind, Memory, Value
 
@@ -68,7 +69,7 @@ def reconfigured(a: ModuleAnalysis, asg: Assignment) -> bool:
         node = access.node
         parent = a.parent(node)
         if isinstance(parent, cst.Attribute) and parent.value is node:
-            if _is_store(a, parent):
+            if is_store(a, parent):
                 return True
         elif isinstance(parent, cst.Arg):
             call = a.parent(parent)
@@ -78,11 +79,6 @@ def reconfigured(a: ModuleAnalysis, asg: Assignment) -> bool:
             if any(isinstance(t.target, cst.Name) for t in parent.targets):
                 return True
     return False
-
-
-def _is_store(a: ModuleAnalysis, node: cst.Attribute) -> bool:
-    contexts = a.wrapper.resolve(ExpressionContextProvider)
-    return contexts.get(node) in (ExpressionContext.STORE, ExpressionContext.DEL)
 
 
 def _reads_or_leaves(a: ModuleAnalysis, call: cst.Call) -> bool:
