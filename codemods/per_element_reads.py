@@ -70,8 +70,19 @@ class PerElementReads(Rule):
     `v_parts = [y[:n].reshape(-1) for y, n in zip(ys, ns)]` then
     `v = torch.cat(v_parts).tolist() if v_parts else []`. Same values, types and order when the
     tensors share a dtype and a device and each element read is one value; where an element holds
-    more, the original raises and the rewrite reads them all. SFX301 merges reads of named tensors
-    written out one by one.
+    more, the original raises and the rewrite reads them all.
+    In code that repeats, a dict comprehension over `d.items()` (`d` a name or `self.x`) whose
+    value reads its value variable once, with `.item()` after methods that keep the values
+    (`detach()`, `float()`, `cpu()`...; `sum()`/`mean()` only before any `cpu()`), gets an
+    **unsafe** fix: `{k: v / n for k, v in zip(d.keys(), torch.stack([v.detach().reshape(())
+    for v in d.values()]).tolist() if d else [])}`. `cpu()` is dropped from the stacked values
+    (the stack goes to the host once; the copy is exact). It rests on the likely fact that the
+    values are one-element tensors of one dtype on one device, as a dict of losses or metrics is:
+    mixed dtypes would promote (an int count would come back a float), tensors on several devices
+    cannot be stacked, and the rest of each item's expression now runs after every value is read.
+    Each value may have its own one-element shape (`[]` or `[1]`). A dict whose values are
+    provably on the CPU is not reported. SFX301 merges reads of named tensors written out one by
+    one.
     """
 
     CODE = "SFX303"
@@ -175,6 +186,14 @@ class PerElementReads(Rule):
 
     def _comprehension(self, node, fixable: bool = True) -> None:
         a = self.analysis
+        if isinstance(node, cst.DictComp) and a.is_hot(node):
+            items = node.for_in.iter
+            if isinstance(items, cst.Call) and isinstance(items.func, cst.Attribute) and _host_dict(a, items.func.value):
+                return  # the values of a dict of CPU tensors: nothing waits
+            values = self._dict_values(node)
+            if values is not None:
+                self.report(node, fix=self.unsafe_fix({node: values}, _DICT_FIX))
+                return
         elt = node.value if isinstance(node, cst.DictComp) else node.elt
         comp = node.for_in
         if not isinstance(elt, cst.Call):
@@ -338,6 +357,71 @@ class PerElementReads(Rule):
         )
         return {stmt: cst.FlattenSentinel([first, second])}, elt is not None and sliced and a.is_one_dim(elt)
 
+    def _dict_values(self, node: cst.DictComp) -> cst.DictComp | None:
+        """``{k: v.item() / n for k, v in d.items()}`` -> every value read with one stack::
+
+            {k: v / n for k, v in zip(d.keys(), torch.stack([v.reshape(()) for v in d.values()]).tolist() if d else [])}
+
+        ``v`` used once, in that read, after value-preserving methods (``detach``, casts, and
+        ``cpu``, dropped: the stack is read to the host once; a reduction only before it)."""
+        a = self.analysis
+        comp, torch = node.for_in, a.torch_alias_at(node)
+        target, source = comp.target, comp.iter
+        if (
+            torch is None
+            or comp.inner_for_in is not None
+            or comp.ifs
+            or comp.asynchronous
+            or not isinstance(target, cst.Tuple)
+            or len(target.elements) != 2
+            or not all(isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in target.elements)
+            or not isinstance(source, cst.Call)
+            or source.args
+            or not isinstance(source.func, cst.Attribute)
+            or source.func.attr.value != "items"
+        ):
+            return None
+        key, var = (e.value.value for e in target.elements)  # type: ignore[attr-defined]
+        mapping = source.func.value
+        root = mapping.value if isinstance(mapping, cst.Attribute) else mapping
+        if key == var or not isinstance(root, cst.Name) or root.value in (key, var):
+            return None  # the mapping is read three times: a plain name or ``self.x`` only
+        reads: list[cst.Call] = []
+        uses = 0
+
+        class V(cst.CSTVisitor):
+            def visit_Name(self, n: cst.Name) -> None:
+                nonlocal uses
+                uses += n.value == var
+
+            def visit_Call(self, call: cst.Call) -> None:
+                read = a.host_read(call) or a.likely.host_read(call)
+                if read is not None and read.form == "item" and _value_methods(read.receiver, var) is not None:
+                    reads.append(call)
+
+        walk(node.key, V())
+        walk(node.value, V())
+        if len(reads) != 1 or uses != 1:
+            return None  # ``v`` used elsewhere (as a tensor), or not read with ``.item()``
+        read = a.likely.host_read(reads[0])
+        assert read is not None
+        methods = _value_methods(read.receiver, var)
+        assert methods is not None
+        base = read.receiver
+        while isinstance(base, cst.Call) and isinstance(base.func, cst.Attribute):
+            base = base.func.value  # the value before ``.cpu()``: a copy to the host is a sync too
+        if a.likely.value(base).device is Device.CPU or _host_dict(a, mapping):
+            return None  # no sync to save
+        element = "".join(f".{m}()" for m in methods if m != "cpu")
+        m = a.module.code_for_node(mapping)
+        pairs = cst.parse_expression(
+            f"zip({m}.keys(), {torch}.stack([{var}{element}.reshape(()) for {var} in {m}.values()]).tolist() if {m} else [])"
+        )
+        return node.with_changes(
+            value=node.value.deep_replace(reads[0], cst.Name(var)),
+            for_in=comp.with_changes(iter=pairs),
+        )
+
     def _read_inside(self, node, elt: cst.BaseExpression) -> None:
         """A read of each element inside a larger expression (``{k: v.item() / n for k, v in
         d.items()}``), where code repeats: reported, no fix."""
@@ -393,6 +477,50 @@ _UNKNOWN_ELEMENTS = (
     "syncfix cannot tell what the iterated values are; where they are tensors of one shape, dtype "
     "kind and device, `torch.stack([...]).tolist()` (or `torch.cat`) reads them with one transfer"
 )
+
+
+_DICT_FIX = (
+    "Read the mapping's values with one stack (unsafe: it rests on the likely fact that the values "
+    "read with `.item()` are one-element tensors of one dtype on one device, as a dict of losses "
+    "is; mixed dtypes would promote (an int count would come back a float), tensors on several "
+    "devices cannot be stacked, and the rest of each item's expression now runs after every value "
+    "is read)"
+)
+
+#: Methods that keep a tensor's values (``cpu`` copies them exactly; a cast rounds the same
+#: way on every device), and reductions, which may sum in another order on another device.
+_KEEPS_VALUES = frozenset({"detach", "cpu", "clone", "contiguous", "float", "double"})
+_REDUCES = frozenset({"sum", "mean"})
+
+
+def _host_dict(a, mapping: cst.BaseExpression) -> bool:
+    """Is ``mapping`` a name bound only to dict displays of tensors provably on the CPU?"""
+    if not isinstance(mapping, cst.Name):
+        return False
+    bound = a.reaching_values(mapping)
+    return bool(bound) and all(
+        isinstance(d, cst.Dict)
+        and all(isinstance(e, cst.DictElement) and a.value(e.value).device is Device.CPU for e in d.elements)
+        for d in bound
+    )
+
+
+def _value_methods(expr: cst.BaseExpression, var: str) -> list[str] | None:
+    """``var.m1().m2()`` -> ``["m1", "m2"]``, for methods that keep the values (a reduction only
+    before any ``cpu()``: moved to the device, its sum may be ordered differently)."""
+    methods: list[str] = []
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and not expr.args:
+        methods.append(expr.func.attr.value)
+        expr = expr.func.value
+    if not (isinstance(expr, cst.Name) and expr.value == var):
+        return None
+    methods.reverse()
+    for i, name in enumerate(methods):
+        if name in _REDUCES and "cpu" in methods[:i]:
+            return None
+        if name not in _KEEPS_VALUES | _REDUCES:
+            return None
+    return methods
 
 
 def _var_of(node, read: HostRead) -> cst.CompFor | None:

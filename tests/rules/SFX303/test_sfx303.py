@@ -190,3 +190,25 @@ def test_sfx303_gathered_lists_read_at_once_are_exact(ts_dtype, losses_case, ran
         ):
             results.append(load(code, "Sampler")().update(local_ts, local_losses))
     assert same(results[0], results[1]), (fixed, results)
+
+
+DICT = HEADER + (
+    "def f(d: dict):\n"
+    "    for _ in range(2):\n"
+    "        out = {k: v.detach().cpu().item() for k, v in d.items()}\n"
+    "    return out\n"
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_DTYPE_VALUES, st.sampled_from(((), (1,), (1, 1))))
+def test_sfx303_dict_values_read_with_one_stack_are_exact(case, shape):
+    # `{k: v.detach().cpu().item() for k, v in d.items()}` -> one stack of the values (unsafe):
+    # for one-element tensors of one dtype, the same keys, order, values and Python types
+    dtype, values = case
+    fixed = fix_code(DICT, select=["SFX303"], unsafe_fixes=True)
+    assert "torch.stack([v.detach().reshape(()) for v in d.values()]).tolist() if d else []" in fixed, fixed
+    assert fix_code(DICT, select=["SFX303"]) == DICT  # never a safe fix
+    d = {f"k{i}": torch.tensor(v, dtype=getattr(torch, dtype)).reshape(shape) for i, v in enumerate(values)}
+    before, after = load(DICT, "f")(d), load(fixed, "f")(d)
+    assert list(before) == list(after) and same(list(before.values()), list(after.values())), (before, after)

@@ -150,3 +150,24 @@ def test_sfx303_gathered_lists_read_at_once_safe():
     losses = torch.rand(64, device="cuda", dtype=torch.float64)
     with mock.patch.object(dist, "all_gather", all_gather), mock.patch.object(dist, "get_world_size", lambda: 4):
         check_rewrite_keeps_values_with_fewer_syncs("SFX303", GATHERED, False, (x, losses), True)
+
+
+DICT = """
+import torch
+
+
+def f(x: torch.Tensor):
+    out = ()
+    for _ in range(4):
+        x = x @ x.T / x.shape[1]  # queued GPU work
+        losses = {"sum": x.sum(), "max": x.amax().reshape(1), "mean": x.abs().mean()}
+        out = out + (tuple({k: v.detach().cpu().item() / 2 for k, v in losses.items()}.items()),)
+    return out
+"""
+
+
+@pytest.mark.cuda
+def test_sfx303_dict_of_losses_read_with_one_stack():
+    # three `.cpu().item()` reads per step become one stack read to the host
+    x = torch.randn(64, 64, device="cuda")
+    check_rewrite_keeps_values_with_fewer_syncs("SFX303", DICT, True, (x,), True)
