@@ -63,7 +63,10 @@ class TensorCreationOnDevice(Rule):
       `RuntimeError`), for an int of unknown value
       (for |v| >= 2**63 `tensor` raises `ValueError`, `full` `RuntimeError`, and with a float
       dtype `tensor(-2**63 - 1)` works where `full` raises) and for a float or out-of-range int
-      with an integer `dtype` (both raise, with different messages). A numpy scalar or a name of
+      with an integer `dtype` (both raise, with different messages). An int that lies in int64
+      in any run that ends is **safe** with no `dtype` or an int64 one: `len(x)` (at most
+      `sys.maxsize`) and the counter of `for i in range(...)` counting up from no start or a
+      literal one (to pass 2**63 it would first run 2**62 iterations). A numpy scalar or a name of
       unknown type is not provably a Python scalar: it gets the pinned form below.
     - **Host data** (provably: a list or tuple of numbers, an array or numpy scalar from a numpy
       constructor such as `np.asarray`/`np.arange`/`np.float32`, and values derived from them;
@@ -134,9 +137,14 @@ class TensorCreationOnDevice(Rule):
         ),
         # an int of unknown value: only an unsafe fix
         Invalid(
+            "import torch\ndef f(n):\n    return torch.tensor(int(n) * 2, device='cuda')\n",
+            "import torch\ndef f(n):\n    return torch.full((), int(n) * 2, device='cuda')\n",
+            unsafe=True,
+        ),
+        # a length is within int64: safe
+        Invalid(
             "import torch\ndef f(xs: list):\n    return torch.tensor(len(xs), device='cuda')\n",
             "import torch\ndef f(xs: list):\n    return torch.full((), len(xs), device='cuda')\n",
-            unsafe=True,
         ),
         # unknown data (maybe a tensor): no fix
         Invalid("import torch\ndef f(v):\n    return torch.tensor(v, device='cuda')\n", None),
@@ -269,11 +277,16 @@ class TensorCreationOnDevice(Rule):
         """Do ``tensor`` and ``full`` agree on this scalar's value *and* on every error?"""
         a = self.analysis
         literal = a.literal_number(data)
+        dtype_arg = keyword(node, "dtype")
+        if scalar == "int" and literal is None and a.int64_by_construction(data):
+            # an int within int64 (a length, a range counter): int64 in both, or the dtype's
+            if dtype_arg is None or (isinstance(dtype_arg.value, cst.Name) and dtype_arg.value.value == "None"):
+                return True
+            return (a.qualname(dtype_arg.value) or "") in ("torch.int64", "torch.long")
         if scalar == "int" and not (isinstance(literal, int) and -(2**63) <= literal < 2**63):
             return False
         if scalar == "bool":
             return True
-        dtype_arg = keyword(node, "dtype")
         if dtype_arg is None or (isinstance(dtype_arg.value, cst.Name) and dtype_arg.value.value == "None"):
             # an int becomes int64 (checked above); a float the default dtype
             return scalar == "int" or (a.default_float == "torch.float32" and _fits_float32(literal))

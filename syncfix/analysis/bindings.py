@@ -190,7 +190,14 @@ def reaching_values(a: ModuleAnalysis, name: cst.Name) -> list[cst.CSTNode] | No
 
 def is_range_counter(a: ModuleAnalysis, name: cst.Name) -> bool:
     """Is every binding reaching ``name`` the plain target of ``for name in range(...)``?"""
+    return range_calls(a, name) is not None
+
+
+def range_calls(a: ModuleAnalysis, name: cst.Name) -> list[cst.Call] | None:
+    """The ``range(...)`` calls of the loops whose plain target is every binding reaching
+    ``name`` (``for name in range(...)``), or None when some binding is another."""
     bindings = a.bindings(name)
+    calls = []
     for asg in bindings:
         node = getattr(asg, "node", None)
         parent = a.parent(node) if isinstance(node, cst.CSTNode) else None
@@ -201,8 +208,9 @@ def is_range_counter(a: ModuleAnalysis, name: cst.Name) -> bool:
             and isinstance(parent.iter, cst.Call)
             and a.callee(parent.iter) == "builtins.range"
         ):
-            return False
-    return bool(bindings)
+            return None
+        calls.append(parent.iter)
+    return calls or None
 
 
 def binding_values(a: ModuleAnalysis, name: cst.Name) -> list[cst.BaseExpression] | None:

@@ -505,6 +505,10 @@ class ModuleAnalysis:
         """``"bool"``/``"int"``/``"float"`` when ``expr`` is provably a Python number of that type."""
         return pynumbers.python_number_type(self, expr)
 
+    def int64_by_construction(self, expr: cst.BaseExpression) -> bool:
+        """Is ``expr`` an int within int64 in any run that ends (``len(x)``, a ``range`` counter)?"""
+        return pynumbers.int64_by_construction(self, expr)
+
     def number_kind(self, expr: cst.CSTNode) -> str | None:
         """A literal's kind, ``"number"`` for another Python number, or an annotated parameter's."""
         return pynumbers.number_kind(self, expr)

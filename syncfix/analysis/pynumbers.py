@@ -25,9 +25,9 @@ import libcst as cst
 
 from . import callgraph
 from .attributes import self_attribute_values
-from .bindings import is_range_counter
+from .bindings import is_range_counter, range_calls
 from .narrowing import narrowed_kind
-from .syntax import dotted_name, literal_kind
+from .syntax import dotted_name, literal_kind, literal_number
 from .torch_api import DEVICE_INDEX_FUNCTIONS, NUMPY_CONSTRUCTORS, PY_NUMBER_BUILTINS
 from .values import Kind
 
@@ -78,6 +78,34 @@ def python_number_type(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | Non
             return "bool"
         return "int"
     return None
+
+
+#: Past this, a counter counting up by a literal step from a literal start has run 2**62
+#: iterations or more (about 146 years at one a nanosecond): no run gets there.
+_COUNTER_START_LIMIT = 2**62
+
+
+def int64_by_construction(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` a Python int that lies in int64's range in any run that ends? ``len(x)`` (at
+    most ``sys.maxsize``), or the counter of ``for i in range(...)`` counting up from no start or
+    a literal one within 2**62, by no step or a positive literal one: to pass 2**63 it would
+    first run 2**62 iterations."""
+    if isinstance(expr, cst.Call):
+        return a.callee(expr) == "builtins.len" and len(expr.args) == 1 and not expr.args[0].star
+    if not isinstance(expr, cst.Name):
+        return False
+    calls = range_calls(a, expr)
+    if calls is None:
+        return False
+    for call in calls:
+        args = call.args
+        if any(arg.keyword is not None or arg.star for arg in args) or not 1 <= len(args) <= 3:
+            return False
+        start = literal_number(args[0].value) if len(args) > 1 else 0
+        step = literal_number(args[2].value) if len(args) > 2 else 1
+        if not (type(start) is int and abs(start) <= _COUNTER_START_LIMIT and type(step) is int and 0 < step <= _COUNTER_START_LIMIT):
+            return False
+    return True
 
 
 def _name_number_type(a: ModuleAnalysis, name: cst.Name) -> str | None:

@@ -48,3 +48,27 @@ def test_a_device_held_by_a_name_gets_a_fix_only_where_the_code_itself_repeats()
     by_line = {found.position(f.node).start.line: f for f in found.findings}
     assert set(by_line) == {5, 9}
     assert by_line[5].fix is None and by_line[9].fix is not None
+
+
+COUNTERS = (
+    'import torch\n\ndev = "cuda" if torch.cuda.is_available() else "cpu"\n\n\n'
+    "def f(xs: list, n: int):\n"
+    "    out = []\n"
+    "    for step in range(4611686018427387900, n):\n"
+    "        out.append(torch.tensor(step, device=dev))\n"
+    "        out.append(torch.tensor(len(xs), device=dev, dtype=torch.long))\n"
+    "    return out\n"
+)
+
+
+@pytest.mark.parametrize("n", [4611686018427387900, 4611686018427387904])
+def test_sfx102_lengths_and_range_counters_fill_exactly(n):
+    # a range counter from a literal start within 2**62 and a length are within int64:
+    # torch.full((), v) is safe and gives the same int64 values (near 2**62 too)
+    fixed = fix_code(COUNTERS, select=["SFX102"])
+    assert fixed.count("torch.full((), ") == 2, fixed
+    xs = list(range(7))
+    before, after = load(COUNTERS, "f")(xs, n), load(fixed, "f")(xs, n)
+    assert len(before) == len(after) == 2 * (n - 4611686018427387900)
+    for b, a in zip(before, after, strict=True):
+        assert b.dtype == a.dtype == torch.int64 and b.shape == a.shape == () and b.item() == a.item()

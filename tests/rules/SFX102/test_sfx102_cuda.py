@@ -32,7 +32,8 @@ def test_sfx102_creation_on_device():
                 e = torch.tensor([1.5, 2.5, 3.5], device="cuda", dtype=torch.float64)
                 f = torch.as_tensor(np.arange(6, dtype=np.int16), device="cuda")
                 g = torch.tensor(np.float32(2.5), device="cuda")
-                out.append((a, b, c, d, e, f, g))
+                h = torch.tensor(i, device="cuda")  # a range counter: within int64
+                out.append((a, b, c, d, e, f, g, h))
             return out
         """,
     )
