@@ -36,6 +36,8 @@ from syncfix.analysis import (
     stored_names,
 )
 
+from ._stacked_reads import stacked_read
+
 
 def method_call_on(a: ModuleAnalysis, node: cst.CSTNode, method: str) -> cst.Call | None:
     """The call ``node.method(...)`` made on ``node`` (``node`` its receiver), or None."""
@@ -504,8 +506,11 @@ def reads_names_by_string(a: ModuleAnalysis, fn: cst.FunctionDef) -> bool:
 
 def per_element_read(a: ModuleAnalysis, call: cst.Call) -> bool:
     """Is ``call`` a host read of the element a ``for`` over a tensor binds (``for v in idx:
-    ... v.item()``), which SFX303 reports (and reads with one ``.tolist()`` where it can)?"""
+    ... v.item()``), which SFX303 reports (and reads with one ``.tolist()`` where it can), or
+    the value ``for k, v in d.items()`` binds that SFX303 reads with one stack?"""
     loop = a.enclosing_loop(call)
+    if isinstance(loop, cst.For) and isinstance(loop.target, cst.Tuple):
+        return stacked_read(a, call)
     if not isinstance(loop, cst.For) or not isinstance(loop.target, cst.Name):
         return False
     if a.value(loop.iter).kind is not Kind.TENSOR:

@@ -8,6 +8,7 @@ from libcst.metadata import BuiltinAssignment
 from syncfix.analysis import Device, Kind, dotted_name, keyword
 from syncfix.rules import Fix, Invalid, Rule
 
+from ._stacked_reads import stacked_read
 from ._support import (
     UNPLACED,
     ReplaceNodes,
@@ -251,8 +252,8 @@ class DeviceToHostInLoop(Rule):
         if not isinstance(func, cst.Attribute) or func.attr.value not in ("cpu", "to", "tolist"):
             return
         a = self.analysis
-        if a.enclosing_loop(node) is None:
-            return
+        if a.enclosing_loop(node) is None or (func.attr.value == "cpu" and stacked_read(a, node)):
+            return  # a value of a mapping SFX303 reads with one stack (``v.cpu().item()``)
         receiver = a.value(func.value)
         unplaced = not (receiver.is_tensor and receiver.device in (Device.CUDA, Device.CUDA_OR_CPU))
         if unplaced and not unplaced_tensor(a, func.value):

@@ -8,6 +8,8 @@ from syncfix.analysis import Device, HostRead, Kind
 from syncfix.rules import Invalid, Rule
 from syncfix.walk import walk
 
+from ._stacked_reads import dict_values, host_dict, items_loop
+
 
 class PerElementReads(Rule):
     """
@@ -81,7 +83,11 @@ class PerElementReads(Rule):
     mixed dtypes would promote (an int count would come back a float), tensors on several devices
     cannot be stacked, and the rest of each item's expression now runs after every value is read.
     Each value may have its own one-element shape (`[]` or `[1]`). A dict whose values are
-    provably on the CPU is not reported. SFX301 merges reads of named tensors written out one by
+    provably on the CPU is not reported. A `for k, v in d.items():` loop (no `else`) whose body
+    reads `v` the same way, once, gets the same **unsafe** fix: the loop iterates the stack's
+    values and the read becomes `v`, when `v` is bound by that loop only and used nowhere else
+    (after the loop it would hold a number, not a tensor); the body then runs after every value
+    is read. SFX301 merges reads of named tensors written out one by
     one.
     """
 
@@ -123,6 +129,13 @@ class PerElementReads(Rule):
 
     def visit_For(self, node: cst.For) -> None:
         a = self.analysis
+        if isinstance(node.target, cst.Tuple):
+            loop = items_loop(a, node)
+            if loop is not None:
+                value_read, stacked = loop
+                message = f"{self.MESSAGE}: each value of the mapping is read in turn"
+                self.report(value_read, message, fix=self.unsafe_fix(stacked, _DICT_FIX))
+                return
         if not isinstance(node.target, cst.Name) or a.value(node.iter).kind is not Kind.TENSOR:
             return  # per-element reads of a tensor's rows; a loader's batches are SFX302's
         var = node.target.value
@@ -188,11 +201,11 @@ class PerElementReads(Rule):
         a = self.analysis
         if isinstance(node, cst.DictComp) and a.is_hot(node):
             items = node.for_in.iter
-            if isinstance(items, cst.Call) and isinstance(items.func, cst.Attribute) and _host_dict(a, items.func.value):
+            if isinstance(items, cst.Call) and isinstance(items.func, cst.Attribute) and host_dict(a, items.func.value):
                 return  # the values of a dict of CPU tensors: nothing waits
-            values = self._dict_values(node)
+            values = dict_values(a, node)
             if values is not None:
-                self.report(node, fix=self.unsafe_fix({node: values}, _DICT_FIX))
+                self.report(node, fix=self.unsafe_fix({node: values[1]}, _DICT_FIX))
                 return
         elt = node.value if isinstance(node, cst.DictComp) else node.elt
         comp = node.for_in
@@ -357,71 +370,6 @@ class PerElementReads(Rule):
         )
         return {stmt: cst.FlattenSentinel([first, second])}, elt is not None and sliced and a.is_one_dim(elt)
 
-    def _dict_values(self, node: cst.DictComp) -> cst.DictComp | None:
-        """``{k: v.item() / n for k, v in d.items()}`` -> every value read with one stack::
-
-            {k: v / n for k, v in zip(d.keys(), torch.stack([v.reshape(()) for v in d.values()]).tolist() if d else [])}
-
-        ``v`` used once, in that read, after value-preserving methods (``detach``, casts, and
-        ``cpu``, dropped: the stack is read to the host once; a reduction only before it)."""
-        a = self.analysis
-        comp, torch = node.for_in, a.torch_alias_at(node)
-        target, source = comp.target, comp.iter
-        if (
-            torch is None
-            or comp.inner_for_in is not None
-            or comp.ifs
-            or comp.asynchronous
-            or not isinstance(target, cst.Tuple)
-            or len(target.elements) != 2
-            or not all(isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in target.elements)
-            or not isinstance(source, cst.Call)
-            or source.args
-            or not isinstance(source.func, cst.Attribute)
-            or source.func.attr.value != "items"
-        ):
-            return None
-        key, var = (e.value.value for e in target.elements)  # type: ignore[attr-defined]
-        mapping = source.func.value
-        root = mapping.value if isinstance(mapping, cst.Attribute) else mapping
-        if key == var or not isinstance(root, cst.Name) or root.value in (key, var):
-            return None  # the mapping is read three times: a plain name or ``self.x`` only
-        reads: list[cst.Call] = []
-        uses = 0
-
-        class V(cst.CSTVisitor):
-            def visit_Name(self, n: cst.Name) -> None:
-                nonlocal uses
-                uses += n.value == var
-
-            def visit_Call(self, call: cst.Call) -> None:
-                read = a.host_read(call) or a.likely.host_read(call)
-                if read is not None and read.form == "item" and _value_methods(read.receiver, var) is not None:
-                    reads.append(call)
-
-        walk(node.key, V())
-        walk(node.value, V())
-        if len(reads) != 1 or uses != 1:
-            return None  # ``v`` used elsewhere (as a tensor), or not read with ``.item()``
-        read = a.likely.host_read(reads[0])
-        assert read is not None
-        methods = _value_methods(read.receiver, var)
-        assert methods is not None
-        base = read.receiver
-        while isinstance(base, cst.Call) and isinstance(base.func, cst.Attribute):
-            base = base.func.value  # the value before ``.cpu()``: a copy to the host is a sync too
-        if a.likely.value(base).device is Device.CPU or _host_dict(a, mapping):
-            return None  # no sync to save
-        element = "".join(f".{m}()" for m in methods if m != "cpu")
-        m = a.module.code_for_node(mapping)
-        pairs = cst.parse_expression(
-            f"zip({m}.keys(), {torch}.stack([{var}{element}.reshape(()) for {var} in {m}.values()]).tolist() if {m} else [])"
-        )
-        return node.with_changes(
-            value=node.value.deep_replace(reads[0], cst.Name(var)),
-            for_in=comp.with_changes(iter=pairs),
-        )
-
     def _read_inside(self, node, elt: cst.BaseExpression) -> None:
         """A read of each element inside a larger expression (``{k: v.item() / n for k, v in
         d.items()}``), where code repeats: reported, no fix."""
@@ -486,42 +434,6 @@ _DICT_FIX = (
     "devices cannot be stacked, and the rest of each item's expression now runs after every value "
     "is read)"
 )
-
-#: Methods that keep a tensor's values (``cpu`` copies them exactly; a cast rounds the same
-#: way on every device), and reductions, which may sum in another order on another device.
-_KEEPS_VALUES = frozenset({"detach", "cpu", "clone", "contiguous", "float", "double"})
-_REDUCES = frozenset({"sum", "mean"})
-
-
-def _host_dict(a, mapping: cst.BaseExpression) -> bool:
-    """Is ``mapping`` a name bound only to dict displays of tensors provably on the CPU?"""
-    if not isinstance(mapping, cst.Name):
-        return False
-    bound = a.reaching_values(mapping)
-    return bool(bound) and all(
-        isinstance(d, cst.Dict)
-        and all(isinstance(e, cst.DictElement) and a.value(e.value).device is Device.CPU for e in d.elements)
-        for d in bound
-    )
-
-
-def _value_methods(expr: cst.BaseExpression, var: str) -> list[str] | None:
-    """``var.m1().m2()`` -> ``["m1", "m2"]``, for methods that keep the values (a reduction only
-    before any ``cpu()``: moved to the device, its sum may be ordered differently)."""
-    methods: list[str] = []
-    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and not expr.args:
-        methods.append(expr.func.attr.value)
-        expr = expr.func.value
-    if not (isinstance(expr, cst.Name) and expr.value == var):
-        return None
-    methods.reverse()
-    for i, name in enumerate(methods):
-        if name in _REDUCES and "cpu" in methods[:i]:
-            return None
-        if name not in _KEEPS_VALUES | _REDUCES:
-            return None
-    return methods
-
 
 def _var_of(node, read: HostRead) -> cst.CompFor | None:
     """The ``for`` of the comprehension whose (plain name) target the read starts from."""

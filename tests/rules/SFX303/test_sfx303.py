@@ -199,16 +199,26 @@ DICT = HEADER + (
     "    return out\n"
 )
 
+DICT_LOOP = HEADER + (
+    "def f(d: dict):\n"
+    "    out = {}\n"
+    "    for _ in range(2):\n"
+    "        for k, v in d.items():\n"
+    "            out[k] = v.detach().cpu().item()\n"
+    "    return out\n"
+)
+
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_DTYPE_VALUES, st.sampled_from(((), (1,), (1, 1))))
-def test_sfx303_dict_values_read_with_one_stack_are_exact(case, shape):
-    # `{k: v.detach().cpu().item() for k, v in d.items()}` -> one stack of the values (unsafe):
-    # for one-element tensors of one dtype, the same keys, order, values and Python types
+@given(_DTYPE_VALUES, st.sampled_from(((), (1,), (1, 1))), st.sampled_from((DICT, DICT_LOOP)))
+def test_sfx303_dict_values_read_with_one_stack_are_exact(case, shape, source):
+    # `{k: v.detach().cpu().item() for k, v in d.items()}` (or the same in a `for` loop) -> one
+    # stack of the values (unsafe): for one-element tensors of one dtype, the same keys, order,
+    # values and Python types
     dtype, values = case
-    fixed = fix_code(DICT, select=["SFX303"], unsafe_fixes=True)
+    fixed = fix_code(source, select=["SFX303"], unsafe_fixes=True)
     assert "torch.stack([v.detach().reshape(()) for v in d.values()]).tolist() if d else []" in fixed, fixed
-    assert fix_code(DICT, select=["SFX303"]) == DICT  # never a safe fix
+    assert fix_code(source, select=["SFX303"]) == source  # never a safe fix
     d = {f"k{i}": torch.tensor(v, dtype=getattr(torch, dtype)).reshape(shape) for i, v in enumerate(values)}
-    before, after = load(DICT, "f")(d), load(fixed, "f")(d)
+    before, after = load(source, "f")(d), load(fixed, "f")(d)
     assert list(before) == list(after) and same(list(before.values()), list(after.values())), (before, after)

@@ -28,3 +28,26 @@ class Nonzero:
 def test_an_element_read_gets_one_finding():
     found = [(f.line, f.code) for f in check_code(textwrap.dedent(LOOP), path="train.py")]
     assert sorted(found) == [(9, "SFX303"), (12, "SFX303")]
+
+
+ITEMS = """\
+import torch
+
+
+class Trainer:
+    def train_step(self, losses: dict, metrics: dict):
+        for key, value in losses.items():
+            metrics[key] = value.detach().cpu().item()
+        logged = {k: v.cpu().item() for k, v in losses.items()}
+        for name, t in losses.items():
+            metrics[name] = t.item() * t.numel()
+        return metrics, logged
+"""
+
+
+def test_a_mapping_value_read_with_one_stack_gets_one_finding():
+    # SFX303 reads the first loop's and the comprehension's values with one stack (unsafe), so
+    # SFX105 reports neither the `.cpu()` copy nor the `.item()` there; the third loop uses its
+    # value twice, gets no stack, and its read stays SFX105's
+    found = [(f.line, f.code) for f in check_code(ITEMS, path="train.py")]
+    assert sorted(found) == [(7, "SFX303"), (8, "SFX303"), (10, "SFX105")]

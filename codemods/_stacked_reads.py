@@ -1,0 +1,181 @@
+"""Reading every value of a mapping with one stack (SFX303; SFX105 leaves these reads to it).
+
+``{k: v.item() / n for k, v in d.items()}`` and ``for k, v in d.items(): ... v.item() ...``
+read one value per key, one sync each. Both iterate instead over
+
+    zip(d.keys(), torch.stack([v.reshape(()) for v in d.values()]).tolist() if d else [])
+
+with the read replaced by ``v``: one sync. What makes it exact (one-element tensors of one dtype
+on one device) is a likely fact, so the fix is unsafe; what is checked here is that ``v`` is
+used once, in that read, after methods that keep its values.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from syncfix.analysis import Device, ModuleAnalysis
+from syncfix.walk import walk
+
+#: Methods that keep a tensor's values (``cpu`` copies them exactly; a cast rounds the same
+#: way on every device), and reductions, which may sum in another order on another device.
+_KEEPS_VALUES = frozenset({"detach", "cpu", "clone", "contiguous", "float", "double"})
+_REDUCES = frozenset({"sum", "mean"})
+
+
+def stacked_items(
+    a: ModuleAnalysis,
+    node: cst.CSTNode,
+    target: cst.BaseAssignTargetExpression,
+    source: cst.BaseExpression,
+    parts: list[cst.CSTNode],
+) -> tuple[cst.Call, str, cst.BaseExpression] | None:
+    """For ``k, v`` in ``d.items()`` (``target``, ``source``) whose ``parts`` use ``v`` once, in
+    one ``.item()`` read after value-preserving methods (``cpu`` dropped: the stack goes to the
+    host once; a reduction only before it): that read, ``v``, and the pairs to iterate instead."""
+    torch = a.torch_alias_at(node)
+    if (
+        torch is None
+        or not isinstance(target, cst.Tuple)
+        or len(target.elements) != 2
+        or not all(isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in target.elements)
+        or not isinstance(source, cst.Call)
+        or source.args
+        or not isinstance(source.func, cst.Attribute)
+        or source.func.attr.value != "items"
+    ):
+        return None
+    key, var = (e.value.value for e in target.elements)  # type: ignore[attr-defined]
+    mapping = source.func.value
+    root = mapping.value if isinstance(mapping, cst.Attribute) else mapping
+    if key == var or not isinstance(root, cst.Name) or root.value in (key, var):
+        return None  # the mapping is read three times: a plain name or ``self.x`` only
+    reads: list[cst.Call] = []
+    uses = 0
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            nonlocal uses
+            uses += n.value == var
+
+        def visit_Call(self, call: cst.Call) -> None:
+            read = a.host_read(call) or a.likely.host_read(call)
+            if read is not None and read.form == "item" and _value_methods(read.receiver, var) is not None:
+                reads.append(call)
+
+    for part in parts:
+        walk(part, V())
+    if len(reads) != 1 or uses != 1:
+        return None  # ``v`` used elsewhere (as a tensor), or not read with ``.item()``
+    read = a.likely.host_read(reads[0])
+    assert read is not None
+    methods = _value_methods(read.receiver, var)
+    assert methods is not None
+    if a.likely.value(root_name(reads[0])).device is Device.CPU or host_dict(a, mapping):
+        return None  # no sync to save (the value before ``.cpu()``: that copy is a sync too)
+    element = "".join(f".{m}()" for m in methods if m != "cpu")
+    m = a.module.code_for_node(mapping)
+    pairs = cst.parse_expression(
+        f"zip({m}.keys(), {torch}.stack([{var}{element}.reshape(()) for {var} in {m}.values()])"
+        f".tolist() if {m} else [])"
+    )
+    return reads[0], var, pairs
+
+
+def dict_values(a: ModuleAnalysis, node: cst.DictComp) -> tuple[cst.Call, cst.DictComp] | None:
+    """``{k: v.item() / n for k, v in d.items()}`` where code repeats: the read, and the
+    comprehension over the stack's values with the read as ``v``."""
+    comp = node.for_in
+    if comp.inner_for_in is not None or comp.ifs or comp.asynchronous or not a.is_hot(node):
+        return None
+    stacked = stacked_items(a, node, comp.target, comp.iter, [node.key, node.value])
+    if stacked is None:
+        return None
+    read, var, pairs = stacked
+    new = node.with_changes(value=node.value.deep_replace(read, cst.Name(var)), for_in=comp.with_changes(iter=pairs))
+    return read, new
+
+
+def items_loop(a: ModuleAnalysis, loop: cst.For) -> tuple[cst.Call, dict] | None:
+    """``for k, v in d.items(): ... v.item() ...`` where code repeats: the read and the changes
+    that iterate the stack's values instead, with the read as ``v``, when ``v`` is bound only by
+    this loop and used only in that read (after the loop it would be a number, not a tensor)."""
+    if loop.orelse is not None or loop.asynchronous is not None or not a.is_hot(loop):
+        return None
+    stacked = stacked_items(a, loop, loop.target, loop.iter, [loop.body])
+    if stacked is None:
+        return None
+    read, var, pairs = stacked
+    scope = a.scope(read)
+    target = loop.target
+    assert isinstance(target, cst.Tuple)
+    name = target.elements[1].value
+    mine = [asg for asg in scope.assignments[var] if getattr(asg, "node", None) is name] if scope else []
+    if len(mine) != 1:
+        return None
+    for access in mine[0].references:  # LibCST's: every use of the name in reach of the scope
+        if access.node is root_name(read):
+            continue
+        node = access.node
+        if access.scope is not scope or not isinstance(node, cst.Name) or mine[0] in a.bindings(node):
+            return None  # used after the loop (it would be a number there), or in a closure
+    return read, {loop.iter: pairs, read: cst.Name(var)}
+
+
+def stacked_read(a: ModuleAnalysis, call: cst.Call) -> bool:
+    """Is ``call`` (``v.item()``, or a method call before it: ``v.cpu()``) a read of a mapping's
+    value that :func:`dict_values` or :func:`items_loop` reads with one stack?"""
+    node: cst.CSTNode = call
+    while True:  # up the method chain to the ``.item()`` call
+        parent = a.parent(node)
+        grand = a.parent(parent) if isinstance(parent, cst.Attribute) and parent.value is node else None
+        if not isinstance(grand, cst.Call) or grand.func is not parent:
+            break
+        node = grand
+    for anc in a.ancestors(node):
+        if isinstance(anc, cst.DictComp):
+            found = dict_values(a, anc)
+            return found is not None and found[0] is node
+        if isinstance(anc, cst.For):
+            loop = items_loop(a, anc) if isinstance(anc.target, cst.Tuple) else None
+            return loop is not None and loop[0] is node
+        if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+            return False
+    return False
+
+
+def host_dict(a: ModuleAnalysis, mapping: cst.BaseExpression) -> bool:
+    """Is ``mapping`` a name bound only to dict displays of tensors provably on the CPU?"""
+    if not isinstance(mapping, cst.Name):
+        return False
+    bound = a.reaching_values(mapping)
+    return bool(bound) and all(
+        isinstance(d, cst.Dict)
+        and all(isinstance(e, cst.DictElement) and a.value(e.value).device is Device.CPU for e in d.elements)
+        for d in bound or ()
+    )
+
+
+def root_name(call: cst.BaseExpression) -> cst.BaseExpression:
+    """``v`` of ``v.detach().cpu().item()``."""
+    while isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute):
+        call = call.func.value
+    return call
+
+
+def _value_methods(expr: cst.BaseExpression, var: str) -> list[str] | None:
+    """``var.m1().m2()`` -> ``["m1", "m2"]``, for methods that keep the values (a reduction only
+    before any ``cpu()``: moved to the device, its sum may be ordered differently)."""
+    methods: list[str] = []
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and not expr.args:
+        methods.append(expr.func.attr.value)
+        expr = expr.func.value
+    if not (isinstance(expr, cst.Name) and expr.value == var):
+        return None
+    methods.reverse()
+    for i, name in enumerate(methods):
+        if name in _REDUCES and "cpu" in methods[:i]:
+            return None
+        if name not in _KEEPS_VALUES | _REDUCES:
+            return None
+    return methods
