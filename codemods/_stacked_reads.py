@@ -47,11 +47,11 @@ def stacked_items(
         return None
     key, var = (e.value.value for e in target.elements)  # type: ignore[attr-defined]
     mapping = source.func.value
-    root = mapping.value if isinstance(mapping, cst.Attribute) else mapping
-    if key == var or not isinstance(root, cst.Name) or root.value in (key, var):
-        return None  # the mapping is read three times: a plain name or ``self.x`` only
+    if key == var or not isinstance(mapping, cst.Name) or mapping.value in (key, var):
+        return None  # the mapping is read three times: a plain name only (a property may change)
     reads: list[cst.Call] = []
     uses = 0
+    nested = 0
 
     class V(cst.CSTVisitor):
         def visit_Name(self, n: cst.Name) -> None:
@@ -60,18 +60,29 @@ def stacked_items(
 
         def visit_Call(self, call: cst.Call) -> None:
             read = a.host_read(call) or a.likely.host_read(call)
-            if read is not None and read.form == "item" and _value_methods(read.receiver, var) is not None:
+            if not nested and read is not None and read.form == "item" and _value_methods(read.receiver, var) is not None:
                 reads.append(call)
+
+        def visit_Lambda(self, n: cst.Lambda) -> None:
+            nonlocal nested
+            nested += 1  # a read there runs later, or never: not moved up front
+
+        def leave_Lambda(self, n: cst.Lambda) -> None:
+            nonlocal nested
+            nested -= 1
+
+        visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_Lambda  # type: ignore[assignment]
+        leave_ListComp = leave_SetComp = leave_DictComp = leave_GeneratorExp = leave_Lambda  # type: ignore[assignment]
 
     for part in parts:
         walk(part, V())
     if len(reads) != 1 or uses != 1:
-        return None  # ``v`` used elsewhere (as a tensor), or not read with ``.item()``
+        return None  # ``v`` used elsewhere (as a tensor), in a nested scope, or not read with ``.item()``
     read = a.likely.host_read(reads[0])
     assert read is not None
     methods = _value_methods(read.receiver, var)
     assert methods is not None
-    if a.likely.value(root_name(reads[0])).device is Device.CPU or host_dict(a, mapping):
+    if a.likely.value(root_name(reads[0])).device is Device.CPU or _unstackable(a, mapping):
         return None  # no sync to save (the value before ``.cpu()``: that copy is a sync too)
     element = "".join(f".{m}()" for m in methods if m != "cpu")
     m = a.module.code_for_node(mapping)
@@ -145,15 +156,33 @@ def stacked_read(a: ModuleAnalysis, call: cst.Call) -> bool:
 
 
 def host_dict(a: ModuleAnalysis, mapping: cst.BaseExpression) -> bool:
-    """Is ``mapping`` a name bound only to dict displays of tensors provably on the CPU?"""
-    if not isinstance(mapping, cst.Name):
+    """Is ``mapping`` a name bound only to dict displays of values provably on the host (CPU
+    tensors, numbers, numpy values)? Reading them syncs nothing."""
+    values = _display_values(a, mapping)
+    return values is not None and all(_on_host(a, v) for v in values)
+
+
+def _unstackable(a: ModuleAnalysis, mapping: cst.BaseExpression) -> bool:
+    """Is ``mapping`` a name bound only to dict displays where some value is provably on the host
+    (a stack with GPU tensors raises), or whose tensors provably differ in dtype kind (a stack
+    would promote them: a bool read back as ``1``)?"""
+    values = _display_values(a, mapping)
+    if values is None:
         return False
+    return any(_on_host(a, v) for v in values) or len({a.dtype_kind(v) for v in values} - {None}) > 1
+
+
+def _display_values(a: ModuleAnalysis, mapping: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+    if not isinstance(mapping, cst.Name):
+        return None
     bound = a.reaching_values(mapping)
-    return bool(bound) and all(
-        isinstance(d, cst.Dict)
-        and all(isinstance(e, cst.DictElement) and a.value(e.value).device is Device.CPU for e in d.elements)
-        for d in bound or ()
-    )
+    if not bound or not all(isinstance(d, cst.Dict) for d in bound):
+        return None
+    return [e.value for d in bound for e in d.elements if isinstance(e, cst.DictElement)]  # type: ignore[attr-defined]
+
+
+def _on_host(a: ModuleAnalysis, value: cst.BaseExpression) -> bool:
+    return a.value(value).device is Device.CPU or a.is_host_data(value)
 
 
 def root_name(call: cst.BaseExpression) -> cst.BaseExpression:

@@ -73,17 +73,21 @@ class PerElementReads(Rule):
     `v = torch.cat(v_parts).tolist() if v_parts else []`. Same values, types and order when the
     tensors share a dtype and a device and each element read is one value; where an element holds
     more, the original raises and the rewrite reads them all.
-    In code that repeats, a dict comprehension over `d.items()` (`d` a name or `self.x`) whose
+    In code that repeats, a dict comprehension over `d.items()` (`d` a plain name: an attribute
+    may be a property, and the fix reads `d` three times) whose
     value reads its value variable once, with `.item()` after methods that keep the values
     (`detach()`, `float()`, `cpu()`...; `sum()`/`mean()` only before any `cpu()`), gets an
     **unsafe** fix: `{k: v / n for k, v in zip(d.keys(), torch.stack([v.detach().reshape(())
     for v in d.values()]).tolist() if d else [])}`. `cpu()` is dropped from the stacked values
     (the stack goes to the host once; the copy is exact). It rests on the likely fact that the
-    values are one-element tensors of one dtype on one device, as a dict of losses or metrics is:
-    mixed dtypes would promote (an int count would come back a float), tensors on several devices
-    cannot be stacked, and the rest of each item's expression now runs after every value is read.
-    Each value may have its own one-element shape (`[]` or `[1]`). A dict whose values are
-    provably on the CPU is not reported. A `for k, v in d.items():` loop (no `else`) whose body
+    values are one-element tensors of one dtype on one device, as a dict of losses or metrics is,
+    and that `d` is a dict (its `keys()` and `values()` in the order of `items()`): mixed dtypes
+    would promote (an int count would come back a float), tensors on several devices cannot be
+    stacked, and the rest of each item's expression now runs after every value is read. Each
+    value may have its own one-element shape (`[]` or `[1]`). A read inside a lambda or a nested
+    comprehension is not moved (it runs later, or not at all). A dict display whose values are
+    provably on the CPU is not reported; one with any value on the host, or with tensors of
+    provably different dtype kinds, gets no fix. A `for k, v in d.items():` loop (no `else`) whose body
     reads `v` the same way, once, gets the same **unsafe** fix: the loop iterates the stack's
     values and the read becomes `v`, when `v` is bound by that loop only and used nowhere else
     (after the loop it would hold a number, not a tensor); the body then runs after every value
@@ -430,9 +434,9 @@ _UNKNOWN_ELEMENTS = (
 _DICT_FIX = (
     "Read the mapping's values with one stack (unsafe: it rests on the likely fact that the values "
     "read with `.item()` are one-element tensors of one dtype on one device, as a dict of losses "
-    "is; mixed dtypes would promote (an int count would come back a float), tensors on several "
-    "devices cannot be stacked, and the rest of each item's expression now runs after every value "
-    "is read)"
+    "is, in a plain dict; mixed dtypes would promote (an int count would come back a float), "
+    "tensors on several devices cannot be stacked, and the rest of each item's expression now "
+    "runs after every value is read)"
 )
 
 def _var_of(node, read: HostRead) -> cst.CompFor | None:

@@ -407,3 +407,44 @@ def test_lists_of_alike_tensors_built_here():
     assert not a.is_one_dim(find(m, "torch.zeros(shape)", cst.Call))
     assert a.one_element_shape(find(m, "torch.zeros(1, dtype=torch.int32, device=t.device)", cst.Call)) == (1,)
     assert a.one_element_shape(find(m, "torch.zeros(n).to(t)", cst.Call)) is None
+
+
+def test_in_a_for_body_only_that_loops_bindings_reach_its_target():
+    # the second loop's target is bound before its body runs: the first loop's `value` (and
+    # the parameter) never reach the use in it
+    a, module = analyse(
+        """
+        def f(value, first: dict, second: dict, out: dict):
+            for key, value in first.items():
+                out[key] = value
+            for key, value in second.items():
+                out[key] = value + 1
+        """
+    )
+    use = last_name(module, "value")
+    loops = [n for n in a.structure.within(module, cst.For)]
+    (binding,) = a.bindings(use)
+    assert binding.node is loops[1].target.elements[1].value
+
+
+def test_bindings_libcst_does_not_record_make_a_name_unknown():
+    # a walrus in a comprehension and a match capture rebind the counter: it is no longer
+    # provably an int, and python_number_type says so
+    a, module = analyse(
+        """
+        def f(rows, x):
+            for i in range(3):
+                any((i := r) for r in rows)
+                i
+            for j in range(3):
+                match x:
+                    case [*_, j]:
+                        pass
+                j
+            for k in range(3):
+                k
+        """
+    )
+    assert a.python_number_type(last_name(module, "i")) is None
+    assert a.python_number_type(last_name(module, "j")) is None
+    assert a.python_number_type(last_name(module, "k")) == "int"

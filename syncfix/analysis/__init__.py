@@ -29,6 +29,8 @@ functions escape (callers out of sight)?
 What do other project files import from this module?        ``project``
 What does a function of another project file return; what   ``imported``
 do other files pass it; is its class an ``nn.Module``?
+Which names may ``from module import *`` bind (so which     ``star_imports``
+names are still builtins)?
 Which functions do other files call from repeating code?    ``hotness``
 Which device expression placed this tensor?                 ``devices``
 Which dtype (exact, or its kind)?                           ``dtypes``

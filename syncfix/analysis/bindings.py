@@ -24,8 +24,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
 import libcst as cst
-from libcst.metadata import Assignment, Scope
-from libcst.metadata.scope_provider import Access, BaseAssignment
+from libcst.metadata import Assignment, FunctionScope, Scope
+from libcst.metadata.scope_provider import Access, BaseAssignment, QualifiedName
 
 from .syntax import parallel_element, stored_names, target_names
 from .torch_api import NON_SUPPRESSING_CONTEXTS
@@ -57,6 +57,17 @@ def bindings(a: ModuleAnalysis, name: cst.Name) -> frozenset[BaseAssignment]:
     found: set[BaseAssignment] = set()
     for acc in _accesses_of(a).get(name, ()):
         found.update(acc.referents)
+    binder = _binding_loop(a, name)
+    if binder is not None and isinstance(scope, FunctionScope) and all(asg.scope is scope for asg in found):
+        # in the body of ``for name in ...``: the target is bound before the body runs, so
+        # only bindings within that loop reach (not ``global``/``nonlocal`` ones)
+        found = {asg for asg in found if _inside_any(a, asg, [binder])}
+    for asg in list(found):
+        if name.value in _unseen_names(a, asg.scope):
+            key = (asg.scope, name.value)  # one per scope and name: bindings compare by identity
+            if key not in a.cache.unseen_bindings:
+                a.cache.unseen_bindings[key] = UnseenBinding(name.value, asg.scope)
+            found.add(a.cache.unseen_bindings[key])
     loops = a.carrying_loops(name)
     if loops:
         found |= _bindings_in_loop(a, scope, name.value, loops[-1])
@@ -70,6 +81,71 @@ def bindings(a: ModuleAnalysis, name: cst.Name) -> frozenset[BaseAssignment]:
                 asg for asg in found if asg.scope is not scope or not _inside_any(a, asg, others)
             }
     return frozenset(found)
+
+
+class UnseenBinding(BaseAssignment):
+    """A binding LibCST's scopes do not record: a walrus inside a comprehension, a ``match``
+    capture. Not an ``Assignment`` (and holding no node): whoever meets one in a name's
+    bindings cannot prove what the name holds."""
+
+    def get_qualified_names_for(self, full_name: str) -> set[QualifiedName]:
+        return set()
+
+
+def _unseen_names(a: ModuleAnalysis, scope: Scope) -> frozenset[str]:
+    """The names ``scope`` binds that LibCST does not record (see :class:`UnseenBinding`)."""
+    node = getattr(scope, "node", None)
+    if not isinstance(node, cst.CSTNode):
+        return frozenset()
+    known = a.cache.unseen.get(node)
+    if known is not None:
+        return known
+    structure = a.structure
+    names: set[str] = set()
+    for walrus in structure.within(node, cst.NamedExpr):
+        owner, through = _owner(a, walrus)
+        if through and owner is node and isinstance(walrus.target, cst.Name):  # type: ignore[attr-defined]
+            names.add(walrus.target.value)  # type: ignore[attr-defined]
+    for kind in (cst.MatchAs, cst.MatchStar, cst.MatchMapping):
+        for pattern in structure.within(node, kind):
+            bound = getattr(pattern, "rest" if kind is cst.MatchMapping else "name", None)
+            if isinstance(bound, cst.Name) and _owner(a, pattern)[0] is node:
+                names.add(bound.value)
+    found = a.cache.unseen[node] = frozenset(names)
+    return found
+
+
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+def _owner(a: ModuleAnalysis, node: cst.CSTNode) -> tuple[cst.CSTNode | None, bool]:
+    """The def, lambda, class or module whose scope a binding at ``node`` lands in (a walrus in
+    a comprehension binds in the one around it), and whether a comprehension lies between."""
+    through = False
+    for anc in a.ancestors(node):
+        if isinstance(anc, _COMPREHENSIONS):
+            through = True
+        elif isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.Module)):
+            return anc, through
+    return None, through
+
+
+_SCOPE_NODES = (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.Module, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+def _binding_loop(a: ModuleAnalysis, use: cst.Name) -> cst.For | None:
+    """The innermost ``for`` of the use's own scope whose target binds its name and whose body
+    holds the use."""
+    child: cst.CSTNode = use
+    for anc in a.ancestors(use):
+        if isinstance(anc, _SCOPE_NODES):
+            return None
+        if isinstance(anc, cst.For) and child is anc.body and any(
+            n.value == use.value for n in target_names(anc.target)
+        ):
+            return anc
+        child = anc
+    return None
 
 
 def _other_branches(a: ModuleAnalysis, use: cst.CSTNode) -> list[cst.CSTNode]:

@@ -90,6 +90,10 @@ class ProjectModules:
             self._members = Members({m.name: m.members for m in self._files.values()})
         return self._members
 
+    def module_file(self, name: str) -> ModuleFile | None:
+        """The project module an import of ``name`` reaches (None: not one of the project's)."""
+        return self._by_name.get(name)
+
     def find(self, qualname: str, package: str | None) -> tuple[ModuleFile, str] | None:
         """The project module and top-level name a qualified name refers to (``.util.dev``
         relative to ``package``), or None."""

@@ -48,6 +48,7 @@ from . import (
     provenance,
     pynumbers,
     shapes,
+    star_imports,
 )
 from .callgraph import CallSites
 from .effects import Effects
@@ -87,6 +88,9 @@ class Caches:
     steps: dict[cst.FunctionDef, bool] = field(default_factory=dict)  # calls .backward()/.step()
     attributes_set: dict[str, bool] = field(default_factory=dict)  # attributes.attribute_set
     requires_grad_set: bool | None = None  # autograd._turns_grad_on
+    unseen: dict[cst.CSTNode, frozenset[str]] = field(default_factory=dict)  # bindings._unseen_names
+    star_bound: tuple[frozenset[str] | None] | None = None  # ModuleAnalysis._star_binds
+    unseen_bindings: dict[tuple[Scope, str], BaseAssignment] = field(default_factory=dict)
 
 
 class ModuleAnalysis:
@@ -221,8 +225,19 @@ class ModuleAnalysis:
             # for the whole module costs more than every other provider together.
             scope = self.scope(node)
             names = scope.get_qualified_names_for(node) if scope is not None else ()
-            cached = self.cache.qualnames[node] = frozenset(q.name for q in names)
+            found = frozenset(q.name for q in names)
+            if found and all(n.startswith("builtins.") for n in found) and self._star_binds(found):
+                found = frozenset()  # ``from lib import *`` may bind ``len``, ``range``...
+            cached = self.cache.qualnames[node] = found
         return cached
+
+    def _star_binds(self, builtins: frozenset[str]) -> bool:
+        """May a star import of this module bind one of these builtins' names?"""
+        if self.cache.star_bound is None:
+            bound = star_imports.star_bound(self)
+            self.cache.star_bound = (bound,)
+        (bound,) = self.cache.star_bound
+        return bound is None or any(n.removeprefix("builtins.") in bound for n in builtins)
 
     def qualname(self, node: cst.CSTNode) -> str | None:
         """The qualified name of ``node`` when every candidate agrees, else None."""

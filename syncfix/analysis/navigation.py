@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
+from libcst.metadata import GlobalScope
 
 from .syntax import dotted_name, target_names
 from .torch_api import STREAM_APIS, STREAM_METHODS, STREAM_WORDS
@@ -212,8 +213,8 @@ def torch_alias(a: ModuleAnalysis) -> str | None:
 
 def torch_alias_at(a: ModuleAnalysis, node: cst.CSTNode) -> str | None:
     """A name that refers to the ``torch`` module where ``node`` is: a top-level ``import torch
-    [as t]`` that no nearer binding (a parameter, a local, another assignment of the name)
-    shadows there. Fixes write their new code with it."""
+    [as t]`` that no nearer binding (a parameter, a local, another assignment of the name, a
+    local import) shadows there. Fixes write their new code with it."""
     scope = None
     for here in (node, *a.ancestors(node)):
         scope = a.scope(here)
@@ -228,7 +229,12 @@ def torch_alias_at(a: ModuleAnalysis, node: cst.CSTNode) -> str | None:
                 if not isinstance(name, cst.Name):
                     continue
                 bound = scope[name.value] if scope is not None else ()
-                if bound and all(_imports_torch(getattr(x, "node", None), name.value) for x in bound):
+                # module-level bindings only: a function's own ``import torch.distributed``
+                # makes ``torch`` local to it, unbound before that line runs
+                if bound and all(
+                    isinstance(x.scope, GlobalScope) and _imports_torch(getattr(x, "node", None), name.value)
+                    for x in bound
+                ):
                     return name.value
     return None
 

@@ -1,0 +1,152 @@
+"""Which names ``from module import *`` may bind, so that a module that star-imports still knows
+which of its names are Python's builtins.
+
+``from models import *`` binds every public name of ``models`` (or those its ``__all__`` lists).
+If one of them is ``len`` or ``range``, a call of it is not the builtin. For a module of the
+project the names are read from its source with the standard library's parser (its top-level
+bindings, following its own star imports), as a may-bind set: more names only make fewer
+builtins trusted. A module outside the project, or one whose names are set dynamically
+(``globals()``, an ``__all__`` built at run time), binds names syncfix cannot list: then no name
+of the importing module is taken for a builtin.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from ..fileio import read_source
+from .project import ModuleFile, digest, resolve_relative
+from .syntax import dotted_name
+
+if TYPE_CHECKING:
+    from .imported import ProjectModules
+    from .module import ModuleAnalysis
+
+# (path, digest) -> the names a star import of that module binds (None: cannot be listed)
+_EXPORTS: dict[tuple[str, str], frozenset[str] | None] = {}
+_KEEP = 1024
+
+
+def star_bound(a: ModuleAnalysis) -> frozenset[str] | None:
+    """The names the module's star imports may bind (empty without any), or None when one of
+    them cannot be listed."""
+    stars = a.structure.within(a.module, cst.ImportStar)
+    if not stars:
+        return frozenset()
+    if a.project is None:
+        return None
+    names: set[str] = set()
+    for star in stars:
+        node = a.parent(star)
+        if not isinstance(node, cst.ImportFrom):
+            return None
+        module = dotted_name(node.module) if node.module is not None else ""
+        if module is None:
+            return None
+        found = _exports(a.project, resolve_relative(a.package, "." * len(node.relative) + module), set())
+        if found is None:
+            return None
+        names |= found
+    return frozenset(names)
+
+
+def _exports(project: ProjectModules, name: str | None, seen: set[str]) -> frozenset[str] | None:
+    target = project.module_file(name) if name else None
+    if target is None or target.path in seen:
+        return None  # not a project module, or a cycle of star imports
+    key = (target.path, target.digest)
+    if key in _EXPORTS:
+        return _EXPORTS[key]
+    seen.add(target.path)
+    found = _read_exports(project, target, seen)
+    if len(_EXPORTS) >= _KEEP:
+        _EXPORTS.clear()
+    _EXPORTS[key] = found
+    return found
+
+
+def _read_exports(project: ProjectModules, target: ModuleFile, seen: set[str]) -> frozenset[str] | None:
+    try:
+        data = read_source(target.path).data
+        if digest(data) != target.digest:
+            return None  # changed since the index read it
+        tree = ast.parse(data)
+    except Exception:  # unreadable, unparsable: nothing known
+        return None
+    listed = _listed_all(tree)
+    if listed is not None:
+        return listed or None  # ``__all__`` set some other way: cannot be listed
+    names: set[str] = set()
+    for node in _module_level(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("globals", "vars"):
+            return None
+        if isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names):
+            base = resolve_relative(target.package, "." * node.level + (node.module or ""))
+            more = _exports(project, base, seen)
+            if more is None:
+                return None
+            names |= more
+        names |= _bound_by(node)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global):
+            names.update(node.names)  # a function's ``global len`` may bind it at module level
+    return frozenset(n for n in names if not n.startswith("_"))
+
+
+def _listed_all(tree: ast.Module) -> frozenset[str] | None:
+    """``__all__``'s names when the module sets it once, to a list or tuple of strings; an empty
+    set when it sets it some other way; None when it does not set it."""
+    stores = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == "__all__" and not isinstance(n.ctx, ast.Load)]
+    changed = any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
+        and n.func.value.id == "__all__"
+        for n in ast.walk(tree)
+    )
+    if not stores:
+        return frozenset() if changed else None
+    if len(stores) > 1 or changed:
+        return frozenset()
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and any(t is stores[0] for t in stmt.targets):
+            value = stmt.value
+            if isinstance(value, (ast.List, ast.Tuple)) and all(
+                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts
+            ):
+                return frozenset(e.value for e in value.elts)  # type: ignore[attr-defined]
+    return frozenset()
+
+
+def _module_level(tree: ast.Module) -> list[ast.AST]:
+    """Every node that runs at module level (not inside a def, lambda or class body)."""
+    out: list[ast.AST] = []
+    todo: list[ast.AST] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            todo.extend(node.decorator_list)
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _bound_by(node: ast.AST) -> set[str]:
+    """The names one module-level node binds (a may-bind over-approximation)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+        return {node.id}
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(alias.asname or alias.name).split(".")[0] for alias in node.names if alias.name != "*"}
+    if isinstance(node, ast.ExceptHandler) and node.name:
+        return {node.name}
+    if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+        return {node.name}
+    if isinstance(node, ast.MatchMapping) and node.rest:
+        return {node.rest}
+    return set()

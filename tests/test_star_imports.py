@@ -1,0 +1,83 @@
+"""``from module import *`` may bind a builtin's name (analysis/star_imports.py): for a project
+module syncfix lists the names it binds; otherwise no name of the importing module is taken for
+a builtin (``range``, ``len``, ``enumerate``...)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from syncfix.analysis import star_imports
+from syncfix.cli import cli
+
+TRAIN = """
+import torch
+from models import *
+
+device = torch.device("cuda")
+
+
+def decode(model, tokens: list):
+    for step in range(3):
+        model(torch.tensor(step, device=device))
+        model(torch.tensor(len(tokens), device=device))
+"""
+
+
+def _fixes(root: Path, files: dict[str, str]) -> list[str | None]:
+    (root / "pyproject.toml").write_text("")
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+    result = CliRunner().invoke(
+        cli, ["check", "--no-cache", "--select", "SFX102", "-o", "json", "--exit-zero", str(root / "train.py")]
+    )
+    assert result.exit_code == 0, result.output
+    return [(f["fix"] or {}).get("applicability") for f in json.loads(result.output)]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_memo():
+    star_imports._EXPORTS.clear()
+    yield
+    star_imports._EXPORTS.clear()
+
+
+def test_a_project_module_that_binds_no_builtin_keeps_them(tmp_path):
+    # models/__init__.py star-imports its submodules, none of which binds `range` or `len`
+    files = {
+        "train.py": TRAIN,
+        "models/__init__.py": "from .vgg import *\nfrom .resnet import ResNet18\n",
+        "models/vgg.py": "cfg = {}\nclass VGG:\n    pass\ndef _range():\n    pass\n",
+        "models/resnet.py": "class ResNet18:\n    pass\n",
+    }
+    assert _fixes(tmp_path, files) == ["safe", "safe"]
+
+
+@pytest.mark.parametrize(
+    ("vgg", "expected"),
+    [
+        ("def len(x):\n    return 2**70\n", ["safe", None]),  # binds `len`: only `range` is the builtin
+        ("range = lambda *a: [2**70]\n", [None, "safe"]),  # binds `range`: only `len` is
+        ("__all__ = ['VGG'] + extra\n", [None, None]),  # an __all__ syncfix cannot read
+        ("globals()['len'] = max\n", [None, None]),  # names set at run time
+        ("from torch import *\n", [None, None]),  # a module outside the project
+    ],
+)
+def test_a_star_import_that_may_bind_a_builtin_leaves_it_unknown(tmp_path, vgg, expected):
+    files = {"train.py": TRAIN, "models/__init__.py": "from .vgg import *\n", "models/vgg.py": vgg}
+    assert _fixes(tmp_path, files) == expected
+
+
+def test_an_all_that_leaves_the_builtin_out_keeps_it(tmp_path):
+    files = {
+        "train.py": TRAIN,
+        "models/__init__.py": "from .vgg import *\n",
+        "models/vgg.py": "__all__ = ['VGG']\nclass VGG:\n    pass\ndef len(x):\n    return 0\n",
+    }
+    assert _fixes(tmp_path, files) == ["safe", "safe"]
