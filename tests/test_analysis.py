@@ -448,3 +448,21 @@ def test_bindings_libcst_does_not_record_make_a_name_unknown():
     assert a.python_number_type(last_name(module, "i")) is None
     assert a.python_number_type(last_name(module, "j")) is None
     assert a.python_number_type(last_name(module, "k")) == "int"
+
+
+def test_a_nonlocal_write_from_a_nested_function_still_reaches_a_for_target():
+    # `g()` in the loop body rebinds `x` through `nonlocal`: the counter is not provably an int
+    a, module = analyse(
+        """
+        def f():
+            def g():
+                nonlocal x
+                x = 2**70
+            for x in range(3):
+                g()
+                x
+        """
+    )
+    use = last_name(module, "x")
+    assert len(a.bindings(use)) == 2
+    assert a.python_number_type(use) is None

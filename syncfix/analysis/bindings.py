@@ -60,8 +60,9 @@ def bindings(a: ModuleAnalysis, name: cst.Name) -> frozenset[BaseAssignment]:
     binder = _binding_loop(a, name)
     if binder is not None and isinstance(scope, FunctionScope) and all(asg.scope is scope for asg in found):
         # in the body of ``for name in ...``: the target is bound before the body runs, so
-        # only bindings within that loop reach (not ``global``/``nonlocal`` ones)
-        found = {asg for asg in found if _inside_any(a, asg, [binder])}
+        # only bindings within that loop reach, and those a nested function makes through
+        # ``nonlocal`` (a call in the body may run it); not ``global`` ones (checked above)
+        found = {asg for asg in found if _inside_any(a, asg, [binder]) or not _made_by(a, asg, scope)}
     for asg in list(found):
         if name.value in _unseen_names(a, asg.scope):
             key = (asg.scope, name.value)  # one per scope and name: bindings compare by identity
@@ -131,6 +132,16 @@ def _owner(a: ModuleAnalysis, node: cst.CSTNode) -> tuple[cst.CSTNode | None, bo
 
 
 _SCOPE_NODES = (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.Module, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+def _made_by(a: ModuleAnalysis, asg: BaseAssignment, scope: Scope) -> bool:
+    """Is ``asg`` made by the code of ``scope``'s own function (not by a nested def or lambda
+    through ``nonlocal``)?"""
+    node = getattr(asg, "node", None)
+    if not isinstance(node, cst.CSTNode):
+        return False
+    owner = next((anc for anc in a.ancestors(node) if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef))), None)
+    return owner is not None and owner is getattr(scope, "node", None)
 
 
 def _binding_loop(a: ModuleAnalysis, use: cst.Name) -> cst.For | None:
