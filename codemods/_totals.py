@@ -1,0 +1,284 @@
+"""Where SFX302's running total is used and where it starts: its reads and resets inside the
+loop (:func:`periodic_uses`, :func:`reset_ok`), its one start before it (:func:`start_value`),
+and whether another scope shares it (:func:`shared_with_other_scope`)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from syncfix.analysis import literal_kind, stored_names
+from syncfix.walk import walk
+
+_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+# Largest Python int start that converts to float64 exactly (so ``0 + 1.5`` matches the device sum).
+EXACT_FLOAT_INT = 2**53
+
+
+def shared_with_other_scope(fn: cst.FunctionDef, name: str) -> bool:
+    """Does a nested scope of ``fn`` mention ``name``, or ``fn`` declare it global/nonlocal?"""
+    return _nested_scope_mentions(fn, name) or _declared_global(fn, name)
+
+
+def periodic_uses(
+    a, loop: cst.For | cst.While, total: str, update: cst.SimpleStatementLine
+) -> tuple[list[cst.CSTNode], list[cst.SimpleStatementLine]] | None:
+    """The statements of the loop that read ``total`` (each under an ``if`` inside the loop, so
+    not every step) and those that reset it (``total = <literal>``); None for any other use.
+
+    A read statement gets the host value read back before it; a reset starts the accumulator
+    afresh. Uses in the loop's ``else``, in a ``while`` test or in a nested scope are not handled.
+    """
+    if loop.orelse is not None and _mentions_in(loop.orelse, total):
+        return None
+    reads: list[cst.CSTNode] = []
+    resets: list[cst.SimpleStatementLine] = []
+    for name in _names_in(loop.body, total, skip=update):
+        stmt, header = _statement_of(a, name, loop)
+        if stmt is None:
+            return None
+        while isinstance(parent := a.parent(stmt), cst.If) and parent.orelse is stmt:
+            stmt = parent  # an ``elif`` test: the read-back goes before the whole ``if`` chain
+        if isinstance(stmt, cst.SimpleStatementLine) and total in stored_names(stmt):
+            small = stmt.body[0] if len(stmt.body) == 1 else None
+            if not (
+                isinstance(small, cst.Assign)
+                and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)
+                and small.targets[0].target.value == total
+                and literal_kind(small.value, one_minus=True) is not None
+            ):
+                return None  # any other write (or a read and write in one statement)
+            if stmt not in resets:
+                resets.append(stmt)
+            continue
+        if not header and not isinstance(stmt, cst.SimpleStatementLine):
+            return None
+        if not any(isinstance(n, cst.If) for n in ancestors_until(a, stmt, loop)):
+            return None  # read every step: a read-back there would only move the sync
+        if stmt not in reads:
+            reads.append(stmt)
+    if not reads:
+        return None
+    return reads, resets
+
+
+def _statement_of(a, name: cst.Name, loop: cst.CSTNode) -> tuple[cst.CSTNode | None, bool]:
+    """The statement in the loop holding ``name``: its simple statement line, or the compound
+    statement whose header (an ``if``/``while`` test, a ``for`` iterable, ``with`` items) holds
+    it (second item True)."""
+    child: cst.CSTNode = name
+    for anc in a.ancestors(name):
+        if isinstance(anc, cst.SimpleStatementLine):
+            return anc, False
+        if isinstance(anc, (cst.If, cst.While, cst.For, cst.With)) and child is not anc.body and (
+            not isinstance(anc, (cst.If, cst.While, cst.For)) or child is not anc.orelse
+        ):
+            if isinstance(anc, cst.While) or (isinstance(anc, cst.For) and child is anc.target):
+                return None, False  # a test read again and again, or ``for total in ...``
+            return anc, True
+        if anc is loop:
+            return None, False
+        child = anc
+    return None, False
+
+
+def reset_ok(stmt: cst.SimpleStatementLine, kind: str | None) -> bool:
+    """A reset the accumulator can follow exactly: an int count restarts at an int, a float total
+    at a float or an int the float64 start represents exactly."""
+    small = stmt.body[0]
+    assert isinstance(small, cst.Assign)
+    lit = literal_kind(small.value, one_minus=True)
+    if lit == "float":
+        return kind == "float"
+    if lit != "int":
+        return False
+    text = cst.Module([]).code_for_node(small.value).replace("_", "")
+    return abs(int(text, 0)) <= (EXACT_FLOAT_INT if kind == "float" else 2**62 - 1)
+
+
+def _names_in(node: cst.CSTNode, name: str, *, skip: cst.CSTNode | None) -> list[cst.Name]:
+    found: list[cst.Name] = []
+
+    class V(cst.CSTVisitor):
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            if n is skip:
+                return False
+            if isinstance(n, cst.Name) and n.value == name:
+                found.append(n)
+            return True
+
+    walk(node, V())
+    return found
+
+
+def _mentions_in(node: cst.CSTNode, name: str) -> bool:
+    return bool(_names_in(node, name, skip=None))
+
+
+def ancestors_until(a, node: cst.CSTNode, stop: cst.CSTNode):
+    for anc in a.ancestors(node):
+        if anc is stop:
+            return
+        yield anc
+
+
+def mentions(loop: cst.For | cst.While, name: str, *, skip: cst.CSTNode, header: bool) -> bool:
+    """Is ``name`` used in the loop (body, ``else``, a ``while`` test) outside ``skip``?"""
+    parts: list[cst.CSTNode] = [loop.body]
+    if loop.orelse is not None:
+        parts.append(loop.orelse)
+    if header and isinstance(loop, cst.While):
+        parts.append(loop.test)
+    return any(_names_in(part, name, skip=skip) for part in parts)
+
+
+def _nested_scope_mentions(fn: cst.FunctionDef, name: str) -> bool:
+    found = False
+
+    class Inner(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            nonlocal found
+            found = found or node.value == name
+
+    class Outer(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if isinstance(node, _SCOPES) and node is not fn:
+                walk(node, Inner())
+                return False
+            return True
+
+    walk(fn.body, Outer())
+    return found
+
+
+def _declared_global(fn: cst.FunctionDef, name: str) -> bool:
+    found = False
+
+    class V(cst.CSTVisitor):
+        def visit_Global(self, node: cst.Global) -> None:
+            nonlocal found
+            found = found or any(n.name.value == name for n in node.names)
+
+        def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+            nonlocal found
+            found = found or any(n.name.value == name for n in node.names)
+
+    walk(fn.body, V())
+    return found
+
+
+def start_value(
+    a, fn: cst.FunctionDef, loop: cst.CSTNode, total: str, update: cst.SimpleStatementLine,
+    resets: list[cst.SimpleStatementLine],
+) -> tuple[str | None, bool]:
+    """``"pyfloat"``/``"pyint"`` when ``total``'s only other binding (``update`` and ``resets``
+    aside) is ``total = <literal>`` in a block enclosing the loop, before it (bindings after the
+    loop that no loop around it carries back, ``test_loss /= n``, see the value read back after
+    the loop); else None. Second: an int start that converts to float64 exactly."""
+    params = {p.name.value for p in (*fn.params.params, *fn.params.posonly_params, *fn.params.kwonly_params)}
+    if total in params:
+        return None, False
+    starts: list[cst.CSTNode] = []
+    order = a.structure.order
+    outer_loops = {id(n) for n in a.ancestors(loop) if isinstance(n, (cst.For, cst.While))}
+
+    def after_the_loop(stmt: cst.CSTNode) -> bool:
+        ancestors = list(a.ancestors(stmt))
+        return (
+            order.get(stmt, -1) > order.get(loop, -1)
+            and all(n is not loop for n in ancestors)
+            and not any(id(n) in outer_loops for n in ancestors)
+        )
+
+    class V(cst.CSTVisitor):
+        def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
+            if (
+                node is not update
+                and node not in resets
+                and total in stored_names(node)
+                and not after_the_loop(node)
+            ):
+                starts.append(node)
+            return False
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is fn
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if isinstance(node, cst.BaseCompoundStatement) and not isinstance(node, cst.FunctionDef):
+                header_binds = isinstance(node, cst.For) and total in stored_names(node.target)
+                header_binds |= isinstance(node, cst.With) and any(
+                    item.asname is not None and total in stored_names(item.asname) for item in node.items
+                )
+                if header_binds:
+                    starts.append(node)
+            return super().on_visit(node)
+
+    walk(fn, V())
+    if len(starts) != 1 or not isinstance(starts[0], cst.SimpleStatementLine):
+        return None, False
+    start = starts[0]
+    small = start.body[0] if len(start.body) == 1 else None
+    value = _assigned_to(small, total) if isinstance(small, cst.Assign) else None
+    if value is None:
+        return None, False
+    block = a.block_of(start)
+    if block is None:
+        return None, False
+    loop_ancestors = {id(loop), *(id(n) for n in a.ancestors(loop))}
+    body = list(block[1])
+    index = body.index(start)
+    if not any(id(s) in loop_ancestors for s in body[index + 1 :]):
+        return None, False  # not in a block enclosing the loop, before it
+    lit = literal_kind(value, one_minus=True)
+    kind = None if lit is None else "py" + lit
+    if kind == "pyint":
+        text = cst.Module([]).code_for_node(value).replace("_", "")
+        if abs(int(text, 0)) >= 2**62:
+            return None, False  # torch.full would not take it as int64
+        return kind, abs(int(text, 0)) <= EXACT_FLOAT_INT
+    return kind, False
+
+
+def _assigned_to(assign: cst.Assign, name: str) -> cst.BaseExpression | None:
+    """What ``name = <value>``, ``a, name = <x>, <value>`` (a display of as many plain items)
+    or ``a = name = <value>`` (chained: one value, a literal the totals cannot share) binds to
+    ``name``."""
+    if len(assign.targets) > 1:
+        names = [t.target for t in assign.targets]
+        if all(isinstance(t, cst.Name) for t in names) and any(t.value == name for t in names):  # type: ignore[attr-defined]
+            return assign.value if literal_kind(assign.value, one_minus=True) is not None else None
+        return None
+    target, value = assign.targets[0].target, assign.value
+    if isinstance(target, cst.Name):
+        return value if target.value == name else None
+    if not isinstance(target, (cst.Tuple, cst.List)) or not isinstance(value, (cst.Tuple, cst.List)):
+        return None
+    if len(target.elements) != len(value.elements) or any(
+        not isinstance(el, cst.Element) for el in (*target.elements, *value.elements)
+    ):
+        return None  # ``a, *rest = ...``: not item by item
+    for t, v in zip(target.elements, value.elements, strict=True):
+        if isinstance(t.value, cst.Name) and t.value.value == name:
+            return v.value
+    return None
+
+
+
+def bound_before(a, name: str, loop: cst.CSTNode) -> bool:
+    """Is every binding of ``name`` seen from the loop made before the loop starts?"""
+    scope = a.scope(loop)
+    if scope is None:
+        return False
+    try:
+        assignments = list(scope[name])
+    except Exception:
+        return False
+    order = a.structure.order  # source order (a binding never contains the loop)
+    for asg in assignments:
+        node = getattr(asg, "node", None)
+        if not isinstance(node, cst.CSTNode) or node not in order:
+            return False
+        if asg.scope is scope and order[node] >= order[loop]:
+            return False
+    return bool(assignments)
