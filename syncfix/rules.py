@@ -14,6 +14,7 @@ it, and ``scripts/gen_docs.py`` writes it to ``docs/rules/<CODE>.md`` and the RE
 
 from __future__ import annotations
 
+import builtins
 import importlib
 import inspect
 import pkgutil
@@ -36,6 +37,10 @@ Replacement = cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel[cst.CSTNod
 _Node = TypeVar("_Node", bound=cst.CSTNode)
 
 
+SHADOWED_BUILTIN = (
+    " (no fix: the rewrite would call the builtin `{}`, but that name may be bound to something"
+    " else here: a parameter, a local, a global, or an import)"
+)
 SELF_DOCUMENTING = (
     " (no fix: it is in a self-documenting f-string, `{expr=}`, which prints the expression's"
     " text; a rewrite would change the printed text)"
@@ -126,6 +131,10 @@ class Rule(cst.BatchableCSTVisitor):
             # ``f"{loss.item()=}"`` prints its expression's text: a rewrite would change it
             fix = None
             message = (message or self.MESSAGE) + SELF_DOCUMENTING
+        shadowed = _shadowed_builtin(self.analysis, fix) if fix is not None else None
+        if shadowed is not None:
+            fix = None  # the new code would call whatever ``zip``/``len`` is bound there
+            message = (message or self.MESSAGE) + SHADOWED_BUILTIN.format(shadowed)
         self.findings.append(RawFinding(type(self), node, message or self.MESSAGE, fix))
 
 
@@ -195,6 +204,45 @@ class Rule(cst.BatchableCSTVisitor):
             "(applied only with `--unsafe-fixes`)",
         }[cls.SAFETY]
         return f"{availability}; {kinds}."
+
+
+def _shadowed_builtin(a: ModuleAnalysis, fix: Fix) -> str | None:
+    """A builtin's name the fix's new code uses (and the code it replaces does not) that does not
+    call the builtin where the fix puts it: ``zip`` or ``len`` bound by a parameter, a global, a
+    star import... The first such name, or None."""
+    for node, new in fix.changes.items():
+        news = new.nodes if isinstance(new, cst.FlattenSentinel) else [] if isinstance(new, cst.RemovalSentinel) else [new]
+        added = set().union(*(_called_names(n) for n in news)) - _called_names(node) if news else set()
+        for name in sorted(added & _BUILTIN_NAMES):
+            if not a.is_builtin_at(node, name):
+                return name
+    return None
+
+
+_BUILTIN_NAMES = frozenset(dir(builtins))
+
+
+def _called_names(node: cst.CSTNode) -> set[str]:
+    """The names ``node`` reads as variables (not attribute names, keywords or parameters)."""
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            found.add(n.value)
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            n.value.visit(self)
+            return False
+
+        def visit_Arg(self, n: cst.Arg) -> bool:
+            n.value.visit(self)
+            return False
+
+        def visit_Param(self, n: cst.Param) -> bool:
+            return False
+
+    node.visit(V())
+    return found
 
 
 def _changes_self_documenting_text(a: ModuleAnalysis, fix: Fix) -> bool:

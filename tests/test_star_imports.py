@@ -67,6 +67,9 @@ def test_a_project_module_that_binds_no_builtin_keeps_them(tmp_path):
         ("__all__ = ['VGG'] + extra\n", [None, None]),  # an __all__ syncfix cannot read
         ("globals()['len'] = max\n", [None, None]),  # names set at run time
         ("from torch import *\n", [None, None]),  # a module outside the project
+        ("__all__ = ['VGG']\n__all__[:] = ['VGG', 'len']\n", [None, None]),  # __all__ changed in place
+        ("import sys\nsetattr(sys.modules[__name__], 'len', max)\n", [None, None]),  # set at run time
+        ("import builtins\nbuiltins.len = max\n", [None, None]),  # a builtin replaced
     ],
 )
 def test_a_star_import_that_may_bind_a_builtin_leaves_it_unknown(tmp_path, vgg, expected):
@@ -81,3 +84,23 @@ def test_an_all_that_leaves_the_builtin_out_keeps_it(tmp_path):
         "models/vgg.py": "__all__ = ['VGG']\nclass VGG:\n    pass\ndef len(x):\n    return 0\n",
     }
     assert _fixes(tmp_path, files) == ["safe", "safe"]
+
+
+def test_a_module_another_file_may_stand_for_leaves_no_builtin(tmp_path):
+    # run as `python scripts/train.py`, `models` is scripts/models.py (which binds `len`); run
+    # from the root as a module, it is the package: syncfix cannot tell which
+    files = {
+        "train.py": "",
+        "scripts/train.py": TRAIN,
+        "scripts/models.py": "def len(x):\n    return 0\n",
+        "models/__init__.py": "class VGG:\n    pass\n",
+    }
+    (tmp_path / "pyproject.toml").write_text("")
+    for rel, text in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+    result = CliRunner().invoke(
+        cli, ["check", "--no-cache", "--select", "SFX102", "-o", "json", "--exit-zero", str(tmp_path / "scripts/train.py")]
+    )
+    assert [(f["fix"] or {}).get("applicability") for f in json.loads(result.output)] == [None, None]

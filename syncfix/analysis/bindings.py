@@ -63,12 +63,11 @@ def bindings(a: ModuleAnalysis, name: cst.Name) -> frozenset[BaseAssignment]:
         # only bindings within that loop reach, and those a nested function makes through
         # ``nonlocal`` (a call in the body may run it); not ``global`` ones (checked above)
         found = {asg for asg in found if _inside_any(a, asg, [binder]) or not _made_by(a, asg, scope)}
-    for asg in list(found):
-        if name.value in _unseen_names(a, asg.scope):
-            key = (asg.scope, name.value)  # one per scope and name: bindings compare by identity
-            if key not in a.cache.unseen_bindings:
-                a.cache.unseen_bindings[key] = UnseenBinding(name.value, asg.scope)
-            found.add(a.cache.unseen_bindings[key])
+    if name.value in unseen_names(a):
+        key = (scope, name.value)  # one per scope and name: bindings compare by identity
+        if key not in a.cache.unseen_bindings:
+            a.cache.unseen_bindings[key] = UnseenBinding(name.value, scope)
+        found.add(a.cache.unseen_bindings[key])
     loops = a.carrying_loops(name)
     if loops:
         found |= _bindings_in_loop(a, scope, name.value, loops[-1])
@@ -93,42 +92,31 @@ class UnseenBinding(BaseAssignment):
         return set()
 
 
-def _unseen_names(a: ModuleAnalysis, scope: Scope) -> frozenset[str]:
-    """The names ``scope`` binds that LibCST does not record (see :class:`UnseenBinding`)."""
-    node = getattr(scope, "node", None)
-    if not isinstance(node, cst.CSTNode):
-        return frozenset()
-    known = a.cache.unseen.get(node)
+def unseen_names(a: ModuleAnalysis) -> frozenset[str]:
+    """The names the module binds where LibCST's scopes record nothing (see
+    :class:`UnseenBinding`), wherever they are: which scope such a binding lands in depends on
+    ``global``/``nonlocal`` declarations and on where a comprehension sits (a default value runs
+    in the scope around a def), so the name is unknown in every scope of the module."""
+    known = a.cache.unseen
     if known is not None:
         return known
     structure = a.structure
     names: set[str] = set()
-    for walrus in structure.within(node, cst.NamedExpr):
-        owner, through = _owner(a, walrus)
-        if through and owner is node and isinstance(walrus.target, cst.Name):  # type: ignore[attr-defined]
+    for walrus in structure.within(a.module, cst.NamedExpr):
+        if isinstance(walrus.target, cst.Name) and any(  # type: ignore[attr-defined]
+            isinstance(anc, _COMPREHENSIONS) for anc in a.ancestors(walrus)
+        ):
             names.add(walrus.target.value)  # type: ignore[attr-defined]
     for kind in (cst.MatchAs, cst.MatchStar, cst.MatchMapping):
-        for pattern in structure.within(node, kind):
+        for pattern in structure.within(a.module, kind):
             bound = getattr(pattern, "rest" if kind is cst.MatchMapping else "name", None)
-            if isinstance(bound, cst.Name) and _owner(a, pattern)[0] is node:
+            if isinstance(bound, cst.Name):
                 names.add(bound.value)
-    found = a.cache.unseen[node] = frozenset(names)
+    found = a.cache.unseen = frozenset(names)
     return found
 
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
-
-
-def _owner(a: ModuleAnalysis, node: cst.CSTNode) -> tuple[cst.CSTNode | None, bool]:
-    """The def, lambda, class or module whose scope a binding at ``node`` lands in (a walrus in
-    a comprehension binds in the one around it), and whether a comprehension lies between."""
-    through = False
-    for anc in a.ancestors(node):
-        if isinstance(anc, _COMPREHENSIONS):
-            through = True
-        elif isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.Module)):
-            return anc, through
-    return None, through
 
 
 _SCOPE_NODES = (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.Module, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)

@@ -15,6 +15,7 @@ for findings. Scopes are resolved lazily, on the first question that needs them.
 
 from __future__ import annotations
 
+import builtins as builtins_module
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -28,7 +29,7 @@ from libcst.metadata import (
     Scope,
     ScopeProvider,
 )
-from libcst.metadata.scope_provider import Access, BaseAssignment
+from libcst.metadata.scope_provider import Access, BaseAssignment, BuiltinAssignment
 
 from ..config import DEFAULT_HOT_FUNCTIONS
 from ..walk import Structure, replaying
@@ -88,7 +89,7 @@ class Caches:
     steps: dict[cst.FunctionDef, bool] = field(default_factory=dict)  # calls .backward()/.step()
     attributes_set: dict[str, bool] = field(default_factory=dict)  # attributes.attribute_set
     requires_grad_set: bool | None = None  # autograd._turns_grad_on
-    unseen: dict[cst.CSTNode, frozenset[str]] = field(default_factory=dict)  # bindings._unseen_names
+    unseen: frozenset[str] | None = None  # bindings.unseen_names
     star_bound: tuple[frozenset[str] | None] | None = None  # ModuleAnalysis._star_binds
     unseen_bindings: dict[tuple[Scope, str], BaseAssignment] = field(default_factory=dict)
 
@@ -226,18 +227,33 @@ class ModuleAnalysis:
             scope = self.scope(node)
             names = scope.get_qualified_names_for(node) if scope is not None else ()
             found = frozenset(q.name for q in names)
-            if found and all(n.startswith("builtins.") for n in found) and self._star_binds(found):
+            if found and all(n.startswith("builtins.") for n in found) and not self._builtins_hold(found):
                 found = frozenset()  # ``from lib import *`` may bind ``len``, ``range``...
             cached = self.cache.qualnames[node] = found
         return cached
 
-    def _star_binds(self, builtins: frozenset[str]) -> bool:
-        """May a star import of this module bind one of these builtins' names?"""
+    def _builtins_hold(self, builtins: frozenset[str]) -> bool:
+        """Are these builtins' names bound by nothing LibCST's scopes miss: no star import of
+        this module may bind them, nor a walrus in a comprehension or a ``match`` capture?"""
         if self.cache.star_bound is None:
-            bound = star_imports.star_bound(self)
-            self.cache.star_bound = (bound,)
+            self.cache.star_bound = (star_imports.star_bound(self),)
         (bound,) = self.cache.star_bound
-        return bound is None or any(n.removeprefix("builtins.") in bound for n in builtins)
+        names = {n.removeprefix("builtins.") for n in builtins}
+        return bound is not None and not names & bound and not names & bindings.unseen_names(self)
+
+    def is_builtin_at(self, node: cst.CSTNode, name: str) -> bool:
+        """Does ``name``, written where ``node`` is (fix code), call Python's builtin? No local,
+        parameter, global or import binds it there, nor anything syncfix cannot list."""
+        scope = None
+        for here in (node, *self.ancestors(node)):
+            scope = self.scope(here)
+            if scope is not None:
+                break
+        if scope is None or not hasattr(builtins_module, name):
+            return False
+        if any(not isinstance(asg, BuiltinAssignment) for asg in scope[name]):
+            return False
+        return self._builtins_hold(frozenset({f"builtins.{name}"})) and not self.calls_named("globals")
 
     def qualname(self, node: cst.CSTNode) -> str | None:
         """The qualified name of ``node`` when every candidate agrees, else None."""

@@ -5,9 +5,10 @@ which of its names are Python's builtins.
 If one of them is ``len`` or ``range``, a call of it is not the builtin. For a module of the
 project the names are read from its source with the standard library's parser (its top-level
 bindings, following its own star imports), as a may-bind set: more names only make fewer
-builtins trusted. A module outside the project, or one whose names are set dynamically
-(``globals()``, an ``__all__`` built at run time), binds names syncfix cannot list: then no name
-of the importing module is taken for a builtin.
+builtins trusted. A module outside the project, one another file of the project may stand for
+(``models`` beside ``scripts/models.py``), or one whose names are set at run time (``globals()``,
+``setattr``, ``exec``, ``sys.modules``, an ``__all__`` built or changed at run time), binds names
+syncfix cannot list: then no name of the importing module is taken for a builtin.
 """
 
 from __future__ import annotations
@@ -76,13 +77,13 @@ def _read_exports(project: ProjectModules, target: ModuleFile, seen: set[str]) -
         tree = ast.parse(data)
     except Exception:  # unreadable, unparsable: nothing known
         return None
+    if target.ambiguous or _dynamic(tree):
+        return None  # another file may be the one imported; names set at run time
     listed = _listed_all(tree)
     if listed is not None:
         return listed or None  # ``__all__`` set some other way: cannot be listed
     names: set[str] = set()
     for node in _module_level(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("globals", "vars"):
-            return None
         if isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names):
             base = resolve_relative(target.package, "." * node.level + (node.module or ""))
             more = _exports(project, base, seen)
@@ -94,6 +95,28 @@ def _read_exports(project: ProjectModules, target: ModuleFile, seen: set[str]) -
         if isinstance(node, ast.Global):
             names.update(node.names)  # a function's ``global len`` may bind it at module level
     return frozenset(n for n in names if not n.startswith("_"))
+
+
+_DYNAMIC_CALLS = frozenset({"globals", "vars", "setattr", "exec", "eval", "__import__"})
+
+
+def _dynamic(tree: ast.Module) -> bool:
+    """May the module set its names, or ``__all__``, at run time: ``globals()``, ``setattr``,
+    ``exec``, ``sys.modules``, ``__dict__``, ``__all__`` changed in place or imported?"""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _DYNAMIC_CALLS:
+            return True
+        if isinstance(node, ast.Attribute) and node.attr in ("modules", "__dict__"):
+            return True
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "builtins":
+            return True  # ``builtins.len = ...``
+        if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.value, ast.Name) and node.value.id == "__all__":
+            return True  # ``__all__[:] = ...``, ``__all__.extend(...)``
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+            (alias.asname or alias.name) == "__all__" for alias in node.names
+        ):
+            return True
+    return False
 
 
 def _listed_all(tree: ast.Module) -> frozenset[str] | None:
