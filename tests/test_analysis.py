@@ -379,7 +379,8 @@ def update(t, world, shape, other):
     grown.append(other)
     waited = [torch.zeros(1) for _ in range(world)]
     dist.all_gather(waited, t, async_op=True)
-    growing = [torch.zeros(n) for _ in range(world) if (n := n + 1)]
+    k = max(sizes)
+    growing = [torch.zeros(k) for _ in range(world) if (k := k + 1)]
     out = ([v for y in batches for v in y], [v for v in shaped], [v for v in per_rank], [v for v in grown], [v for v in waited], [v for v in growing])
 """
 

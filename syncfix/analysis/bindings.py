@@ -296,6 +296,8 @@ def binding_values(a: ModuleAnalysis, name: cst.Name) -> list[cst.BaseExpression
     name in this block or an enclosing one (not crossing a loop that binds it) decides. Past
     the function's start, every binding in the name's scope counts (module-level names).
     """
+    if name.value in unseen_names(a):
+        return None  # bound somewhere LibCST does not record (a ``match`` capture...)
     stmt = a.statement_of(name)
     for anc in a.ancestors(name):
         if anc is stmt:
@@ -425,6 +427,8 @@ def straight_line_binding(
     With ``reevaluable`` (for a rule that would evaluate ``expr`` again here) nothing in between
     changes a name ``expr`` reads either, and ``expr`` does not read ``name`` (``x = f(x)``);
     without, ``name`` holds the object ``expr`` made, whatever its inputs became since."""
+    if name.value in unseen_names(a):
+        return None  # bound somewhere LibCST does not record (a ``match`` capture...)
     stmt = a.statement_of(name)
     block = a.block_of(stmt) if stmt is not None else None
     if block is None:
