@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from pathlib import Path
 
-from .config import Settings
+from .analysis.project import ModuleContext
+from .config import Settings, load_settings
 from .engine import process_source
 from .model import Finding
 from .observed import Need, Observations
+from .projects import contexts
 
 
 def _settings(
@@ -18,15 +21,26 @@ def _settings(
     unsafe_fixes: bool,
     include_cold: bool,
     observations: Observations | str | None = None,
+    base: Settings | None = None,
 ) -> Settings:
     if isinstance(observations, str):
         observations = Observations.load(observations)
-    s = Settings(unsafe_fixes=unsafe_fixes, include_cold=include_cold, observations=observations)
+    s = replace(base or Settings(), unsafe_fixes=unsafe_fixes, include_cold=include_cold, observations=observations)
     if select is not None:
         s = replace(s, select=tuple(select))
     if ignore is not None:
         s = replace(s, ignore=tuple(ignore))
     return s
+
+
+def _in_project(path: str, project: bool) -> tuple[Settings | None, ModuleContext | None]:
+    """With ``project``, for a file on disk: its project's ``[tool.syncfix]`` settings and its
+    place in the project (what ``syncfix check``/``apply`` on it would use); else nothing."""
+    if not project or not os.path.isfile(path):
+        return None, None
+    settings = load_settings(Path(path).resolve().parent)
+    places = contexts([path], settings.hot_functions, closed=settings.closed_project)
+    return settings, places.get(path)
 
 
 def check_code(
@@ -58,10 +72,15 @@ def fix_code_with_findings(
     unsafe_fixes: bool = False,
     include_cold: bool = False,
     observations: Observations | str | None = None,
+    project: bool = False,
 ) -> tuple[str, list[Finding]]:
-    """``source`` with syncfix's fixes applied, and the findings whose fixes were applied."""
+    """``source`` with syncfix's fixes applied, and the findings whose fixes were applied.
+    ``project``: ``path`` is a file on disk; judge it with its project's settings and the
+    facts of the project's other files, as ``syncfix apply`` would."""
+    base, context = _in_project(path, project)
     new, _, applied = process_source(
-        source.encode("utf-8"), path, _settings(select, ignore, unsafe_fixes, include_cold, observations), fix=True
+        source.encode("utf-8"), path, _settings(select, ignore, unsafe_fixes, include_cold, observations, base),
+        fix=True, context=context,
     )
     return new.decode("utf-8"), applied
 
@@ -75,10 +94,14 @@ def fix_code(
     unsafe_fixes: bool = False,
     include_cold: bool = False,
     observations: Observations | str | None = None,
+    project: bool = False,
 ) -> str:
-    """``source`` with syncfix's fixes applied (safe ones, plus unsafe ones if asked)."""
+    """``source`` with syncfix's fixes applied (safe ones, plus unsafe ones if asked).
+    ``project``: as for :func:`fix_code_with_findings`."""
+    base, context = _in_project(path, project)
     new, _, _ = process_source(
-        source.encode("utf-8"), path, _settings(select, ignore, unsafe_fixes, include_cold, observations), fix=True, with_edits=False
+        source.encode("utf-8"), path, _settings(select, ignore, unsafe_fixes, include_cold, observations, base),
+        fix=True, with_edits=False, context=context,
     )
     return new.decode("utf-8")
 

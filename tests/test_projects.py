@@ -306,3 +306,20 @@ def test_a_try_around_a_call_in_another_file_keeps_the_copy_blocking(tmp_path, m
     main = f"import torch\n\nfrom steps import to_device\n\n\ndef run(model, data):\n    for chunk in data:\n{body}        model(xg)\n"
     _files(tmp_path, monkeypatch, {"steps.py": 'def to_device(x):\n    return x.to("cuda")\n', "main.py": main})
     assert _safe_fixes("steps.py") == left
+
+
+def test_the_names_of_a_from_import_are_not_modules_of_their_own():
+    # `from .fileio import decode` imports `decode` from syncfix.fileio (or the submodule
+    # syncfix.fileio.decode), never a top-level module `decode`; `import` statements after `;`
+    # or `:` still count, and words in a docstring or comment do not
+    from syncfix.analysis.project import ALL, module_imports
+
+    source = (
+        b"import os, sys\nfrom .fileio import FileError, decode\nif x: import json\n"
+        b"x = 1; import re\n'''import inside a docstring'''\n# import in a comment\n"
+    )
+    found = module_imports(source, "syncfix.engine")
+    assert ("decode", ALL) not in found and ("FileError", ALL) not in found
+    assert ("syncfix.fileio", "decode") in found and ("syncfix.fileio.decode", ALL) in found
+    assert {("os", ALL), ("sys", ALL), ("json", ALL), ("re", ALL)} <= set(found)
+    assert not any(name in ("inside", "in") for name, _ in found)

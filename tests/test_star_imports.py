@@ -28,14 +28,15 @@ def decode(model, tokens: list):
 """
 
 
-def _fixes(root: Path, files: dict[str, str]) -> list[str | None]:
+def _fixes(root: Path, files: dict[str, str], target: str = "train.py") -> list[str | None]:
+    """The applicability of each SFX102 fix in ``target`` of a project of ``files``."""
     (root / "pyproject.toml").write_text("")
     for rel, text in files.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text).lstrip())
     result = CliRunner().invoke(
-        cli, ["check", "--no-cache", "--select", "SFX102", "-o", "json", "--exit-zero", str(root / "train.py")]
+        cli, ["check", "--no-cache", "--select", "SFX102", "-o", "json", "--exit-zero", str(root / target)]
     )
     assert result.exit_code == 0, result.output
     return [(f["fix"] or {}).get("applicability") for f in json.loads(result.output)]
@@ -95,12 +96,4 @@ def test_a_module_another_file_may_stand_for_leaves_no_builtin(tmp_path):
         "scripts/models.py": "def len(x):\n    return 0\n",
         "models/__init__.py": "class VGG:\n    pass\n",
     }
-    (tmp_path / "pyproject.toml").write_text("")
-    for rel, text in files.items():
-        path = tmp_path / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip())
-    result = CliRunner().invoke(
-        cli, ["check", "--no-cache", "--select", "SFX102", "-o", "json", "--exit-zero", str(tmp_path / "scripts/train.py")]
-    )
-    assert [(f["fix"] or {}).get("applicability") for f in json.loads(result.output)] == [None, None]
+    assert _fixes(tmp_path, files, "scripts/train.py") == [None, None]

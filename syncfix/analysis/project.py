@@ -20,7 +20,9 @@ from .members import EMPTY, MemberUse
 ALL = "*"
 
 _FROM = re.compile(rb"\bfrom[ \t]+(\.*[\w.]*)[ \t]+import[ \t]*(\([^)]*\)|(?:[^\n\\]|\\\r?\n)*)")
-_IMPORT = re.compile(rb"\bimport[ \t]+((?:[\w. \t,]|\\\r?\n)+)")
+# ``import a, b`` as a statement: at the start of a line or after ``;``/``:`` (not the ``import``
+# of ``from x import a, b``, whose names are not modules of their own unless under ``x``)
+_IMPORT = re.compile(rb"(?:^|[;:])[ \t]*import[ \t]+((?:[\w. \t,]|\\\r?\n)+)", re.M)
 _AS = re.compile(r"\s+as\s+\w+$")
 
 

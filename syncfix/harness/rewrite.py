@@ -74,8 +74,10 @@ def make_fixer(
         seen = Observations.load(observations)  # once, not per file
 
     def fixer(source: str, path: str) -> str:
+        # judged in its project, with its settings, as ``syncfix apply`` would judge it
         return fix_code(
-            source, path=path, select=select, ignore=ignore, unsafe_fixes=unsafe_fixes, observations=seen
+            source, path=path, select=select, ignore=ignore, unsafe_fixes=unsafe_fixes, observations=seen,
+            project=True,
         )
 
     return fixer

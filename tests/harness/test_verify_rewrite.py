@@ -169,3 +169,17 @@ def test_imports_made_by_the_fixer_itself_are_not_rewritten(
     assert user.VALUE == 2
     assert sys.modules["pkg.rules"].VALUE == 1
     assert sorted(os.path.basename(c) for c in calls) == ["__init__.py", "user.py"]
+
+
+def test_the_default_fixer_judges_a_file_in_its_project(tmp_path):
+    # `syncfix verify` proves what `syncfix apply` would write: the project's [tool.syncfix]
+    # settings hold (here: SFX101 ignored), which plain fix_code on the text alone cannot know
+    (tmp_path / "pyproject.toml").write_text('[tool.syncfix]\nignore = ["SFX101"]\n')
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import torch\n\n\ndef run(n):\n    for _ in range(n):\n"
+        "        x = torch.randn(4) * 2\n        x = x.cuda()\n        print(x)\n\n\nrun(3)\n"
+    )
+    source = script.read_text()
+    assert "non_blocking=True" in fix_code(source, path=str(script))
+    assert make_fixer()(source, str(script)) == source
