@@ -94,7 +94,9 @@ class TensorCreationOnDevice(Rule):
       literal of names (`[[x0, y0, x0, y0]]`), a parameter annotated as a list or tuple of
       numbers (`crop_box: List[int]`), or a list of sizes (`[seq.shape[0] for seq in seqs]`,
       `[img.size(-1) for img in images]`, directly or through a name bound to it just before):
-      sizes are ints for tensors and numpy arrays.
+      sizes are ints for tensors and numpy arrays. A Python number there (`len(records)`,
+      `float(scale)`) is instead filled on that device, `torch.full((), v, device=d)`: no copy at
+      all, **unsafe** for the same reason (and for the scalar reasons above).
     - Data that may already be a tensor, a device expression that is not a plain name, string or
       attribute (it would be evaluated later), a file that uses CUDA streams (the copy would be
       ordered on the current stream only) or calls `torch.set_default_device`: finding, no fix.
@@ -168,7 +170,8 @@ class TensorCreationOnDevice(Rule):
                 data = args[0].value
                 fix = None
                 if _tensor_device(a, dev.value) or a.repeats_here(node):  # not a helper hot only by name
-                    fix = self._pageable_fix(node, data, dev.value, safe=False)
+                    # a Python number is filled there, with no copy; other data copied pageable
+                    fix = self._scalar_fill(node, data, dev.value) or self._pageable_fix(node, data, dev.value, safe=False)
                 known = a.is_host_data(data) or _likely_numbers(a, data)
                 self.report(node, self.MESSAGE if fix else self.MESSAGE + (_UNPLACED_DEVICE if known else _UNKNOWN_DATA), fix=fix)
             return
@@ -188,6 +191,18 @@ class TensorCreationOnDevice(Rule):
             self.report(node, self.MESSAGE if fix else self.MESSAGE + _UNKNOWN_DATA_HERE, fix=fix)
             return
         self.report(node, fix=self._fix(node, data, dev.value))
+
+    def _scalar_fill(self, node: cst.Call, data: cst.BaseExpression, dev: cst.BaseExpression) -> Fix | None:
+        """``torch.full((), v, ...)`` for a Python number on a device syncfix cannot name:
+        unsafe, since other accelerators than CUDA and the CPU are not proven (one may refuse a
+        dtype with another error); exact where they fill as ``torch.tensor`` builds."""
+        if self.analysis.python_number_type(data) is None:
+            return None
+        fix = self._fix(node, data, dev)
+        if fix is None:
+            return None
+        reason = fix.description.partition(" (unsafe")[0]
+        return self.unsafe_fix(fix.changes, reason + _UNNAMED_DEVICE_FILL)
 
     def _rewritable(self, node: cst.Call) -> bool:
         """``torch.tensor``/``torch.as_tensor`` spelled through the module name, in a file with
@@ -364,6 +379,12 @@ _UNKNOWN_DATA_HERE = (
     "build it without `device=` and copy it with `.to(device, non_blocking=True)`"
 )
 _UNPLACED_DEVICE = " (if the device is a GPU's: syncfix cannot tell which device this is; no fix)"
+_UNNAMED_DEVICE_FILL = (
+    " (unsafe: the device is one syncfix cannot name; filling is exact on CUDA and the CPU, and for"
+    " an int of unknown size, or a value out of the dtype's range, the error raised differs;"
+    " declare `devices = [\"cuda\", \"cpu\"]` in [tool.syncfix.torch] if the project runs on"
+    " nothing else)"
+)
 _UNKNOWN_DATA = " (if the device is a GPU's, which syncfix cannot tell" + _UNKNOWN_DATA_HERE + ")"
 
 
