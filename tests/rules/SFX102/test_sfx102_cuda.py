@@ -74,7 +74,8 @@ def f(w: torch.Tensor, counts: list[int], device):
     for i in range(8):
         w = w @ w  # queued GPU work a blocking copy would wait for
         ids = torch.tensor(counts, device=device)  # a device held by a parameter: unsafe fix
-        out = out + ((ids, w.sum()),)
+        n = torch.tensor(len(counts), device=device)  # a Python int there: filled (unsafe)
+        out = out + ((ids, n, w.sum()),)
     return out
 """
 
