@@ -74,8 +74,8 @@ class PerElementReads(Rule):
     tensors share a dtype and a device and each element read is one value; where an element holds
     more, the original raises and the rewrite reads them all.
     In code that repeats, a dict comprehension over `d.items()` (`d` a plain name: an attribute
-    may be a property, and the fix reads `d` three times) whose
-    value reads its value variable once, with `.item()` after methods that keep the values
+    may be a property, and the fix reads `d` three times) whose value reads its value variable
+    once, with `.item()` after methods that keep the values
     (`detach()`, `float()`, `cpu()`...; `sum()`/`mean()` only before any `cpu()`), gets an
     **unsafe** fix: `{k: v / n for k, v in zip(d.keys(), torch.stack([v.detach().reshape(())
     for v in d.values()]).tolist() if d else [])}`. `cpu()` is dropped from the stacked values
@@ -87,12 +87,11 @@ class PerElementReads(Rule):
     value may have its own one-element shape (`[]` or `[1]`). A read inside a lambda or a nested
     comprehension is not moved (it runs later, or not at all). A dict display whose values are
     provably on the CPU is not reported; one with any value on the host, or with tensors of
-    provably different dtype kinds, gets no fix. A `for k, v in d.items():` loop (no `else`) whose body
-    reads `v` the same way, once, gets the same **unsafe** fix: the loop iterates the stack's
-    values and the read becomes `v`, when `v` is bound by that loop only and used nowhere else
-    (after the loop it would hold a number, not a tensor); the body then runs after every value
-    is read. SFX301 merges reads of named tensors written out one by
-    one.
+    provably different dtype kinds, gets no fix. A `for k, v in d.items():` loop (no `else`)
+    whose body reads `v` the same way, once, gets the same **unsafe** fix: the loop iterates the
+    stack's values and the read becomes `v`, when `v` is bound by that loop only and used nowhere
+    else (after the loop it would hold a number, not a tensor); the body then runs after every
+    value is read. SFX301 merges reads of named tensors written out one by one.
     """
 
     CODE = "SFX303"

@@ -97,3 +97,14 @@ def test_a_module_another_file_may_stand_for_leaves_no_builtin(tmp_path):
         "models/__init__.py": "class VGG:\n    pass\n",
     }
     assert _fixes(tmp_path, files, "scripts/train.py") == [None, None]
+
+
+def test_common_attributes_of_the_same_names_keep_the_builtins(tmp_path):
+    # `model.modules()`, `self.__dict__` and `setattr(self, ...)` in a model file set no module
+    # names: its star import still binds neither `range` nor `len`
+    vgg = (
+        "class VGG:\n    def __init__(self, **kw):\n        self.__dict__.update(kw)\n"
+        "        setattr(self, 'depth', 16)\n        for m in self.modules():\n            pass\n"
+    )
+    files = {"train.py": TRAIN, "models/__init__.py": "from .vgg import *\n", "models/vgg.py": vgg}
+    assert _fixes(tmp_path, files) == ["safe", "safe"]

@@ -7,7 +7,7 @@ project the names are read from its source with the standard library's parser (i
 bindings, following its own star imports), as a may-bind set: more names only make fewer
 builtins trusted. A module outside the project, one another file of the project may stand for
 (``models`` beside ``scripts/models.py``), or one whose names are set at run time (``globals()``,
-``setattr``, ``exec``, ``sys.modules``, an ``__all__`` built or changed at run time), binds names
+``exec`` at module level, ``sys.modules``, an ``__all__`` built or changed at run time), binds names
 syncfix cannot list: then no name of the importing module is taken for a builtin.
 """
 
@@ -97,19 +97,29 @@ def _read_exports(project: ProjectModules, target: ModuleFile, seen: set[str]) -
     return frozenset(n for n in names if not n.startswith("_"))
 
 
-_DYNAMIC_CALLS = frozenset({"globals", "vars", "setattr", "exec", "eval", "__import__"})
+_DYNAMIC_CALLS = frozenset({"globals", "vars", "__import__"})  # anywhere: they reach module names
+_MODULE_LEVEL_CALLS = frozenset({"exec", "eval"})  # at module level, they bind module names
 
 
 def _dynamic(tree: ast.Module) -> bool:
-    """May the module set its names, or ``__all__``, at run time: ``globals()``, ``setattr``,
-    ``exec``, ``sys.modules``, ``__dict__``, ``__all__`` changed in place or imported?"""
+    """May the module set its names, or ``__all__``, at run time: ``globals()``, ``exec`` at
+    module level, ``sys.modules`` (``setattr(sys.modules[__name__], ...)``, its ``__dict__``),
+    ``builtins.x = ...``, an ``__all__`` changed in place or imported? Common attributes of the
+    same names (``model.modules()``, ``self.__dict__``) do not count."""
+    sys_names = {"sys"} | {
+        alias.asname for node in ast.walk(tree) if isinstance(node, ast.Import)
+        for alias in node.names if alias.name == "sys" and alias.asname
+    }
+    top = set(map(id, _module_level(tree)))
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _DYNAMIC_CALLS:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and (
+            node.func.id in _DYNAMIC_CALLS or (node.func.id in _MODULE_LEVEL_CALLS and id(node) in top)
+        ):
             return True
-        if isinstance(node, ast.Attribute) and node.attr in ("modules", "__dict__"):
-            return True
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "builtins":
-            return True  # ``builtins.len = ...``
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and (
+            (node.attr == "modules" and node.value.id in sys_names) or node.value.id == "builtins"
+        ):
+            return True  # ``sys.modules[__name__]...``, ``builtins.len = ...``
         if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.value, ast.Name) and node.value.id == "__all__":
             return True  # ``__all__[:] = ...``, ``__all__.extend(...)``
         if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
