@@ -29,10 +29,13 @@ def stacked_items(
     target: cst.BaseAssignTargetExpression,
     source: cst.BaseExpression,
     parts: list[cst.CSTNode],
-) -> tuple[cst.Call, str, cst.BaseExpression] | None:
-    """For ``k, v`` in ``d.items()`` (``target``, ``source``) whose ``parts`` use ``v`` once, in
-    one ``.item()`` read after value-preserving methods (``cpu`` dropped: the stack goes to the
-    host once; a reduction only before it): that read, ``v``, and the pairs to iterate instead."""
+    *,
+    other_uses: bool = False,
+) -> tuple[cst.Call, str, cst.BaseExpression, str] | None:
+    """For ``k, v`` in ``d.items()`` (``target``, ``source``) whose ``parts`` read ``v`` in one
+    ``.item()`` after value-preserving methods (``cpu`` dropped: the stack goes to the host once;
+    a reduction only before it) and use it nowhere else (unless ``other_uses``): that read,
+    ``v``, the mapping, and the stacked values (``torch.stack([...]).tolist() if d else []``)."""
     torch = a.torch_alias_at(node)
     if (
         torch is None
@@ -76,7 +79,7 @@ def stacked_items(
 
     for part in parts:
         walk(part, V())
-    if len(reads) != 1 or uses != 1:
+    if len(reads) != 1 or (uses != 1 and not other_uses):
         return None  # ``v`` used elsewhere (as a tensor), in a nested scope, or not read with ``.item()``
     read = a.likely.host_read(reads[0])
     assert read is not None
@@ -86,11 +89,8 @@ def stacked_items(
         return None  # no sync to save (the value before ``.cpu()``: that copy is a sync too)
     element = "".join(f".{m}()" for m in methods if m != "cpu")
     m = a.module.code_for_node(mapping)
-    pairs = cst.parse_expression(
-        f"zip({m}.keys(), {torch}.stack([{var}{element}.reshape(()) for {var} in {m}.values()])"
-        f".tolist() if {m} else [])"
-    )
-    return reads[0], var, pairs
+    stack = f"{torch}.stack([{var}{element}.reshape(()) for {var} in {m}.values()]).tolist() if {m} else []"
+    return reads[0], var, mapping, stack
 
 
 def dict_values(a: ModuleAnalysis, node: cst.DictComp) -> tuple[cst.Call, cst.DictComp] | None:
@@ -102,21 +102,25 @@ def dict_values(a: ModuleAnalysis, node: cst.DictComp) -> tuple[cst.Call, cst.Di
     stacked = stacked_items(a, node, comp.target, comp.iter, [node.key, node.value])
     if stacked is None:
         return None
-    read, var, pairs = stacked
+    read, var, mapping, stack = stacked
+    pairs = cst.parse_expression(f"zip({a.module.code_for_node(mapping)}.keys(), {stack})")
     new = node.with_changes(value=node.value.deep_replace(read, cst.Name(var)), for_in=comp.with_changes(iter=pairs))
     return read, new
 
 
 def items_loop(a: ModuleAnalysis, loop: cst.For) -> tuple[cst.Call, dict] | None:
     """``for k, v in d.items(): ... v.item() ...`` where code repeats: the read and the changes
-    that iterate the stack's values instead, with the read as ``v``, when ``v`` is bound only by
-    this loop and used only in that read (after the loop it would be a number, not a tensor)."""
+    that iterate the stack's values instead. Where ``v`` is bound only by this loop and used only
+    in that read (after the loop it would be a number, not a tensor), the read becomes ``v``;
+    where later statements of the body use ``v`` too, the loop keeps it and names the read:
+    ``for (k, v), v_mean in zip(d.items(), ...)``."""
     if loop.orelse is not None or loop.asynchronous is not None or not a.is_hot(loop):
         return None
-    stacked = stacked_items(a, loop, loop.target, loop.iter, [loop.body])
+    stacked = stacked_items(a, loop, loop.target, loop.iter, [loop.body], other_uses=True)
     if stacked is None:
         return None
-    read, var, pairs = stacked
+    read, var, mapping, stack = stacked
+    m = a.module.code_for_node(mapping)
     scope = a.scope(read)
     target = loop.target
     assert isinstance(target, cst.Tuple)
@@ -124,13 +128,50 @@ def items_loop(a: ModuleAnalysis, loop: cst.For) -> tuple[cst.Call, dict] | None
     mine = [asg for asg in scope.assignments[var] if getattr(asg, "node", None) is name] if scope else []
     if len(mine) != 1:
         return None
-    for access in mine[0].references:  # LibCST's: every use of the name in reach of the scope
-        if access.node is root_name(read):
-            continue
-        node = access.node
-        if access.scope is not scope or not isinstance(node, cst.Name) or mine[0] in a.bindings(node):
-            return None  # used after the loop (it would be a number there), or in a closure
-    return read, {loop.iter: pairs, read: cst.Name(var)}
+    if _used_up_to_read(a, loop, read, var):
+        return None  # the read moved up front would run before a use that may write the tensor
+    root = root_name(read)
+    if any(  # LibCST's references: every use of the name in reach of the scope
+        access.node is not root
+        and (access.scope is not scope or not isinstance(access.node, cst.Name) or mine[0] in a.bindings(access.node))
+        for access in mine[0].references
+    ):
+        # ``v`` stays the tensor (used later in the body, after the loop, or in a closure); the
+        # read gets a name of its own
+        number = a.fresh_name(f"{var}_{_read_name(read, var)}")
+        pair = cst.parse_expression(f"({a.module.code_for_node(target.elements[0].value)}, {var})")
+        comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        new_target = cst.Tuple([cst.Element(pair, comma=comma), cst.Element(cst.Name(number))], lpar=[], rpar=[])
+        pairs = cst.parse_expression(f"zip({m}.items(), {stack})")
+        return read, {loop.iter: pairs, target: new_target, read: cst.Name(number)}
+    return read, {loop.iter: cst.parse_expression(f"zip({m}.keys(), {stack})"), read: cst.Name(var)}
+
+
+def _used_up_to_read(a: ModuleAnalysis, loop: cst.For, read: cst.Call, var: str) -> bool:
+    """Is ``var`` used, other than in the read, in or before the body's statement that reads
+    it (or is the read not in the body)?"""
+    body = loop.body.body if isinstance(loop.body, cst.IndentedBlock) else [loop.body]
+    holder = next((i for i, stmt in enumerate(body) if any(n is stmt for n in a.ancestors(read))), None)
+    root = root_name(read)
+    return holder is None or any(n is not root for stmt in body[: holder + 1] for n in _names(stmt, var))
+
+
+def _names(node: cst.CSTNode, var: str) -> list[cst.Name]:
+    found: list[cst.Name] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            if n.value == var:
+                found.append(n)
+
+    walk(node, V())
+    return found
+
+
+def _read_name(read: cst.Call, var: str) -> str:
+    """``mean`` for ``v.mean().item()``, ``item`` for ``v.detach().item()``."""
+    methods = _value_methods(read.func.value, var) if isinstance(read.func, cst.Attribute) else None
+    return next((m for m in reversed(methods or []) if m in _REDUCES), "item")
 
 
 def stacked_read(a: ModuleAnalysis, call: cst.Call) -> bool:

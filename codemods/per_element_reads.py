@@ -91,7 +91,11 @@ class PerElementReads(Rule):
     whose body reads `v` the same way, once, gets the same **unsafe** fix: the loop iterates the
     stack's values and the read becomes `v`, when `v` is bound by that loop only and used nowhere
     else (after the loop it would hold a number, not a tensor); the body then runs after every
-    value is read. SFX301 merges reads of named tensors written out one by one.
+    value is read. Where later statements of the body (or code after the loop) use `v` too, the
+    loop keeps it and names the read: `for (k, v), v_mean in zip(d.items(), torch.stack([...])
+    .tolist() if d else [])`; no use of `v` may come before the read or in its statement (one
+    that writes the tensor in place would run after the read). SFX301 merges reads of named
+    tensors written out one by one.
     """
 
     CODE = "SFX303"

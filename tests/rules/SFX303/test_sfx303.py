@@ -222,3 +222,31 @@ def test_sfx303_dict_values_read_with_one_stack_are_exact(case, shape, source):
     d = {f"k{i}": torch.tensor(v, dtype=getattr(torch, dtype)).reshape(shape) for i, v in enumerate(values)}
     before, after = load(source, "f")(d), load(fixed, "f")(d)
     assert list(before) == list(after) and same(list(before.values()), list(after.values())), (before, after)
+
+
+DICT_LOOP_KEPT = HEADER + (
+    "def f(d: dict):\n"
+    "    out = []\n"
+    "    for _ in range(2):\n"
+    "        for k, v in d.items():\n"
+    "            out.append((k, v.sum().item()))\n"
+    "            out.append((v.shape, v.dtype))\n"
+    "    out.append(v.shape if d else None)\n"
+    "    return out\n"
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_DTYPE_VALUES, st.sampled_from(((), (1,), (1, 1))))
+def test_sfx303_dict_loop_keeping_the_tensor_is_exact(case, shape):
+    # `for k, v in d.items():` whose body uses `v` again after the read: the loop keeps `v` and
+    # names the read (`for (k, v), v_sum in zip(d.items(), <stack>)`): the same output, types
+    # and tensor after the loop
+    dtype, values = case
+    fixed = fix_code(DICT_LOOP_KEPT, select=["SFX303"], unsafe_fixes=True)
+    assert "for (k, v), v_sum in zip(d.items(), torch.stack([v.sum().reshape(()) for v in d.values()])" in fixed, fixed
+    d = {f"k{i}": torch.tensor(v, dtype=getattr(torch, dtype)).reshape(shape) for i, v in enumerate(values)}
+    before, after = load(DICT_LOOP_KEPT, "f")(d), load(fixed, "f")(d)
+    for x, y in zip(before, after, strict=True):
+        read = type(x) is tuple and len(x) == 2 and isinstance(x[0], str)  # (key, value read)
+        assert type(x) is type(y) and (same([x[1]], [y[1]]) if read else x == y), (x, y)

@@ -171,3 +171,26 @@ def test_sfx303_dict_of_losses_read_with_one_stack():
     # three `.cpu().item()` reads per step become one stack read to the host
     x = torch.randn(64, 64, device="cuda")
     check_rewrite_keeps_values_with_fewer_syncs("SFX303", DICT, True, (x,), True)
+
+
+DICT_LOOP_KEPT = """
+import torch
+
+
+def f(x: torch.Tensor):
+    out = []
+    for _ in range(4):
+        x = x @ x.T / x.shape[1]  # queued GPU work
+        losses = {"sum": x.sum(1), "max": x.amax(1), "mean": x.abs().mean(1)}
+        for key, values in losses.items():
+            out.append((key, values.mean().item()))
+            out.append(values.double().sum(0).cpu())  # the tensor is used again: the loop keeps it
+    return out
+"""
+
+
+@pytest.mark.cuda
+def test_sfx303_dict_loop_keeping_the_tensor_read_with_one_stack():
+    # three `.mean().item()` reads per step become one stack read; the loop keeps each tensor
+    x = torch.randn(64, 64, device="cuda")
+    check_rewrite_keeps_values_with_fewer_syncs("SFX303", DICT_LOOP_KEPT, True, (x,), True)
