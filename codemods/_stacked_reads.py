@@ -128,8 +128,8 @@ def items_loop(a: ModuleAnalysis, loop: cst.For) -> tuple[cst.Call, dict] | None
     mine = [asg for asg in scope.assignments[var] if getattr(asg, "node", None) is name] if scope else []
     if len(mine) != 1:
         return None
-    if _used_up_to_read(a, loop, read, var):
-        return None  # the read moved up front would run before a use that may write the tensor
+    if _used_up_to_read(a, loop, read, var, m):
+        return None  # the read moved up front would run before code that may write the tensor
     root = root_name(read)
     if any(  # LibCST's references: every use of the name in reach of the scope
         access.node is not root
@@ -147,13 +147,36 @@ def items_loop(a: ModuleAnalysis, loop: cst.For) -> tuple[cst.Call, dict] | None
     return read, {loop.iter: cst.parse_expression(f"zip({m}.keys(), {stack})"), read: cst.Name(var)}
 
 
-def _used_up_to_read(a: ModuleAnalysis, loop: cst.For, read: cst.Call, var: str) -> bool:
-    """Is ``var`` used, other than in the read, in or before the body's statement that reads
-    it (or is the read not in the body)?"""
+def _used_up_to_read(a: ModuleAnalysis, loop: cst.For, read: cst.Call, var: str, mapping: str) -> bool:
+    """Could code the read now runs ahead of touch the values: a use of ``var`` or of the mapping
+    in or before the body's statement that reads it, a call there that runs before the read (it
+    may write the tensor through another name: ``all_reduce(d[k])``), or a ``yield``/``await`` in
+    the body (its caller runs between reads)? True also when the read is not in the body."""
     body = loop.body.body if isinstance(loop.body, cst.IndentedBlock) else [loop.body]
     holder = next((i for i, stmt in enumerate(body) if any(n is stmt for n in a.ancestors(read))), None)
+    if holder is None or any(_within(stmt, (cst.Yield, cst.Await)) for stmt in body):
+        return True
     root = root_name(read)
-    return holder is None or any(n is not root for stmt in body[: holder + 1] for n in _names(stmt, var))
+    upto = body[: holder + 1]
+    if any(n is not root for stmt in upto for n in _names(stmt, var)) or any(_names(stmt, mapping) for stmt in upto):
+        return True
+    around = set(map(id, a.ancestors(read)))
+    inside = set(map(id, _within(read, (cst.Call,))))
+    calls = [c for stmt in upto for c in _within(stmt, (cst.Call,))]
+    return any(id(c) not in around and id(c) not in inside for c in calls)
+
+
+def _within(node: cst.CSTNode, kinds: tuple[type, ...]) -> list[cst.CSTNode]:
+    found: list[cst.CSTNode] = []
+
+    class V(cst.CSTVisitor):
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            if isinstance(n, kinds):
+                found.append(n)
+            return True
+
+    walk(node, V())
+    return found
 
 
 def _names(node: cst.CSTNode, var: str) -> list[cst.Name]:

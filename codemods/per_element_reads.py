@@ -93,8 +93,10 @@ class PerElementReads(Rule):
     else (after the loop it would hold a number, not a tensor); the body then runs after every
     value is read. Where later statements of the body (or code after the loop) use `v` too, the
     loop keeps it and names the read: `for (k, v), v_mean in zip(d.items(), torch.stack([...])
-    .tolist() if d else [])`; no use of `v` may come before the read or in its statement (one
-    that writes the tensor in place would run after the read). SFX301 merges reads of named
+    .tolist() if d else [])`. In both loop forms nothing that could write the values may run
+    before the read in the body, since the read now runs first: no use of `v` or of `d`, and no
+    call, in or before the read's statement (`dist.all_reduce(d[k])`, `v.mul_(2)`), and no
+    `yield` or `await` in the body (the caller runs between reads). SFX301 merges reads of named
     tensors written out one by one.
     """
 
