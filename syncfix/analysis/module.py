@@ -111,8 +111,10 @@ class ModuleAnalysis:
         streams_around: bool = False,
         later_syncs_around: bool = False,
         defaults_changed: bool = False,
+        source: str | None = None,
     ) -> None:
         self.wrapper = wrapper
+        self._source = source  # the text ``wrapper.module`` was parsed from, when the caller has it
         #: Code that imports this module uses CUDA streams (``ModuleContext.streams_around``).
         self.streams_around = streams_around
         #: Code that imports this module counts on later syncs (``ModuleContext.later_syncs_around``).
@@ -338,10 +340,11 @@ class ModuleAnalysis:
     @cached_property
     def code(self) -> str:
         """The module's source text, generated once (text searches and source-level checks
-        read it; LibCST builds it anew on every ``module.code``)."""
+        read it; LibCST builds it anew on every ``module.code``): the parsed text itself where
+        the caller passed it (LibCST's tree prints back to exactly that text)."""
         if self._syntax_of is not None:
             return self._syntax_of.code
-        return self.module.code
+        return self._source if self._source is not None else self.module.code
 
     @cached_property
     def counts_on_later_syncs(self) -> bool:
