@@ -79,6 +79,29 @@ def kwarg(name: str, value: cst.BaseExpression) -> cst.Arg:
     )
 
 
+def append_kwarg(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
+    """``f(a, b)`` -> ``f(a, b, name=value)``, keeping the call's layout: a trailing comma, a
+    ``)`` on its own line, a comment after the last argument."""
+    new = kwarg(name, value)
+    args = list(call.args)
+    if not args:
+        return call.with_changes(args=[new])
+    last = args[-1]
+    if isinstance(last.comma, cst.MaybeSentinel):
+        # what followed the last argument (a newline and a comment before a ``)`` on its own line)
+        # now follows the new one: ``device=d, non_blocking=True  # comment``
+        args[-1] = last.with_changes(comma=comma(), whitespace_after_arg=cst.SimpleWhitespace(""))
+        args.append(new.with_changes(whitespace_after_arg=last.whitespace_after_arg))
+    else:  # a trailing comma: the new argument gets it, and the new separator indents like the first argument
+        first = call.whitespace_before_args
+        indent: cst.BaseParenthesizableWhitespace = last.comma.whitespace_after
+        if isinstance(first, cst.ParenthesizedWhitespace):  # its line break and indent, not its comment
+            indent = cst.ParenthesizedWhitespace(indent=first.indent, last_line=first.last_line)
+        args[-1] = last.with_changes(comma=last.comma.with_changes(whitespace_after=indent))
+        args.append(new.with_changes(comma=last.comma))
+    return call.with_changes(args=args)
+
+
 _INT_RANGES = {
     "torch.bool": (0, 1),
     "torch.uint8": (0, 2**8 - 1),

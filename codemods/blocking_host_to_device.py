@@ -10,7 +10,7 @@ from syncfix.analysis import METHOD_MAYBE_SELF, Device, Kind, Memory, Value, key
 from syncfix.rules import Fix, Invalid, Rule
 
 from ._memory import PASSED_ON, non_blocking_flag, source_may_change
-from ._support import caught_by_enclosing_try, kwarg
+from ._support import append_kwarg, caught_by_enclosing_try, kwarg
 
 
 class BlockingHostToDevice(Rule):
@@ -448,19 +448,7 @@ def _non_blocking_call(a, node: cst.Call) -> cst.Call:
             func=func.with_changes(attr=cst.Name("to")),
             args=[cst.Arg(cst.SimpleString('"cuda"')), kwarg("non_blocking", true)],
         )
-    args = list(node.args)
-    last = args[-1]
-    if isinstance(last.comma, cst.MaybeSentinel):
-        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        args.append(kwarg("non_blocking", true))
-    else:  # keep a trailing comma (and a multi-line layout) as the author had it
-        # the new separator indents like the first argument does
-        indent = node.whitespace_before_args
-        if not isinstance(indent, cst.ParenthesizedWhitespace):
-            indent = last.comma.whitespace_after
-        args.append(kwarg("non_blocking", true).with_changes(comma=last.comma))
-        args[-2] = last.with_changes(comma=last.comma.with_changes(whitespace_after=indent))
-    return node.with_changes(args=args)
+    return append_kwarg(node, "non_blocking", true)
 
 
 _SIZED_FACTORIES = {"torch.empty", "torch.zeros", "torch.ones"}

@@ -7,7 +7,7 @@ import libcst as cst
 from syncfix.analysis import Device, ModuleAnalysis, keyword, positional, root_name
 from syncfix.rules import Fix, Invalid, Rule
 
-from ._support import UNPLACED, code, method_call_on, unplaced_tensor
+from ._support import UNPLACED, append_kwarg, code, method_call_on, unplaced_tensor
 
 _MAYBE_CUDA = (Device.CUDA, Device.CUDA_OR_CPU)
 # Indexes that are never boolean masks (checked before any fact is asked).
@@ -237,7 +237,7 @@ class DataDependentShape(Rule):
                     if any(a.effects(t).may_mutate_anything for t in later):
                         return None
                     return self.unsafe_fix(
-                        {call: _add_kwarg(call, "output_size", n)},
+                        {call: append_kwarg(call, "output_size", cst.Name(n))},
                         "Pass output_size (unsafe: repeats >= 0 is no longer checked)",
                     )
             if (fx.writes | fx.inplace) & {root} or fx.may_mutate_anything:
@@ -288,15 +288,3 @@ def _is_store(a: ModuleAnalysis, node: cst.Subscript) -> bool:
     return False
 
 
-def _add_kwarg(call: cst.Call, name: str, value: str) -> cst.Call:
-    args = list(call.args)
-    last = args[-1]
-    args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-    args.append(
-        cst.Arg(
-            value=cst.Name(value),
-            keyword=cst.Name(name),
-            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
-        )
-    )
-    return call.with_changes(args=args)

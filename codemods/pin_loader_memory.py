@@ -9,6 +9,7 @@ from syncfix.rules import Fix, Invalid, Rule
 from syncfix.walk import walk
 
 from ._memory import copies_without_waiting, source_may_change
+from ._support import append_kwarg
 
 _DATALOADER = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
 _WRAPPERS = {"builtins.enumerate", "builtins.zip", "builtins.iter", "tqdm.tqdm", "tqdm.auto.tqdm",
@@ -170,7 +171,7 @@ class PinLoaderMemory(Rule):
             or any(source_may_change(a, c, on_cuda=True) for c, _ in copies if _judged_pageable(a, c))
         ):
             return None
-        new = _append_kwarg(loader, "pin_memory", cst.Name("True"))
+        new = append_kwarg(loader, "pin_memory", cst.Name("True"))
         escapes = self._escapes(loader, loops)
         unsafe = (
             escapes
@@ -340,24 +341,3 @@ def _non_blocking_copies(a, loop: cst.For) -> list[cst.Call]:
     return found
 
 
-def _append_kwarg(node: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
-    """``f(a, b)`` → ``f(a, b, name=value)``, keeping a trailing comma and multi-line layout."""
-    new_arg = cst.Arg(
-        value=value,
-        keyword=cst.Name(name),
-        equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
-    )
-    args = list(node.args)
-    if not args:
-        return node.with_changes(args=[new_arg])
-    last = args[-1]
-    if isinstance(last.comma, cst.MaybeSentinel):
-        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        args.append(new_arg)
-    else:
-        indent = node.whitespace_before_args
-        if not isinstance(indent, cst.ParenthesizedWhitespace):
-            indent = last.comma.whitespace_after
-        args.append(new_arg.with_changes(comma=last.comma))
-        args[-2] = last.with_changes(comma=last.comma.with_changes(whitespace_after=indent))
-    return node.with_changes(args=args)
