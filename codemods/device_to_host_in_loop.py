@@ -20,8 +20,9 @@ from ._support import (
     unplaced_tensor,
 )
 
-# Calls that only collect a value for later (the loop does not look at it now).
-_COLLECTORS = {"append", "extend", "put", "put_nowait"}
+# Calls that only collect a value for later (the loop does not look at it now). Not ``put``: a
+# queue's consumer or a streamer (``streamer.put(tokens.cpu())``) reads the value at once.
+_COLLECTORS = {"append", "extend"}
 # Applied to the copy without reading its bytes (``.numpy()``/``.tolist()``/``.float()`` read them).
 _NO_READ = {"detach"}
 
@@ -270,14 +271,14 @@ class DeviceToHostInLoop(Rule):
             where = UNPLACED
         if self._collected(node):
             hint = (
-                "; the value is only collected here: `.to(\"cpu\", non_blocking=True)`, an event "
-                "recorded after the loop's copies and `event.synchronize()` before the first read "
-                "would remove the per-iteration wait"
+                "; no fix: the value is only collected here: `.to(\"cpu\", non_blocking=True)`, an "
+                "event recorded after the loop's copies and `event.synchronize()` before the first "
+                "read would remove the per-iteration wait"
             )
         else:
             hint = (
-                "; the CPU reads the value here, so it must wait (if the value is only needed "
-                "later, collect the tensor and convert it after one event wait)"
+                "; no fix: the CPU reads the value here, so it must wait (if the value is only "
+                "needed later, collect the tensor and convert it after one event wait)"
             )
         self.report(node, self.MESSAGE + where + hint)
 

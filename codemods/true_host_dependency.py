@@ -298,10 +298,17 @@ class TrueHostDependency(Rule):
                 text = a.module.code_for_node(call.func)
                 if callee == "torch.save" or "save" in text or "checkpoint" in text:
                     saves = True
-        if "break" in exits or "return" in exits:
+        if "break" in exits:
             why = (
-                "whether to stop (early stopping) depends on it. Check every N steps "
-                "(`if step % N == 0 and ...`), or keep the flag on the device and read it once per epoch"
+                "whether to leave the loop (e.g. early stopping) depends on it. Check every N steps "
+                "(`if step % N == 0 and ...`), or keep the flag on the device and read it once per epoch "
+                "(the loop then ends later)"
+            )
+        elif "return" in exits:
+            why = (
+                "whether to return early depends on it. If returning early only skips work, doing the "
+                "work anyway and choosing its result on the device (`torch.where`) needs no sync; if it "
+                "ends training (early stopping), check every N steps"
             )
         elif "continue" in exits:
             why = (
