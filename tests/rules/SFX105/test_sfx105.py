@@ -5,18 +5,25 @@ from __future__ import annotations
 import pytest
 
 from syncfix import check_code, fix_code
+from syncfix.advice import Explainer
 
+from ..support import LOOP, run_snippet
 from ..support import messages_in_loop as _messages
-from ..support import run_snippet
 
 
 def test_d2h_collected_value_suggests_event_wait():
     (msg,) = _messages("    out.append(x.cpu())\n", "SFX105")
     assert "only collected" in msg and "non_blocking=True" in msg
+    # as reported, no generic no-fix reason is added that contradicts it
+    findings = check_code(LOOP + "    out.append(x.cpu())\n", select=["SFX105"])
+    shown = Explainer(findings, unsafe_fixes=False)(findings[0])
+    assert "only collected" in shown and "read on the host in the loop" not in shown
 
 
 def test_d2h_value_read_now_says_it_must_wait():
-    for body in ("    print(x.cpu())\n", "    out.append(x.cpu().tolist())\n", "    y = x.tolist()\n"):
+    # a streamer or a queue's consumer reads what is put at once: not "only collected"
+    for body in ("    print(x.cpu())\n", "    out.append(x.cpu().tolist())\n", "    y = x.tolist()\n",
+                 "    streamer.put(x.cpu())\n"):
         (msg,) = _messages(body, "SFX105")
         assert "reads the value here" in msg, body
 

@@ -25,6 +25,23 @@ def test_true_dependency_messages_name_the_restructuring():
         assert advice in messages
 
 
+def test_an_early_return_is_not_called_early_stopping():
+    src = (
+        "import torch\n\n\n"
+        "def forward(x: torch.Tensor, y: torch.Tensor):\n"
+        "    for _ in range(3):\n"
+        "        x = x.cuda() * 2\n"
+        "        if x.sum() < 1e-14:\n"
+        "            return y\n"
+        "        if x.sum() > 10:\n"
+        "            break\n"
+        "    return x\n"
+    )
+    by_line = {f.line: f.message for f in check_code(src, select=["SFX206"])}
+    assert "return early" in by_line[7] and "early stopping" not in by_line[7].split("if it ends training")[0]
+    assert "leave the loop (e.g. early stopping)" in by_line[9]
+
+
 def test_numpy_counts_of_a_closed_project_are_no_gpu_value(tmp_path):
     # in a closed project the class's numpy arrays and constants are known: ``counts == 10`` is
     # numpy's array, so ``.all()`` of it is too, never a tensor read by ``if``
