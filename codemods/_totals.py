@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfix.analysis import literal_kind, stored_names
+from syncfix.analysis import FULL_REDUCTIONS, literal_kind, stored_names
 from syncfix.walk import walk
 
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
@@ -282,3 +282,154 @@ def bound_before(a, name: str, loop: cst.CSTNode) -> bool:
         if asg.scope is scope and order[node] >= order[loop]:
             return False
     return bool(assignments)
+
+
+# Dtypes a tensor total adds a 0-d tensor into exactly as it adds that tensor's ``.item()``: an
+# integer total refuses a float either way (the same error), and float32/float64 round a Python
+# number to their own precision as they round a 0-d tensor of another dtype (float16/bfloat16
+# totals differ: a Python number is added in float32 there, a tensor first rounded to 16 bits).
+_EXACT_TOTAL_DTYPES = {"torch.int64", "torch.float32", "torch.float64"}
+
+
+def tensor_total(a, aug: cst.AugAssign) -> list[cst.BaseExpression] | None:
+    """``t += x.item()`` where every value ``t`` may hold is a tensor of one dtype among int64,
+    float32 and float64: the expressions that made those tensors, else None. ``t`` is a local
+    name whose every binding is such a tensor or an augmented assignment (a tensor's ``+=`` works
+    in place: the same tensor), or ``d[key]`` of a local dict display of such tensors that the
+    function only reads, iterates and augments item by item (no item is ever replaced)."""
+    target = aug.target
+    if isinstance(target, cst.Name):
+        made = _name_totals(a, target)
+    elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
+        made = _dict_totals(a, target.value)
+    else:
+        return None
+    if not made or not all(a.value(e).is_tensor for e in made):
+        return None
+    dtypes = {a.canonical_dtype(e) for e in made}
+    return made if len(dtypes) == 1 and dtypes <= _EXACT_TOTAL_DTYPES else None
+
+
+def _local_assignments(a, name: cst.Name) -> list | None:
+    fn = a.enclosing_function(name)
+    scope = a.scope(name)
+    if fn is None or scope is None or shared_with_other_scope(fn, name.value) or a.bound_unseen(name.value):
+        return None
+    return list(scope.assignments[name.value])
+
+
+def _name_totals(a, name: cst.Name) -> list[cst.BaseExpression] | None:
+    assignments = _local_assignments(a, name)
+    if not assignments:
+        return None
+    made: list[cst.BaseExpression] = []
+    for asg in assignments:
+        node = getattr(asg, "node", None)
+        parent = a.parent(node) if node is not None else None
+        if isinstance(parent, cst.AugAssign) and parent.target is node:
+            continue  # in place on a tensor: the same tensor
+        value = _assigned_value(a, parent, node)
+        if value is None:
+            return None  # a parameter, a loop target, an import...: not a tensor made here
+        made.append(value)
+    return made
+
+
+def _assigned_value(a, parent: cst.CSTNode | None, node: cst.CSTNode | None) -> cst.BaseExpression | None:
+    """``e`` of ``name = e`` (one target) or ``name: T = e``."""
+    if isinstance(parent, cst.AssignTarget) and parent.target is node:
+        assign = a.parent(parent)
+        if isinstance(assign, cst.Assign) and len(assign.targets) == 1:
+            return assign.value
+    if isinstance(parent, cst.AnnAssign) and parent.target is node:
+        return parent.value
+    return None
+
+
+# What a function may do with its dict of totals, besides augmenting an item: read items, iterate
+# or size it, return it.
+_DICT_READS = {"items", "keys", "values", "get"}
+
+
+def _dict_totals(a, d: cst.Name) -> list[cst.BaseExpression] | None:
+    assignments = _local_assignments(a, d)
+    if not assignments or len(assignments) != 1:
+        return None
+    node = getattr(assignments[0], "node", None)
+    display = _assigned_value(a, a.parent(node) if node is not None else None, node)
+    if not isinstance(display, cst.Dict) or not all(isinstance(e, cst.DictElement) for e in display.elements):
+        return None  # ``**other``: items made elsewhere
+    scope = a.scope(d)
+    for access in scope.accesses[d.value]:
+        if not _reads_dict(a, access.node):
+            return None
+    return [e.value for e in display.elements]
+
+
+def _reads_dict(a, use: cst.CSTNode) -> bool:
+    """Is this use of the dict one that keeps every item the tensor it was?"""
+    parent = a.parent(use)
+    if isinstance(parent, cst.Subscript) and parent.value is use:
+        holder = a.parent(parent)
+        if isinstance(holder, cst.AugAssign) and holder.target is parent:
+            return True
+        return not isinstance(holder, (cst.AssignTarget, cst.Del, cst.AnnAssign)) and not (
+            isinstance(holder, (cst.For, cst.CompFor, cst.WithItem, cst.AsName)) and getattr(holder, "target", None) is parent
+        )
+    if isinstance(parent, cst.Attribute) and parent.value is use and parent.attr.value in _DICT_READS:
+        call = a.parent(parent)
+        return isinstance(call, cst.Call) and call.func is parent
+    if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is use:
+        return True
+    while isinstance(parent, cst.Element) and isinstance(holder := a.parent(parent), cst.Tuple):
+        parent = a.parent(holder)  # ``return total, counts``
+    if isinstance(parent, cst.Return):
+        return True
+    if isinstance(parent, cst.Arg):
+        call = a.parent(parent)
+        return isinstance(call, cst.Call) and a.callee(call) == "builtins.len"
+    return False
+
+
+INTO_TENSOR_TOTAL = "Add the tensor to the tensor total instead of its value"
+INTO_TENSOR_TOTAL_LIKELY = (
+    " (unsafe: it rests on the likely fact that the value is a 0-d tensor on the total's device, or on"
+    " the CPU; a tensor on another device cannot be added in place)"
+)
+
+
+def into_tensor_total(a, aug: cst.AugAssign, read: cst.Call) -> tuple[dict, bool] | None:
+    """``t += x.item()``, ``t`` a tensor total (:func:`tensor_total`) and ``x`` a 0-d
+    tensor: the changes that add ``x`` itself (``x.detach()`` unless it is provably grad-free, so
+    that the total joins no graph), and whether that is proven exact (``x`` provably a 0-d tensor
+    from the total's own device expression) rather than likely."""
+    func = read.func
+    if (
+        aug.value is not read
+        or read.args
+        or not isinstance(func, cst.Attribute)
+        or func.attr.value != "item"
+        or not isinstance(aug.operator, cst.AddAssign)  # ``-=`` refuses a bool tensor, not a bool
+    ):
+        return None
+    made = tensor_total(a, aug)
+    if made is None:
+        return None
+    x = func.value
+    proven = a.value(x).is_tensor and a.is_zero_dim(x)
+    if not proven and not (a.likely.value(x).is_tensor and (a.likely.is_zero_dim(x) or _full_reduction(x))):
+        return None
+    origins = {a.device_origin(x), *(a.device_origin(e) for e in made)}
+    exact = proven and len(origins) == 1 and None not in origins
+    added = x if a.is_grad_free(x) else cst.Call(cst.Attribute(x, cst.Name("detach")))
+    return {read: added.with_changes(lpar=read.lpar, rpar=read.rpar)}, exact  # ``(\n    t.item()\n)``
+
+
+def _full_reduction(x: cst.BaseExpression) -> bool:
+    """``t.sum()``: a method reducing a tensor to 0-d (no dim given)."""
+    return (
+        isinstance(x, cst.Call)
+        and not x.args
+        and isinstance(x.func, cst.Attribute)
+        and x.func.attr.value in FULL_REDUCTIONS
+    )

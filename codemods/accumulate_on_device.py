@@ -16,8 +16,11 @@ from syncfix.rules import Fix, Invalid, Rule
 
 from ._support import reads_names_by_string
 from ._totals import (
+    INTO_TENSOR_TOTAL,
+    INTO_TENSOR_TOTAL_LIKELY,
     ancestors_until,
     bound_before,
+    into_tensor_total,
     mentions,
     periodic_uses,
     reset_ok,
@@ -173,6 +176,20 @@ keeps the finding). A value handed to a meter every
             running_loss = 0.0
             running_loss_acc = None
     ```
+
+    A running total that is a tensor already, `t += x.item()`, adds the tensor instead:
+    `t += x` (`x.detach()` unless `x` is provably grad-free, so the total joins no graph). `t` is
+    a local name whose every binding is a tensor of dtype int64, float32 or float64 made in the
+    function (or this `+=`: a tensor's `+=` works in place), or `d[key]` of a local dict display
+    of such tensors that the function only reads, iterates, returns and augments item by item;
+    `x` is a 0-d tensor. It is exact: an int64 total refuses a float either way (the same
+    error), float32/float64 round a Python number as they round a 0-d tensor of another dtype
+    (float16/bfloat16 totals are left alone: a Python number is added there in float32, a tensor
+    first rounded to 16 bits). It is **safe** when `x` is provably a 0-d tensor placed by the
+    total's own device expression; otherwise **unsafe**: it rests on the likely fact that `x`
+    is a 0-d tensor (a full reduction such as `.sum()`) on the total's device or on the CPU (a
+    tensor on another device cannot be added in place). Only `+=`: `-=` refuses a bool tensor
+    where it takes a bool.
     """
 
     CODE = "SFX302"
@@ -246,6 +263,21 @@ keeps the finding). A value handed to a meter every
                 acc = self._candidate(node)  # type: ignore[arg-type]
                 if acc is not None:
                     accs.append(acc)
+        if not accs:
+            return
+        for acc in list(accs):
+            # ``total += x.item()`` into a tensor total: add the tensor (a fix of its own)
+            small = acc.stmt.body[0]
+            found = into_tensor_total(a, small, acc.read.node) if isinstance(small, cst.AugAssign) else None
+            if found is not None:
+                changes, exact = found
+                fix = (
+                    self.safe_fix(changes, INTO_TENSOR_TOTAL)
+                    if exact
+                    else self.unsafe_fix(changes, INTO_TENSOR_TOTAL + INTO_TENSOR_TOTAL_LIKELY)
+                )
+                self.report(acc.read.node, f"{self.MESSAGE}; `{acc.total}` is a tensor already", fix=fix)
+                accs.remove(acc)
         if not accs:
             return
         for acc in accs:

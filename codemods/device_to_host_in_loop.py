@@ -19,6 +19,7 @@ from ._support import (
     runs_every_iteration,
     unplaced_tensor,
 )
+from ._totals import INTO_TENSOR_TOTAL, INTO_TENSOR_TOTAL_LIKELY, into_tensor_total
 
 # Calls that only collect a value for later (the loop does not look at it now). Not ``put``: a
 # queue's consumer or a streamer (``streamer.put(tokens.cpu())``) reads the value at once.
@@ -32,6 +33,7 @@ _TOTAL_HINT = (
     "; no fix: a running total kept in a container or attribute; keep it a device tensor "
     "(`counts[k] = counts[k] + t.sum()`) and read it only where it is shown"
 )
+_TENSOR_TOTAL = "; the running total is a tensor already: add the value to it without reading it"
 _COLLECT_HINT = (
     "; no fix: the value is only collected here; if the list is read after the loop, append the "
     "tensor (`t.detach()`) and read them all once there (`torch.stack(values).tolist()`)"
@@ -160,6 +162,12 @@ class DeviceToHostInLoop(Rule):
     the first read removes the per-iteration wait. Reading a non-blocking device-to-host result
     before that wait may see data the copy has not written yet (docs/semantics.md#host-reads),
     which is why syncfix never rewrites it.
+
+    Scalar reads added into a dict of device totals (`counts["raw"] += t.sum().item()`, the
+    dict a local display of int64/float32/float64 tensors that the function only reads,
+    iterates, returns and augments item by item) add the tensor instead, as SFX302 does for a
+    total kept in a name (see its Fix safety): unsafe unless `t` is provably 0-d and placed by
+    the totals' device expression.
 
     Scalar reads: one **unsafe** fix, for the largest or smallest element of a tensor the code
     just built from a list of Python ints (lengths, counts, sizes), read back with `.item()`:
@@ -309,6 +317,9 @@ class DeviceToHostInLoop(Rule):
         if appended and loop is not None and measures_itself(a, loop):
             return  # a benchmark collecting what it measured, step by step: deliberate
         fix, hint = None, _TOTAL_HINT if total else _COLLECT_HINT if appended else _SCALAR_HINT
+        if total:
+            fix = self._into_tensor_total(stmt.body[0], node)  # type: ignore[arg-type]
+            hint = _TENSOR_TOTAL if fix is not None else hint
         if not total:
             fix = self._from_host_list(node, stmt)
             hint = _HOST_COPY if fix is not None else hint
@@ -319,6 +330,16 @@ class DeviceToHostInLoop(Rule):
             fix = self._elements_at_once(node, stmt)
             hint = _ELEMENTS if fix is not None else hint
         self.report(node, _SCALAR + where + hint, fix=fix)
+
+    def _into_tensor_total(self, aug: cst.AugAssign, read: cst.Call) -> Fix | None:
+        """``counts["raw"] += t.sum().item()`` into a dict of device totals: add the tensor."""
+        found = into_tensor_total(self.analysis, aug, read)
+        if found is None:
+            return None
+        changes, exact = found
+        if exact:
+            return self.safe_fix(changes, INTO_TENSOR_TOTAL)
+        return self.unsafe_fix(changes, INTO_TENSOR_TOTAL + INTO_TENSOR_TOTAL_LIKELY)
 
     def _read_once(self, node: cst.Call, stmt: cst.SimpleStatementLine) -> Fix | None:
         """``n = int(t.item())`` followed by ``if abs(n - t.item()) > eps:`` (or a line reading

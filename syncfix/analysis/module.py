@@ -243,6 +243,15 @@ class ModuleAnalysis:
         names = {n.removeprefix("builtins.") for n in builtins}
         return bound is not None and not names & bound and not names & bindings.unseen_names(self)
 
+    def bound_unseen(self, name: str) -> bool:
+        """Is ``name`` bound somewhere LibCST's scopes do not record (a walrus in a comprehension,
+        a ``match`` capture)? Then a scope's list of its assignments is not all of them."""
+        return name in bindings.unseen_names(self)
+
+    def canonical_dtype(self, expr: cst.CSTNode) -> str | None:
+        """:meth:`dtype_of` with aliases resolved (``torch.long`` -> ``torch.int64``)."""
+        return dtypes.canon_dtype(self.dtype_of(expr))
+
     def is_builtin_at(self, node: cst.CSTNode, name: str) -> bool:
         """Does ``name``, written where ``node`` is (fix code), call Python's builtin? No local,
         parameter, global or import binds it there, nor anything syncfix cannot list."""

@@ -179,3 +179,35 @@ def test_sfx302_total_after_backward_is_exact_with_fewer_syncs():
     assert before == after and type(before) is type(after) is float
     assert n_after < n_before // 4, (n_before, n_after)
     assert load(fixed, "f")([], []) == 0 and type(load(fixed, "f")([], [])) is int
+
+
+TENSOR_TOTALS = '''
+import torch
+
+
+def f(xs, ys):
+    correct = torch.zeros((), dtype=torch.long, device="cuda")
+    counts = {"seen": torch.zeros((), dtype=torch.float64, device="cuda")}
+    for x, y in zip(xs, ys):
+        out = x @ x.T
+        correct += (out.argmax(1) == y).sum().item()
+        counts["seen"] += out.abs().mean().item()
+    return correct, counts["seen"]
+'''
+
+
+def test_sfx302_sfx105_adding_into_tensor_totals_keeps_values_without_syncs():
+    # the totals are device tensors already: `.item()` only synced; the tensor is added instead
+    import torch
+
+    fixed = fix_code(TENSOR_TOTALS, select=["SFX302", "SFX105"], unsafe_fixes=True)
+    assert ".item()" not in fixed, fixed
+    torch.manual_seed(2)
+    xs = [torch.randn(64, 64, device="cuda") for _ in range(16)]
+    ys = [torch.randint(0, 64, (64,), device="cuda") for _ in range(16)]
+    before, n_before = count_syncs(load(TENSOR_TOTALS, "f"), xs, ys)
+    after, n_after = count_syncs(load(fixed, "f"), xs, ys)
+    print(f"SFX302/SFX105 tensor totals: syncs before={n_before} after={n_after}")
+    for b, a in zip(before, after, strict=True):
+        assert b.dtype == a.dtype and torch.equal(b, a) and not a.requires_grad
+    assert n_after == 0 and n_before >= 32, (n_before, n_after)
