@@ -289,6 +289,12 @@ def bound_before(a, name: str, loop: cst.CSTNode) -> bool:
 # number to their own precision as they round a 0-d tensor of another dtype (float16/bfloat16
 # totals differ: a Python number is added in float32 there, a tensor first rounded to 16 bits).
 _EXACT_TOTAL_DTYPES = {"torch.int64", "torch.float32", "torch.float64"}
+# Summands a float32 total adds exactly as their ``.item()``: any but float64 (a 0-d total with a
+# 0-d float64 tensor computes in float64, where a Python float is first rounded to float32).
+_NARROW = {
+    "torch.float32", "torch.float16", "torch.bfloat16", "torch.bool", "torch.uint8", "torch.int8",
+    "torch.int16", "torch.int32", "torch.int64",
+}
 
 
 def tensor_total(a, aug: cst.AugAssign) -> list[cst.BaseExpression] | None:
@@ -416,6 +422,8 @@ def into_tensor_total(a, aug: cst.AugAssign, read: cst.Call) -> tuple[dict, bool
     if made is None:
         return None
     x = func.value
+    if a.canonical_dtype(made[0]) == "torch.float32" and (a.canonical_dtype(x) or a.likely.canonical_dtype(x)) not in _NARROW:
+        return None  # a 0-d float32 total adds a 0-d float64 tensor in float64, a Python float in float32
     proven = a.value(x).is_tensor and a.is_zero_dim(x)
     if not proven and not (a.likely.value(x).is_tensor and (a.likely.is_zero_dim(x) or _full_reduction(x))):
         return None

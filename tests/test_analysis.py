@@ -467,3 +467,19 @@ def test_a_nonlocal_write_from_a_nested_function_still_reaches_a_for_target():
     use = last_name(module, "x")
     assert len(a.bindings(use)) == 2
     assert a.python_number_type(use) is None
+
+
+@pytest.mark.parametrize(
+    ("expr", "dtype"),
+    [
+        ("torch.zeros((), device=device)", "torch.float32"),  # the default float
+        ("torch.zeros((), dtype=None)", "torch.float32"),
+        ("torch.zeros((), dtype=torch.long)", "torch.int64"),
+        ("torch.zeros((), dtype=dtype)", None),  # a dtype syncfix cannot name is not the default
+        ("torch.tensor([1, 2], dtype=dtype)", None),
+    ],
+)
+def test_a_factory_dtype_named_by_a_variable_is_unknown(expr, dtype):
+    a, module = analyse(f"import torch\n\n\ndef f(device, dtype):\n    x = {expr}\n")
+    call = find(module, expr, cst.Call)
+    assert a.canonical_dtype(call) == dtype

@@ -160,6 +160,9 @@ def _call_dtype(a: ModuleAnalysis, call: cst.Call) -> str | None:
     explicit = dtype_kw(a, call)
     if explicit is not None:
         return canon_dtype(explicit)
+    given = keyword(call, "dtype")
+    if given is not None and not (isinstance(given.value, cst.Name) and given.value.value == "None"):
+        return None  # ``dtype=dtype``: a dtype syncfix cannot name, not the default
     if name is not None and name.startswith(TENSOR_NAMESPACES):
         short = name.rsplit(".", 1)[-1]
         if short in ("any", "all"):

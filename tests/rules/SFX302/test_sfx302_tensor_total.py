@@ -18,12 +18,13 @@ SOURCE = '''
 import torch
 
 
-def f(values, dtype, device):
-    total = torch.zeros((), dtype=dtype, device=device)
-    counts = {"n": torch.zeros((), dtype=dtype, device=device)}
+def f(values, device):
+    total = torch.zeros((), dtype=torch.TOTAL, device=device)
+    counts = {"n": torch.zeros((), dtype=torch.TOTAL, device=device)}
     for v in values:
-        total += v.sum().item()
-        counts["n"] += v.sum().item()
+        w = torch.as_tensor(v, dtype=torch.SUMMAND)
+        total += w.sum().item()
+        counts["n"] += w.sum().item()
     return total, counts["n"]
 '''
 
@@ -31,9 +32,9 @@ _TOTALS = ("int64", "float32", "float64")
 _SUMMANDS = ("bool", "int32", "int64", "float16", "bfloat16", "float32", "float64")
 
 
-def _run(fn, values, total_dtype):
+def _run(fn, values):
     try:
-        return fn(values, total_dtype, "cpu")
+        return fn(values, "cpu")
     except RuntimeError as exc:
         return type(exc)
 
@@ -45,12 +46,15 @@ def _run(fn, values, total_dtype):
     st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=0, max_size=4),
 )
 def test_adding_the_tensor_into_a_tensor_total_is_exact(total, summand, numbers):
-    fixed = fix_code(SOURCE, select=["SFX302", "SFX105"], unsafe_fixes=True)
-    assert fixed.count("v.sum().detach()") == 2, fixed
-    dtype = getattr(torch, summand)
-    values = [torch.tensor([x, -x / 3], dtype=torch.float64).to(dtype) for x in numbers]
-    before = _run(load(SOURCE, "f"), values, getattr(torch, total))
-    after = _run(load(fixed, "f"), values, getattr(torch, total))
+    source = SOURCE.replace("TOTAL", total).replace("SUMMAND", summand)
+    fixed = fix_code(source, select=["SFX302", "SFX105"], unsafe_fixes=True)
+    if total == "float32" and summand == "float64":
+        # a 0-d float32 total adds a 0-d float64 tensor in float64, a Python float in float32
+        assert fixed == source
+        return
+    assert fixed.count(".item()") == 0, fixed
+    values = [torch.tensor([x, -x / 3], dtype=torch.float64) for x in numbers]
+    before, after = _run(load(source, "f"), values), _run(load(fixed, "f"), values)
     if isinstance(before, tuple):
         assert isinstance(after, tuple)
         for x, y in zip(before, after, strict=True):
