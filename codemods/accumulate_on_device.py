@@ -183,9 +183,10 @@ keeps the finding). A value handed to a meter every
     function (or this `+=`: a tensor's `+=` works in place), or `d[key]` of a local dict display
     of such tensors that the function only reads, iterates, returns and augments item by item;
     `x` is a 0-d tensor. It is exact: an int64 total refuses a float either way (the same
-    error), float32/float64 round a Python number as they round a 0-d tensor of another dtype
-    (float16/bfloat16 totals are left alone: a Python number is added there in float32, a tensor
-    first rounded to 16 bits). It is **safe** when `x` is provably a 0-d tensor placed by the
+    error), a float64 total adds any summand as it adds its `.item()`, and a float32 total does
+    for a summand that is provably not float64 (a 0-d float32 total adds a 0-d float64 tensor in
+    float64, where a Python float is first rounded to float32). float16/bfloat16 totals are left
+    alone (a Python number is added there in float32, a tensor first rounded to 16 bits). It is **safe** when `x` is provably a 0-d tensor placed by the
     total's own device expression; otherwise **unsafe**: it rests on the likely fact that `x`
     is a 0-d tensor (a full reduction such as `.sum()`) on the total's device or on the CPU (a
     tensor on another device cannot be added in place). Only `+=`: `-=` refuses a bool tensor
