@@ -410,6 +410,12 @@ _NOT_RUNTIME_ERRORS = {
 }
 
 
+CAUGHT_BY_TRY = (
+    " (inside a try whose handler catches its error, here or around a call of this function: "
+    "without the wait the error would be raised later, outside the try; no fix)"
+)
+
+
 def caught_by_enclosing_try(
     analysis: ModuleAnalysis, node: cst.CSTNode, _seen: set[object] | None = None
 ) -> bool:

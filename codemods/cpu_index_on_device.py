@@ -7,7 +7,7 @@ import libcst as cst
 from syncfix.analysis import Device, Memory, positional
 from syncfix.rules import Fix, Invalid, Rule
 
-from ._support import comma, kwarg
+from ._support import caught_by_enclosing_try, comma, kwarg
 
 # torch factories whose integer result is always 1-d (so it indexes like a list, never like an int)
 _ONE_DIM = {"torch.arange", "torch.randperm"}
@@ -40,6 +40,10 @@ class CpuIndexOnDevice(Rule):
     (or build the index on the device once, before the loop).
 
     ## Fix safety
+    No fix, safe or unsafe, is given inside a `try` whose handler may catch a `RuntimeError`
+    (or around a call of the function, or in `contextlib.suppress`/`pytest.raises`), as for
+    SFX101: the blocking copy is where an error from queued GPU work surfaces inside the `try`;
+    without the wait it would be raised later, outside it.
     The fix builds the same int64 index in pinned memory and copies it without waiting. It is
     **unsafe** for a list of Python ints that are not literals (`x[[i, i + 1]]`): for an int
     outside int64 the error raised by the indexing path and by `torch.tensor` was not checked to
@@ -186,8 +190,8 @@ class CpuIndexOnDevice(Rule):
 
     def _fix(self, node: cst.Subscript, changes: dict, *, unsafe: bool) -> Fix | None:
         a = self.analysis
-        if a.uses_streams or not _torch_is_imported(a, node):
-            return None
+        if a.uses_streams or not _torch_is_imported(a, node) or caught_by_enclosing_try(a, node):
+            return None  # a try that catches the copy's error would no longer see it
         new = node.with_changes(
             slice=[
                 el.with_changes(slice=el.slice.with_changes(value=changes[el.slice.value]))

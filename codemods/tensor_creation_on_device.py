@@ -9,7 +9,14 @@ import libcst as cst
 from syncfix.analysis import Device, Kind, keyword, positional
 from syncfix.rules import Fix, Invalid, Rule
 
-from ._support import comma, int_like, kwarg, unplaced_tensor
+from ._support import (
+    CAUGHT_BY_TRY,
+    caught_by_enclosing_try,
+    comma,
+    int_like,
+    kwarg,
+    unplaced_tensor,
+)
 
 _FLOAT_DTYPES = {"float32", "float", "float64", "double", "float16", "half", "bfloat16",
                  "complex64", "complex128", "cfloat", "cdouble"}
@@ -51,6 +58,10 @@ class TensorCreationOnDevice(Rule):
     ```
 
     ## Fix safety
+    No fix, safe or unsafe, is given inside a `try` whose handler may catch a `RuntimeError`
+    (or around a call of the function, or in `contextlib.suppress`/`pytest.raises`), as for
+    SFX101: the blocking copy is where an error from queued GPU work surfaces inside the `try`;
+    without the wait it would be raised later, outside it.
     - **A Python scalar** (`bool`, `int`, `float` *provably* of that built-in type: a literal,
       `float(x)`, `len(x)`, arithmetic of such...) becomes `torch.full((), v, ...)`, keeping
       `dtype` and `requires_grad`. `full` infers bool/int64/default-float exactly like `tensor`
@@ -151,6 +162,12 @@ class TensorCreationOnDevice(Rule):
         # unknown data (maybe a tensor): no fix
         Invalid("import torch\ndef f(v):\n    return torch.tensor(v, device='cuda')\n", None),
     ]
+
+    def report(self, node: cst.CSTNode, message: str | None = None, *, fix: Fix | None = None) -> None:
+        """Every fix here stops waiting for the GPU: none inside a ``try`` that catches the error."""
+        if fix is not None and caught_by_enclosing_try(self.analysis, node):
+            fix, message = None, (message or self.MESSAGE) + CAUGHT_BY_TRY
+        super().report(node, message, fix=fix)
 
     def visit_Call(self, node: cst.Call) -> None:
         a = self.analysis
