@@ -9,8 +9,6 @@ import libcst as cst
 from syncfix.analysis import FULL_REDUCTIONS, literal_kind, stored_names
 from syncfix.walk import walk
 
-from ._support import caught_by_enclosing_try
-
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 # Largest Python int start that converts to float64 exactly (so ``0 + 1.5`` matches the device sum).
 EXACT_FLOAT_INT = 2**53
@@ -421,8 +419,8 @@ def into_tensor_total(a, aug: cst.AugAssign, read: cst.Call) -> tuple[dict, bool
     ):
         return None
     made = tensor_total(a, aug)
-    if made is None or caught_by_enclosing_try(a, aug):
-        return None  # (a ``try`` that catches what ``.item()`` raises would no longer see it)
+    if made is None:
+        return None
     x = func.value
     if a.canonical_dtype(made[0]) == "torch.float32" and (a.canonical_dtype(x) or a.likely.canonical_dtype(x)) not in _NARROW:
         return None  # a 0-d float32 total adds a 0-d float64 tensor in float64, a Python float in float32

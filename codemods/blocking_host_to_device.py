@@ -10,7 +10,7 @@ from syncfix.analysis import METHOD_MAYBE_SELF, Device, Kind, Memory, Value, key
 from syncfix.rules import Fix, Invalid, Rule
 
 from ._memory import PASSED_ON, non_blocking_flag, source_may_change
-from ._support import append_kwarg, caught_by_enclosing_try, kwarg
+from ._support import append_kwarg, kwarg
 
 
 class BlockingHostToDevice(Rule):
@@ -272,7 +272,7 @@ class BlockingHostToDevice(Rule):
             return  # a likely fact is worth a finding only where it repeats
         if target is Device.UNKNOWN and not a.is_hot(node):
             return
-        if caught_by_enclosing_try(a, node):
+        if a.caught_by_handler(node):
             self.report(
                 node,
                 self.MESSAGE + " (inside a try whose handler catches its error, here or around a "
@@ -292,7 +292,7 @@ class BlockingHostToDevice(Rule):
         a = self.analysis
         return not (
             a.uses_streams
-            or caught_by_enclosing_try(a, node)
+            or a.caught_by_handler(node)
             or source_may_change(a, node, passed_on=False)
         )
 

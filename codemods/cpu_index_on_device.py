@@ -7,7 +7,7 @@ import libcst as cst
 from syncfix.analysis import Device, Memory, positional
 from syncfix.rules import Fix, Invalid, Rule
 
-from ._support import caught_by_enclosing_try, comma, kwarg
+from ._support import comma, kwarg
 
 # torch factories whose integer result is always 1-d (so it indexes like a list, never like an int)
 _ONE_DIM = {"torch.arange", "torch.randperm"}
@@ -190,8 +190,8 @@ class CpuIndexOnDevice(Rule):
 
     def _fix(self, node: cst.Subscript, changes: dict, *, unsafe: bool) -> Fix | None:
         a = self.analysis
-        if a.uses_streams or not _torch_is_imported(a, node) or caught_by_enclosing_try(a, node):
-            return None  # a try that catches the copy's error would no longer see it
+        if a.uses_streams or not _torch_is_imported(a, node):
+            return None
         new = node.with_changes(
             slice=[
                 el.with_changes(slice=el.slice.with_changes(value=changes[el.slice.value]))

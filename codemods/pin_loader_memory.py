@@ -85,6 +85,7 @@ class PinLoaderMemory(Rule):
     system, so keep batches and prefetching moderate.
     """
 
+    WAITS_AT_FINDING = False  # the fix changes how a loader allocates, not a wait here
     CODE = "SFX103"
     NAME = "pin-loader-memory"
     MESSAGE = "DataLoader batches are copied to the GPU from pageable memory: set pin_memory=True"

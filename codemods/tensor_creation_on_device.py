@@ -10,8 +10,6 @@ from syncfix.analysis import Device, Kind, keyword, positional
 from syncfix.rules import Fix, Invalid, Rule
 
 from ._support import (
-    CAUGHT_BY_TRY,
-    caught_by_enclosing_try,
     comma,
     int_like,
     kwarg,
@@ -162,12 +160,6 @@ class TensorCreationOnDevice(Rule):
         # unknown data (maybe a tensor): no fix
         Invalid("import torch\ndef f(v):\n    return torch.tensor(v, device='cuda')\n", None),
     ]
-
-    def report(self, node: cst.CSTNode, message: str | None = None, *, fix: Fix | None = None) -> None:
-        """Every fix here stops waiting for the GPU: none inside a ``try`` that catches the error."""
-        if fix is not None and caught_by_enclosing_try(self.analysis, node):
-            fix, message = None, (message or self.MESSAGE) + CAUGHT_BY_TRY
-        super().report(node, message, fix=fix)
 
     def visit_Call(self, node: cst.Call) -> None:
         a = self.analysis

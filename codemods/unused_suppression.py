@@ -51,6 +51,7 @@ class UnusedSuppression(Rule):
     NEEDS_TORCH = False  # a stale "noqa: SFX101" can sit in any file
     ONLY_WHERE_REPEATED = False
     MOVES_SYNCS = False  # it edits comments
+    WAITS_AT_FINDING = False
     VALID = [
         # foreign and blanket suppressions are not ours to judge
         "import torch\nx = 1  # noqa: E501\ny = 2  # noqa\n",

@@ -37,6 +37,10 @@ Replacement = cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel[cst.CSTNod
 _Node = TypeVar("_Node", bound=cst.CSTNode)
 
 
+CAUGHT_BY_HANDLER = (
+    " (inside a try whose handler catches its error, here or around a call of this function: "
+    "without the wait the error would be raised later, outside the try; no fix)"
+)
 SHADOWED_BUILTIN = (
     " (no fix: the rewrite would call the builtin `{}`, but that name may be bound to something"
     " else here: a parameter, a local, a global, or an import)"
@@ -120,6 +124,9 @@ class Rule(cst.BatchableCSTVisitor):
     # Whether the rule's fixes remove or move syncs: then none is safe in code that copies
     # without waiting and may count on one of them to finish the copy (analysis/async_copies.py).
     MOVES_SYNCS: ClassVar[bool] = True
+    # Whether the finding's node is where the code waits, so that a fix stops or moves that wait:
+    # then no fix where a ``try`` around it would see the error the wait surfaces.
+    WAITS_AT_FINDING: ClassVar[bool] = True
 
     def __init__(self, analysis: ModuleAnalysis) -> None:
         super().__init__()
@@ -131,6 +138,10 @@ class Rule(cst.BatchableCSTVisitor):
             # ``f"{loss.item()=}"`` prints its expression's text: a rewrite would change it
             fix = None
             message = (message or self.MESSAGE) + SELF_DOCUMENTING
+        if fix is not None and self.WAITS_AT_FINDING and self.analysis.caught_by_handler(node):
+            # the sync it removes is where a handler around it sees an error from queued work
+            fix = None
+            message = (message or self.MESSAGE) + CAUGHT_BY_HANDLER
         shadowed = _shadowed_builtin(self.analysis, fix) if fix is not None else None
         if shadowed is not None:
             fix = None  # the new code would call whatever ``zip``/``len`` is bound there

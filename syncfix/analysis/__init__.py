@@ -40,6 +40,8 @@ Is this call a torch loss; with which reduction?            ``losses``
 Python number or host data, never a tensor?                 ``pynumbers``
 Can autograd matter here?                                   ``autograd``
 Where is a tensor read on the host?                         ``host_reads``
+Would a ``try`` around here (or around a caller) see an     ``handlers``
+error raised here?
 Memoised facts with loop-carried cycles                     ``fixpoint``
 ==========================================================  ====================================
 

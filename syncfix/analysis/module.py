@@ -43,6 +43,7 @@ from . import (
     devices,
     dtypes,
     effects,
+    handlers,
     host_reads,
     losses,
     navigation,
@@ -242,6 +243,12 @@ class ModuleAnalysis:
         (bound,) = self.cache.star_bound
         names = {n.removeprefix("builtins.") for n in builtins}
         return bound is not None and not names & bound and not names & bindings.unseen_names(self)
+
+    def caught_by_handler(self, node: cst.CSTNode) -> bool:
+        """Would a ``try`` (or ``suppress``/``pytest.raises``) see a RuntimeError raised at
+        ``node``: around it, around a call of its function here, or in a project file that
+        imports that function (analysis/handlers.py)?"""
+        return handlers.caught_by_handler(self, node)
 
     def bound_unseen(self, name: str) -> bool:
         """Is ``name`` bound somewhere LibCST's scopes do not record (a walrus in a comprehension,
