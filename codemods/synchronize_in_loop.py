@@ -24,7 +24,9 @@ class SynchronizeInLoop(Rule):
 
     A **deliberate** synchronization is reported as "deliberate (timing)": one whose next
     statement reads a clock (`time.time()`, `time.perf_counter()`, `time.monotonic()`,
-    `timeit.default_timer()`..., in the same or the next statement, or after at most two log
+    `timeit.default_timer()`..., or starts or stops a timer object: `timer.toc()`,
+    `meter.iter_tic()`, any `tic`/`toc` method, or `start`/`stop`/`lap`/`elapsed`... of an object
+    named for a timer or stopwatch), in the same or the next statement, or after at most two log
     lines such as `print(...)` or `logger.info(...)`; a sync that ends an `if`/`elif`/`else`
     branch is followed by what follows the `if`), one followed by the event's
     `elapsed_time`, and one under an `if` that tests a timing switch (`if args.sync:`,
@@ -131,7 +133,7 @@ class SynchronizeInLoop(Rule):
     def _deliberate(self, node: cst.Call, what: str) -> str | None:
         """Why this sync is deliberate timing code (a clock read next, a timing switch), or None."""
         if self._is_timing(node, what):
-            return "a clock read follows it"
+            return "a clock or timer read follows it"
         flag = self._timing_switch(node)
         if flag is not None:
             return f"it runs under `if {flag}:`, a timing switch"
@@ -203,7 +205,7 @@ def _if_chain_of(a, stmt: cst.CSTNode) -> cst.If | None:
 
 
 # Log lines that may stand between a sync and its clock read (``synchronize(); print(...);
-# t = time.time()``): a few, so that "a clock read follows it" stays true to the eye.
+# t = time.time()``): a few, so that "a clock or timer read follows it" stays true to the eye.
 _LOG_LINES_SKIPPED = 2
 
 # Words that make a name a timing switch (``args.sync``, ``self.benchmark``, ``do_profile``).

@@ -11,6 +11,7 @@ call, no in-place op, no random draw).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -360,14 +361,32 @@ def is_logging_call(a: ModuleAnalysis, call: cst.Call) -> bool:
 
 
 def is_clock_read(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
-    """Does ``node`` (a statement or expression) read a wall clock (``time.perf_counter()``...)?"""
+    """Does ``node`` (a statement or expression) read a wall clock (``time.perf_counter()``...),
+    or start or stop a timer object (``timer.toc()``, ``meter.iter_tic()``, ``stopwatch.stop()``)?"""
     found = False
 
     class V(cst.CSTVisitor):
         def visit_Call(self, call: cst.Call) -> None:
             nonlocal found
-            if a.qualnames(call.func) & CLOCKS:
+            if a.qualnames(call.func) & CLOCKS or _times(call):
                 found = True
 
     walk(node, V())
     return found
+
+
+# Methods that start or stop a timer object: tic/toc by any name (``timer.toc()``,
+# ``meter.iter_toc()``); these others on an object named for a timer (``stopwatch.stop()``).
+_TIC_TOC = re.compile(r"(?:^|_)(?:tic|toc)$")
+_TIMER_METHODS = {"start", "stop", "pause", "resume", "lap", "tick", "tock", "elapsed", "record"}
+
+
+def _times(call: cst.Call) -> bool:
+    func = call.func
+    if not isinstance(func, cst.Attribute):
+        return False
+    attr = func.attr.value
+    if _TIC_TOC.search(attr):
+        return True
+    owner = (dotted_name(func.value) or "").rsplit(".", 1)[-1].lower()
+    return attr in _TIMER_METHODS and ("timer" in owner or "stopwatch" in owner)

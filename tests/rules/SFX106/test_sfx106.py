@@ -13,12 +13,22 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 def test_synchronize_before_clock_is_deliberate_timing():
     (msg,) = _messages("    torch.cuda.synchronize()\n    t = time.time()\n", "SFX106")
-    assert "deliberate (timing)" in msg and "a clock read follows it" in msg
+    assert "deliberate (timing)" in msg and "a clock or timer read follows it" in msg
 
 
 def test_synchronize_before_monotonic_clock_is_deliberate_timing():
     (msg,) = _messages("    torch.cuda.synchronize()\n    t = time.monotonic()\n", "SFX106")
     assert "deliberate (timing)" in msg
+
+
+def test_synchronize_before_a_timer_object_is_deliberate_timing():
+    # pycls benchmark.py: synchronize(); timer.toc(); SlowFast: synchronize(); meter.iter_tic()
+    for timer in ("    timer.toc()\n", "    train_meter.iter_tic()\n", "    stopwatch.stop()\n"):
+        (msg,) = _messages(f"    torch.cuda.synchronize()\n{timer}", "SFX106")
+        assert "deliberate (timing)" in msg, timer
+    for other in ("    meter.stop()\n", "    timer.update(x)\n"):  # a name or a method alone
+        (msg,) = _messages(f"    torch.cuda.synchronize()\n{other}", "SFX106")
+        assert "deliberate" not in msg, other
 
 
 def test_synchronize_without_clock_is_not_called_timing():
