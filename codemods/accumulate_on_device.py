@@ -468,6 +468,23 @@ keeps the finding). A value handed to a meter every
                 + (" of a real dtype" if ("real", receiver) in acc.likely_needs else "")
             )
 
+    def _read_back_above(self, acc: _Acc, stmt: cst.CSTNode) -> bool:
+        """Does an earlier read of ``acc``'s total in ``stmt``'s block get a read-back, with no
+        statement between them that adds to the total or resets it?"""
+        a = self.analysis
+        block = a.parent(stmt)
+        siblings = list(getattr(block, "body", ()))
+        if stmt not in siblings:
+            return False
+        here = siblings.index(stmt)
+        writers = [acc.stmt, *acc.resets]
+        for prev in reversed(siblings[:here]):
+            if any(w is prev or any(anc is prev for anc in a.ancestors(w)) for w in writers):
+                return False
+            if prev in acc.reads:
+                return True
+        return False
+
     def _fix(self, loop: cst.For | cst.While, accs: list[_Acc], torch_name: str) -> Fix:
         a = self.analysis
         taken = self.__dict__.setdefault("_taken", set())
@@ -479,6 +496,8 @@ keeps the finding). A value handed to a meter every
             name = a.fresh_name(f"{acc.total}_acc", taken)
             taken.add(name)
             for stmt in acc.reads:
+                if self._read_back_above(acc, stmt):
+                    continue  # an earlier statement of this block read it back, nothing added since
                 prefix.setdefault(stmt, []).append(
                     cst.parse_statement(f"if {name} is not None:\n    {acc.total} = {name}.item()\n")
                 )

@@ -310,6 +310,8 @@ class DeviceToHostInLoop(Rule):
         stmt = a.statement_of(node)
         if stmt is None or not isinstance(stmt, cst.SimpleStatementLine) or _owned_elsewhere(a, node, stmt, proven):
             return
+        if _accumulator_read_back(a, node, stmt):
+            return  # SFX302's ``if total_acc is not None: total = total_acc.item()``, where shown
         where = "" if receiver.device is Device.CUDA else (UNPLACED if not proven else " (when the tensor is on CUDA)")
         total = isinstance(stmt.body[0], cst.AugAssign)  # ``counts["raw"] += t.sum().item()``
         appended = _appended(a, node, stmt)
@@ -667,6 +669,44 @@ def _fresh_int_list(
             and not append.args[0].keyword
             and not append.args[0].star
             and int_like(a, append.args[0].value)
+        ):
+            return False
+    return True
+
+
+def _accumulator_read_back(a, node: cst.Call, stmt: cst.SimpleStatementLine) -> bool:
+    """Is ``node`` the read-back SFX302's fix writes where a total is shown or after its loop,
+    ``if acc is not None: total = acc.item()``, of an accumulator bound only to ``None``, to
+    ``torch.full(...)`` and by ``+=``? That read is the one the fix keeps."""
+    func = node.func
+    acc = func.value if isinstance(func, cst.Attribute) and func.attr.value == "item" else None
+    body = a.parent(stmt)
+    guard = a.parent(body) if isinstance(body, cst.IndentedBlock) else None
+    if (
+        not isinstance(acc, cst.Name)
+        or len(stmt.body) != 1
+        or not isinstance(stmt.body[0], cst.Assign)
+        or stmt.body[0].value is not node
+        or not isinstance(guard, cst.If)
+        or guard.orelse is not None
+        or len(body.body) != 1
+        or cst.Module([]).code_for_node(guard.test).strip() != f"{acc.value} is not None"
+    ):
+        return False
+    scope = a.scope(acc)
+    if scope is None:
+        return False
+    for asg in scope.assignments[acc.value]:
+        bound = getattr(asg, "node", None)
+        parent = a.parent(bound) if bound is not None else None
+        if isinstance(parent, cst.AugAssign) and parent.target is bound:
+            continue
+        if not isinstance(parent, cst.AssignTarget):
+            return False
+        value = a.parent(parent).value
+        if not (
+            isinstance(value, cst.Name) and value.value == "None"
+            or isinstance(value, cst.Call) and (a.callee(value) or "") == "torch.full"
         ):
             return False
     return True
