@@ -154,41 +154,20 @@ def _used_up_to_read(a: ModuleAnalysis, loop: cst.For, read: cst.Call, var: str,
     the body (its caller runs between reads)? True also when the read is not in the body."""
     body = loop.body.body if isinstance(loop.body, cst.IndentedBlock) else [loop.body]
     holder = next((i for i, stmt in enumerate(body) if any(n is stmt for n in a.ancestors(read))), None)
-    if holder is None or any(_within(stmt, (cst.Yield, cst.Await)) for stmt in body):
+    if holder is None or any(a.nodes_within(stmt, cst.Yield) or a.nodes_within(stmt, cst.Await) for stmt in body):
         return True
     root = root_name(read)
     upto = body[: holder + 1]
-    if any(n is not root for stmt in upto for n in _names(stmt, var)) or any(_names(stmt, mapping) for stmt in upto):
+    if any(n is not root for stmt in upto for n in _names(a, stmt, var)) or any(_names(a, stmt, mapping) for stmt in upto):
         return True
     around = set(map(id, a.ancestors(read)))
-    inside = set(map(id, _within(read, (cst.Call,))))
-    calls = [c for stmt in upto for c in _within(stmt, (cst.Call,))]
+    inside = set(map(id, a.nodes_within(read, cst.Call)))
+    calls = [c for stmt in upto for c in a.nodes_within(stmt, cst.Call)]
     return any(id(c) not in around and id(c) not in inside for c in calls)
 
 
-def _within(node: cst.CSTNode, kinds: tuple[type, ...]) -> list[cst.CSTNode]:
-    found: list[cst.CSTNode] = []
-
-    class V(cst.CSTVisitor):
-        def on_visit(self, n: cst.CSTNode) -> bool:
-            if isinstance(n, kinds):
-                found.append(n)
-            return True
-
-    walk(node, V())
-    return found
-
-
-def _names(node: cst.CSTNode, var: str) -> list[cst.Name]:
-    found: list[cst.Name] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            if n.value == var:
-                found.append(n)
-
-    walk(node, V())
-    return found
+def _names(a: ModuleAnalysis, node: cst.CSTNode, var: str) -> list[cst.CSTNode]:
+    return [n for n in a.nodes_within(node, cst.Name) if isinstance(n, cst.Name) and n.value == var]
 
 
 def _read_name(read: cst.Call, var: str) -> str:
