@@ -285,9 +285,9 @@ def bound_before(a, name: str, loop: cst.CSTNode) -> bool:
 
 
 # Dtypes a tensor total adds a 0-d tensor into exactly as it adds that tensor's ``.item()``: an
-# integer total refuses a float either way (the same error), and float32/float64 round a Python
-# number to their own precision as they round a 0-d tensor of another dtype (float16/bfloat16
-# totals differ: a Python number is added in float32 there, a tensor first rounded to 16 bits).
+# int64 total refuses a float either way (the same error); float64 adds any summand as its
+# ``.item()``, float32 any but a float64 one (below). float16/bfloat16 totals differ: a Python
+# number is added there in float32, a tensor first rounded to 16 bits.
 _EXACT_TOTAL_DTYPES = {"torch.int64", "torch.float32", "torch.float64"}
 # Summands a float32 total adds exactly as their ``.item()``: any but float64 (a 0-d total with a
 # 0-d float64 tensor computes in float64, where a Python float is first rounded to float32).
