@@ -357,7 +357,8 @@ class ModuleAnalysis:
     def code(self) -> str:
         """The module's source text, generated once (text searches and source-level checks
         read it; LibCST builds it anew on every ``module.code``): the parsed text itself where
-        the caller passed it (LibCST's tree prints back to exactly that text)."""
+        the caller passed it (what the tree prints back, but for rare layouts LibCST does not
+        reproduce, which no text search here depends on)."""
         if self._syntax_of is not None:
             return self._syntax_of.code
         return self._source if self._source is not None else self.module.code
