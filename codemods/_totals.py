@@ -289,11 +289,14 @@ def bound_before(a, name: str, loop: cst.CSTNode) -> bool:
 # ``.item()``, float32 any but a float64 one (below). float16/bfloat16 totals differ: a Python
 # number is added there in float32, a tensor first rounded to 16 bits.
 _EXACT_TOTAL_DTYPES = {"torch.int64", "torch.float32", "torch.float64"}
-# Summands a float32 total adds exactly as their ``.item()``: any but float64 (a 0-d total with a
-# 0-d float64 tensor computes in float64, where a Python float is first rounded to float32).
-_NARROW = {
-    "torch.float32", "torch.float16", "torch.bfloat16", "torch.bool", "torch.uint8", "torch.int8",
-    "torch.int16", "torch.int32", "torch.int64",
+_INTEGERS = {"torch.bool", "torch.uint8", "torch.int8", "torch.int16", "torch.int32", "torch.int64"}
+# The summands each total adds as it adds their ``.item()``: an int64 total takes integers only
+# (uint16/32/64 do not promote with int64 at all; a float raises, but its message names the
+# summand's dtype, not the Python float's), a float total any real dtype no wider than itself.
+_SUMMANDS = {
+    "torch.int64": _INTEGERS,
+    "torch.float32": _INTEGERS | {"torch.float16", "torch.bfloat16", "torch.float32"},
+    "torch.float64": _INTEGERS | {"torch.float16", "torch.bfloat16", "torch.float32", "torch.float64"},
 }
 
 
@@ -310,7 +313,7 @@ def tensor_total(a, aug: cst.AugAssign) -> list[cst.BaseExpression] | None:
         made = _dict_totals(a, target.value)
     else:
         return None
-    if not made or not all(a.value(e).is_tensor for e in made):
+    if not made or not all(a.value(e).is_tensor for e in made) or _replaces_storage(a, aug):
         return None
     dtypes = {a.canonical_dtype(e) for e in made}
     return made if len(dtypes) == 1 and dtypes <= _EXACT_TOTAL_DTYPES else None
@@ -379,8 +382,14 @@ def _reads_dict(a, use: cst.CSTNode) -> bool:
         holder = a.parent(parent)
         if isinstance(holder, cst.AugAssign) and holder.target is parent:
             return True
-        return not isinstance(holder, (cst.AssignTarget, cst.Del, cst.AnnAssign)) and not (
-            isinstance(holder, (cst.For, cst.CompFor, cst.WithItem, cst.AsName)) and getattr(holder, "target", None) is parent
+        child: cst.CSTNode = parent
+        while isinstance(holder, (cst.Element, cst.StarredElement, cst.Tuple, cst.List)):
+            child, holder = holder, a.parent(holder)  # ``d["a"], n = ...``: a target inside
+        if isinstance(holder, (cst.AssignTarget, cst.Del, cst.AnnAssign)):
+            return False
+        return not (
+            isinstance(holder, (cst.For, cst.CompFor, cst.AsName, cst.NamedExpr))
+            and getattr(holder, "target", getattr(holder, "name", None)) is child
         )
     if isinstance(parent, cst.Attribute) and parent.value is use and parent.attr.value in _DICT_READS:
         call = a.parent(parent)
@@ -400,7 +409,8 @@ def _reads_dict(a, use: cst.CSTNode) -> bool:
 INTO_TENSOR_TOTAL = "Add the tensor to the tensor total instead of its value"
 INTO_TENSOR_TOTAL_LIKELY = (
     " (unsafe: it rests on the likely fact that the value is a 0-d tensor on the total's device, or on"
-    " the CPU; a tensor on another device cannot be added in place)"
+    " the CPU, of an integer dtype for an integer total and a real one for a float total; a tensor on"
+    " another device cannot be added in place, and a uint16/32/64 one cannot be added to int64)"
 )
 
 
@@ -422,13 +432,18 @@ def into_tensor_total(a, aug: cst.AugAssign, read: cst.Call) -> tuple[dict, bool
     if made is None:
         return None
     x = func.value
-    if a.canonical_dtype(made[0]) == "torch.float32" and (a.canonical_dtype(x) or a.likely.canonical_dtype(x)) not in _NARROW:
-        return None  # a 0-d float32 total adds a 0-d float64 tensor in float64, a Python float in float32
-    proven = a.value(x).is_tensor and a.is_zero_dim(x)
+    summand = a.canonical_dtype(x) or a.likely.canonical_dtype(x)
+    total = a.canonical_dtype(made[0])
+    if summand is not None and summand not in _SUMMANDS[total]:
+        return None
+    if summand is None and total == "torch.float32":
+        return None  # it may be float64: a 0-d float32 total adds that in float64, a Python float in float32
+    proven = a.value(x).is_tensor and a.is_zero_dim(x) and summand is not None
     if not proven and not (a.likely.value(x).is_tensor and (a.likely.is_zero_dim(x) or _full_reduction(x))):
         return None
     origins = {a.device_origin(x), *(a.device_origin(e) for e in made)}
-    exact = proven and len(origins) == 1 and None not in origins
+    one_device = len(origins) == 1 and None not in origins and not (origins == {'"cuda"'} and a.may_use_several_devices)
+    exact = proven and one_device
     added = x if a.is_grad_free(x) else cst.Call(cst.Attribute(x, cst.Name("detach")))
     return {read: added.with_changes(lpar=read.lpar, rpar=read.rpar)}, exact  # ``(\n    t.item()\n)``
 
@@ -440,4 +455,20 @@ def _full_reduction(x: cst.BaseExpression) -> bool:
         and not x.args
         and isinstance(x.func, cst.Attribute)
         and x.func.attr.value in FULL_REDUCTIONS
+    )
+
+
+def _replaces_storage(a, node: cst.CSTNode) -> bool:
+    """Does the function give some tensor new data of its own choosing (``t.data = ...``,
+    ``t.set_(...)``), which may change a total's dtype without rebinding its name?"""
+    fn = a.enclosing_function(node)
+    if fn is None:
+        return True
+    for target in a.nodes_within(fn, cst.AssignTarget):
+        t = target.target
+        if isinstance(t, cst.Attribute) and t.attr.value == "data":
+            return True
+    return any(
+        isinstance(c.func, cst.Attribute) and c.func.attr.value == "set_"
+        for c in a.nodes_within(fn, cst.Call)
     )

@@ -182,15 +182,19 @@ keeps the finding). A value handed to a meter every
     a local name whose every binding is a tensor of dtype int64, float32 or float64 made in the
     function (or this `+=`: a tensor's `+=` works in place), or `d[key]` of a local dict display
     of such tensors that the function only reads, iterates, returns and augments item by item;
-    `x` is a 0-d tensor. It is exact: an int64 total refuses a float either way (the same
-    error), a float64 total adds any summand as it adds its `.item()`, and a float32 total does
-    for a summand that is provably not float64 (a 0-d float32 total adds a 0-d float64 tensor in
+    `x` is a 0-d tensor. It is exact for these summand dtypes: an int64 total takes bool and
+    integer tensors up to int64 (not uint16/32/64, which do not promote with int64; a float is
+    refused either way, but the message would name its own dtype), a float64 total any real
+    dtype, and a float32 total any but float64 (a 0-d float32 total adds a 0-d float64 tensor in
     float64, where a Python float is first rounded to float32). float16/bfloat16 totals are left
-    alone (a Python number is added there in float32, a tensor first rounded to 16 bits). It is **safe** when `x` is provably a 0-d tensor placed by the
-    total's own device expression; otherwise **unsafe**: it rests on the likely fact that `x`
-    is a 0-d tensor (a full reduction such as `.sum()`) on the total's device or on the CPU (a
-    tensor on another device cannot be added in place). Only `+=`: `-=` refuses a bool tensor
-    where it takes a bool.
+    alone (a Python number is added there in float32, a tensor first rounded to 16 bits), as is
+    a function that gives a tensor new data (`t.data = ...`, `t.set_(...)`), which can change a
+    total's dtype without rebinding it. It is **safe** when `x` is provably a 0-d tensor of such
+    a dtype placed by the total's own device expression (not `"cuda"` in a module that switches
+    the current device); otherwise **unsafe**: it rests on the likely fact that `x` is a 0-d
+    tensor (a full reduction such as `.sum()`) of such a dtype, on the total's device or on the
+    CPU (a tensor on another device cannot be added in place). Only `+=`: `-=` refuses a bool
+    tensor where it takes a bool.
     """
 
     CODE = "SFX302"
@@ -390,7 +394,9 @@ keeps the finding). A value handed to a meter every
                 acc.needs.append(("one_element", receiver))
                 acc.unobserved = acc.unobserved or "the summand is not provably a one-element tensor"
         origin = a.device_origin(receiver)
-        if origin is None or (origin[0] != '"' and origin in stored_names(loop)):
+        if origin is None or (origin[0] != '"' and origin in stored_names(loop)) or (
+            origin == '"cuda"' and a.may_use_several_devices  # the current device may change
+        ):
             origin = None  # the accumulator follows the summand's device (see ``_fix``)
         acc.origin = origin
         if kind == "float" and not (

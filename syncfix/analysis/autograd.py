@@ -51,6 +51,8 @@ def _is_grad_free(a: ModuleAnalysis, e: cst.CSTNode) -> bool:
         rg = keyword(e, "requires_grad")
         if rg is not None and not (isinstance(rg.value, cst.Name) and rg.value.value == "False"):
             return False
+        if any(arg.star == "**" for arg in e.args):
+            return False  # ``**kwargs`` may hold ``requires_grad=True``
         name = a.callee(e)
         func = e.func
         if isinstance(func, cst.Attribute) and a.is_tensor(func.value):

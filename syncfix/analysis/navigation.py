@@ -187,10 +187,11 @@ def _names_ending_in(a: ModuleAnalysis, words: set[str]) -> list[cst.CSTNode]:
 
 
 def may_use_several_devices(a: ModuleAnalysis) -> bool:
-    """Does the module name a CUDA device by index (then "on CUDA" need not mean one device)?"""
+    """Does the module name a CUDA device by index or switch the current one (``set_device``,
+    ``with torch.cuda.device(i):``)? Then "on CUDA" need not mean one device."""
     return bool(
         re.search(
-            r"cuda:\s*[\d{]|\.cuda\(\s*[^)\s]|set_device|torch\.device\([^)]*,|\.to\(\s*\d",
+            r"cuda:\s*[\d{]|\.cuda\(\s*[^)\s]|set_device|cuda\.device\(|torch\.device\([^)]*,|\.to\(\s*\d",
             a.code,
         )
     )
