@@ -483,3 +483,10 @@ def test_a_factory_dtype_named_by_a_variable_is_unknown(expr, dtype):
     a, module = analyse(f"import torch\n\n\ndef f(device, dtype):\n    x = {expr}\n")
     call = find(module, expr, cst.Call)
     assert a.canonical_dtype(call) == dtype
+
+
+def test_a_factory_given_keyword_arguments_by_dict_may_require_grad():
+    # ``**kw`` may hold ``requires_grad=True``: not provably grad-free
+    a, module = analyse("import torch\n\n\ndef f(kw):\n    x = torch.ones(3, **kw)\n    y = torch.ones(3)\n")
+    assert not a.is_grad_free(find(module, "torch.ones(3, **kw)", cst.Call))
+    assert a.is_grad_free(find(module, "torch.ones(3)", cst.Call))
