@@ -240,7 +240,7 @@ class PerElementReads(Rule):
                     elif a.torch_alias_at(node) is None:
                         self.report(node, f"{self.MESSAGE}; no fix: {_NO_TORCH_NAME}")
                     else:
-                        self.report(node, f"{self.MESSAGE}; no fix: {_UNKNOWN_ELEMENTS}")
+                        self.report(node, f"{self.MESSAGE}{_MAYBE_GPU}; no fix: {_UNKNOWN_ELEMENTS}")
                 return
         if read is None or not isinstance(comp.target, cst.Name):
             return
@@ -399,7 +399,7 @@ class PerElementReads(Rule):
         walk(elt, V())
         if any(a.likely.value(r.receiver).device is not Device.CPU for r in found):
             proven = all(a.is_tensor(r.receiver) for r in found)
-            self.report(node, self.MESSAGE if proven else f"{self.MESSAGE}; no fix: {_UNKNOWN_ELEMENTS}")
+            self.report(node, self.MESSAGE if proven else f"{self.MESSAGE}{_MAYBE_GPU}; no fix: {_UNKNOWN_ELEMENTS}")
 
 
 _STACK_FIX = (
@@ -430,6 +430,8 @@ _NO_TORCH_NAME = (
     "`import torch` at its top level), and the fix would call torch.stack"
 )
 
+# Elements syncfix cannot name may be CPU tensors (a tokenizer's output), which do not sync.
+_MAYBE_GPU = " (if the tensors are on a GPU: syncfix cannot tell which device they are on)"
 _UNKNOWN_ELEMENTS = (
     "syncfix cannot tell what the iterated values are; where they are tensors of one shape, dtype "
     "kind and device, `torch.stack([...]).tolist()` (or `torch.cat`) reads them with one transfer"

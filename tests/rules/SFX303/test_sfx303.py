@@ -250,3 +250,16 @@ def test_sfx303_dict_loop_keeping_the_tensor_is_exact(case, shape):
     for x, y in zip(before, after, strict=True):
         read = type(x) is tuple and len(x) == 2 and isinstance(x[0], str)  # (key, value read)
         assert type(x) is type(y) and (same([x[1]], [y[1]]) if read else x == y), (x, y)
+
+
+def test_reads_of_values_syncfix_cannot_name_are_hedged():
+    # a tokenizer's outputs are CPU tensors: "one sync each" holds only if they are on a GPU
+    from syncfix import check_code
+
+    src = (
+        "import torch\n\n\n"
+        "def step(tokenized_list, pad):\n"
+        "    return [t.input_ids.ne(pad).sum().item() for t in tokenized_list]\n"
+    )
+    (finding,) = check_code(src, select=["SFX303"])
+    assert "if the tensors are on a GPU" in finding.message, finding.message
