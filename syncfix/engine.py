@@ -520,7 +520,7 @@ def _process_source(
         # observations describe the file as it was recorded: the first round only
         seen = (recorded, analyzed) if recorded is not None and _round == 0 else None
         sup = suppression.parse(text)
-        raws = apply_suppressions(analyzed, sup, {r.CODE for r in enabled})
+        raws = drop_deferred(apply_suppressions(analyzed, sup, {r.CODE for r in enabled}))
         if not settings.include_cold:
             raws = only_where_repeated(raws, analyzed, path)
         if not fix:
@@ -623,6 +623,21 @@ def apply_suppressions(
             visitor.report_unused(unused)
             kept.extend(r for r in visitor.findings[start:] if not _covering(r, analyzed, sup))
     return kept
+
+
+def drop_deferred(raws: list[RawFinding]) -> list[RawFinding]:
+    """Drop the findings without a fix whose node a rule they defer to (``Rule.DEFERS_TO``)
+    also reports: the same sync, said twice. After suppressions, so a silenced finding does
+    not silence another rule's."""
+    if not any(r.rule.DEFERS_TO for r in raws):
+        return raws
+    codes_at: dict[int, set[str]] = {}
+    for r in raws:
+        codes_at.setdefault(id(r.node), set()).add(r.rule.CODE)
+    return [
+        r for r in raws
+        if r.fix is not None or not codes_at[id(r.node)].intersection(r.rule.DEFERS_TO)
+    ]
 
 
 # ---- a whole file ------------------------------------------------------------------------------

@@ -127,6 +127,10 @@ class Rule(cst.BatchableCSTVisitor):
     # Whether the finding's node is where the code waits, so that a fix stops or moves that wait:
     # then no fix where a ``try`` around it would see the error the wait surfaces.
     WAITS_AT_FINDING: ClassVar[bool] = True
+    # Codes of rules that report the same sync more precisely: where one of them reports this
+    # rule's node, this rule's finding without a fix is dropped (one finding per sync; a fix is
+    # never dropped). ``--ignore`` of those codes brings it back.
+    DEFERS_TO: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, analysis: ModuleAnalysis) -> None:
         super().__init__()

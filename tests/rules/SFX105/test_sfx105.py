@@ -144,3 +144,31 @@ def test_sfx105_element_reads_at_once_keep_values(values, shape, dtype):
         assert before[:2] == after[:2] == ("raised", "RuntimeError")
     else:
         assert repr(before) == repr(after), (before, after)
+
+
+# The same read reported by SFX105 (no fix) and by a rule that owns it: one finding, not two.
+DEFERRED = {
+    # a value read only for a later log line: SFX401 keeps the tensor and reads it in the log
+    "SFX401": (
+        "import torch\n\ndef train(model, loader, opt):\n    for x in loader:\n"
+        "        out = torch.relu(model(x))\n        d = out.mean().item()\n        out.sum().backward()\n"
+        "        opt.step()\n        print(d)\n"
+    ),
+    # two reads in one statement, not provably one-element: SFX301 reports them together
+    "SFX301": (
+        "import torch\n\ndef step(a: torch.Tensor, b: torch.Tensor):\n    return a.item(), b.item()\n\n"
+        "def run(loader):\n    for a, b in loader:\n        step(a, b)\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("owner", sorted(DEFERRED))
+def test_a_read_another_rule_reports_is_not_reported_twice(owner):
+    src = DEFERRED[owner]
+    both = check_code(src, select=["SFX105", owner])
+    assert [f.code for f in both if f.code == owner], "the owning rule reports the read"
+    assert not [f for f in both if f.code == "SFX105" and f.fix is None]
+    # with the owner off, SFX105's finding is back: the deferral never hides a sync
+    (alone,) = [f for f in check_code(src, select=["SFX105"]) if f.code == "SFX105"]
+    assert alone.fix is None
+    assert (alone.line, alone.column) in {(f.line, f.column) for f in both if f.code == owner}
