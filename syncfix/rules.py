@@ -234,7 +234,9 @@ def _shadowed_builtin(a: ModuleAnalysis, fix: Fix) -> str | None:
     return None
 
 
-_BUILTIN_NAMES = frozenset(dir(builtins))
+# ``True``, ``False`` and ``None`` are keywords (no import or assignment can rebind them), though
+# LibCST parses them as names.
+_BUILTIN_NAMES = frozenset(dir(builtins)) - {"True", "False", "None"}
 
 
 def _called_names(node: cst.CSTNode) -> set[str]:

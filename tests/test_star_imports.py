@@ -108,3 +108,20 @@ def test_common_attributes_of_the_same_names_keep_the_builtins(tmp_path):
     )
     files = {"train.py": TRAIN, "models/__init__.py": "from .vgg import *\n", "models/vgg.py": vgg}
     assert _fixes(tmp_path, files) == ["safe", "safe"]
+
+
+def test_keywords_are_never_taken_for_rebound_builtins(tmp_path):
+    # `non_blocking=True` adds the name `True`, which no star import can rebind: a module
+    # outside the project, whose names syncfix cannot list, leaves the fix alone
+    train = (
+        "import torch\nfrom data import *\n\n\ndef step(model, x: torch.Tensor):\n"
+        "    for _ in range(3):\n        model(torch.ones(3).cuda())\n"
+    )
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "train.py").write_text(train)
+    result = CliRunner().invoke(
+        cli, ["check", "--no-cache", "--select", "SFX101", "-o", "json", "--exit-zero", str(tmp_path / "train.py")]
+    )
+    (finding,) = json.loads(result.output)
+    assert "builtin" not in finding["message"]
+    assert (finding["fix"] or {}).get("applicability") == "safe"
