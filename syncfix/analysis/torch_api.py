@@ -95,7 +95,9 @@ METHOD_NON_TENSOR = {
     "is_set_to": NUMBER, "__len__": NUMBER, "__bool__": NUMBER, "__float__": NUMBER,
     "__int__": NUMBER, "__index__": NUMBER, "type": UNKNOWN, "unbind": OTHER, "split": OTHER,
     "chunk": OTHER, "tensor_split": OTHER, "data_ptr_": NUMBER, "apply_": OTHER,
-    "cpu_": OTHER, "record_stream": OTHER,
+    "cpu_": OTHER, "record_stream": OTHER, "is_inference": NUMBER, "is_signed": NUMBER,
+    "is_same_size": NUMBER, "is_conj": NUMBER, "is_neg": NUMBER, "is_coalesced": NUMBER,
+    "has_names": NUMBER,
 }
 # Tensor attributes that are not tensors.
 TENSOR_ATTR_NON_TENSOR = {

@@ -125,3 +125,30 @@ def test_stacked_tests_decide_as_any_and_all_do(grads):
     assert fixed.count("torch.stack(checks") == 2, fixed
     tensors = [torch.tensor(g) for g in grads]
     assert load(CHECKS, "f")(tensors) == load(fixed, "f")(tensors)
+
+
+METADATA = '''
+import torch
+from torch import Tensor
+
+
+def log_probs(model, ids: Tensor, keep: int) -> Tensor:
+    ids = ids.detach().clone() if ids.is_inference() else ids
+    rows = []
+    for row, ids_row in zip(model(ids), ids[:, -keep:]):
+        ids_row = ids_row.long() if ids_row.is_signed() else ids_row
+        rows.append(row[ids_row])
+    return torch.stack(rows)
+
+
+def train(model, loader):
+    for ids in loader:
+        log_probs(model, ids, 4).sum().backward()
+'''
+
+
+def test_a_tensor_metadata_test_is_no_gpu_value():
+    # `is_inference()`, `is_signed()`: Python bools from the tensor's metadata, no wait
+    assert not check_code(METADATA, select=["SFX206"], include_cold=True)
+    tested = METADATA.replace("ids_row.is_signed()", "ids_row.any()")
+    assert [f.line for f in check_code(tested, select=["SFX206"], include_cold=True)] == [10]
