@@ -208,6 +208,8 @@ class BlockingHostToDevice(Rule):
         receiver = a.value(func.value)
         if receiver.kind is Kind.MODULE:
             return
+        if not receiver.is_tensor and _result_dropped(a, node):
+            return  # ``block.to(device)`` as a statement places a module in place (on a tensor it would do nothing)
         if receiver.is_tensor and receiver.device is Device.CUDA:
             return  # a copy between GPUs: the host does not wait for it
         if _no_elements(a, func.value):
@@ -452,6 +454,12 @@ def _non_blocking_call(a, node: cst.Call) -> cst.Call:
 
 
 _SIZED_FACTORIES = {"torch.empty", "torch.zeros", "torch.ones"}
+
+
+def _result_dropped(a, node: cst.Call) -> bool:
+    """Is the call a statement of its own, its result unused?"""
+    parent = a.parent(node)
+    return isinstance(parent, cst.Expr) and parent.value is node
 
 
 def _no_elements(a, expr: cst.BaseExpression) -> bool:

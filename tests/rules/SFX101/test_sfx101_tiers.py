@@ -49,7 +49,7 @@ def test_extend_safe_fixes_makes_the_likely_fix_apply(tmp_path, monkeypatch):
     ("snippet", "says"),
     [
         # neither a tensor nor a batch item: annotate it
-        ("def f(model, n):\n    for _ in range(n):\n        model.state.cuda()\n",
+        ("def f(model, n):\n    for _ in range(n):\n        s = model.state.cuda()\n",
          "annotate it as `torch.Tensor`"),
         # a batch written after the copy is queued
         ("def f(loader):\n    for b in loader:\n        y = b.cuda()\n        b.zero_()\n",
