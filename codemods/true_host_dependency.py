@@ -265,6 +265,9 @@ class TrueHostDependency(Rule):
         a = self.analysis
         if not isinstance(func.value, cst.Name) or not _made_by(a, func.value, _GRAD_SCALERS):
             return
+        enabled = _scaler_enabled(a, func.value)
+        if enabled is False:
+            return  # ``GradScaler(enabled=False).step(opt)`` only calls ``opt.step()``
         opt = node.args[0].value
         ctor = _constructor(a, opt) if isinstance(opt, cst.Name) else None
         name = a.callee(ctor) if ctor is not None else None
@@ -280,10 +283,15 @@ class TrueHostDependency(Rule):
             )
         else:
             advice = "unless the optimizer is fused (Adam/AdamW/SGD/Adagrad with fused=True)"
+        when = (
+            ""
+            if enabled is True
+            else f" when the scaler is enabled (`enabled={enabled}`; a disabled one only steps the optimizer)"
+        )
         self.report(
             node,
-            f"{self.MESSAGE}: GradScaler.step reads found_inf on the host (one sync per device) to "
-            f"decide whether to skip the step; {advice}",
+            f"{self.MESSAGE}: GradScaler.step reads found_inf on the host (one sync per device){when} "
+            f"to decide whether to skip the step; {advice}",
         )
 
     def _message(self, node: cst.If, suites) -> str:
@@ -346,6 +354,23 @@ def _constructor(a, name: cst.Name) -> cst.Call | None:
     if values and len(values) == 1 and isinstance(values[0], cst.Call):
         return values[0]
     return None
+
+
+def _scaler_enabled(a, name: cst.Name) -> bool | str:
+    """Whether the GradScaler bound to ``name`` is enabled: True, False, or the source text of an
+    ``enabled`` argument syncfix cannot evaluate."""
+    call = _constructor(a, name)
+    # ``enabled`` follows four (torch.cuda.amp) or five (torch.amp: ``device`` first) positionals
+    at = 4 if (a.callee(call) or "").startswith("torch.cuda.") else 5
+    args = list(call.args) if call is not None else []
+    arg = keyword(call, "enabled") if call is not None else None
+    if arg is None and len(args) > at and args[at].keyword is None and not args[at].star:
+        arg = args[at]
+    if arg is None:
+        return True
+    if isinstance(arg.value, cst.Name) and arg.value.value in ("True", "False"):
+        return arg.value.value == "True"
+    return a.module.code_for_node(arg.value)
 
 
 def _made_by(a, name: cst.Name, classes: set[str]) -> bool:

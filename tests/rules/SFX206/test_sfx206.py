@@ -152,3 +152,39 @@ def test_a_tensor_metadata_test_is_no_gpu_value():
     assert not check_code(METADATA, select=["SFX206"], include_cold=True)
     tested = METADATA.replace("ids_row.is_signed()", "ids_row.any()")
     assert [f.line for f in check_code(tested, select=["SFX206"], include_cold=True)] == [10]
+
+
+SCALER = '''
+import torch
+
+
+def train(model, loader, opt, args):
+    scaler = {ctor}
+    for x in loader:
+        scaler.scale(model(x).mean()).backward()
+        scaler.step(opt)
+        scaler.update()
+'''
+
+
+@pytest.mark.parametrize(
+    ("ctor", "says"),
+    [
+        ('torch.amp.GradScaler("cuda")', ""),
+        ('torch.amp.GradScaler("cuda", enabled=True)', ""),
+        ("torch.cuda.amp.GradScaler(enabled=args.dtype == 'float16')", "`enabled=args.dtype == 'float16'`"),
+        ('torch.amp.GradScaler("cuda", 2.0**16, 2.0, 0.5, 2000, args.fp16)', "`enabled=args.fp16`"),
+        ("torch.cuda.amp.GradScaler(2.0**16, 2.0, 0.5, 2000, args.fp16)", "`enabled=args.fp16`"),
+        ('torch.amp.GradScaler("cuda", enabled=False)', None),
+        ("torch.cuda.amp.GradScaler(65536.0, 2.0, 0.5, 2000, False)", None),
+    ],
+)
+def test_a_grad_scaler_syncs_only_when_enabled(ctor, says):
+    found = check_code(SCALER.format(ctor=ctor), select=["SFX206"])
+    if says is None:
+        assert not found  # a disabled scaler's step only calls the optimizer's
+        return
+    (finding,) = found
+    assert "found_inf" in finding.message
+    assert ("when the scaler is enabled" in finding.message) == bool(says)
+    assert says in finding.message
