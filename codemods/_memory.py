@@ -61,6 +61,19 @@ def copies_without_waiting(a: ModuleAnalysis, call: cst.Call) -> bool:
     return flag is PASSED_ON or (flag is not None and not (isinstance(flag.value, cst.Name) and flag.value.value == "False"))
 
 
+def _derived_from(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` an index of a tensor or a tensor method's result, whose memory is the
+    tensor's (a view, an in-place method) or new (but ``set_``, which the caller handles)?"""
+    if isinstance(expr, cst.Subscript):
+        return a.value(expr.value).is_tensor
+    return (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and a.value(expr.func.value).is_tensor
+        and a.value(expr).is_tensor
+    )
+
+
 def source_may_change(
     a: ModuleAnalysis,
     call: cst.Call,
@@ -83,11 +96,20 @@ def source_may_change(
     assert isinstance(call.func, cst.Attribute)
     copies = _ON_CUDA_TARGETS if on_cuda else {Device.CUDA} if strict else _COPY_TARGETS
     source = call.func.value
-    while isinstance(source, cst.Call) and (a.callee(source) or "").startswith("torch."):
-        base = a.result_base(source)
-        if base is None:
-            return False  # a torch op's result owns new storage: nothing else can reach it
-        source = base  # a view (torch.narrow(buf, ...)), ``out=``: the base is what matters
+    while True:
+        if isinstance(source, cst.Call) and (a.callee(source) or "").startswith("torch."):
+            base = a.result_base(source)
+            if base is None:
+                return False  # a torch op's result owns new storage: nothing else can reach it
+            source = base  # a view (torch.narrow(buf, ...)), ``out=``: the base is what matters
+        elif isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute) and source.func.attr.value == "set_":
+            return True  # ``t.set_(buf)`` takes on another tensor's memory: whatever writes it
+        elif _derived_from(a, source):
+            # a view or a new tensor from a tensor (``torch.tensor(ids).reshape(1, -1)[None]``):
+            # at most the receiver's memory
+            source = source.func.value if isinstance(source, cst.Call) else source.value  # type: ignore[union-attr]
+        else:
+            break
     walrus = isinstance(source, cst.NamedExpr) and isinstance(source.target, cst.Name)
     if isinstance(source, cst.NamedExpr) and isinstance(source.target, cst.Name):
         source = source.target  # ``(z := staging).cuda()``: the name keeps it (it is no copy)

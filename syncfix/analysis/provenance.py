@@ -646,6 +646,8 @@ def _method_value(a: ModuleAnalysis, receiver: Value, method: str, call: cst.Cal
         device = a.device_of(dev.value) if dev is not None else receiver.device
         origin = origin_code(a, dev.value) if dev is not None else receiver.origin
         return Value(Kind.TENSOR, device, Memory.PAGEABLE, True, origin=origin)
+    if method == "set_":
+        return Value(Kind.TENSOR)  # ``t.set_(buf)`` takes on the memory (and device) it is given
     if method in METHOD_MAYBE_SELF or is_inplace_method(method):
         return Value(Kind.TENSOR, receiver.device, receiver.memory, receiver.fresh, None, receiver.origin)
     memory = Memory.PAGEABLE if receiver.device is Device.CPU else Memory.UNKNOWN
