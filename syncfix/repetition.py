@@ -82,6 +82,15 @@ class Repetition:
         elif name in self.analysis.hot_functions or name in self.analysis.called_from_loops:
             result = True
         else:
-            result = any(self.repeats(call) for call in self.analysis.calls_named(name))
+            # a method runs through ``obj.name(...)``, any other function through ``name(...)``:
+            # ``model.train()`` in the loop does not run the script's own ``def train()``
+            method = isinstance(self.analysis.parent(fn), cst.IndentedBlock) and isinstance(
+                self.analysis.parent(self.analysis.parent(fn)), cst.ClassDef
+            )
+            result = any(
+                self.repeats(call)
+                for call in self.analysis.calls_named(name)
+                if isinstance(call.func, cst.Attribute) == method
+            )
         self._functions[fn] = result
         return result

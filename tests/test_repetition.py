@@ -73,6 +73,29 @@ def test_step_functions_and_what_loops_call_repeat():
     assert codes(src) == [("SFX101", 9), ("SFX101", 12)]
 
 
+def test_a_method_call_of_the_same_name_does_not_run_a_function():
+    # `model.train()` in the loop is nn.Module's, not the script's `def train()`: its set-up
+    # line runs once; a method called as `self.warmup()` in a loop does repeat
+    src = """\
+    import torch
+
+    def train(model, loader):
+        model(torch.zeros(1, 3).cuda())
+        for x in loader:
+            model.train()
+            model(x).sum().backward()
+
+    class Trainer:
+        def warmup(self):
+            self.model(torch.zeros(1, 3).cuda())
+
+        def fit(self, loader):
+            for x in loader:
+                self.warmup()
+    """
+    assert codes(src) == [("SFX101", 11)]
+
+
 def test_test_files_are_quiet_even_in_loops():
     src = """\
     import torch
