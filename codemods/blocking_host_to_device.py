@@ -118,7 +118,9 @@ class BlockingHostToDevice(Rule):
     *likely* facts:
     - **An item of a batch from a loader the code does not construct is a fresh CPU tensor.**
       A loop over a loader passed in as a parameter, an attribute (`self.loader`) or another
-      function's result, its parts (`x, y = batch`, `batch["input_ids"]`, `batch[0]`), the
+      function's result, named as a loader, a dataset or a progress bar over one
+      (`train_loader`, `self.data`, `dl`, `pbar`: a list of model outputs, features or call
+      arguments passed in is no loader, and its items may be on a GPU already), its parts (`x, y = batch`, `batch["input_ids"]`, `batch[0]`), the
       items in `{k: v.to(device) for k, v in batch.items()}` or `[t.to(device) for t in
       batch]`, `batch = next(it)`, and a parameter that every call in its module passes such
       an item (`batch = next(self.data); self.run_step(batch)`): syncfix cannot see the loader,

@@ -423,9 +423,22 @@ def _yields_batches(a: ModuleAnalysis, iterable: cst.BaseExpression, path: list[
             return is_likely_batch_item(a, func.value)
         return False  # the result of another call (``model.parameters()``, ``range(n)``...)
     if isinstance(iterable, (cst.Name, cst.Attribute)) and a.value(iterable).kind in (Kind.UNKNOWN, Kind.BOTTOM):
-        # a loader (or iterator) the code does not construct, or a batch item itself
-        return True
+        # a loader (or iterator) the code does not construct, or a batch item itself; named as
+        # one: a list of model outputs, features or call arguments is no loader's
+        name = iterable.value if isinstance(iterable, cst.Name) else iterable.attr.value
+        return _loader_like(name) or is_likely_batch_item(a, iterable)
     return False
+
+
+# Parts of the names loaders, datasets, their progress bars and batches go by.
+_LOADER_WORDS = ("load", "data", "batch", "iter", "pbar", "prefetch", "sampler", "stream", "feed", "queue")
+_LOADER_TOKENS = frozenset({"dl", "ds", "it", "bar", "gen", "generator", "set", "trainset", "testset", "valset"})
+
+
+def _loader_like(name: str) -> bool:
+    """Does ``name`` read as a loader's (``train_loader``, ``self.data``, ``pbar``, ``dl``)?"""
+    lowered = name.lower()
+    return any(w in lowered for w in _LOADER_WORDS) or bool(_LOADER_TOKENS.intersection(lowered.split("_")))
 
 
 def string_device(expr: cst.BaseExpression) -> Value:
