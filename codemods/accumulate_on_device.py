@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -31,6 +32,11 @@ from ._totals import (
 _USED_IN_LOOP = "the total is used elsewhere in the loop"
 
 
+# A module that names Apple's GPU backend may run there (``torch.device("mps")``, an
+# ``accelerator`` that can be ``"mps"``).
+_MENTIONS_MPS = re.compile(r"\bmps\b", re.IGNORECASE)
+
+
 @dataclass
 class _Acc:
     stmt: cst.SimpleStatementLine
@@ -38,7 +44,7 @@ class _Acc:
     read: HostRead
     kind: str | None = None
     why_not: str | None = None
-    unsafe: str | None = None  # why the fix is only unsafe
+    unsafe: list[str] = field(default_factory=list)  # why the fix is only unsafe
     origin: str | None = None  # None: placed on the summand's device at the first iteration
     exact_in_float: bool = False  # an int start that converts to float64 exactly
     # A total the loop also reads under an ``if`` (a running mean logged every N steps):
@@ -130,7 +136,8 @@ class AccumulateOnDevice(Rule):
       otherwise, and the total is read back only if the loop ran, so an empty loop leaves it as
       it was. For a float total that device must be provably CUDA or the CPU (or the project
       declares its devices: `devices = ["cuda", "cpu"]` in `[tool.syncfix.torch]`): MPS has no
-      float64, so there the fix is **unsafe**;
+      float64, so there the fix is **unsafe**, and a module that mentions MPS (`"mps"`, an
+      accelerator setting that can name it) gets none;
     - `total` is a local of a function, bound only by its start value (before the loop, in an
       enclosing block: `total = 0.0`, or item by item in `total, n = 0.0, 0`) and by this
       statement; no other code in the loop (its `else` too) reads or
@@ -402,7 +409,14 @@ keeps the finding). A value handed to a meter every
         if kind == "float" and not (
             a.cuda_or_cpu_only or a.value(receiver).device in (Device.CUDA, Device.CPU, Device.CUDA_OR_CPU)
         ):
-            acc.unsafe = acc.unsafe or (
+            if _MENTIONS_MPS.search(a.code):
+                acc.why_not = (
+                    "the float64 accumulator would be made on the summand's device, and this module "
+                    "mentions MPS, which has no float64; declare `devices` in [tool.syncfix.torch] "
+                    "if the project runs only on CUDA and the CPU"
+                )
+                return
+            acc.unsafe.append(
                 "the float64 accumulator is made on the summand's device, which is not provably "
                 "CUDA or the CPU (MPS has no float64); declare `devices` in [tool.syncfix.torch] "
                 "if yours are"
@@ -461,17 +475,18 @@ keeps the finding). A value handed to a meter every
             )
             return
         if kind == "int" and not _is_count(a, receiver):
-            acc.unsafe = "int64 wraps past 2**63 where Python ints do not"
+            acc.unsafe.append("int64 wraps past 2**63 where Python ints do not")
         if acc.weight is not None and kind != "float":
             acc.why_not = "a weighted count: only float totals are weighted exactly"
             return
         if acc.likely:
             code = cst.Module([]).code_for_node(receiver)
             acc.likely_needs.insert(0, ("tensor", receiver))
-            acc.unsafe = (
+            acc.unsafe.insert(
+                0,
                 f"syncfix cannot name `{code}`; a value read with `.item()` in code that runs "
                 "every step is likely a one-element tensor"
-                + (" of a real dtype" if ("real", receiver) in acc.likely_needs else "")
+                + (" of a real dtype" if ("real", receiver) in acc.likely_needs else ""),
             )
 
     def _read_back_above(self, acc: _Acc, stmt: cst.CSTNode) -> bool:
@@ -577,10 +592,10 @@ keeps the finding). A value handed to a meter every
         names = ", ".join(f"`{acc.total}`" for acc in accs)
         description = f"Accumulate {names} on the device; read once after the loop"
         changes = {loop: cst.FlattenSentinel([*before, new_loop, *after])}
-        unsafe = [acc.unsafe for acc in accs if acc.unsafe]
+        unsafe = list(dict.fromkeys(why for acc in accs for why in acc.unsafe))
         if unsafe:
             likely = [n for acc in accs for n in acc.likely_needs]
-            return self.unsafe_fix(changes, f"{description} (unsafe: {unsafe[0]})", likely)
+            return self.unsafe_fix(changes, f"{description} (unsafe: {'; '.join(unsafe)})", likely)
         needs = [n for acc in accs for n in acc.needs]
         if needs:
             why = next(acc.unobserved for acc in accs if acc.unobserved)

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
+from click.testing import CliRunner
+
 from syncfix import check_code, fix_code
+from syncfix.cli import cli
 
 from ..support import HEAD, fix_body
 
@@ -75,3 +80,42 @@ def test_read_backs_are_written_once_per_block_and_not_reported_again():
         writer = Writer()
         results.append((load(code, "train")(m, data, opt, writer, 3), writer.calls))
     assert results[0] == results[1] and type(results[1][0]) is float
+
+
+EVALUATE = '''
+import torch
+
+
+def evaluate(model, val_loader, criterion):
+    total = 0.0
+    for x, y in val_loader:
+        loss = criterion(model(x), y)
+        total += loss.item()
+    return total
+'''
+
+
+def test_a_likely_summand_on_an_unnamed_device_states_both_facts():
+    (finding,) = check_code(EVALUATE, select=["SFX302"], unsafe_fixes=True)
+    assert finding.fix is not None and finding.fix.applicability == "unsafe"
+    why = finding.fix.description
+    assert "likely a one-element tensor" in why and "MPS has no float64" in why
+
+
+def test_a_module_that_mentions_mps_gets_no_float64_accumulator():
+    src = EVALUATE.replace('\ndef evaluate', '\n# accelerator: "cuda", "mps" or "cpu"\ndef evaluate')
+    (finding,) = check_code(src, select=["SFX302"], unsafe_fixes=True)
+    assert finding.fix is None
+    assert "mentions MPS" in finding.message
+
+
+def test_declared_devices_bring_the_float64_accumulator_back(tmp_path):
+    src = EVALUATE.replace('\ndef evaluate', '\n# accelerator: "cuda", "mps" or "cpu"\ndef evaluate')
+    (tmp_path / "pyproject.toml").write_text('[tool.syncfix.torch]\ndevices = ["cuda", "cpu"]\n')
+    (tmp_path / "train.py").write_text(src)
+    out = CliRunner().invoke(
+        cli, ["check", "--no-cache", "--unsafe-fixes", "--select", "SFX302", "-o", "json", "--exit-zero", str(tmp_path)]
+    )
+    (finding,) = json.loads(out.output)
+    assert finding["fix"]["applicability"] == "unsafe"
+    assert "MPS" not in finding["fix"]["message"]
