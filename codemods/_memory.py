@@ -107,7 +107,12 @@ def source_may_change(
         elif _derived_from(a, source):
             # a view or a new tensor from a tensor (``torch.tensor(ids).reshape(1, -1)[None]``):
             # at most the receiver's memory
-            source = source.func.value if isinstance(source, cst.Call) else source.value  # type: ignore[union-attr]
+            if isinstance(source, cst.Call):
+                assert isinstance(source.func, cst.Attribute)
+                source = source.func.value
+            else:
+                assert isinstance(source, cst.Subscript)
+                source = source.value
         else:
             break
     walrus = isinstance(source, cst.NamedExpr) and isinstance(source.target, cst.Name)

@@ -84,9 +84,8 @@ class Repetition:
         else:
             # a method runs through ``obj.name(...)``, any other function through ``name(...)``:
             # ``model.train()`` in the loop does not run the script's own ``def train()``
-            method = isinstance(self.analysis.parent(fn), cst.IndentedBlock) and isinstance(
-                self.analysis.parent(self.analysis.parent(fn)), cst.ClassDef
-            )
+            block = self.analysis.parent(fn)
+            method = isinstance(block, cst.IndentedBlock) and isinstance(self.analysis.parent(block), cst.ClassDef)
             result = any(
                 self.repeats(call)
                 for call in self.analysis.calls_named(name)
