@@ -275,8 +275,18 @@ def syncs_on_gpu(a: ModuleAnalysis, test: cst.BaseExpression) -> bool:
     return bool(a.host_read_syncs(test, truth=True))
 
 
-#: Said of a finding on a tensor whose device syncfix cannot name (reported where code repeats).
-UNPLACED = "; that is, every step if the tensor is on a GPU: syncfix cannot tell which device it is on"
+def unplaced_message(a: ModuleAnalysis, node: cst.CSTNode) -> str:
+    """Said of a finding on a tensor whose device syncfix cannot name (reported where code
+    repeats): how often it syncs, if the tensor is on a GPU. Under an ``if`` of its loop or
+    function (``if step % log_every == 0:``), not every step."""
+    conditional = False
+    for anc in a.ancestors(node):
+        if isinstance(anc, (cst.For, cst.While, cst.FunctionDef)):
+            break
+        if isinstance(anc, cst.If):
+            conditional = True
+    often = "each time its `if` lets it run" if conditional else "every step"
+    return f"; that is, {often}, if the tensor is on a GPU: syncfix cannot tell which device it is on"
 
 
 def unplaced_tensor(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:

@@ -6,7 +6,7 @@ import libcst as cst
 
 from syncfix.rules import Fix, Invalid, Rule
 
-from ._support import UNPLACED, as_tensor_condition, syncs_on_gpu, unplaced_reads
+from ._support import as_tensor_condition, syncs_on_gpu, unplaced_message, unplaced_reads
 
 
 class AssertOnGpuValue(Rule):
@@ -93,7 +93,7 @@ class AssertOnGpuValue(Rule):
             text = self._call(node, cond.code if cond else None, a.module.code_for_node(msg) if msg else None)
             if text is not None and cond is not None and cond.exact and cond.zero_dim:
                 fix = self._fix(node, cst.Expr(cst.parse_expression(text)))
-        self.report(node, self.MESSAGE + (UNPLACED if unplaced else ""), fix=fix)
+        self.report(node, self.MESSAGE + (unplaced_message(self.analysis, node) if unplaced else ""), fix=fix)
 
     def visit_If(self, node: cst.If) -> None:
         a = self.analysis
@@ -124,7 +124,7 @@ class AssertOnGpuValue(Rule):
             if text is not None and cond is not None and cond.exact and cond.zero_dim:
                 stmt = cst.parse_statement(text + "\n").with_changes(leading_lines=node.leading_lines)
                 fix = self._fix(node, stmt)
-        self.report(node, self.MESSAGE + (UNPLACED if unplaced else ""), fix=fix)
+        self.report(node, self.MESSAGE + (unplaced_message(self.analysis, node) if unplaced else ""), fix=fix)
 
     def _call(self, node: cst.CSTNode, cond: str | None, msg: str | None) -> str | None:
         torch = self.analysis.torch_alias_at(node)

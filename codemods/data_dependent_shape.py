@@ -7,7 +7,7 @@ import libcst as cst
 from syncfix.analysis import Device, ModuleAnalysis, keyword, positional, root_name
 from syncfix.rules import Fix, Invalid, Rule
 
-from ._support import UNPLACED, append_kwarg, code, method_call_on, unplaced_tensor
+from ._support import append_kwarg, code, method_call_on, unplaced_message, unplaced_tensor
 
 _MAYBE_CUDA = (Device.CUDA, Device.CUDA_OR_CPU)
 # Indexes that are never boolean masks (checked before any fact is asked).
@@ -140,7 +140,7 @@ class DataDependentShape(Rule):
             if not a.is_tensor(repeats):
                 return  # an int number of repeats: no sync
             fix = None if unplaced else self._output_size_fix(node, repeats)
-        self.report(node, f"{self.MESSAGE}: `{op}`; {_ADVICE[op]}" + (UNPLACED if unplaced else ""), fix=fix)
+        self.report(node, f"{self.MESSAGE}: `{op}`; {_ADVICE[op]}" + (unplaced_message(self.analysis, node) if unplaced else ""), fix=fix)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         a = self.analysis
@@ -156,7 +156,7 @@ class DataDependentShape(Rule):
                 a.likely.dtype_of(m) == "torch.bool" and a.likely.value(m).device is not Device.CPU
                 for m in masks
             ) and unplaced_tensor(a, node.value):
-                self.report(node, f"{self.MESSAGE}: boolean-mask read" + UNPLACED)
+                self.report(node, f"{self.MESSAGE}: boolean-mask read" + unplaced_message(a, node))
             return
         for element in node.slice:
             index = element.slice

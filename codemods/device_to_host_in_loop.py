@@ -10,13 +10,13 @@ from syncfix.rules import Fix, Invalid, Rule
 
 from ._stacked_reads import stacked_read
 from ._support import (
-    UNPLACED,
     ReplaceNodes,
     int_like,
     measures_itself,
     method_call_on,
     per_element_read,
     runs_every_iteration,
+    unplaced_message,
     unplaced_tensor,
 )
 from ._totals import INTO_TENSOR_TOTAL, INTO_TENSOR_TOTAL_LIKELY, into_tensor_total
@@ -278,7 +278,7 @@ class DeviceToHostInLoop(Rule):
                 return
         where = "" if receiver.device is Device.CUDA else " (when the tensor is on CUDA)"
         if unplaced:
-            where = UNPLACED
+            where = unplaced_message(a, node)
         if self._collected(node):
             hint = (
                 "; no fix: the value is only collected here: `.to(\"cpu\", non_blocking=True)`, an "
@@ -314,7 +314,7 @@ class DeviceToHostInLoop(Rule):
             return
         if _accumulator_read_back(a, node, stmt):
             return  # SFX302's ``if total_acc is not None: total = total_acc.item()``, where shown
-        where = "" if receiver.device is Device.CUDA else (UNPLACED if not proven else " (when the tensor is on CUDA)")
+        where = "" if receiver.device is Device.CUDA else (unplaced_message(a, node) if not proven else " (when the tensor is on CUDA)")
         total = isinstance(stmt.body[0], cst.AugAssign)  # ``counts["raw"] += t.sum().item()``
         appended = _appended(a, node, stmt)
         loop = next((n for n in a.ancestors(node) if isinstance(n, (cst.For, cst.While))), None)

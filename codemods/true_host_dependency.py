@@ -7,7 +7,7 @@ import libcst as cst
 from syncfix.analysis import Kind, keyword, literal_number
 from syncfix.rules import Invalid, Rule
 
-from ._support import UNPLACED, assignments, syncs_on_gpu, unplaced_reads
+from ._support import assignments, syncs_on_gpu, unplaced_message, unplaced_reads
 
 _GRAD_SCALERS = {
     "torch.amp.GradScaler", "torch.cuda.amp.GradScaler", "torch.amp.grad_scaler.GradScaler",
@@ -129,7 +129,7 @@ class TrueHostDependency(Rule):
             if any(unplaced_reads(a, t) for t in tests):
                 # every step, on a tensor that is on a GPU unless the code runs on the CPU
                 fix = (self._hoisted_column(node.test) or self._one_read_of_many(node)) if len(tests) == 1 else None
-                self.report(node, self._message(node, suites) + UNPLACED, fix=fix)
+                self.report(node, self._message(node, suites) + unplaced_message(a, node), fix=fix)
             return
         if all(assignments(s) is not None for s in suites):
             return  # picks values only: SFX201
@@ -152,7 +152,7 @@ class TrueHostDependency(Rule):
             node,
             f"{self.MESSAGE}: a conditional expression picks its value by a tensor's value. Compute "
             "the choice on the device (`torch.where`), or read what it needs once, before the loop"
-            + UNPLACED,
+            + unplaced_message(a, node),
             fix=self._hoisted_column(node.test),
         )
 
@@ -255,7 +255,7 @@ class TrueHostDependency(Rule):
                 node,
                 f"{self.MESSAGE}: the loop's trip count depends on a GPU value, so every test "
                 "syncs. Test every N iterations, or run a fixed number of iterations and mask "
-                "finished work on the device" + ("" if proven else UNPLACED),
+                "finished work on the device" + ("" if proven else unplaced_message(a, node)),
             )
 
     def visit_Call(self, node: cst.Call) -> None:

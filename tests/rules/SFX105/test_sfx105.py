@@ -172,3 +172,15 @@ def test_a_read_another_rule_reports_is_not_reported_twice(owner):
     (alone,) = [f for f in check_code(src, select=["SFX105"]) if f.code == "SFX105"]
     assert alone.fix is None
     assert (alone.line, alone.column) in {(f.line, f.column) for f in both if f.code == owner}
+
+
+def test_a_read_under_an_if_is_not_said_to_sync_every_step():
+    src = (
+        "import torch\n\ndef train(model, loader, opt, log_every):\n"
+        "    for step, x in enumerate(loader):\n        loss = model(x)\n        loss.backward()\n"
+        "        opt.step()\n        v = loss.item()\n"
+        "        if step % log_every == 0:\n            w = loss.item()\n            print(v, w)\n"
+    )
+    every, sometimes = sorted(check_code(src, select=["SFX105"]), key=lambda f: f.line)
+    assert "every step, if the tensor is on a GPU" in every.message
+    assert "each time its `if` lets it run" in sometimes.message and "every step" not in sometimes.message
