@@ -210,8 +210,10 @@ class BlockingHostToDevice(Rule):
         receiver = a.value(func.value)
         if receiver.kind is Kind.MODULE:
             return
-        if not receiver.is_tensor and _result_dropped(a, node):
-            return  # ``block.to(device)`` as a statement places a module in place (on a tensor it would do nothing)
+        if not receiver.is_tensor and _result_dropped(a, node) and not a.is_likely_batch_item(func.value):
+            # ``block.to(device)`` as a statement places a module in place (a batch object's own
+            # ``.to``, PyG's ``Data`` or a tokenizer's ``BatchEncoding``, moves its tensors in place)
+            return
         if receiver.is_tensor and receiver.device is Device.CUDA:
             return  # a copy between GPUs: the host does not wait for it
         if _no_elements(a, func.value):
@@ -240,7 +242,11 @@ class BlockingHostToDevice(Rule):
         else:
             # ``.cuda()`` is all but always a tensor's; ``.to(...)`` is as often a module's
             if receiver.kind is Kind.UNKNOWN and method == "cuda" and a.is_hot(node):
-                why = self.MESSAGE + " (receiver not provably a tensor: no fix)"
+                why = (
+                    "Possibly blocking host-to-device copy: if the receiver is a CPU tensor, the CPU "
+                    "waits for all queued GPU work (a GPU tensor's `.cuda()` copies nothing; "
+                    "receiver not provably a tensor: no fix)"
+                )
                 fix = None
                 if self._may_observe(node):
                     fix = self.observed_fix(

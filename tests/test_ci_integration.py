@@ -22,7 +22,7 @@ from syncfix.noqa import add_noqa
 REPO = Path(__file__).resolve().parent.parent
 SAFE = "import torch\nfor step in range(3):\n    x = torch.ones(3).cuda()\n"
 UNSAFE = "import torch\ndef forward(x: torch.Tensor):\n    return x.cuda()\n"
-NO_FIX = "import torch\nfor b in loader:\n    b.state.cuda()\n"  # not provably a tensor: no fix
+NO_FIX = "import torch\nfor b in loader:\n    s = b.state.cuda()\n"  # not provably a tensor: no fix
 FIXED = 'import torch\nfor step in range(3):\n    x = torch.ones(3).to("cuda", non_blocking=True)\n'
 
 
@@ -196,7 +196,7 @@ def test_add_noqa_suppresses_every_finding(workdir):
         "def f(x: torch.Tensor):\n"
         "    return x.cuda()  # a note\n"
         "for b in loader:\n"
-        "    b.cuda()\n"
+        "    y = b.cuda()\n"
     )
     (workdir / "m.py").write_text(source, encoding="utf-8")
     r = _invoke("check", "m.py", "--add-noqa")
@@ -207,7 +207,7 @@ def test_add_noqa_suppresses_every_finding(workdir):
         "def f(x: torch.Tensor):\n"
         "    return x.cuda()  # a note  # noqa: SFX101\n"
         "for b in loader:\n"
-        "    b.cuda()  # noqa: SFX101\n"
+        "    y = b.cuda()  # noqa: SFX101\n"
     )
     assert _invoke("check", "m.py").exit_code == 0
     r = _invoke("check", "m.py", "--add-noqa")  # nothing left: nothing added

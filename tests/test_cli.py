@@ -394,12 +394,14 @@ def test_multi_line_fix_shows_a_minimal_hunk(project):
 
 def test_messages_say_why_there_is_no_fix(project):
     project("u.py", UNSAFE)
-    project("n.py", "import torch\nfor b in loader:\n    b.state.cuda()\n")
+    project("n.py", "import torch\nfor b in loader:\n    s = b.state.cuda()\n")
     out = run("check", "u.py", "n.py", "-o", "concise").stdout
     unsafe_line = next(x for x in out.splitlines() if x.startswith("u.py"))
     assert "the fix is unsafe: review it and pass --unsafe-fixes" in unsafe_line
     none_line = next(x for x in out.splitlines() if x.startswith("n.py"))
     assert "receiver not provably a tensor: no fix" in none_line
+    # a GPU tensor's `.cuda()` copies nothing: the copy is only possibly blocking
+    assert "Possibly blocking host-to-device copy: if the receiver is a CPU tensor" in none_line
     assert "to get a fix, annotate it as `torch.Tensor`" in none_line
     # with --unsafe-fixes the unsafe fix is available: no excuse is given
     out = run("check", "u.py", "-o", "concise", "--unsafe-fixes").stdout

@@ -29,7 +29,7 @@ from syncfix.reporting import FORMATS, ReportContext
 
 SAFE = "import torch\nx = torch.ones(3).cuda()\n"
 UNSAFE = "import torch\ndef f(x: torch.Tensor):\n    return x.cuda()\n"
-NO_FIX = "import torch\nfor b in loader:\n    b.state.cuda()\n"  # not provably a tensor: no fix
+NO_FIX = "import torch\nfor b in loader:\n    s = b.state.cuda()\n"  # not provably a tensor: no fix
 # Two code points that are 2 and 4 UTF-8 bytes long before the finding on the same line.
 NON_ASCII = 'import torch\ns = "é😀"; y = torch.ones(2).cuda()\n'
 ALL_KINDS = SAFE + UNSAFE.split("\n", 1)[1] + NO_FIX.split("\n", 1)[1]
