@@ -18,6 +18,7 @@ import libcst as cst
 
 from syncfix.analysis import (
     METHOD_MAYBE_SELF,
+    METHODS_TAKING_MEMORY,
     Device,
     Kind,
     ModuleAnalysis,
@@ -63,7 +64,8 @@ def copies_without_waiting(a: ModuleAnalysis, call: cst.Call) -> bool:
 
 def _derived_from(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
     """Is ``expr`` an index of a tensor or a tensor method's result, whose memory is the
-    tensor's (a view, an in-place method) or new (but ``set_``, which the caller handles)?"""
+    tensor's (a view, an in-place method) or new (but ``METHODS_TAKING_MEMORY``, which the
+    caller handles)?"""
     if isinstance(expr, cst.Subscript):
         return a.value(expr.value).is_tensor
     return (
@@ -102,8 +104,13 @@ def source_may_change(
             if base is None:
                 return False  # a torch op's result owns new storage: nothing else can reach it
             source = base  # a view (torch.narrow(buf, ...)), ``out=``: the base is what matters
-        elif isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute) and source.func.attr.value == "set_":
-            return True  # ``t.set_(buf)`` takes on another tensor's memory: whatever writes it
+        elif (
+            isinstance(source, cst.Call)
+            and isinstance(source.func, cst.Attribute)
+            and source.func.attr.value in METHODS_TAKING_MEMORY
+            and source.args
+        ):
+            return True  # ``t.set_(buf)``, ``t.new(buf)``: another tensor's memory, whatever writes it
         elif _derived_from(a, source):
             # a view or a new tensor from a tensor (``torch.tensor(ids).reshape(1, -1)[None]``):
             # at most the receiver's memory

@@ -35,6 +35,7 @@ from .torch_api import (
     LIKELY_TENSOR_METHODS,
     METHOD_MAYBE_SELF,
     METHOD_NON_TENSOR,
+    METHODS_TAKING_MEMORY,
     NDARRAY_COPYING_METHODS,
     NON_TENSOR_NAMESPACES,
     NUMPY_ALLOCATING,
@@ -225,7 +226,30 @@ def _binding_value(a: ModuleAnalysis, asg: Assignment) -> Value:
     value = _assignment_value(a, asg)
     if value.kind is Kind.LOADER and value.fresh and loaders.reconfigured(a, asg):
         return replace(value, memory=Memory.UNKNOWN, fresh=False)
+    if value.kind is Kind.TENSOR and _storage_replaced(a, asg):
+        return Value(Kind.TENSOR)  # ``t.set_(buf)``, ``t.data = buf``: whatever memory it was given
     return value
+
+
+def _storage_replaced(a: ModuleAnalysis, asg: Assignment) -> bool:
+    """Does the binding's scope give its name other memory in place: ``name.set_(...)``, or a
+    store to ``name.data``?"""
+    code = a.code
+    if ".set_(" not in code and ".data" not in code:
+        return False  # most modules: no walk
+    scope = getattr(asg.scope, "node", None)
+    if not isinstance(scope, cst.CSTNode):
+        return False
+    name = asg.name
+    for call in a.structure.within(scope, cst.Call):
+        func = call.func  # type: ignore[attr-defined]
+        if isinstance(func, cst.Attribute) and func.attr.value == "set_" and isinstance(func.value, cst.Name) and func.value.value == name:
+            return True
+    for target in a.structure.within(scope, cst.AssignTarget):
+        t = target.target  # type: ignore[attr-defined]
+        if isinstance(t, cst.Attribute) and t.attr.value == "data" and isinstance(t.value, cst.Name) and t.value.value == name:
+            return True
+    return False
 
 
 def _global_set_elsewhere(a: ModuleAnalysis, name: str) -> bool:
@@ -646,8 +670,8 @@ def _method_value(a: ModuleAnalysis, receiver: Value, method: str, call: cst.Cal
         device = a.device_of(dev.value) if dev is not None else receiver.device
         origin = origin_code(a, dev.value) if dev is not None else receiver.origin
         return Value(Kind.TENSOR, device, Memory.PAGEABLE, True, origin=origin)
-    if method == "set_":
-        return Value(Kind.TENSOR)  # ``t.set_(buf)`` takes on the memory (and device) it is given
+    if method in METHODS_TAKING_MEMORY and call.args:
+        return Value(Kind.TENSOR)  # the memory (and device) it is given
     if method in METHOD_MAYBE_SELF or is_inplace_method(method):
         return Value(Kind.TENSOR, receiver.device, receiver.memory, receiver.fresh, None, receiver.origin)
     memory = Memory.PAGEABLE if receiver.device is Device.CPU else Memory.UNKNOWN

@@ -149,10 +149,28 @@ def is_none(arg: cst.Arg | None) -> bool:
     return arg is not None and isinstance(arg.value, cst.Name) and arg.value.value == "None"
 
 
+# Where ``torch.nn.functional`` functions take ``inplace`` by position (``F.relu(x, True)``).
+INPLACE_POSITION = {
+    "relu": 1, "relu6": 1, "selu": 1, "silu": 1, "mish": 1, "hardswish": 1, "hardsigmoid": 1,
+    "elu": 2, "celu": 2, "leaky_relu": 2, "threshold": 3, "hardtanh": 3, "rrelu": 4,
+    "dropout": 3, "dropout1d": 3, "dropout2d": 3, "dropout3d": 3, "alpha_dropout": 3,
+    "feature_alpha_dropout": 3,
+}
+
+
 def in_place_keyword(call: cst.Call) -> bool:
-    """Is ``inplace=`` given, and not a literal ``False`` (``F.relu(x, inplace=True)``)?"""
+    """Is ``inplace`` given, by name or (for a function named as in :data:`INPLACE_POSITION`)
+    by position, and not a literal ``False`` (``F.relu(x, inplace=True)``, ``F.relu(x, True)``)?"""
     arg = keyword(call, "inplace")
-    return arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value == "False")
+    if arg is None:
+        func = call.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        at = INPLACE_POSITION.get(name)
+        args = positional(call)
+        if at is None or len(args) <= at:
+            return any(a.star for a in call.args) and at is not None  # ``F.relu(*args)``: may be
+        arg = args[at]
+    return not (isinstance(arg.value, cst.Name) and arg.value.value == "False")
 
 def only_dtype_args(call: cst.Call) -> bool:
     return all(a.keyword is not None and a.keyword.value == "dtype" for a in call.args)

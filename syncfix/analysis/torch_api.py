@@ -56,6 +56,8 @@ TORCH_VIEWS = {
     "from_dlpack", "frombuffer", "dropout", "alpha_dropout", "feature_alpha_dropout",
     "dropout1d", "dropout2d", "dropout3d", "conj_physical", "einsum", "meshgrid",
     "broadcast_tensors",
+    # ``torch.nn.Parameter(x)``, ``torch.nn.Buffer(x)``: the same memory as ``x``
+    "Parameter", "Buffer",
 }
 # The keyword a factory takes its device from.
 CREATION_DEVICE_ARG = "device"
@@ -97,7 +99,6 @@ METHOD_NON_TENSOR = {
     "chunk": OTHER, "tensor_split": OTHER, "data_ptr_": NUMBER, "apply_": OTHER,
     "cpu_": OTHER, "record_stream": OTHER, "is_inference": NUMBER, "is_signed": NUMBER,
     "is_same_size": NUMBER, "is_conj": NUMBER, "is_neg": NUMBER, "is_coalesced": NUMBER,
-    "has_names": NUMBER,
 }
 # Tensor attributes that are not tensors.
 TENSOR_ATTR_NON_TENSOR = {
@@ -129,8 +130,12 @@ METHOD_MAYBE_SELF = {
     "coalesce", "share_memory_", "resolve_conj", "resolve_neg",
     "moveaxis", "swapdims", "broadcast_to", "conj", "conj_physical", "adjoint", "positive",
     "split", "unbind", "chunk", "tensor_split", "hsplit", "vsplit", "dsplit", "to_dense",
-    "sum_to_size", "as_subclass", "new", "values", "indices",
+    "sum_to_size", "as_subclass", "new", "values", "indices", "split_with_sizes",
+    "unsafe_split", "unsafe_chunk", "unsafe_split_with_sizes", "dequantize",
 }
+# Tensor methods whose result, given arguments, is another tensor's memory: ``t.set_(buf)``
+# takes ``buf``'s storage, ``t.new(buf)`` returns ``buf`` itself.
+METHODS_TAKING_MEMORY = {"set_", "new"}
 # In-place methods besides the ``name_`` convention (see is_inplace_method).
 IN_PLACE_EXTRA = {"set_", "resize_", "resize_as_", "copy_", "zero_", "fill_", "share_memory_"}
 
