@@ -12,6 +12,7 @@ the code does not construct is a fresh CPU tensor (:func:`is_likely_batch_item`)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -425,20 +426,58 @@ def _yields_batches(a: ModuleAnalysis, iterable: cst.BaseExpression, path: list[
     if isinstance(iterable, (cst.Name, cst.Attribute)) and a.value(iterable).kind in (Kind.UNKNOWN, Kind.BOTTOM):
         # a loader (or iterator) the code does not construct, or a batch item itself; named as
         # one: a list of model outputs, features or call arguments is no loader's
+        if isinstance(iterable, cst.Name):
+            bound = _bound_once(a, iterable)
+            if bound is not None:
+                return _yields_batches(a, bound, path)  # ``loop = tqdm(loader)``
         name = iterable.value if isinstance(iterable, cst.Name) else iterable.attr.value
         return _loader_like(name) or is_likely_batch_item(a, iterable)
     return False
 
 
-# Parts of the names loaders, datasets, their progress bars and batches go by.
-_LOADER_WORDS = ("load", "data", "batch", "iter", "pbar", "prefetch", "sampler", "stream", "feed", "queue")
-_LOADER_TOKENS = frozenset({"dl", "ds", "it", "bar", "gen", "generator", "set", "trainset", "testset", "valset"})
+def _bound_once(a: ModuleAnalysis, name: cst.Name) -> cst.BaseExpression | None:
+    """The call a name is bound to by its one binding (``loop = tqdm(loader)``, ``with
+    tqdm(loader) as bar:``), or None."""
+    bindings = a.bindings(name)
+    if len(bindings) != 1:
+        return None
+    (asg,) = bindings
+    node = getattr(asg, "node", None)
+    parent = a.parent(node) if isinstance(node, cst.Name) else None
+    if isinstance(parent, cst.AssignTarget):
+        assign = a.parent(parent)
+        value = assign.value if isinstance(assign, cst.Assign) and len(assign.targets) == 1 else None
+    elif isinstance(parent, cst.AsName) and isinstance(a.parent(parent), cst.WithItem):
+        value = a.parent(parent).item  # type: ignore[union-attr]
+    else:
+        value = None
+    return value if isinstance(value, cst.Call) else None
+
+
+# Parts of the names loaders, datasets, their progress bars and batches go by, and of names that
+# say the items are something else (model outputs, features, parameters...).
+_LOADER_WORDS = ("loader", "data", "batch", "pbar", "prefetch", "sampler")
+_LOADER_TOKENS = frozenset({
+    "dl", "dls", "ds", "it", "iter", "iterator", "bar", "tbar", "gen", "generator", "set", "trainset",
+    "testset", "valset", "train", "val", "valid", "test", "eval", "epoch", "tepoch",
+})
+_NOT_LOADER_TOKENS = frozenset({
+    "out", "outs", "output", "outputs", "pred", "preds", "prediction", "predictions", "result",
+    "results", "gpu", "cuda", "feat", "feats", "feature", "features", "logit", "logits", "grad",
+    "grads", "param", "params", "weight", "weights", "module", "modules", "layer", "layers",
+    "model", "models", "hidden", "cache", "args", "kwargs",
+})
+_NAME_PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 
 
 def _loader_like(name: str) -> bool:
-    """Does ``name`` read as a loader's (``train_loader``, ``self.data``, ``pbar``, ``dl``)?"""
+    """Does ``name`` read as a loader's (``train_loader``, ``self.data``, ``pbar``, ``trainDL``)
+    and not as model outputs' (``batch_outputs``, ``gpu_data``)?"""
+    parts = {p.lower() for p in _NAME_PARTS.findall(name)}
+    if parts & _NOT_LOADER_TOKENS:
+        return False
     lowered = name.lower()
-    return any(w in lowered for w in _LOADER_WORDS) or bool(_LOADER_TOKENS.intersection(lowered.split("_")))
+    return any(w in lowered for w in _LOADER_WORDS) or bool(parts & _LOADER_TOKENS)
 
 
 def string_device(expr: cst.BaseExpression) -> Value:
