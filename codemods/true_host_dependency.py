@@ -11,7 +11,7 @@ from ._support import assignments, syncs_on_gpu, unplaced_message, unplaced_read
 
 _GRAD_SCALERS = {
     "torch.amp.GradScaler", "torch.cuda.amp.GradScaler", "torch.amp.grad_scaler.GradScaler",
-    "torch.cuda.amp.grad_scaler.GradScaler",
+    "torch.cuda.amp.grad_scaler.GradScaler", "torch.GradScaler", "torch.cpu.amp.GradScaler",
 }
 _FUSABLE = {"Adam", "AdamW", "SGD", "Adagrad"}
 _ORDERINGS = (cst.Equal, cst.NotEqual, cst.LessThan, cst.GreaterThan, cst.LessThanEqual, cst.GreaterThanEqual)
@@ -360,8 +360,9 @@ def _scaler_enabled(a, name: cst.Name) -> bool | str:
     """Whether the GradScaler bound to ``name`` is enabled: True, False, or the source text of an
     ``enabled`` argument syncfix cannot evaluate."""
     call = _constructor(a, name)
-    # ``enabled`` follows four (torch.cuda.amp) or five (torch.amp: ``device`` first) positionals
-    at = 4 if (a.callee(call) or "").startswith("torch.cuda.") else 5
+    # ``enabled`` follows four (torch.cuda.amp, torch.cpu.amp) or five (torch.amp: ``device``
+    # first) positionals
+    at = 4 if (a.callee(call) or "").startswith(("torch.cuda.", "torch.cpu.")) else 5
     args = list(call.args) if call is not None else []
     arg = keyword(call, "enabled") if call is not None else None
     if arg is None and len(args) > at and args[at].keyword is None and not args[at].star:

@@ -84,8 +84,9 @@ class Repetition:
         else:
             # a method runs through ``obj.name(...)``, any other function through ``name(...)``:
             # ``model.train()`` in the loop does not run the script's own ``def train()``
-            block = self.analysis.parent(fn)
-            method = isinstance(block, cst.IndentedBlock) and isinstance(self.analysis.parent(block), cst.ClassDef)
+            # the nearest enclosing def or class (through ``if``/``try`` in a class body)
+            owner = next((n for n in self.analysis.ancestors(fn) if isinstance(n, (cst.FunctionDef, cst.ClassDef))), None)
+            method = isinstance(owner, cst.ClassDef)
             result = any(
                 self.repeats(call)
                 for call in self.analysis.calls_named(name)

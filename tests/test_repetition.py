@@ -92,8 +92,13 @@ def test_a_method_call_of_the_same_name_does_not_run_a_function():
         def fit(self, loader):
             for x in loader:
                 self.warmup()
+                self.cooldown()
+
+        if torch.cuda.is_available():
+            def cooldown(self):
+                self.model(torch.ones(1, 3).cuda())
     """
-    assert codes(src) == [("SFX101", 11)]
+    assert codes(src) == [("SFX101", 11), ("SFX101", 20)]
 
 
 def test_test_files_are_quiet_even_in_loops():

@@ -171,6 +171,8 @@ def train(model, loader, opt, args):
     ("ctor", "says"),
     [
         ('torch.amp.GradScaler("cuda")', ""),
+        ('torch.GradScaler("cuda")', ""),
+        ("torch.cpu.amp.GradScaler(2.0**16, 2.0, 0.5, 2000, args.fp16)", "`enabled=args.fp16`"),
         ('torch.amp.GradScaler("cuda", enabled=True)', ""),
         ("torch.cuda.amp.GradScaler(enabled=args.dtype == 'float16')", "`enabled=args.dtype == 'float16'`"),
         ('torch.amp.GradScaler("cuda", 2.0**16, 2.0, 0.5, 2000, args.fp16)', "`enabled=args.fp16`"),
