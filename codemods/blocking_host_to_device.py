@@ -290,11 +290,13 @@ class BlockingHostToDevice(Rule):
             )
             return
         fix = self._fix(node, receiver, source, target)
+        # to a device syncfix cannot name, the copy waits only if it is a GPU's
+        headline = _MAYBE_GPU if target is Device.UNKNOWN else self.MESSAGE
         if fix is None:
             why = _STREAMS if a.uses_streams else _WRITTEN
-            self.report(node, f"{self.MESSAGE} ({why}: no fix)")
+            self.report(node, f"{headline} ({why}: no fix)")
         else:
-            self.report(node, fix=fix)
+            self.report(node, headline, fix=fix)
 
     def _may_observe(self, node: cst.Call) -> bool:
         """Could facts seen on a run make this copy non-blocking? Not where no run can tell:
@@ -381,6 +383,10 @@ class Source(enum.Enum):
     LIKELY_BATCH = "an item of a batch from a loader the code does not construct"
 
 
+_MAYBE_GPU = (
+    "Blocking host-to-device copy if the device is a GPU's (syncfix cannot name it): the CPU "
+    "waits for all queued GPU work"
+)
 _UNKNOWN_DEVICE = (
     "Possibly blocking copy: syncfix can prove neither that the device is CUDA nor that the "
     "tensor is on the CPU (no fix: name the device, e.g. `torch.device(\"cuda\", rank)`, or "

@@ -92,3 +92,13 @@ def test_copy_between_gpus_is_not_reported():
     assert [f.code for f in check_code(src, select=["SFX101"])] == []
     on_the_cpu = src.replace(', device="cuda:1"', "")  # the same copies from the host are reported
     assert [f.code for f in check_code(on_the_cpu, select=["SFX101"])] == ["SFX101", "SFX101"]
+
+
+def test_a_copy_to_an_unnamed_device_is_said_to_wait_only_on_a_gpu():
+    src = (
+        "import torch\n\ndef step(A, n: int, device):\n    for _ in range(n):\n"
+        "        eye = torch.eye(n).to(device)\n        cuda = torch.eye(n).to('cuda')\n        A = A @ eye @ cuda\n"
+    )
+    unnamed, named = sorted(check_code(src, select=["SFX101"], unsafe_fixes=True), key=lambda f: f.line)
+    assert unnamed.message.startswith("Blocking host-to-device copy if the device is a GPU's")
+    assert named.message.startswith("Blocking host-to-device copy: the CPU waits")
