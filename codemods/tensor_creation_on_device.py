@@ -38,8 +38,10 @@ class TensorCreationOnDevice(Rule):
     PyTorch builds the tensor on the CPU and then moves it with a *blocking* copy
     (`internal_new_from_data`, pytorch#120996, still open in 2.11): the CPU waits for every kernel
     already queued on the stream. Measured: 1 sync per call (docs/semantics.md#copies-between-host-and-device).
-    `torch.zeros/ones/full(..., device=cuda)` fill on the device and never sync; they are not
-    flagged. `torch.as_tensor(cuda_tensor, device="cuda")` copies nothing and is not flagged.
+    `torch.zeros/ones(..., device=cuda)` and `torch.full(..., number, device=cuda)` fill on the
+    device and never sync; they are not flagged. (A *tensor* fill value, `torch.full(shape,
+    t, ...)`, is read on the host first: a sync when `t` is on a GPU, which this rule does not
+    report.) `torch.as_tensor(cuda_tensor, device="cuda")` copies nothing and is not flagged.
 
     ## Example
     ```python
