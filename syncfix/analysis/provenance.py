@@ -232,24 +232,25 @@ def _binding_value(a: ModuleAnalysis, asg: Assignment) -> Value:
 
 
 def _storage_replaced(a: ModuleAnalysis, asg: Assignment) -> bool:
-    """Does the binding's scope give its name other memory in place: ``name.set_(...)``, or a
-    store to ``name.data``?"""
+    """Does the module give the binding's name other memory in place: ``name.set_(...)``, or a
+    store to ``name.data``? (By name, in any scope: a claim less, never one more.)"""
+    return asg.name in a.solver.get("storage-swapped", a.module, lambda _: _storage_swapped(a), frozenset(), frozenset())
+
+
+def _storage_swapped(a: ModuleAnalysis) -> frozenset[str]:
     code = a.code
     if ".set_(" not in code and ".data" not in code:
-        return False  # most modules: no walk
-    scope = getattr(asg.scope, "node", None)
-    if not isinstance(scope, cst.CSTNode):
-        return False
-    name = asg.name
-    for call in a.structure.within(scope, cst.Call):
+        return frozenset()  # most modules: no walk
+    names: set[str] = set()
+    for call in a.structure.of_type(cst.Call):
         func = call.func  # type: ignore[attr-defined]
-        if isinstance(func, cst.Attribute) and func.attr.value == "set_" and isinstance(func.value, cst.Name) and func.value.value == name:
-            return True
-    for target in a.structure.within(scope, cst.AssignTarget):
+        if isinstance(func, cst.Attribute) and func.attr.value == "set_" and isinstance(func.value, cst.Name):
+            names.add(func.value.value)
+    for target in a.structure.of_type(cst.AssignTarget):
         t = target.target  # type: ignore[attr-defined]
-        if isinstance(t, cst.Attribute) and t.attr.value == "data" and isinstance(t.value, cst.Name) and t.value.value == name:
-            return True
-    return False
+        if isinstance(t, cst.Attribute) and t.attr.value == "data" and isinstance(t.value, cst.Name):
+            names.add(t.value.value)
+    return frozenset(names)
 
 
 def _global_set_elsewhere(a: ModuleAnalysis, name: str) -> bool:
