@@ -203,3 +203,27 @@ def test_copies_of_no_elements_do_not_sync():
     syncs = [w for w in caught if "synchroniz" in str(w.message).lower()]
     print(f"syncs of copies with no elements: {len(syncs)}")
     assert not syncs
+
+
+@pytest.mark.cuda
+def test_sfx101_view_of_a_tensor_built_from_a_list_that_grows():
+    # `torch.tensor(tokens)` copies the list; its view copied non-blocking cannot see the list
+    # grow (fixture fresh_temporary_views): same values, fewer syncs
+    check_fewer_syncs(
+        "SFX101",
+        """
+        import torch
+
+        def run(steps=8):
+            w = torch.randn(64, 64, device="cuda")
+            tokens = [1, 2, 3]
+            out = []
+            for _ in range(steps):
+                for _ in range(4):
+                    w = (w @ w).tanh()  # queued work the copy would wait for
+                ids = torch.tensor(tokens).reshape(1, -1)[:, -3:].cuda()
+                tokens += [len(tokens) % 64]
+                out.append(w[ids].sum(-1))
+            return out
+        """,
+    )
