@@ -428,8 +428,8 @@ def _yields_batches(a: ModuleAnalysis, iterable: cst.BaseExpression, path: list[
         # one: a list of model outputs, features or call arguments is no loader's
         if isinstance(iterable, cst.Name):
             bound = _bound_once(a, iterable)
-            if bound is not None:
-                return _yields_batches(a, bound, path)  # ``loop = tqdm(loader)``
+            if bound is not None and _yields_batches(a, bound, path):
+                return True  # ``loop = tqdm(loader)``
         name = iterable.value if isinstance(iterable, cst.Name) else iterable.attr.value
         return _loader_like(name) or is_likely_batch_item(a, iterable)
     return False
