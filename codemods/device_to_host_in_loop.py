@@ -223,8 +223,9 @@ class DeviceToHostInLoop(Rule):
     FIX = "sometimes"
     SAFETY = ("unsafe",)
     TRIGGERS = (".cpu(", ".tolist(", ".to(", ".item(")
-    # reads in a row (SFX301) and a value read only for a later log line (SFX401) are theirs
-    DEFERS_TO = ("SFX301", "SFX401")
+    # reads in a row (SFX301), a value read only for a later log line (SFX401) and values
+    # collected to be read after the loop (SFX404) are theirs
+    DEFERS_TO = ("SFX301", "SFX401", "SFX404")
     VALID = [
         # not in a loop
         "import torch\nx = torch.ones(3, device='cuda')\ny = x.cpu()\n",

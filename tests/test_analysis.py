@@ -490,3 +490,19 @@ def test_a_factory_given_keyword_arguments_by_dict_may_require_grad():
     a, module = analyse("import torch\n\n\ndef f(kw):\n    x = torch.ones(3, **kw)\n    y = torch.ones(3)\n")
     assert not a.is_grad_free(find(module, "torch.ones(3, **kw)", cst.Call))
     assert a.is_grad_free(find(module, "torch.ones(3)", cst.Call))
+
+
+@pytest.mark.parametrize(
+    ("imports", "alias"),
+    [
+        ("import torch\n", "torch"),
+        ("import torch.utils.data\n", "torch"),  # binds `torch` as well
+        ("import torch as th\n", "th"),
+        ("import torch.nn as nn\n", None),  # binds only `nn`
+        ("from torch import nn\n", None),
+    ],
+)
+def test_the_name_an_import_binds_torch_to(imports, alias):
+    a, module = analyse(imports + "x = 1\n")
+    assert a.torch_alias == alias
+    assert a.torch_alias_at(module.body[-1]) == alias

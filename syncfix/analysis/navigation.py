@@ -204,11 +204,20 @@ def torch_alias(a: ModuleAnalysis) -> str | None:
             for small in stmt.body:
                 if isinstance(small, cst.Import):
                     for alias in small.names:
-                        if dotted_name(alias.name) == "torch":
-                            if alias.asname is None:
-                                return "torch"
-                            if isinstance(alias.asname.name, cst.Name):
-                                return alias.asname.name.value
+                        name = _torch_binding(alias)
+                        if name is not None:
+                            return name
+    return None
+
+
+def _torch_binding(alias: cst.ImportAlias) -> str | None:
+    """The name an ``import`` alias binds to the ``torch`` module: ``torch`` for ``import torch``
+    and ``import torch.utils.data``, ``t`` for ``import torch as t``; None otherwise."""
+    dotted = dotted_name(alias.name)
+    if alias.asname is None:
+        return "torch" if dotted is not None and dotted.split(".", 1)[0] == "torch" else None
+    if dotted == "torch" and isinstance(alias.asname.name, cst.Name):
+        return alias.asname.name.value
     return None
 
 
@@ -224,11 +233,10 @@ def torch_alias_at(a: ModuleAnalysis, node: cst.CSTNode) -> str | None:
     for stmt in a.module.body:
         for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
             for alias in small.names if isinstance(small, cst.Import) else ():
-                if dotted_name(alias.name) != "torch":
+                bound_as = _torch_binding(alias)
+                if bound_as is None:
                     continue
-                name = alias.asname.name if alias.asname is not None else alias.name
-                if not isinstance(name, cst.Name):
-                    continue
+                name = cst.Name(bound_as)
                 bound = scope[name.value] if scope is not None else ()
                 # module-level bindings only: a function's own ``import torch.distributed``
                 # makes ``torch`` local to it, unbound before that line runs

@@ -32,6 +32,7 @@ from .torch_api import (
     CREATION_DEVICE_ARG,
     DATALOADER,
     DEFAULT_DEVICE_FACTORIES,
+    LEGACY_CONSTRUCTORS,
     LIKELY_TENSOR_METHODS,
     METHOD_MAYBE_SELF,
     METHOD_NON_TENSOR,
@@ -545,6 +546,12 @@ def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | N
         if data.is_tensor:
             return Value(Kind.TENSOR, data.device, data.memory, data.fresh, data.dtype)
         return Value(Kind.TENSOR)
+    if namespace == "torch." and short in LEGACY_CONSTRUCTORS and _legacy_copy(call):
+        # ``torch.Tensor([0, n])``: a new CPU tensor copied from the list (a tensor argument
+        # would be shared, a size would be uninitialised memory: neither is modelled)
+        device = Device.UNKNOWN if a.sets_default_device else Device.CPU
+        origin = '"cpu"' if device is Device.CPU else None
+        return Value(Kind.TENSOR, device, Memory.PAGEABLE, True, LEGACY_CONSTRUCTORS[short], origin)
     if short[:1].isupper():  # a class: nn layers are modules, anything else we do not model
         return Value(Kind.MODULE) if is_module_class(a, call.func) else UNKNOWN
     if namespace not in TENSOR_NAMESPACES or short.startswith("_") or short in TORCH_NON_TENSOR:
@@ -626,6 +633,17 @@ def torch_result_base(a: ModuleAnalysis, call: cst.Call) -> cst.BaseExpression |
     if args and shares_first_argument(short, in_place_keyword(call)):
         return args[0]
     return None
+
+
+def _legacy_copy(call: cst.Call) -> bool:
+    """One argument, a list or tuple display of numbers (``torch.Tensor([0, n])``)."""
+    if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+        return False
+    value = call.args[0].value
+    return isinstance(value, (cst.List, cst.Tuple)) and all(
+        isinstance(el, cst.Element) and not isinstance(el.value, (cst.List, cst.Tuple, cst.Call))
+        for el in value.elements
+    )
 
 
 def _display_arg(call: cst.Call) -> bool:

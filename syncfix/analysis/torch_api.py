@@ -69,6 +69,14 @@ DEFAULT_DEVICE_FACTORIES = {
     "arange", "linspace", "logspace", "zeros", "ones", "empty", "full", "rand", "randn",
     "randint", "randperm", "eye",
 }
+# Legacy constructors, ``torch.<name>(list)``: a new CPU tensor copied from the list, of this
+# dtype (None: the default dtype, which ``set_default_dtype`` may change).
+LEGACY_CONSTRUCTORS = {
+    "Tensor": None, "FloatTensor": "torch.float32", "DoubleTensor": "torch.float64",
+    "HalfTensor": "torch.float16", "BFloat16Tensor": "torch.bfloat16", "LongTensor": "torch.int64",
+    "IntTensor": "torch.int32", "ShortTensor": "torch.int16", "ByteTensor": "torch.uint8",
+    "CharTensor": "torch.int8", "BoolTensor": "torch.bool",
+}
 # torch.* factories whose result is int64 when no dtype is given.
 INT64_FACTORIES = {"torch.randint", "torch.randperm", "torch.argsort", "torch.argmax",
                     "torch.argmin", "torch.nonzero", "torch.searchsorted", "torch.bucketize"}

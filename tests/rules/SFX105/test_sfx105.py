@@ -159,6 +159,12 @@ DEFERRED = {
         "import torch\n\ndef step(a: torch.Tensor, b: torch.Tensor):\n    return a.item(), b.item()\n\n"
         "def run(loader):\n    for a, b in loader:\n        step(a, b)\n"
     ),
+    # a value collected in a list read after the loop: SFX404 reads them all at once there
+    "SFX404": (
+        "import torch\n\ndef evaluate(model, loader):\n    losses = []\n    for x, y in loader:\n"
+        "        loss = torch.nn.functional.cross_entropy(model(x), y)\n        losses.append(loss.item())\n"
+        "    return sum(losses) / len(losses)\n"
+    ),
 }
 
 
