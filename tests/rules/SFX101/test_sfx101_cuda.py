@@ -227,3 +227,25 @@ def test_sfx101_view_of_a_tensor_built_from_a_list_that_grows():
             return out
         """,
     )
+
+
+@pytest.mark.cuda
+def test_sfx101_legacy_constructor_of_a_list():
+    # `torch.Tensor([...])` copies the list into a new pageable CPU tensor (fixture
+    # legacy_constructors): same values, fewer syncs
+    check_fewer_syncs(
+        "SFX101",
+        """
+        import torch
+
+        def run(steps=6):
+            w = torch.linspace(-1, 1, 256 * 256, device="cuda").reshape(256, 256)
+            out = []
+            for i in range(steps):
+                for _ in range(4):
+                    w = (w @ w).tanh()  # queued work the copy would wait for
+                t = torch.Tensor([0, i]).cuda()
+                out.append(w[0, :2] * t)
+            return out
+        """,
+    )
