@@ -28,8 +28,8 @@ class SynchronizeInLoop(Rule):
     `meter.iter_tic()`, any `tic`/`toc` method, or `start`/`stop`/`lap`/`elapsed`... of an object
     named for a timer or stopwatch), in the same or the next statement, or after at most two log
     lines such as `print(...)` or `logger.info(...)`; a sync that ends an `if`/`elif`/`else`
-    branch is followed by what follows the `if`), one followed by the event's
-    `elapsed_time`, and one under an `if` that tests a timing switch (`if args.sync:`,
+    branch is followed by what follows the `if`), one followed by an event's `elapsed_time`
+    (whichever sync completes the event: the event's, its stream's or the device's), and one under an `if` that tests a timing switch (`if args.sync:`,
     `if self.benchmark:`, `if profile:`, `if cfg.timing:`: a name or attribute made of words
     such as `sync`, `benchmark`, `profile`, `timing`, `timer`). There the wait is the point.
 
@@ -179,7 +179,9 @@ class SynchronizeInLoop(Rule):
         targets: list[cst.CSTNode] = [small, *following]
         if any(a.is_clock_read(t) for t in targets):
             return True
-        return what.startswith("Event") and any("elapsed_time" in _code(t) for t in targets)
+        # an event's ``elapsed_time`` after any sync that completes the event (the event's own,
+        # its stream's, or the device's): reading it without the wait would raise
+        return any(".elapsed_time(" in _code(t) for t in targets)
 
     def _log_line(self, line: cst.SimpleStatementLine) -> bool:
         """Is ``line`` only log calls (``print(...)``, ``logger.info(...)``)? They queue no GPU

@@ -62,6 +62,16 @@ def test_event_synchronize_then_elapsed_time_is_timing():
     assert msg.startswith("Event.synchronize()") and "deliberate (timing)" in msg
 
 
+def test_device_synchronize_then_an_events_elapsed_time_is_timing():
+    # the device-wide wait completes the end event, which `elapsed_time` needs
+    body = (
+        "    end = torch.cuda.Event(enable_timing=True)\n    end.record()\n"
+        "    torch.cuda.synchronize()\n    total += start.elapsed_time(end) / 1000\n"
+    )
+    (msg,) = _messages(body, "SFX106")
+    assert msg.startswith("torch.cuda.synchronize()") and "deliberate (timing)" in msg
+
+
 def test_synchronize_under_a_timing_switch_is_deliberate():
     for test in ("args.sync", "self.benchmark", "do_profile", "cfg.timing and i > 0"):
         (msg,) = _messages(f"    if {test}:\n        torch.cuda.synchronize()\n", "SFX106")
