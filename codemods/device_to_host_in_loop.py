@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import BuiltinAssignment
 
-from syncfix.analysis import Device, Kind, dotted_name, keyword
+from syncfix.analysis import Device, HostRead, Kind, dotted_name, keyword
 from syncfix.rules import Fix, Invalid, Rule
 
 from ._stacked_reads import stacked_read
@@ -130,7 +130,10 @@ class DeviceToHostInLoop(Rule):
     in a slice, added to a total kept in a container: `counts["raw"] += t.sum().item()`) is
     reported as well, unless another rule owns it: a running total in a name (SFX302), a log
     line (SFX401/SFX402), a branch or check (SFX201-SFX206), a comprehension (SFX303), or reads
-    in a row that SFX301 can merge (of reads it cannot, one finding per statement).
+    in a row that SFX301 can merge (of reads it cannot, one finding per statement). So is
+    `float(t)` / `int(t)` of a tensor, or of a tensor op's result (`float(preds.eq(y).sum())`),
+    without a fix: `float(x)` of a value syncfix cannot name is as often a number's or a numpy
+    value's.
 
     ## Why it costs
     A device-to-host copy with `non_blocking=False` runs `cudaMemcpyAsync` and then
@@ -222,7 +225,7 @@ class DeviceToHostInLoop(Rule):
     MESSAGE = "Blocking device-to-host copy in a loop: the CPU waits for all queued GPU work"
     FIX = "sometimes"
     SAFETY = ("unsafe",)
-    TRIGGERS = (".cpu(", ".tolist(", ".to(", ".item(")
+    TRIGGERS = (".cpu(", ".tolist(", ".to(", ".item(", "float(", "int(")
     # reads in a row (SFX301), a value read only for a later log line (SFX401) and values
     # collected to be read after the loop (SFX404) are theirs
     DEFERS_TO = ("SFX301", "SFX401", "SFX404")
@@ -260,6 +263,9 @@ class DeviceToHostInLoop(Rule):
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "item" and not node.args:
             self._scalar_read(node)
+            return
+        if isinstance(func, cst.Name) and func.value in ("float", "int") and len(node.args) == 1:
+            self._scalar_read(node)  # ``float(t.sum())``: the same read as ``.item()``
             return
         if not isinstance(func, cst.Attribute) or func.attr.value not in ("cpu", "to", "tolist"):
             return
@@ -306,6 +312,24 @@ class DeviceToHostInLoop(Rule):
             read_as_tensor = read is not None and a.likely.value(read.receiver).kind is Kind.UNKNOWN
         if read is None:
             return
+        if read.form in ("float", "int"):
+            # ``float(x)`` is as often of a number, a string or a numpy value: only of a tensor,
+            # or of a tensor op's result in the likely view (``float(preds.eq(y).sum())``; not
+            # ``int(kpts[i, 0])`` of an array that only has a ``.shape``), and without a fix (the
+            # fixes below rewrite ``.item()``)
+            receiver = read.receiver
+            if not (
+                a.value(receiver).is_tensor
+                or isinstance(receiver, cst.Call) and not read_as_tensor and a.likely.value(receiver).is_tensor
+            ):
+                return
+            self._reported_read(node, read, read_as_tensor, fixes=False)
+            return
+        self._reported_read(node, read, read_as_tensor, fixes=True)
+
+    def _reported_read(self, node: cst.Call, read: HostRead, read_as_tensor: bool, *, fixes: bool) -> None:
+        """Report a scalar read (with a fix where ``fixes`` and one applies)."""
+        a = self.analysis
         receiver = a.value(read.receiver)
         proven = receiver.is_tensor and receiver.device in (Device.CUDA, Device.CUDA_OR_CPU)
         if not proven and not unplaced_tensor(a, read.receiver) and not (read_as_tensor and a.is_hot(node)):
@@ -322,6 +346,9 @@ class DeviceToHostInLoop(Rule):
         if appended and loop is not None and measures_itself(a, loop):
             return  # a benchmark collecting what it measured, step by step: deliberate
         fix, hint = None, _TOTAL_HINT if total else _COLLECT_HINT if appended else _SCALAR_HINT
+        if not fixes:
+            self.report(node, _SCALAR + where + hint)
+            return
         if total:
             fix = self._into_tensor_total(stmt.body[0], node)  # type: ignore[arg-type]
             hint = _TENSOR_TOTAL if fix is not None else hint

@@ -190,3 +190,15 @@ def test_a_read_under_an_if_is_not_said_to_sync_every_step():
     every, sometimes = sorted(check_code(src, select=["SFX105"]), key=lambda f: f.line)
     assert "every step, if the tensor is on a GPU" in every.message
     assert "each time its `if` lets it run" in sometimes.message and "every step" not in sometimes.message
+
+
+def test_float_and_int_of_a_tensor_are_reads_like_item():
+    src = (
+        "import torch\n\ndef train(model, loader, opt, accs):\n    for x, y in loader:\n"
+        "        preds = model(x).argmax(1)\n        acc = float(preds.eq(y).sum())\n"
+        "        n = int(x.shape[0])\n        lr = float(opt.param_groups[0]['lr'])\n"
+        "        opt.step()\n        accs.append((acc, n, lr))\n"
+    )
+    (finding,) = check_code(src, select=["SFX105"])
+    assert finding.line == 6 and finding.fix is None  # not the size, not the learning rate
+    assert "GPU value read on the host" in finding.message
