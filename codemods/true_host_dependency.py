@@ -360,13 +360,15 @@ def _scaler_enabled(a, name: cst.Name) -> bool | str:
     """Whether the GradScaler bound to ``name`` is enabled: True, False, or the source text of an
     ``enabled`` argument syncfix cannot evaluate."""
     call = _constructor(a, name)
+    if call is None:
+        return True
     # ``enabled`` follows four (torch.cuda.amp, torch.cpu.amp) or five (torch.amp: ``device``
     # first) positionals
     at = 4 if (a.callee(call) or "").startswith(("torch.cuda.", "torch.cpu.")) else 5
-    args = list(call.args) if call is not None else []
-    arg = keyword(call, "enabled") if call is not None else None
-    if arg is None and len(args) > at and args[at].keyword is None and not args[at].star:
-        arg = args[at]
+    raw = list(call.args)
+    arg = keyword(call, "enabled")
+    if arg is None and len(raw) > at and all(x.keyword is None and not x.star for x in raw[: at + 1]):
+        arg = raw[at]
     if arg is None:
         return True
     if isinstance(arg.value, cst.Name) and arg.value.value in ("True", "False"):

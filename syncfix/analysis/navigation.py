@@ -251,16 +251,7 @@ def torch_alias_at(a: ModuleAnalysis, node: cst.CSTNode) -> str | None:
 def _imports_torch(node: cst.CSTNode | None, name: str) -> bool:
     """Does ``node`` (the statement behind one binding of ``name``) bind it to ``torch``?
     ``import torch``, ``import torch.nn`` and ``import torch as name`` do."""
-    if not isinstance(node, cst.Import):
-        return False
-    for alias in node.names:
-        dotted = dotted_name(alias.name)
-        if alias.asname is None:
-            if dotted is not None and dotted.split(".", 1)[0] == name == "torch":
-                return True
-        elif isinstance(alias.asname.name, cst.Name) and alias.asname.name.value == name and dotted == "torch":
-            return True
-    return False
+    return isinstance(node, cst.Import) and any(_torch_binding(alias) == name for alias in node.names)
 
 
 def all_names(a: ModuleAnalysis) -> frozenset[str]:
