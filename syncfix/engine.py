@@ -478,7 +478,7 @@ def process_source(
     ``accept`` (interactive mode) is asked about each fix before it is applied. ``context``:
     the file's place in its project (what other files import from it), when known.
     """
-    rules = rules_for(data, path, settings)
+    rules = rules_for(data, path, settings, context)
     if not rules:
         return data, [], []  # no rule can fire: no parse, and no deep-stack thread either
     return call_deep(
@@ -487,10 +487,15 @@ def process_source(
     )
 
 
-def rules_for(data: bytes, path: str, settings: Settings) -> list[type[Rule]]:
-    """The enabled rules that may fire on ``data`` at ``path`` (judged without parsing it)."""
+def rules_for(
+    data: bytes, path: str, settings: Settings, context: ModuleContext | None = None
+) -> list[type[Rule]]:
+    """The enabled rules that may fire on ``data`` at ``path`` (judged without parsing it): in
+    a test file, or one the project index found to be one-time code throughout, not those
+    reported only where syncs repeat."""
     rules = prefilter(data, enabled_rules(settings, path))
-    if skips_one_time_code(settings, rules) and is_test_path(path):
+    one_time = is_test_path(path) or (context is not None and context.one_time)
+    if one_time and skips_one_time_code(settings, rules):
         rules = [r for r in rules if not r.ONLY_WHERE_REPEATED]
     return rules
 

@@ -20,7 +20,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from .analysis.async_copies import counts_on_later_syncs, uses_streams
-from .analysis.hotness import FileCalls, file_calls
+from .analysis.hotness import FileCalls, file_calls, one_time
 from .analysis.hotness import hot_functions as hot_functions_of
 from .analysis.imported import forget
 from .analysis.members import EMPTY, MemberUse, kept, member_use
@@ -107,6 +107,7 @@ class Project:
                 uses[name] = used
         uses = kept(uses)
         self.hot = hot_functions_of(calls)
+        self.one_time = {f.module for f in calls if one_time(f, self.hot.get(f.module, frozenset()))}
         aliases: dict[str, list[str]] = {}
         for suffix, name in self.resolve.items():
             aliases.setdefault(name, []).append(suffix)
@@ -190,6 +191,7 @@ class Project:
             name in self.streams_around,
             name in self.later_syncs_around,
             name in self.defaults_changed,
+            name in self.one_time,
         )
 
 
@@ -208,7 +210,8 @@ def file_summary(item: Item, hot_functions: tuple[str, ...], resolve: Mapping[st
     from one parse with Python's parser."""
     name, data, with_calls, with_names = item
     tree = _parsed(data)
-    called = file_calls(name, tree or b"", hot_functions, resolve) if with_calls else None
+    # an unparsable file: ``file_calls`` fails to read it too, and says so (not ``parsed``)
+    called = file_calls(name, tree if tree is not None else data, hot_functions, resolve) if with_calls else None
     used = (member_use(tree) if tree is not None else EMPTY) if with_names else None
     return called, used
 

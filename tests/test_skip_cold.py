@@ -6,14 +6,18 @@ them must change nothing: the same findings and fixes on every fixture, with les
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
-from syncfix import engine
+from syncfix import engine, projects
 from syncfix.api import check_code, fix_code_with_findings
+from syncfix.cli import cli
 from syncfix.config import Settings
+from syncfix.projects import contexts
 from syncfix.rules import all_rules
 
 pytestmark = pytest.mark.only_repeated
@@ -103,3 +107,84 @@ def test_suppression_audit_sees_one_time_findings():
     rules = [all_rules()["SFX900"], all_rules()["SFX101"]]
     assert not engine.skips_one_time_code(Settings(), rules)
     assert [(f.code, f.line) for f in check_code(src, path="train.py")] == [("SFX101", 10)]
+
+
+# ---- whole files of one-time code (the project index's ``one_time``) ---------------------------
+
+SET_UP = """\
+import torch
+
+
+def build(n):
+    table = torch.ones(n).cuda()
+    return table.sum().item()
+"""
+
+LOOPING = """\
+import torch
+from helpers import scale
+
+
+def run(xs):
+    for x in xs:
+        x = x.cuda()
+        scale(x)
+"""
+
+HELPERS = """\
+import torch
+
+
+def scale(x):
+    return x.cpu().sum().item()
+"""
+
+STEP = """\
+import torch
+
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        return x.cuda()
+"""
+
+
+@pytest.fixture
+def one_time_project(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()
+    for name, text in (
+        ("set_up.py", SET_UP), ("looping.py", LOOPING), ("helpers.py", HELPERS), ("net.py", STEP),
+        ("broken.py", "def f(:\n    x.cuda()\n"),
+    ):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def test_the_index_finds_files_of_one_time_code(one_time_project):
+    files = ["set_up.py", "looping.py", "helpers.py", "net.py", "broken.py"]
+    found = {f: c.one_time for f, c in contexts(files).items()}
+    # a loop, a step-like function, a function another file calls in a loop, or a file Python
+    # cannot read: not one-time
+    assert found == {"set_up.py": True, "looping.py": False, "helpers.py": False, "net.py": False, "broken.py": False}
+
+
+def _run(*args: str) -> list[tuple]:
+    result = CliRunner().invoke(cli, ["check", ".", "-o", "json", "--no-cache", "-j1", *args])
+    assert result.exit_code in (0, 1, 2), result.output
+    return sorted((f["filename"].rsplit("/", 1)[-1], f["location"]["row"], f["code"]) for f in json.loads(result.stdout))
+
+
+def test_a_file_of_one_time_code_is_not_parsed_and_nothing_changes(one_time_project, monkeypatch):
+    parsed: list[bytes] = []
+    real_parse = engine.parse
+    monkeypatch.setattr(engine, "parse", lambda data, settings: parsed.append(data) or real_parse(data, settings))
+    found = _run()
+    assert SET_UP.encode() not in parsed and LOOPING.encode() in parsed
+    assert ("looping.py", 7, "SFX101") in found and ("helpers.py", 5, "SFX105") in found
+    parsed.clear()
+    monkeypatch.setattr(projects, "one_time", lambda f, hot: False)  # every file read as before
+    assert _run() == found
+    assert SET_UP.encode() in parsed
+    # shown with --include-cold, which reads every file
+    assert ("set_up.py", 5, "SFX101") in _run("--include-cold")

@@ -45,6 +45,8 @@ class FileCalls:
 
     module: str
     hot_names: set[str] = field(default_factory=set)  # its functions named as step functions
+    parsed: bool = False  # Python's parser read it (an unparsable file is not known to be one-time)
+    loops: bool = False  # it holds a ``for`` or ``while`` loop (whose body repeats)
     # per function name (``""``: module level), its calls: (callee, made in a loop)
     calls: dict[str, list[tuple[Callee, bool]]] = field(default_factory=dict)
 
@@ -59,6 +61,7 @@ def file_calls(
         tree = source if isinstance(source, ast.Module) else ast.parse(source)
     except (SyntaxError, ValueError):
         return out
+    out.parsed = True
     hot = set(hot_functions)
     package = module.rpartition(".")[0]
     names: dict[str, Callee] = {}  # local name -> (project module, function) it was imported as
@@ -131,6 +134,7 @@ class _Collector(ast.NodeVisitor):
     visit_AsyncFunctionDef = _function
 
     def _loop(self, node: ast.For | ast.AsyncFor | ast.While) -> None:
+        self.out.loops = True
         self.loops += 1
         self.generic_visit(node)
         self.loops -= 1
@@ -157,6 +161,14 @@ class _Collector(ast.NodeVisitor):
         if isinstance(func, ast.Attribute) and func.attr not in _COMMON and not func.attr.startswith("__"):
             return (ANY, func.attr)  # ``self.sampler.update_with_local_losses(...)``
         return None
+
+
+def one_time(f: FileCalls, hot: frozenset[str]) -> bool:
+    """Is all of the file one-time code: read by Python's parser, with no loop, and none of its
+    functions (``hot``: those :func:`hot_functions` found for its module) step-like or called
+    from repeating code? Then nothing in it repeats (syncfix/repetition.py), and the rules that
+    report only where syncs repeat need not read it at all."""
+    return f.parsed and not f.loops and not f.hot_names and not hot
 
 
 def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:

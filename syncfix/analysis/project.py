@@ -158,6 +158,10 @@ class ModuleContext:
     #: some project file changes torch's default dtype or device (``set_default_dtype``...):
     #: neither is provable in any of its modules
     defaults_changed: bool = False
+    #: all of it is one-time code (no loop, no step-like function, none that other files call
+    #: from repeating code: analysis/hotness.py ``one_time``); the rules reported only where
+    #: syncs repeat are not run on it
+    one_time: bool = False
 
     def fingerprint(self) -> str:
         """For the results cache: a file's findings change when (only when) this does (a change
@@ -172,6 +176,7 @@ class ModuleContext:
                 str(self.streams_around),
                 str(self.later_syncs_around),
                 str(self.defaults_changed),
+                str(self.one_time),
                 ",".join(
                     sorted(
                         f"{m.name}:{m.digest}:{','.join(sorted(m.imported))}:{','.join(m.aliases)}:{','.join(m.importers)}:{m.ambiguous}"
