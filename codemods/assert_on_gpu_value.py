@@ -6,7 +6,7 @@ import libcst as cst
 
 from syncfix.rules import Fix, Invalid, Rule
 
-from ._support import as_tensor_condition, syncs_on_gpu, unplaced_message, unplaced_reads
+from ._support import Condition, as_tensor_condition, syncs_on_gpu, unplaced_message, unplaced_reads
 
 
 class AssertOnGpuValue(Rule):
@@ -88,12 +88,14 @@ class AssertOnGpuValue(Rule):
                 return
         msg = node.msg
         fix = None
+        why = _COMPUTED_MESSAGE
         if msg is None or isinstance(msg, cst.SimpleString):
             cond = as_tensor_condition(a, node.test)
             text = self._call(node, cond.code if cond else None, a.module.code_for_node(msg) if msg else None)
-            if text is not None and cond is not None and cond.exact and cond.zero_dim:
+            why = self._why_not(node, cond)
+            if text is not None and why is None:
                 fix = self._fix(node, cst.Expr(cst.parse_expression(text)))
-        self.report(node, self.MESSAGE + (unplaced_message(self.analysis, node) if unplaced else ""), fix=fix)
+        self._report(node, unplaced, fix, why)
 
     def visit_If(self, node: cst.If) -> None:
         a = self.analysis
@@ -111,6 +113,7 @@ class AssertOnGpuValue(Rule):
         if raise_ is None:
             return
         fix = None
+        why = _COMPUTED_RAISE
         message = _raise_message(raise_)
         if message is not None:
             test = node.test
@@ -121,10 +124,28 @@ class AssertOnGpuValue(Rule):
                 cond = as_tensor_condition(a, test)
                 ok_code = f"~({cond.code})" if cond else None
             text = self._call(node, ok_code, repr(message))
-            if text is not None and cond is not None and cond.exact and cond.zero_dim:
+            why = self._why_not(node, cond)
+            if text is not None and why is None:
                 stmt = cst.parse_statement(text + "\n").with_changes(leading_lines=node.leading_lines)
                 fix = self._fix(node, stmt)
-        self.report(node, self.MESSAGE + (unplaced_message(self.analysis, node) if unplaced else ""), fix=fix)
+        self._report(node, unplaced, fix, why)
+
+    def _why_not(self, node: cst.CSTNode, cond: Condition | None) -> str | None:
+        """What keeps the check from moving to the device, in words a user can act on."""
+        if cond is None or not cond.exact:
+            return (
+                "the test has no exact tensor form (a Python value, a chained comparison or a call "
+                "syncfix cannot model); a check written as one tensor expression can move"
+            )
+        if not cond.zero_dim:
+            return "the tested tensor is not provably one-element"
+        if self.analysis.torch_alias_at(node) is None:
+            return "torch is not imported by name"
+        return None
+
+    def _report(self, node: cst.CSTNode, unplaced: bool, fix: Fix | None, why: str | None) -> None:
+        message = self.MESSAGE + (unplaced_message(self.analysis, node) if unplaced else "")
+        self.report(node, message if fix is not None or why is None else f"{message}; no fix: {why}", fix=fix)
 
     def _call(self, node: cst.CSTNode, cond: str | None, msg: str | None) -> str | None:
         torch = self.analysis.torch_alias_at(node)
@@ -152,6 +173,16 @@ def _only_raise(body: cst.BaseSuite) -> cst.Raise | None:
     if len(smalls) == 1 and isinstance(smalls[0], cst.Raise) and smalls[0].exc is not None:
         return smalls[0]
     return None
+
+
+_COMPUTED_MESSAGE = (
+    "the message is computed (formatting it may read the GPU too); with a string literal, "
+    "`torch._assert_async` can check on the device"
+)
+_COMPUTED_RAISE = (
+    "the exception is not `raise Error(\"literal message\")` or a bare `raise Error`, which "
+    "`torch._assert_async` needs (its message is a fixed string)"
+)
 
 
 def _raise_message(node: cst.Raise) -> str | None:

@@ -27,6 +27,20 @@ _ADVICE = {
     "`repeats.sum()` and `repeats >= 0`)",
 }
 
+# Why a finding has no fix, per op (default: _NEEDS_A_NUMBER).
+_NEEDS_A_NUMBER = "the sync-free form needs a number only the author knows (a size, a bound, a class count)"
+_NO_FIX = {
+    "unique": "moving it out of the loop is the author's call",
+    "unique_consecutive": "moving it out of the loop is the author's call",
+    "repeat_interleave": "`output_size` must equal `repeats.sum()`; syncfix passes it when that total "
+    "was just read on the host (`n = int(repeats.sum())`) with `repeats` unchanged since",
+}
+_KEEP_THE_MASK = "keep the mask (`torch.where(mask, x, 0)`) when the result is used element-wise or reduced"
+_MASK_NO_FIX = (
+    "which form keeps the mask depends on how the selected values are used; syncfix rewrites "
+    "`x[mask].sum()` when `mask` provably has `x`'s shape"
+)
+
 
 class DataDependentShape(Rule):
     """
@@ -140,7 +154,8 @@ class DataDependentShape(Rule):
             if not a.is_tensor(repeats):
                 return  # an int number of repeats: no sync
             fix = None if unplaced else self._output_size_fix(node, repeats)
-        self.report(node, f"{self.MESSAGE}: `{op}`; {_ADVICE[op]}" + (unplaced_message(self.analysis, node) if unplaced else ""), fix=fix)
+        message = f"{self.MESSAGE}: `{op}`; {_ADVICE[op]}" + (unplaced_message(self.analysis, node) if unplaced else "")
+        self.report(node, message if fix is not None else f"{message}; no fix: {_NO_FIX.get(op, _NEEDS_A_NUMBER)}", fix=fix)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         a = self.analysis
@@ -156,7 +171,10 @@ class DataDependentShape(Rule):
                 a.likely.dtype_of(m) == "torch.bool" and a.likely.value(m).device is not Device.CPU
                 for m in masks
             ) and unplaced_tensor(a, node.value):
-                self.report(node, f"{self.MESSAGE}: boolean-mask read" + unplaced_message(a, node))
+                self.report(
+                    node, f"{self.MESSAGE}: boolean-mask read; {_KEEP_THE_MASK}" + unplaced_message(a, node)
+                    + f"; no fix: {_MASK_NO_FIX}"
+                )
             return
         for element in node.slice:
             index = element.slice
@@ -166,17 +184,15 @@ class DataDependentShape(Rule):
                     continue
                 dtype = a.dtype_of(index.value)
                 if dtype == "torch.bool":
-                    self.report(
-                        node,
-                        f"{self.MESSAGE}: boolean-mask read; keep the mask (`torch.where(mask, x, 0)`)"
-                        " when the result is used element-wise or reduced",
-                        fix=self._masked_sum_fix(node, index.value),
-                    )
+                    fix = self._masked_sum_fix(node, index.value)
+                    message = f"{self.MESSAGE}: boolean-mask read; {_KEEP_THE_MASK}"
+                    self.report(node, message if fix is not None else f"{message}; no fix: {_MASK_NO_FIX}", fix=fix)
                 elif a.is_zero_dim(index.value):
                     self.report(
                         node,
                         "Indexing with a CUDA scalar reads it on the host (`__index__`, a sync); "
-                        "`x.index_select(0, i.view(1))` is sync-free (a copy of shape (1, ...))",
+                        "`x.index_select(0, i.view(1))` is sync-free (a copy of shape (1, ...)); no fix: "
+                        "that copy is not the view `x[i]` is (writes through either differ)",
                     )
             elif isinstance(index, cst.Slice):
                 bounds = [b for b in (index.lower, index.upper, index.step) if b is not None]
@@ -184,7 +200,8 @@ class DataDependentShape(Rule):
                     self.report(
                         node,
                         "Slicing with a CUDA scalar bound reads it on the host (a sync); keep the bound "
-                        "on the host, or mask instead of slicing",
+                        "on the host, or mask instead of slicing; no fix: only the code that computes "
+                        "the bound can keep it on the host",
                     )
 
     # ---- fixes ----------------------------------------------------------------------------
