@@ -72,7 +72,10 @@ class BlockingHostToDevice(Rule):
       CUDA error inside the `try`, as written; a non-blocking one would raise at a later sync,
       outside it. The same holds for a `try` around a call of the copy's function (or of a
       function that calls it: `try: validate(args) except RuntimeError: retry`), in this file or
-      in another project file that imports the function. Such a copy gets a finding and no
+      in another project file that imports the function; for a call the function is handed to
+      (`run_with_retry(step, ...)` where `run_with_retry` catches, or a call inside such a
+      `try`); and for a decorator whose wrapper catches (a decorator of this file with such a
+      `try`, or a retrying library's: `tenacity.retry`, `backoff.on_exception`). Such a copy gets a finding and no
       fix, safe or unsafe. So does a copy in the body of `with contextlib.suppress(...)`,
       `pytest.raises(...)` or `self.assertRaises(...)` of such an error;
     - the module uses one stream (no `torch.cuda.stream`/`Stream`/graphs: copies on a side stream

@@ -4,9 +4,13 @@ fault is raised at the next sync); SFX103, whose finding is no wait, is not held
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from click.testing import CliRunner
 
 from syncfix import check_code
+from syncfix.cli import cli
 
 BRANCH = '''
 import torch
@@ -68,3 +72,109 @@ def test_a_handler_that_cannot_catch_runtime_errors_keeps_the_fix():
 def test_pinning_a_loader_is_not_held_back_by_a_handler():
     guarded = LOADER.format(open="try:", close="except RuntimeError:\n        pass")
     assert _fixable(guarded, "SFX103") == [True]
+
+
+# ---- a handler the function reaches through a decorator, or a call it is handed to --------------
+
+STEP = '''
+import torch
+{before}
+
+{decorator}
+def step(model, n):
+    idx = torch.arange(n).cuda()
+    return model(idx)
+
+
+def train(model):
+    for i in range(100):
+        {call}
+'''
+
+RETRY = '''
+def retry(fn):
+    def wrapper(*args):
+        try:
+            return fn(*args)
+        except RuntimeError:
+            return fn(*args)
+    return wrapper
+'''
+
+RUN_WITH_RETRY = '''
+def run_with_retry(fn, *args):
+    try:
+        return fn(*args)
+    except RuntimeError:
+        return fn(*args)
+'''
+
+PLAIN_RUNNER = '''
+def run(fn, *args):
+    return fn(*args)
+'''
+
+
+@pytest.mark.parametrize(
+    ("before", "decorator", "call", "fixed"),
+    [
+        ("", "", "step(model, 10)", True),
+        ("", "@torch.no_grad()", "step(model, 10)", True),
+        (RETRY, "@retry", "step(model, 10)", False),  # the wrapper catches around the call
+        ("from tenacity import retry", "@retry", "step(model, 10)", False),  # a retrying library decorator
+        ("from lightning.pytorch.utilities import rank_zero_only", "@rank_zero_only", "step(model, 10)", True),
+        (PLAIN_RUNNER.replace("def run", "def deco"), "@deco", "step(model, 10)", True),
+        (RUN_WITH_RETRY, "", "run_with_retry(step, model, 10)", False),  # handed to a catcher
+        (PLAIN_RUNNER, "", "run(step, model, 10)", True),
+        (PLAIN_RUNNER, "", "try:\n            run(step, model, 10)\n        except RuntimeError:\n            pass", False),
+        ("", "", "torch.utils.checkpoint.checkpoint(step, model, 10)", True),
+    ],
+)
+def test_handlers_reached_through_decorators_and_callbacks(before, decorator, call, fixed):
+    src = STEP.format(before=before, decorator=decorator, call=call)
+    assert _fixable(src, "SFX101") == [fixed]
+
+
+def test_a_nested_check_handed_on_keeps_its_exception_where_a_caller_catches_it(tmp_path):
+    src = '''
+import torch
+
+
+def with_config(func, config):
+    def wrapped(**kwargs):
+        return func(**kwargs, **config)
+    return wrapped
+
+
+def inverse_root(A, config):
+    def higher_order(A, order):
+        X = torch.linalg.matrix_power(A.cuda(), order)
+        if not torch.isfinite(X).all():
+            raise ArithmeticError("not finite")
+        return X
+
+    return with_config(func=higher_order, config=config)(A=A)
+
+
+def update(factors, inverses, config):
+    for i, A in enumerate(factors):
+        try:
+            inverses[i] = inverse_root(A, config)
+        except Exception:
+            pass
+
+
+def train(loader, factors, inverses, config):
+    for batch in loader:
+        update(factors, inverses, config)
+'''
+    unguarded = src.replace(
+        "        try:\n            inverses[i] = inverse_root(A, config)\n        except Exception:\n            pass",
+        "        inverses[i] = inverse_root(A, config)",
+    )
+    (tmp_path / ".git").mkdir()  # a project, whose index makes the nested check repeat
+    path = tmp_path / "train.py"
+    for source, fixed in ((src, False), (unguarded, True)):
+        path.write_text(source, encoding="utf-8")
+        result = CliRunner().invoke(cli, ["check", str(path), "--select", "SFX203", "--unsafe-fixes", "--no-cache", "-o", "json"])
+        assert [f["fix"] is not None for f in json.loads(result.stdout)] == [fixed]

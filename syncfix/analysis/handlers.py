@@ -1,7 +1,10 @@
 """Handlers that would see an error raised at a node: a ``try`` whose ``except`` may catch a
 ``RuntimeError``, or ``contextlib.suppress``/``pytest.raises``/``assertRaises`` of one, around the
 node, around a call of its function in this file, or (a module-level function) around a call in
-another project file that imports it.
+another project file that imports it; also around (or inside) a call the function is handed to
+(``run_with_retry(step, ...)``), and inside a decorator's wrapper (a decorator of this file whose
+body catches, or a retrying library's). A library that calls a project function inside its own
+``try`` is not seen, as other code that calls a public function is not.
 
 A blocking copy or read raises a CUDA error (a bad device, an earlier kernel's fault, out of
 memory) where it is written; a fix that stops waiting there lets the same error surface at some
@@ -14,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from .callgraph import attribute_refs
 from .syntax import dotted_name
 
 if TYPE_CHECKING:
@@ -45,7 +49,14 @@ def caught_by_handler(
                 return False
             seen.add(anc)
             name = anc.name.value
+            if _decorators_may_catch(analysis, anc):
+                return True
             if any(caught_by_handler(analysis, call, seen) for call in analysis.calls_named(name)):
+                return True
+            if any(
+                caught_by_handler(analysis, call, seen) or _calls_inside_a_try(analysis, call)
+                for call in _handed_to(analysis, anc)
+            ):
                 return True
             return _caught_in_importers(analysis, anc, seen)
         if isinstance(anc, (cst.ClassDef, cst.Lambda)):
@@ -60,6 +71,81 @@ def caught_by_handler(
                     return True
         child = anc
     return False
+
+
+# Library decorators known to call the function inside a ``try`` that may catch a RuntimeError
+# (retrying ones). Other library decorators are taken to call it as it is (``torch.no_grad``,
+# ``rank_zero_only``, ``click.command``...), as library code is taken not to call the project's
+# functions inside such a ``try``.
+_CATCHING_DECORATORS = ("tenacity.retry", "backoff.on_exception", "retrying.retry", "retry.retry")
+
+
+def _decorators_may_catch(analysis: ModuleAnalysis, fn: cst.FunctionDef) -> bool:
+    """May a decorator of ``fn`` call it inside a ``try`` that catches a RuntimeError: a function
+    of this module with such a ``try`` (or ``contextlib.suppress``) in its body, or a retrying
+    decorator of a library (:data:`_CATCHING_DECORATORS`)?"""
+    for dec in fn.decorators:
+        expr = dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator
+        local = _module_function(analysis, expr)
+        if local is not None:
+            if _catches_inside(analysis, local):
+                return True
+        elif (analysis.qualname(expr) or "").startswith(_CATCHING_DECORATORS):
+            return True
+    return False
+
+
+def _module_function(analysis: ModuleAnalysis, expr: cst.BaseExpression) -> cst.FunctionDef | None:
+    """The module-level ``def`` a plain name refers to, when it is bound once."""
+    if not isinstance(expr, cst.Name):
+        return None
+    found = [
+        s for s in analysis.module.body if isinstance(s, cst.FunctionDef) and s.name.value == expr.value
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def _catches_inside(analysis: ModuleAnalysis, fn: cst.FunctionDef) -> bool:
+    """Is there, anywhere in ``fn``'s body, a ``try`` or ``suppress`` that may catch a RuntimeError?"""
+    structure = analysis.structure
+    for t in (*structure.within(fn, cst.Try), *structure.within(fn, cst.TryStar)):
+        if isinstance(t, (cst.Try, cst.TryStar)) and any(_may_catch_runtime_error(h.type) for h in t.handlers):
+            return True
+    return any(isinstance(c, cst.Call) and _catching_context(analysis, c) for c in structure.within(fn, cst.Call))
+
+
+def _handed_to(analysis: ModuleAnalysis, fn: cst.FunctionDef) -> list[cst.Call]:
+    """The calls ``fn`` is handed to as an argument in this module (``run(fn)``,
+    ``checkpoint(self.m, x)``), which may call it: their handlers see its errors too. (Where it
+    is stored or returned instead, its callers are out of sight, as a public function's are.)"""
+    scope = analysis.scope(fn)
+    if scope is None:
+        return []
+    name = fn.name.value
+    block = analysis.parent(fn)
+    owner = analysis.parent(block) if block is not None else None
+    refs: list[cst.CSTNode]
+    if isinstance(owner, cst.ClassDef):
+        refs = [
+            r for r in attribute_refs(analysis).get(name, ())
+            if isinstance(r.value, cst.Name) and r.value.value in ("self", "cls")
+        ]
+    else:
+        refs = [acc.node for asg in scope.assignments[name] if getattr(asg, "node", None) is fn for acc in asg.references]
+    calls: list[cst.Call] = []
+    for ref in refs:
+        arg = analysis.parent(ref)
+        call = analysis.parent(arg) if isinstance(arg, cst.Arg) else None
+        if isinstance(call, cst.Call):
+            calls.append(call)
+    return calls
+
+
+def _calls_inside_a_try(analysis: ModuleAnalysis, call: cst.Call) -> bool:
+    """Is the function ``call`` hands ``fn`` to one of this module's, with such a ``try`` in
+    its body (``run_with_retry(step, ...)``)?"""
+    local = _module_function(analysis, call.func)
+    return local is not None and _catches_inside(analysis, local)
 
 
 def _caught_in_importers(analysis: ModuleAnalysis, fn: cst.FunctionDef, seen: set[object]) -> bool:
