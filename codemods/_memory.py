@@ -19,6 +19,7 @@ import libcst as cst
 from syncfix.analysis import (
     METHOD_MAYBE_SELF,
     METHODS_TAKING_MEMORY,
+    SHARING_CALLS,
     Device,
     Kind,
     ModuleAnalysis,
@@ -104,6 +105,8 @@ def source_may_change(
             if base is None:
                 return False  # a torch op's result owns new storage: nothing else can reach it
             source = base  # a view (torch.narrow(buf, ...)), ``out=``: the base is what matters
+        elif isinstance(source, cst.Call) and a.callee(source) in SHARING_CALLS and positional(source):
+            source = positional(source)[0].value  # ``np.asarray(buf)``: ``buf``'s memory
         elif (
             isinstance(source, cst.Call)
             and isinstance(source.func, cst.Attribute)
@@ -371,11 +374,6 @@ _READING = _COPYING | {"to", "items", "values", "keys"}
 _COPY_TARGETS = {Device.CUDA, Device.UNKNOWN}
 # With ``on_cuda``: a device that may be the CPU too (where nothing races).
 _ON_CUDA_TARGETS = {Device.CUDA, Device.UNKNOWN, Device.CUDA_OR_CPU}
-# Calls whose result shares the memory of their first argument.
-_SHARING_CALLS = {
-    "builtins.memoryview", "numpy.asarray", "numpy.asanyarray", "numpy.frombuffer",
-    "torch.as_tensor", "torch.asarray", "torch.from_numpy", "torch.frombuffer",
-}
 _READING_BUILTINS = {"builtins.len", "builtins.isinstance", "builtins.print", "builtins.str",
                      "builtins.repr", "builtins.format", "builtins.type", "builtins.id"}
 
@@ -409,7 +407,7 @@ def _alias_root(
         elif isinstance(cur, cst.Call):
             args = [arg for arg in cur.args if arg.keyword is None and not arg.star]
             callee = a.callee(cur) if a is not None else None
-            if a is not None and args and callee in _SHARING_CALLS:
+            if a is not None and args and callee in SHARING_CALLS:
                 cur = args[0].value
                 continue
             if a is not None and callee is not None and callee.startswith("torch."):
@@ -432,11 +430,16 @@ def _alias_root(
 
 
 def _simple_statements(node: cst.CSTNode):
-    """Every simple statement line under ``node``, not entering nested defs or classes."""
-    found: list[cst.SimpleStatementLine] = []
+    """Every simple statement line under ``node``, and every one-line body (``if c: x[0] = 0``),
+    not entering nested defs or classes."""
+    found: list[cst.SimpleStatementLine | cst.SimpleStatementSuite] = []
 
     class V(cst.CSTVisitor):
         def visit_SimpleStatementLine(self, n: cst.SimpleStatementLine) -> bool:
+            found.append(n)
+            return False
+
+        def visit_SimpleStatementSuite(self, n: cst.SimpleStatementSuite) -> bool:
             found.append(n)
             return False
 
@@ -450,7 +453,7 @@ def _simple_statements(node: cst.CSTNode):
     return found
 
 
-def _assigned_pairs(stmt: cst.SimpleStatementLine):
+def _assigned_pairs(stmt: cst.SimpleStatementLine | cst.SimpleStatementSuite):
     for small in stmt.body:
         if isinstance(small, cst.Assign):
             for t in small.targets:
@@ -497,6 +500,10 @@ def _iteration_bindings(node: cst.CSTNode):
             return
         if view == "items" and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
             target = target.elements[1].value
+        if isinstance(it, (cst.Tuple, cst.List, cst.Set)):
+            # ``for t in (x, y)``: each name is each element in turn
+            found.extend((name, el.value) for el in it.elements for name in _names_in(target))
+            return
         found.extend((name, it) for name in _names_in(target))
 
     class V(cst.CSTVisitor):

@@ -88,7 +88,7 @@ class AssertOnGpuValue(Rule):
                 return
         msg = node.msg
         fix = None
-        why = _COMPUTED_MESSAGE
+        why: str | None = _COMPUTED_MESSAGE
         if msg is None or isinstance(msg, cst.SimpleString):
             cond = as_tensor_condition(a, node.test)
             text = self._call(node, cond.code if cond else None, a.module.code_for_node(msg) if msg else None)
@@ -113,7 +113,7 @@ class AssertOnGpuValue(Rule):
         if raise_ is None:
             return
         fix = None
-        why = _COMPUTED_RAISE
+        why: str | None = _COMPUTED_RAISE
         message = _raise_message(raise_)
         if message is not None:
             test = node.test

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import BuiltinAssignment
 
-from syncfix.analysis import Device, HostRead, Kind, dotted_name, keyword
+from syncfix.analysis import Device, HostRead, Kind, dotted_name, keyword, root_name
 from syncfix.rules import Fix, Invalid, Rule
 
 from ._stacked_reads import stacked_read
@@ -514,16 +514,38 @@ class DeviceToHostInLoop(Rule):
             parent = a.parent(cur)
         if isinstance(parent, cst.Arg):
             call = a.parent(parent)
-            return (
+            if not (
                 isinstance(call, cst.Call)
                 and isinstance(call.func, cst.Attribute)
                 and call.func.attr.value in _COLLECTORS
-            )
-        if isinstance(parent, cst.Assign):
-            return all(isinstance(t.target, cst.Subscript) for t in parent.targets)
-        return False
+            ):
+                return False
+            containers = [call.func.value]
+        elif isinstance(parent, cst.Assign) and all(isinstance(t.target, cst.Subscript) for t in parent.targets):
+            containers = [t.target for t in parent.targets]
+        else:
+            return False
+        # and nothing else in the loop reads the container (``images[k] = torch.clamp(images[k])``
+        # on the next line would read the host copy before a non-blocking copy filled it)
+        loop = a.enclosing_loop(node)
+        stmt = a.statement_of(node)
+        if loop is None or stmt is None:
+            return True
+        names = {root_name(c) for c in containers}
+        if None in names:
+            return False
+        return not any(
+            names & a.effects(other).reads
+            for other in _statements_in(a, loop.body)
+            if other is not stmt
+        )
 
 
+
+
+def _statements_in(a, block: cst.CSTNode) -> list[cst.CSTNode]:
+    """The simple statements (and one-line bodies) of ``block``, nested blocks included."""
+    return [*a.structure.within(block, cst.SimpleStatementLine), *a.structure.within(block, cst.SimpleStatementSuite)]
 
 
 def _reads_of(a, region: cst.CSTNode, name: str) -> list[cst.Call]:

@@ -49,7 +49,7 @@ Import what rules need from here: ``from syncfix.analysis import ModuleAnalysis,
 Device, ...``.
 """
 
-from .effects import Effects
+from .effects import SHARING_CALLS, Effects
 from .host_reads import HostRead
 from .module import ModuleAnalysis
 from .syntax import (
@@ -88,6 +88,7 @@ __all__ = [
     "METHODS_TAKING_MEMORY",
     "NON_SUPPRESSING_CONTEXTS",
     "NUMBER",
+    "SHARING_CALLS",
     "OTHER",
     "RAISING_ON_EMPTY",
     "READ_BUILTINS",

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from ..walk import walk
-from .syntax import dotted_name, in_place_keyword, keyword, root_name, target_names
+from .syntax import dotted_name, in_place_keyword, keyword, target_names
 from .torch_api import (
     CLOCKS,
+    LEGACY_CONSTRUCTORS,
     LOG_LEVELS,
     PURE_BUILTINS,
     RANDOM_OPS,
@@ -103,13 +104,18 @@ class _EffectsVisitor(cst.CSTVisitor):
         walk(node.value, self)
         return False
 
+    def _written(self, expr: cst.BaseExpression) -> bool:
+        """Mark the names whose memory a write through ``expr`` may reach (:func:`written_roots`);
+        False when there is none to mark."""
+        roots = written_roots(self.a, expr)
+        self.fx.inplace.update(roots)
+        return bool(roots)
+
     def _store(self, target: cst.BaseExpression) -> None:
         for name in target_names(target):
             self.fx.writes.add(name.value)
         if isinstance(target, (cst.Subscript, cst.Attribute)):
-            root = root_name(target)
-            if root:
-                self.fx.inplace.add(root)
+            self._written(target)
         elif isinstance(target, (cst.Tuple, cst.List)):
             for el in target.elements:
                 if isinstance(el.value, (cst.Subscript, cst.Attribute)):
@@ -125,9 +131,7 @@ class _EffectsVisitor(cst.CSTVisitor):
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self._store(node.target)
-        root = root_name(node.target)
-        if root:  # ``t += 1`` mutates a tensor in place
-            self.fx.inplace.add(root)
+        self._written(node.target)  # ``t += 1`` mutates a tensor in place
 
     def visit_For(self, node: cst.For) -> None:
         self._store(node.target)
@@ -201,9 +205,7 @@ class _EffectsVisitor(cst.CSTVisitor):
         func = node.func
         out = keyword(node, "out")
         if out is not None:
-            root = root_name(out.value)
-            if root:
-                self.fx.inplace.add(root)
+            self._written(out.value)
         if isinstance(func, cst.Attribute) and (
             is_inplace_method(func.attr.value) or func.attr.value in _INPLACE_DUNDERS
         ):
@@ -211,18 +213,16 @@ class _EffectsVisitor(cst.CSTVisitor):
             # ``nn.init.zeros_(w)`` write their first argument (not ``torch``)
             args = [arg.value for arg in node.args if arg.keyword is None and not arg.star]
             function = (self.a.callee(node) or "").startswith("torch.")
-            root = root_name(args[0]) if function and args else None if function else root_name(func.value)
-            if root:
-                self.fx.inplace.add(root)
-            elif function and any(arg.star for arg in node.args):
+            written = self._written(args[0]) if function and args else False if function else self._written(func.value)
+            if not written and function and any(arg.star for arg in node.args):
                 self.fx.may_mutate_anything = True
             return
+        if isinstance(func, cst.Call) and self.a.callee(func) == "builtins.getattr" and func.args:
+            # ``getattr(x, "mul_")(0)``: whatever method it names may write ``x``
+            self._written(func.args[0].value)
         if in_place_keyword(node):  # ``F.relu(x, inplace=True)`` writes ``x``
             args = [arg.value for arg in node.args if arg.keyword is None and not arg.star]
-            root = root_name(args[0]) if args else None
-            if root:
-                self.fx.inplace.add(root)
-            else:
+            if not (args and self._written(args[0])):
                 self.fx.may_mutate_anything = True
         if not self.a.is_pure_call(node):
             self.fx.may_mutate_anything = True
@@ -390,3 +390,56 @@ def _times(call: cst.Call) -> bool:
         return True
     owner = (dotted_name(func.value) or "").rsplit(".", 1)[-1].lower()
     return attr in _TIMER_METHODS and ("timer" in owner or "stopwatch" in owner)
+
+
+#: Calls whose result is (a view of) their first argument's memory, besides ``torch`` views.
+SHARING_CALLS = frozenset(
+    {
+        "builtins.memoryview", "numpy.asarray", "numpy.asanyarray", "numpy.frombuffer",
+        "numpy.ascontiguousarray", "torch.as_tensor", "torch.asarray", "torch.from_numpy",
+        "torch.frombuffer", "torch.from_dlpack",
+    }
+)
+
+
+def written_roots(a: ModuleAnalysis, expr: cst.BaseExpression) -> set[str]:
+    """The names whose memory a write through ``expr`` may reach: ``x`` for ``x[0]``,
+    ``x.view(-1)``, ``torch.narrow(x, 0, 0, 1)`` (a view: syncfix/analysis/torch_api.py
+    ``TORCH_VIEWS``), ``np.asarray(x)``, ``torch.Tensor(x)``; both names of ``(z := x)`` and
+    both branches of ``x if c else y``. A method's result counts as its receiver's memory
+    whatever the method (a superset); a ``torch`` op that makes new memory reaches nothing."""
+    roots: set[str] = set()
+    todo = [expr]
+    while todo:
+        cur: cst.BaseExpression | None = todo.pop()
+        while cur is not None:
+            if isinstance(cur, cst.Name):
+                roots.add(cur.value)
+                cur = None
+            elif isinstance(cur, (cst.Subscript, cst.Attribute)):
+                cur = cur.value
+            elif isinstance(cur, cst.NamedExpr):
+                todo.append(cur.target)
+                cur = cur.value
+            elif isinstance(cur, cst.IfExp):
+                todo.append(cur.orelse)
+                cur = cur.body
+            elif isinstance(cur, cst.Call):
+                cur = _memory_of_call(a, cur)
+            else:
+                cur = None
+    return roots
+
+
+def _memory_of_call(a: ModuleAnalysis, call: cst.Call) -> cst.BaseExpression | None:
+    """What ``call``'s result may share memory with: its receiver, a ``torch`` view's base, a
+    sharing call's first argument; None for new memory (or none syncfix can name)."""
+    callee = a.callee(call) or ""
+    args = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+    if callee in SHARING_CALLS or (callee.startswith("torch.") and callee.rsplit(".", 1)[-1] in LEGACY_CONSTRUCTORS):
+        return args[0] if args else None
+    if callee.startswith("torch."):
+        return a.result_base(call)
+    if isinstance(call.func, cst.Attribute):
+        return call.func.value
+    return None

@@ -27,7 +27,7 @@ from . import callgraph
 from .attributes import self_attribute_values
 from .bindings import is_range_counter, range_calls
 from .narrowing import narrowed_kind
-from .syntax import dotted_name, literal_kind, literal_number
+from .syntax import dotted_name, keyword, literal_kind, literal_number, positional
 from .torch_api import DEVICE_INDEX_FUNCTIONS, NUMPY_CONSTRUCTORS, PY_NUMBER_BUILTINS
 from .values import Kind
 
@@ -159,12 +159,46 @@ def is_host_data(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
         name = a.callee(expr) if dotted_name(expr.func) is not None else None
         if name is not None and name.startswith("numpy."):
             short = name[len("numpy.") :]
+            if short in _MAY_SHARE or (short == "array" and keyword(expr, "copy") is not None):
+                # ``np.asarray(x)`` is ``x``'s own memory when it can be (a CPU tensor's, perhaps
+                # a pinned buffer refilled later): host data only if ``x`` is
+                data = positional(expr)
+                return bool(data) and (a.is_host_data(data[0].value) or _never_shared(a, data[0].value))
             return short in NUMPY_CONSTRUCTORS or short.startswith("random.")
         func = expr.func
         if isinstance(func, cst.Attribute) and not isinstance(func.value, (cst.List, cst.Tuple)):
             # a method of an ndarray gives arrays, numpy scalars or Python objects
             return _is_ndarray_source(a, func.value)
     return False
+
+
+# numpy constructors whose array may be their argument's own memory (no copy when none is needed).
+_MAY_SHARE = frozenset({"asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "frombuffer"})
+
+
+def _never_shared(a: ModuleAnalysis, data: cst.BaseExpression) -> bool:
+    """A list, tuple, str, dict... (known not to be a tensor, array or buffer: ``xs: list``),
+    whose ``np.asarray`` is always new memory."""
+    if isinstance(data, (cst.List, cst.Tuple, cst.ListComp)):
+        return True
+    if isinstance(data, cst.Name):
+        params = [getattr(b, "node", None) for b in a.bindings(data)]
+        if params and all(isinstance(p, cst.Param) and p.annotation is not None for p in params):
+            return all(_container_hint(a, p.annotation.annotation) for p in params)  # type: ignore[union-attr]
+    return a.value(data).kind is Kind.OTHER and not (
+        isinstance(data, cst.Call) and a.callee(data) in ("builtins.memoryview", "builtins.bytearray")
+    )
+
+
+_CONTAINER_HINTS = frozenset(
+    {"builtins.list", "builtins.tuple", "typing.List", "typing.Tuple", "typing.Sequence", "collections.abc.Sequence"}
+)
+
+
+def _container_hint(a: ModuleAnalysis, hint: cst.BaseExpression) -> bool:
+    """``list``, ``List[float]``, ``tuple[int, ...]``, ``Sequence[float]``: never a buffer."""
+    base = hint.value if isinstance(hint, cst.Subscript) else hint
+    return a.qualname(base) in _CONTAINER_HINTS
 
 
 def _name_is_host_data(a: ModuleAnalysis, name: cst.Name) -> bool:
