@@ -500,9 +500,16 @@ def test_a_factory_given_keyword_arguments_by_dict_may_require_grad():
         ("import torch as th\n", "th"),
         ("import torch.nn as nn\n", None),  # binds only `nn`
         ("from torch import nn\n", None),
+        # in a top-level try: bound there, or the module stops
+        ("try:\n    import torch\nexcept ImportError:\n    raise\n", "torch"),
     ],
 )
 def test_the_name_an_import_binds_torch_to(imports, alias):
     a, module = analyse(imports + "x = 1\n")
     assert a.torch_alias == alias
     assert a.torch_alias_at(module.body[-1]) == alias
+
+
+def test_a_name_also_bound_to_something_else_is_not_where_fixes_find_torch():
+    a, module = analyse("try:\n    import torch\nexcept ImportError:\n    torch = None\nx = 1\n")
+    assert a.torch_alias_at(module.body[-1]) is None

@@ -8,7 +8,7 @@ calling ``backward()``/``step()``, or a configured name (``hot-functions``).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -199,15 +199,23 @@ def may_use_several_devices(a: ModuleAnalysis) -> bool:
 
 def torch_alias(a: ModuleAnalysis) -> str | None:
     """The name the module binds ``torch`` to with a top-level ``import torch [as t]``."""
-    for stmt in a.module.body:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
-                if isinstance(small, cst.Import):
-                    for alias in small.names:
-                        name = _torch_binding(alias)
-                        if name is not None:
-                            return name
+    for small in _top_level_imports(a):
+        for alias in small.names:
+            name = _torch_binding(alias)
+            if name is not None:
+                return name
     return None
+
+
+def _top_level_imports(a: ModuleAnalysis) -> Iterator[cst.Import]:
+    """The module's top-level ``import`` statements, those in the body of a top-level ``try``
+    (``try: import torch except ImportError: ...``) included."""
+    for stmt in a.module.body:
+        lines = stmt.body.body if isinstance(stmt, cst.Try) else [stmt]
+        for line in lines:
+            for small in line.body if isinstance(line, cst.SimpleStatementLine) else ():
+                if isinstance(small, cst.Import):
+                    yield small
 
 
 def _torch_binding(alias: cst.ImportAlias) -> str | None:
@@ -230,21 +238,20 @@ def torch_alias_at(a: ModuleAnalysis, node: cst.CSTNode) -> str | None:
         scope = a.scope(here)
         if scope is not None:
             break
-    for stmt in a.module.body:
-        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
-            for alias in small.names if isinstance(small, cst.Import) else ():
-                bound_as = _torch_binding(alias)
-                if bound_as is None:
-                    continue
-                name = cst.Name(bound_as)
-                bound = scope[name.value] if scope is not None else ()
-                # module-level bindings only: a function's own ``import torch.distributed``
-                # makes ``torch`` local to it, unbound before that line runs
-                if bound and all(
-                    isinstance(x.scope, GlobalScope) and _imports_torch(getattr(x, "node", None), name.value)
-                    for x in bound
-                ):
-                    return name.value
+    for small in _top_level_imports(a):
+        for alias in small.names:
+            bound_as = _torch_binding(alias)
+            if bound_as is None:
+                continue
+            name = cst.Name(bound_as)
+            bound = scope[name.value] if scope is not None else ()
+            # module-level bindings only: a function's own ``import torch.distributed``
+            # makes ``torch`` local to it, unbound before that line runs
+            if bound and all(
+                isinstance(x.scope, GlobalScope) and _imports_torch(getattr(x, "node", None), name.value)
+                for x in bound
+            ):
+                return name.value
     return None
 
 
