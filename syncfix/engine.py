@@ -10,7 +10,7 @@ import ast
 import difflib
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import libcst as cst
@@ -528,6 +528,8 @@ def _process_source(
         raws = drop_deferred(apply_suppressions(analyzed, sup, {r.CODE for r in enabled}))
         if not settings.include_cold:
             raws = only_where_repeated(raws, analyzed, path)
+        else:
+            raws = said_of_one_time_code(raws, analyzed, path)
         if not fix:
             break
         candidates = [r for r in raws if fix_allowed(r, settings, seen)]
@@ -585,6 +587,25 @@ def only_where_repeated(raws: list[RawFinding], analyzed: Analyzed, path: str) -
         return raws
     repetition = analyzed.repetition or Repetition(analyzed.analysis, path)
     return [r for r in raws if not r.rule.ONLY_WHERE_REPEATED or repetition.repeats(r.node)]
+
+
+# What a rule says of a sync on a tensor of unknown device in code it takes to repeat, and what
+# is true of it in code that runs once (shown with --include-cold).
+_EVERY_STEP = "; that is, every step, if the tensor"
+_ONCE = "; that is, once where it runs (one-time code), if the tensor"
+
+
+def said_of_one_time_code(raws: list[RawFinding], analyzed: Analyzed, path: str) -> list[RawFinding]:
+    """With ``--include-cold``: a finding in one-time code does not say its sync repeats."""
+    if analyzed.analysis is None or not any(_EVERY_STEP in r.message for r in raws):
+        return raws
+    repetition = analyzed.repetition or Repetition(analyzed.analysis, path)
+    return [
+        replace(r, message=r.message.replace(_EVERY_STEP, _ONCE))
+        if _EVERY_STEP in r.message and not repetition.repeats(r.node)
+        else r
+        for r in raws
+    ]
 
 
 def _config(settings: Settings) -> cst.PartialParserConfig:

@@ -188,3 +188,18 @@ def test_a_file_of_one_time_code_is_not_parsed_and_nothing_changes(one_time_proj
     assert SET_UP.encode() in parsed
     # shown with --include-cold, which reads every file
     assert ("set_up.py", 5, "SFX101") in _run("--include-cold")
+
+
+def test_a_finding_shown_by_include_cold_does_not_say_every_step():
+    src = (
+        "import torch\n\n\ndef train_model(model, loader, opt, device):\n"
+        "    total = torch.zeros((), device=device)\n"
+        "    for x, y in loader:\n"
+        "        loss = torch.nn.functional.cross_entropy(model(x), y)\n"
+        "        opt.step()\n"
+        "        total += loss.detach()\n"
+        "    return total.item()  # once, after the loop\n"
+    )
+    assert check_code(src, path="train.py") == []  # one-time code: quiet by default
+    (found,) = check_code(src, path="train.py", include_cold=True)
+    assert "every step" not in found.message and "once where it runs (one-time code)" in found.message
