@@ -327,12 +327,12 @@ class BlockingHostToDevice(Rule):
             # the likely fact covers code the batch is passed to; a write here it cannot cover
             if source_may_change(a, node, passed_on=False):
                 return None  # the batch is written after the copy: keep it blocking
-            return self.unsafe_fix(changes, _LIKELY_BATCH_FIX, [*source_need, *where])
+            return self.unsafe_fix(changes, _and_device(_LIKELY_BATCH_FIX, target), [*source_need, *where])
         if receiver.memory is Memory.UNKNOWN and not receiver.fresh and _from_array(a, func.value):
             # ``torch.from_numpy(im)`` of an array syncfix cannot see: likely numpy's own memory
             if source_may_change(a, node, passed_on=False):
                 return None  # written here after the copy
-            return self.unsafe_fix(changes, _ARRAY_FIX, [*source_need, *where])
+            return self.unsafe_fix(changes, _and_device(_ARRAY_FIX, target), [*source_need, *where])
         unknown_origin = (
             "Copy with non_blocking=True (unsafe: the source's origin is unknown; it may be a "
             "pinned buffer that other code writes again before the copy runs)"
@@ -352,7 +352,18 @@ class BlockingHostToDevice(Rule):
             return None
         if receiver.memory is Memory.PAGEABLE or receiver.fresh:
             return self.unsafe_fix(changes, _UNKNOWN_TARGET_FIX, where)
-        return self.unsafe_fix(changes, unknown_origin, [*source_need, *where])
+        return self.unsafe_fix(changes, _and_device(unknown_origin, target), [*source_need, *where])
+
+
+def _and_device(description: str, target: Device) -> str:
+    """An unsafe fix's text, naming the device fact too when the fix rests on it (a device
+    syncfix cannot name; CUDA or the CPU are both exact)."""
+    if target is not Device.UNKNOWN:
+        return description
+    return description[:-1] + (
+        "; and the device is not provably CUDA: on another accelerator a non-blocking copy may "
+        "read the host memory later, which syncfix does not prove safe)"
+    )
 
 
 _ARRAY_FIX = (
