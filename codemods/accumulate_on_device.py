@@ -375,7 +375,13 @@ keeps the finding). A value handed to a meter every
         if mentions(loop, acc.total, skip=acc.stmt, header=isinstance(loop, cst.While)):
             uses = periodic_uses(a, loop, acc.total, acc.stmt)
             if uses is None:
-                acc.why_not = _USED_IN_LOOP
+                acc.why_not = (
+                    f"`{acc.total}` is added to in more than one statement of the loop (in each "
+                    "branch of an `if`...); syncfix keeps a total on the device where one statement "
+                    "accumulates it"
+                    if _only_added_to(a, loop, acc.total, acc.stmt)
+                    else _USED_IN_LOOP
+                )
                 return
             acc.reads, acc.resets = uses
         receiver = acc.read.receiver
@@ -629,3 +635,15 @@ def _is_count(a, expr: cst.BaseExpression) -> bool:
     if a.callee(expr) in ("torch.sum", "torch.count_nonzero") and len(expr.args) == 1:
         return a.callee(expr) == "torch.count_nonzero" or a.dtype_kind(expr.args[0].value) == "bool"
     return False
+
+
+def _only_added_to(a, loop: cst.For | cst.While, total: str, stmt: cst.CSTNode) -> bool:
+    """Is every other use of ``total`` in the loop body another ``total += ...`` statement (the
+    other branch of an ``if``), so that nothing reads its host value there?"""
+    uses = [n for n in a.structure.within(loop.body, cst.Name) if isinstance(n, cst.Name) and n.value == total]
+    others = [n for n in uses if not any(anc is stmt for anc in a.ancestors(n))]
+    return bool(others) and all(
+        isinstance(aug := a.parent(n), cst.AugAssign) and aug.target is n and isinstance(aug.operator, cst.AddAssign)
+        and total not in {m.value for m in a.structure.within(aug.value, cst.Name) if isinstance(m, cst.Name)}
+        for n in others
+    )

@@ -1,0 +1,36 @@
+"""SFX302 says truly why a running total stays on the host."""
+
+from __future__ import annotations
+
+from syncfix.api import check_code
+
+SRC = """\
+import torch
+
+
+def accuracy(network, xs, y):
+    correct = 0
+    for x in xs:
+        p = network(x.cuda())
+        if p.size(1) == 1:
+            correct += p.gt(0).eq(y).sum().item()
+        else:
+            correct += p.argmax(1).eq(y).sum().item()
+{extra}
+    return correct
+"""
+
+
+def _reasons(extra: str) -> list[str]:
+    found = check_code(SRC.format(extra=extra), path="train.py", unsafe_fixes=True)
+    return [f.message.split("no fix: ")[1] for f in found if f.code == "SFX302"]
+
+
+def test_a_total_added_to_in_each_branch_is_not_said_to_be_read():
+    reasons = _reasons("")
+    assert len(reasons) == 2 and all("added to in more than one statement" in r for r in reasons)
+
+
+def test_a_total_read_in_the_loop_is_said_to_be_read():
+    reasons = _reasons("        print(correct)")
+    assert reasons and all("is read elsewhere in the loop" in r for r in reasons)
