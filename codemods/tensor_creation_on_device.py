@@ -81,7 +81,9 @@ class TensorCreationOnDevice(Rule):
       unknown type is not provably a Python scalar: it gets the pinned form below.
     - **Host data** (provably: a list or tuple of numbers, an array or numpy scalar from a numpy
       constructor such as `np.asarray`/`np.arange`/`np.float32`, and values derived from them;
-      see `ModuleAnalysis.is_host_data`) becomes
+      `np.asarray(x)` only of host data or of a list or tuple: of a tensor it is that tensor's
+      memory, perhaps a pinned buffer refilled later, whose `.pin_memory()` is itself; see
+      `ModuleAnalysis.is_host_data`) becomes
       `torch.tensor(data, pin_memory=True, dtype=...).to(device, non_blocking=True)` (for
       `as_tensor`: `torch.as_tensor(data, dtype=...).pin_memory().to(...)`, keeping its warnings).
       Safe: the pinned temporary is referenced by nothing else, so nothing can write it before the

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from .callgraph import attribute_refs
+from .callgraph import attribute_refs, local_function
 from .syntax import dotted_name
 
 if TYPE_CHECKING:
@@ -86,23 +86,13 @@ def _decorators_may_catch(analysis: ModuleAnalysis, fn: cst.FunctionDef) -> bool
     decorator of a library (:data:`_CATCHING_DECORATORS`)?"""
     for dec in fn.decorators:
         expr = dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator
-        local = _module_function(analysis, expr)
+        local = local_function(analysis, expr)
         if local is not None:
             if _catches_inside(analysis, local):
                 return True
         elif (analysis.qualname(expr) or "").startswith(_CATCHING_DECORATORS):
             return True
     return False
-
-
-def _module_function(analysis: ModuleAnalysis, expr: cst.BaseExpression) -> cst.FunctionDef | None:
-    """The module-level ``def`` a plain name refers to, when it is bound once."""
-    if not isinstance(expr, cst.Name):
-        return None
-    found = [
-        s for s in analysis.module.body if isinstance(s, cst.FunctionDef) and s.name.value == expr.value
-    ]
-    return found[0] if len(found) == 1 else None
 
 
 def _catches_inside(analysis: ModuleAnalysis, fn: cst.FunctionDef) -> bool:
@@ -144,7 +134,7 @@ def _handed_to(analysis: ModuleAnalysis, fn: cst.FunctionDef) -> list[cst.Call]:
 def _calls_inside_a_try(analysis: ModuleAnalysis, call: cst.Call) -> bool:
     """Is the function ``call`` hands ``fn`` to one of this module's, with such a ``try`` in
     its body (``run_with_retry(step, ...)``)?"""
-    local = _module_function(analysis, call.func)
+    local = local_function(analysis, call.func)
     return local is not None and _catches_inside(analysis, local)
 
 
