@@ -14,9 +14,11 @@ For each repository of the manifest, syncfix's CLI runs in a subprocess on the l
 - a **control** is *flagged* when any finding starts on one of its lines;
 - findings without a fix are grouped by their reason (the text after "no fix", or the message);
 - each applied fix is classified **hot** or **cold** by where its finding is (the heuristic is
-  ``location_kind`` below: test/example/demo/docs folders, ``__init__``, ``test_*`` functions and
-  ``if __name__ == "__main__":`` blocks are cold; then a loop around the line, a step-like
-  function name or a function the manifest lists as hot make it hot; anything else is cold).
+  ``location_kind`` below: test/example/demo/docs folders are cold; then a function the manifest
+  lists as hot is hot (a hand mark wins over the names below); ``__init__``, ``test_*``
+  functions and ``if __name__ == "__main__":`` blocks are cold; then a loop around the line or a
+  step-like function name make it hot; anything else is cold). A pin-memory fix (SFX103) is
+  placed where its message says the loader's batches are copied, since that is where it pays.
 
 A fix's edit replaces whole lines (``location`` to ``end_location`` in the json); a line counts
 as edited only when the edit's new text does not keep it (a diff against the clone's file: a fix
@@ -256,13 +258,15 @@ class Locator:
         functions = [
             n.name for n in around if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
         ]
+        if any(f in self.hot_functions for f in functions):
+            return "hot"
         if any(f == "__init__" or f.startswith("test") and f != "test" for f in functions):
             return "cold"
         if any(is_main_guard(n) for n in around):
             return "cold"
         if any(isinstance(n, LOOPS) for n in around):
             return "hot"
-        if any(HOT_NAME.match(f) or f in self.hot_functions for f in functions):
+        if any(HOT_NAME.match(f) for f in functions):
             return "hot"
         return "cold"
 
@@ -272,6 +276,17 @@ def cold_path(path: str) -> bool:
     return bool(set(parts[:-1]) & COLD_DIRS) or any(
         fnmatch.fnmatch(parts[-1], p) for p in COLD_FILES
     )
+
+
+# SFX103's message: "... copied to the GPU from pageable memory (line 100): set pin_memory=True"
+_COPIED_AT = re.compile(r"pageable memory \(lines? (\d+)")
+
+
+def where_it_pays(finding: dict) -> int:
+    """The line whose repetition a fix saves: the finding's own, but for a pin-memory fix the
+    (first) line where the loader's batches are copied."""
+    m = _COPIED_AT.search(finding["message"]) if finding["code"] == "SFX103" else None
+    return int(m.group(1)) if m else finding["location"]["row"]
 
 
 def location_kind(
@@ -456,7 +471,7 @@ def score(
                     reasons[no_fix_reason(f)] += 1
                 if applied(f, mode == "unsafe"):
                     hot = man.hot.get((repo, f["filename"]), set())
-                    kind = location_kind(clone, f["filename"], f["location"]["row"], hot, cache)
+                    kind = location_kind(clone, f["filename"], where_it_pays(f), hot, cache)
                     fixes[mode].append(
                         {
                             "repo": repo,

@@ -149,7 +149,7 @@ class PinLoaderMemory(Rule):
             copies = [c for loop in loops for c in self._copies_of_batches(loop)]
             if copies:
                 fix = self._fix(loader, loops, copies)
-                message = self.MESSAGE
+                message = self.MESSAGE.replace(": set", f" ({_where(self.analysis, copies)}): set")
                 if fix is None:
                     message += (
                         " (no fix: a non-blocking copy in its loops is followed by a write to its "
@@ -173,22 +173,30 @@ class PinLoaderMemory(Rule):
         ):
             return None
         new = append_kwarg(loader, "pin_memory", cst.Name("True"))
-        escapes = self._escapes(loader, loops)
-        unsafe = (
-            escapes
-            or keyword(loader, "collate_fn") is not None
-            or len(positional(loader)) > _COLLATE_POSITION
-            or any(d is not Device.CUDA for _, d in copies)
-            or not self._dataset_on_cpu(loader)
-        )
-        if unsafe:
+        reasons = [
+            text
+            for holds, text in (
+                (self._escapes(loader, loops), "the loader is used outside the loops syncfix checked"),
+                (
+                    keyword(loader, "collate_fn") is not None or len(positional(loader)) > _COLLATE_POSITION,
+                    "a custom collate_fn's batch type may not survive pinning",
+                ),
+                (
+                    any(d is not Device.CUDA for _, d in copies),
+                    "the device may be the CPU (pinning then warns that no accelerator is found)",
+                ),
+                (
+                    not self._dataset_on_cpu(loader),
+                    "the dataset may hand out GPU tensors, which cannot be pinned",
+                ),
+            )
+            if holds
+        ]
+        if reasons:
             return self.unsafe_fix(
                 {loader: new},
-                "Set pin_memory=True (unsafe: the loader is used outside the loops syncfix "
-                "checked, a custom collate_fn's batch type may not survive pinning, the "
-                "device may be the CPU, or the dataset may hand out GPU tensors, which cannot "
-                "be pinned; `extend-safe-fixes = [\"SFX103\"]` in [tool.syncfix] if your "
-                "datasets never do)",
+                f"Set pin_memory=True (unsafe: {'; '.join(reasons)}; "
+                '`extend-safe-fixes = ["SFX103"]` in [tool.syncfix] if that never happens)',
             )
         return self.safe_fix({loader: new}, "Set pin_memory=True")
 
@@ -298,6 +306,13 @@ class PinLoaderMemory(Rule):
 
         walk(loop.body, V())
         return found
+
+
+def _where(a, copies: list[tuple[cst.Call, Device]]) -> str:
+    """Where the batches are copied, for the message: the fix pays there, every batch."""
+    lines = sorted({a.positions[call].start.line for call, _ in copies})
+    shown = ", ".join(str(n) for n in lines[:3]) + (", ..." if len(lines) > 3 else "")
+    return f"line {shown}" if len(lines) == 1 else f"lines {shown}"
 
 
 def _names(target: cst.BaseExpression):

@@ -79,10 +79,20 @@ def test_hot_or_cold(line, kind):
 
 def test_manifest_hot_functions_and_cold_folders():
     assert realcode.Locator(SOURCE, {"helper"}).kind(4) == "hot"
+    # a hand mark wins over the name heuristic: an evaluation loop named ``test_epoch``
+    assert realcode.Locator(SOURCE, {"test_thing"}).kind(20) == "hot"
     assert realcode.cold_path("tests/unit/test_x.py")
     assert realcode.cold_path("examples/train.py")
     assert realcode.cold_path("pkg/test_model.py")
     assert not realcode.cold_path("pkg/train.py")
+
+
+def test_a_pin_memory_fix_is_placed_where_its_batches_are_copied():
+    pin = {"code": "SFX103", "location": {"row": 4},
+           "message": "DataLoader batches are copied to the GPU from pageable memory (lines 17, 30): set pin_memory=True"}
+    assert realcode.where_it_pays(pin) == 17
+    assert realcode.where_it_pays({**pin, "code": "SFX101"}) == 4
+    assert realcode.where_it_pays({**pin, "message": "no line named"}) == 4
 
 
 def test_fix_lines_and_reasons():

@@ -30,3 +30,27 @@ def test_no_pin_where_sfx101_makes_a_copy_of_a_batch_written_later():
     out = fix_code(src, select=["SFX101", "SFX103"])
     assert 'xg = x.to("cuda", non_blocking=True)' in out
     assert "pin_memory" not in out
+
+
+def test_message_names_where_batches_are_copied_and_only_the_reasons_that_hold():
+    """The finding says where the fix pays (the copy's line); an unsafe fix says which of its
+    conditions is unproven here (the device), not every condition the rule has."""
+    from syncfix import check_code
+
+    src = (
+        "import torch\nimport torchvision\nfrom torch.utils.data import DataLoader\n"
+        "def train(model):\n"
+        "    device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "    ds = torchvision.datasets.CIFAR10(root='d', download=True)\n"
+        "    loader = DataLoader(ds, batch_size=8)\n"
+        "    for x, y in loader:\n"
+        "        x = x.to(device)\n"
+        "        model(x)\n"
+    )
+    (finding,) = [f for f in check_code(src, select=["SFX103"]) if f.code == "SFX103"]
+    assert "pageable memory (line 9): set pin_memory=True" in finding.message
+    assert finding.fix is not None
+    assert "the device may be the CPU" in finding.fix.description
+    assert "collate_fn" not in finding.fix.description
+    assert "used outside the loops" not in finding.fix.description
+    assert "GPU tensors" not in finding.fix.description
