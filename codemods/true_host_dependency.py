@@ -329,6 +329,12 @@ class TrueHostDependency(Rule):
                 "saving a checkpoint is a host side effect. Track the best value on the device "
                 "(`best = torch.minimum(best, loss.detach())`) and decide every N steps"
             )
+        elif all(assignments(s) is not None for s in suites):
+            why = (
+                "the branches only choose values. Choose on the device instead, "
+                "`x = torch.where(cond, a, x)`, where both sides are tensors of one shape and dtype "
+                "(SFX201 rewrites such a choice where the tensors are provably on one GPU)"
+            )
         else:
             why = (
                 "the branch has side effects that need the decision on the host. Decide every N "

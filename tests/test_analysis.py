@@ -64,6 +64,12 @@ PROVENANCE = [
     ("import numpy as np\ndef f(t):\n    x = np.ones(3) * t\n    use(x)", "x", Kind.UNKNOWN, Device.UNKNOWN),
     ("import numpy as np\ndef f(t):\n    x = np.ones(3) == t\n    use(x)", "x", Kind.UNKNOWN, Device.UNKNOWN),
     ("import numpy as np\nimport torch\nx = np.ones(3) + torch.ones(3)\nuse(x)", "x", Kind.TENSOR, Device.CPU),
+    # libraries that never return tensors: their arrays, rows and unpacked items are not tensors
+    ("import cv2\ndef f(m):\n    x = cv2.distanceTransform(m, 2, 0).reshape(-1)\n    use(x)", "x", Kind.NDARRAY, Device.UNKNOWN),
+    ("from scipy.optimize import linear_sum_assignment as lsa\ndef f(c):\n    r, k = lsa(c)\n    use(r)", "r", Kind.NDARRAY, Device.UNKNOWN),
+    ("import numpy as np\ndef f():\n    for row in np.ones((2, 2)):\n        use(row)", "row", Kind.NDARRAY, Device.UNKNOWN),
+    ("from PIL import Image\ndef f(p):\n    x = Image.open(p)\n    use(x)", "x", Kind.OTHER, Device.UNKNOWN),
+    ("import cv2s\ndef f(m):\n    x = cv2s.load(m)\n    use(x)", "x", Kind.UNKNOWN, Device.UNKNOWN),
     ("x = 3.0\nuse(x)", "x", Kind.NUMBER, Device.UNKNOWN),
     ("import torch\ndef f(t: torch.Tensor):\n    use(t)", "t", Kind.TENSOR, Device.UNKNOWN),
     ("def f(t):\n    use(t)", "t", Kind.UNKNOWN, Device.UNKNOWN),

@@ -32,6 +32,7 @@ from .torch_api import (
     CREATION_DEVICE_ARG,
     DATALOADER,
     DEFAULT_DEVICE_FACTORIES,
+    HOST_LIBRARY_RESULTS,
     LEGACY_CONSTRUCTORS,
     LIKELY_TENSOR_METHODS,
     METHOD_MAYBE_SELF,
@@ -320,6 +321,9 @@ def _destructure(a: ModuleAnalysis, expr: cst.BaseExpression | None, value: Valu
         if value.kind is Kind.TENSORS:
             expr, value = None, replace(value, kind=Kind.TENSOR)
             continue
+        if value.kind is Kind.NDARRAY:  # rows or numpy scalars, in the array's memory
+            expr, value = None, Value(Kind.NDARRAY, memory=value.memory)
+            continue
         if isinstance(value, TupleValue):
             if index < len(value.items):
                 expr, value = None, value.items[index]
@@ -337,6 +341,8 @@ def _element_of(a: ModuleAnalysis, iterable: cst.BaseExpression) -> Value:
         return v  # rows of a tensor; items of a batch (as in ``_destructure``)
     if v.kind is Kind.TENSORS:
         return replace(v, kind=Kind.TENSOR)
+    if v.kind is Kind.NDARRAY:
+        return Value(Kind.NDARRAY, memory=v.memory)  # rows or numpy scalars, never tensors
     if isinstance(iterable, cst.Call):
         batch_view = _batch_dict_view(a, iterable)
         if batch_view is not None:
@@ -430,6 +436,9 @@ def _call_value(a: ModuleAnalysis, call: cst.Call) -> Value:
                 return stepped
         if name.startswith("numpy."):
             return _numpy_call_value(name, call)
+        library = next((v for p, v in HOST_LIBRARY_RESULTS.items() if name.startswith(p)), None)
+        if library is not None:
+            return library
         if name.startswith("builtins."):
             short = name[len("builtins.") :]
             if short in ("float", "int", "bool", "len", "round", "abs", "sum", "min", "max"):

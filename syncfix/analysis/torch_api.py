@@ -32,6 +32,12 @@ NON_TENSOR_NAMESPACES = (
     "torch.distributions.", "torch.mps.", "torch.xpu.", "torch.library.", "torch.fx.",
     "torch.nn.utils.", "torch.nn.parallel.", "torch.export.", "torch._dynamo.", "torch.random.",
 )
+# Libraries whose functions never return a torch tensor, and what their results are read as, so
+# that the likely view does not take their arrays for tensors (``cv2.distanceTransform(m)
+# .reshape(-1)``). cv2's and scipy's results are arrays, numpy scalars, numbers or tuples of
+# them, and an array may be an argument's own memory (``cv2.rectangle`` draws into its image and
+# returns it): memory unknown. PIL's are images.
+HOST_LIBRARY_RESULTS = {"cv2.": Value(Kind.NDARRAY), "scipy.": Value(Kind.NDARRAY), "PIL.": OTHER}
 # torch.* callables that do not return a tensor (or return something we do not model).
 TORCH_NON_TENSOR = {
     "is_tensor", "is_storage", "is_floating_point", "is_complex", "is_nonzero", "numel",

@@ -190,3 +190,36 @@ def test_a_grad_scaler_syncs_only_when_enabled(ctor, says):
     assert "found_inf" in finding.message
     assert ("when the scaler is enabled" in finding.message) == bool(says)
     assert says in finding.message
+
+
+def test_arrays_from_cv2_and_scipy_are_no_gpu_values():
+    from syncfix import check_code
+
+    src = (Path(__file__).parent / "fixtures/library_arrays_untouched.in.py").read_text()
+    assert [f.code for f in check_code(src, select=["SFX2"])] == []
+    # the same branch on a tensor's method is still a GPU read
+    tensor = src.replace("rows, cols = linear_sum_assignment(cost)", "rows = gt.float()")
+    assert [f.code for f in check_code(tensor, select=["SFX2"])] == ["SFX206"]
+
+
+def test_a_branch_that_only_picks_values_is_not_said_to_have_side_effects():
+    """DomainBed's ``if loss > max_env_loss: max_env_loss = loss`` (device a parameter): the branch
+    rebinds a name, so the advice is ``torch.where``, not "side effects"."""
+    from syncfix import check_code
+
+    src = (
+        "import torch\nimport torch.nn.functional as F\n"
+        "def gap(model, batches, device):\n"
+        "    worst = torch.tensor([-float('inf')], device=device)\n"
+        "    for x, y in batches:\n"
+        "        loss = F.cross_entropy(model(x), y)\n"
+        "        if loss > worst:\n"
+        "            worst = loss\n"
+        "    return worst\n"
+    )
+    (f,) = check_code(src, select=["SFX206"])
+    assert "only choose values" in f.message and "torch.where" in f.message
+    assert "side effects" not in f.message
+    logged = src.replace("            worst = loss\n", "            print(loss)\n")
+    (g,) = check_code(logged, select=["SFX206"])
+    assert "side effects" in g.message
