@@ -278,14 +278,20 @@ def syncs_on_gpu(a: ModuleAnalysis, test: cst.BaseExpression) -> bool:
 def unplaced_message(a: ModuleAnalysis, node: cst.CSTNode) -> str:
     """Said of a finding on a tensor whose device syncfix cannot name (reported where code
     repeats): how often it syncs, if the tensor is on a GPU. Under an ``if`` of its loop or
-    function (``if step % log_every == 0:``), not every step."""
+    function (``if step % log_every == 0:``), not every step; outside a loop, as often as its
+    function runs (``evaluate`` may be called every N steps), not every step."""
     conditional = False
+    often = "every step"
     for anc in a.ancestors(node):
-        if isinstance(anc, (cst.For, cst.While, cst.FunctionDef)):
+        if isinstance(anc, (cst.For, cst.While)):
+            break
+        if isinstance(anc, cst.FunctionDef):
+            often = f"each time `{anc.name.value}` runs"
             break
         if isinstance(anc, cst.If):
             conditional = True
-    often = "each time its `if` lets it run" if conditional else "every step"
+    if conditional:
+        often = "each time its `if` lets it run"
     return f"; that is, {often}, if the tensor is on a GPU: syncfix cannot tell which device it is on"
 
 

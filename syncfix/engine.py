@@ -18,6 +18,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from . import suppression
 from .analysis import ModuleAnalysis
+from .analysis.hotness import hot_in_file
 from .analysis.imported import ProjectModules
 from .analysis.project import ModuleContext
 from .cache import Cache, would_fix
@@ -225,7 +226,7 @@ def analyze(
         wrapper,
         hot_functions=settings.hot_functions,
         devices=settings.devices,
-        called_from_loops=frozenset(context.hot) if context else frozenset(),
+        called_from_loops=frozenset(context.hot) if context else hot_in_file(source or module.code, settings.hot_functions),
         module_name=context.module_name if context else None,
         imported=context.imported if context else None,
         project=ProjectModules(context.modules, settings.devices, closed=context.closed) if context and context.modules else None,
@@ -591,18 +592,18 @@ def only_where_repeated(raws: list[RawFinding], analyzed: Analyzed, path: str) -
 
 # What a rule says of a sync on a tensor of unknown device in code it takes to repeat, and what
 # is true of it in code that runs once (shown with --include-cold).
-_EVERY_STEP = "; that is, every step, if the tensor"
+_REPEATS = re.compile(r"; that is, (every step|each time `\w+` runs), if the tensor")
 _ONCE = "; that is, once where it runs (one-time code), if the tensor"
 
 
 def said_of_one_time_code(raws: list[RawFinding], analyzed: Analyzed, path: str) -> list[RawFinding]:
     """With ``--include-cold``: a finding in one-time code does not say its sync repeats."""
-    if analyzed.analysis is None or not any(_EVERY_STEP in r.message for r in raws):
+    if analyzed.analysis is None or not any(_REPEATS.search(r.message) for r in raws):
         return raws
     repetition = analyzed.repetition or Repetition(analyzed.analysis, path)
     return [
-        replace(r, message=r.message.replace(_EVERY_STEP, _ONCE))
-        if _EVERY_STEP in r.message and not repetition.repeats(r.node)
+        replace(r, message=_REPEATS.sub(_ONCE, r.message, count=1))
+        if _REPEATS.search(r.message) and not repetition.repeats(r.node)
         else r
         for r in raws
     ]

@@ -70,6 +70,13 @@ PROVENANCE = [
     ("import numpy as np\ndef f():\n    for row in np.ones((2, 2)):\n        use(row)", "row", Kind.NDARRAY, Device.UNKNOWN),
     ("from PIL import Image\ndef f(p):\n    x = Image.open(p)\n    use(x)", "x", Kind.OTHER, Device.UNKNOWN),
     ("import cv2s\ndef f(m):\n    x = cv2s.load(m)\n    use(x)", "x", Kind.UNKNOWN, Device.UNKNOWN),
+    # ``.type(dtype)`` casts on the tensor's device; ``.type()`` is a string; a type name may move it
+    ("import torch\nx = torch.ones(2).type(torch.float16)\nuse(x)", "x", Kind.TENSOR, Device.CPU),
+    ("import torch\ndt = torch.half\nx = torch.ones(2).type(dt)\nuse(x)", "x", Kind.TENSOR, Device.CPU),
+    # a parameter callers may set to a type name: a tensor, device unknown
+    ("import torch\ndef f(dt=torch.half):\n    x = torch.ones(2).type(dt)\n    use(x)", "x", Kind.TENSOR, Device.UNKNOWN),
+    ("import torch\nx = torch.ones(2).type('torch.cuda.FloatTensor')\nuse(x)", "x", Kind.TENSOR, Device.UNKNOWN),
+    ("import torch\nx = torch.ones(2).type()\nuse(x)", "x", Kind.UNKNOWN, Device.UNKNOWN),
     ("x = 3.0\nuse(x)", "x", Kind.NUMBER, Device.UNKNOWN),
     ("import torch\ndef f(t: torch.Tensor):\n    use(t)", "t", Kind.TENSOR, Device.UNKNOWN),
     ("def f(t):\n    use(t)", "t", Kind.UNKNOWN, Device.UNKNOWN),

@@ -161,3 +161,26 @@ def test_a_memoized_function_is_one_time_code():
             plain(80)
     """
     assert codes(src) == [("SFX101", 9)]
+
+
+def test_the_library_api_finds_what_the_cli_finds_in_a_function_its_loops_call(tmp_path):
+    """A read in a helper that only the file's own loop calls: ``check_code`` (no project
+    around it) takes the helper to repeat as ``syncfix check`` on the file does."""
+    src = textwrap.dedent(
+        """\
+        import torch
+
+        def score(model, x):
+            return model(x).mean().item()
+
+        def run(model, batches):
+            for x in batches:
+                score(model, x)
+        """
+    )
+    (tmp_path / "run.py").write_text(src)
+    cli_out = CliRunner().invoke(cli, ["check", "--no-cache", "-o", "json", str(tmp_path / "run.py")])
+    import json
+
+    assert [(f["code"], f["location"]["row"]) for f in json.loads(cli_out.output)] == [("SFX105", 4)]
+    assert codes(src, path="run.py") == [("SFX105", 4)]

@@ -171,6 +171,13 @@ def one_time(f: FileCalls, hot: frozenset[str]) -> bool:
     return f.parsed and not f.loops and not f.hot_names and not hot
 
 
+def hot_in_file(source: str | bytes, hot_functions_named: Iterable[str]) -> frozenset[str]:
+    """For a source analysed alone (the library API, with no project around it): its functions
+    that its own loops and step functions call, as the project index would find them."""
+    data = source.encode("utf-8") if isinstance(source, str) else source
+    return hot_functions([file_calls("", data, hot_functions_named, {})]).get("", frozenset())
+
+
 def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
     """Per module, the names of its functions that run repeatedly (a fixpoint over the calls)."""
     by_module = {f.module: f for f in files}

@@ -23,9 +23,9 @@ from libcst.metadata.scope_provider import BaseAssignment
 
 from . import callgraph, loaders
 from .attributes import assumed_tensor, attribute_value, is_module_class
-from .bindings import assignment_order
+from .bindings import assignment_order, fact_of_name
 from .devices import fstring_device, origin_code, string_device
-from .dtypes import dtype_kw
+from .dtypes import dtype_kw, is_dtype
 from .narrowing import narrowed_kind
 from .syntax import in_place_keyword, keyword, literal_kind, positional, through_call
 from .torch_api import (
@@ -661,6 +661,13 @@ def _display_arg(call: cst.Call) -> bool:
 
 
 def _method_value(a: ModuleAnalysis, receiver: Value, method: str, call: cst.Call) -> Value:
+    if method == "type" and call.args:
+        # ``t.type()`` is a string; ``t.type(torch.float32)`` a cast on the tensor's device (maybe
+        # the tensor itself); ``t.type("torch.cuda.FloatTensor")`` may move it
+        arg = call.args[0].value
+        if is_dtype(a, arg) or isinstance(arg, cst.Name) and fact_of_name(a, arg, lambda e: is_dtype(a, e)):
+            return replace(receiver, kind=Kind.TENSOR, dtype=None)
+        return Value(Kind.TENSOR)
     if method in METHOD_NON_TENSOR:
         return METHOD_NON_TENSOR[method]
     if method in ("max", "min") and _along_a_dim(a, call):

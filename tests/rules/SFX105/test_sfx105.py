@@ -202,3 +202,19 @@ def test_float_and_int_of_a_tensor_are_reads_like_item():
     (finding,) = check_code(src, select=["SFX105"])
     assert finding.line == 6 and finding.fix is None  # not the size, not the learning rate
     assert "GPU value read on the host" in finding.message
+
+
+def test_a_read_outside_a_loop_syncs_as_often_as_its_function_runs():
+    """gpt-neox's evaluation: the read after the evaluation loop runs once per ``evaluate`` call,
+    which the training loop makes every N steps: not "every step"."""
+    src = (
+        "import torch\n\ndef evaluate(model, batches):\n    losses = []\n"
+        "    for x in batches:\n        losses.append(model(x).mean())\n"
+        "    return torch.stack(losses).mean().item()\n\n"
+        "def train(model, opt, batches, val, every):\n"
+        "    for it, x in enumerate(batches):\n        model(x).mean().backward()\n        opt.step()\n"
+        "        if it % every == 0:\n            evaluate(model, val)\n"
+    )
+    (found,) = check_code(src, select=["SFX105"])
+    assert "each time `evaluate` runs, if the tensor is on a GPU" in found.message
+    assert "every step" not in found.message
