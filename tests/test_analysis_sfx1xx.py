@@ -149,3 +149,73 @@ def test_range_counter_is_an_int():
     assert a.python_number_type(e) == "float"
     a, e = _last_expr("    for i in xs:\n        _ = i\n")
     assert a.python_number_type(e) is None
+
+
+@pytest.mark.parametrize(
+    "body,device",
+    [
+        # a plain rebinding before the use is the only binding that reaches it
+        ("    x = torch.ones(3)\n    x = x.cuda()\n    _ = x\n", Device.CUDA),
+        ("    x = b[0]\n    x = torch.ones(3)\n    _ = x\n", Device.CPU),
+        # in a loop body, before an inner loop (detr's `m_id = torch.from_numpy(...)`)
+        (
+            "    for b in DataLoader(ds):\n        m = b.cuda()\n        m = torch.ones(2)\n"
+            "        for i in range(3):\n            _ = m\n",
+            Device.CPU,
+        ),
+        # the rebinding may be skipped: joined
+        ("    x = torch.ones(3)\n    if c:\n        x = x.cuda()\n    _ = x\n", Device.CUDA_OR_CPU),
+        ("    x = torch.ones(3)\n    try:\n        x = x.cuda()\n    except RuntimeError:\n        pass\n    _ = x\n", Device.CUDA_OR_CPU),
+        ("    x = torch.ones(3)\n    for _i in range(2):\n        x = x.cuda()\n    _ = x\n", Device.CUDA_OR_CPU),
+        # a nested function may rebind it through ``nonlocal`` when it is called in between
+        (
+            "    x = torch.ones(3).cuda()\n    def g():\n        nonlocal x\n        x = torch.ones(3)\n"
+            "    x = torch.zeros(3).cuda()\n    g()\n    _ = x\n",
+            Device.CUDA_OR_CPU,
+        ),
+    ],
+)
+def test_a_plain_rebinding_before_a_use_kills_the_earlier_bindings(body, device):
+    a, e = _last_expr(body)
+    assert a.value(e).device is device
+
+
+def test_a_lambda_reads_the_binding_at_its_call_not_its_definition():
+    a, module = _analyse_body("    x = torch.ones(3)\n    g = lambda: x\n    x = x.cuda()\n    return g\n")
+    use = next(n for n in a.nodes_within(module, cst.Lambda))
+    assert a.value(use.body).device is Device.CUDA_OR_CPU
+
+
+def test_a_while_test_runs_again_after_the_bodys_bindings():
+    a, module = _analyse_body("    x = torch.ones(3)\n    while x.sum() > 0:\n        x = x.cuda()\n")
+    loop = next(n for n in a.nodes_within(module, cst.While))
+    assert a.value(loop.test.left.func.value).device is Device.CUDA_OR_CPU
+
+
+def _analyse_body(body: str) -> tuple[ModuleAnalysis, cst.Module]:
+    wrapper = MetadataWrapper(cst.parse_module(PRELUDE + body))
+    return ModuleAnalysis(wrapper), wrapper.module
+
+
+def test_an_augmented_assignment_keeps_the_tensor_it_changes_in_place():
+    # ``buf += 1`` is the pinned buffer itself, not a fresh pageable tensor
+    a, e = _last_expr("    buf = torch.empty(4, pin_memory=True)\n    buf += 1\n    _ = buf\n")
+    v = a.value(e)
+    assert (v.kind, v.memory, v.fresh) == (Kind.TENSOR, Memory.PINNED, True)
+    a, e = _last_expr("    buf = torch.empty(4, pin_memory=True)\n    for _i in range(2):\n        buf += 1\n        _ = buf\n")
+    assert a.value(e).memory is Memory.PINNED
+    # a number plus a tensor is a new tensor
+    a, e = _last_expr("    s = 0.0\n    s += torch.ones(()).cuda()\n    _ = s\n")
+    assert a.value(e).device is Device.CUDA
+    # what may be either (a loop-carried total): a tensor, nothing else claimed
+    a, e = _last_expr("    s = 0.0\n    for _i in range(2):\n        s += torch.ones(())\n        _ = s\n")
+    v = a.value(e)
+    assert (v.kind, v.device, v.fresh) == (Kind.TENSOR, Device.UNKNOWN, False)
+
+
+def test_views_and_reorderings_keep_the_dtype_kind():
+    # dino's ``correct.narrow(1, 0, 1).sum()`` of a comparison: an integer count
+    a, e = _last_expr("    c = t.eq(t)\n    _ = c.narrow(1, 0, 1).sum()\n")
+    assert a.dtype_kind(e) == "int"
+    a, e = _last_expr("    _ = t.float().transpose(0, 1).flip(0).sum()\n")
+    assert a.dtype_kind(e) == "float"

@@ -57,6 +57,14 @@ def bindings(a: ModuleAnalysis, name: cst.Name) -> frozenset[BaseAssignment]:
     found: set[BaseAssignment] = set()
     for acc in _accesses_of(a).get(name, ()):
         found.update(acc.referents)
+    aug = a.parent(name)
+    if isinstance(aug, cst.AugAssign) and aug.target is name and not found:
+        # ``x += v`` reads ``x`` but LibCST records no access there: the bindings before it
+        order = a.structure.order.get(aug, -1)
+        found = {
+            asg for asg in scope.assignments[name.value]
+            if not _within(a, asg, aug) and assignment_order(a, asg) < order
+        }
     binder = _binding_loop(a, name)
     if binder is not None and isinstance(scope, FunctionScope) and all(asg.scope is scope for asg in found):
         # in the body of ``for name in ...``: the target is bound before the body runs, so
@@ -71,7 +79,14 @@ def bindings(a: ModuleAnalysis, name: cst.Name) -> frozenset[BaseAssignment]:
     loops = a.carrying_loops(name)
     if loops:
         found |= _bindings_in_loop(a, scope, name.value, loops[-1])
-    elif len(found) > 1:
+    if len(found) > 1 and isinstance(scope, FunctionScope) and name.value not in unseen_names(a):
+        last = _dominating_binder(a, name)
+        if last is not None:
+            # ``x = b[0]; x = x.cuda(); use(x)``: every path to the use passes the last plain
+            # binding before it, so only what that statement binds reaches (and what nested
+            # functions bind through ``nonlocal``, which a call in between may run)
+            found = {asg for asg in found if _within(a, asg, last) or not _made_by(a, asg, scope)}
+    if not loops and len(found) > 1:
         # no loop carries a binding round to the use: one in the other branch of an ``if``
         # around it never reaches it (``if c: x = x.cuda(i) else: y = x.to(d)``), unless it
         # outlives the call that made it (a ``global``/``nonlocal`` name: another scope's)
@@ -81,6 +96,76 @@ def bindings(a: ModuleAnalysis, name: cst.Name) -> frozenset[BaseAssignment]:
                 asg for asg in found if asg.scope is not scope or not _inside_any(a, asg, others)
             }
     return frozenset(found)
+
+
+def _dominating_binder(a: ModuleAnalysis, use: cst.Name) -> cst.SimpleStatementLine | None:
+    """The statement line every path to ``use`` passes last among those binding its name: the
+    nearest earlier line of the use's block, or of an enclosing block, that binds it plainly
+    (``name = ...``, ``name: T = ...``, ``name op= ...``, as a target of its own). None where
+    the nearest binding is anything else (an ``if``, a loop, ``try``, ``with``, a walrus) or
+    the walk reaches the function's start (a parameter) or crosses a loop that binds the name
+    later (a loop-carried binding may reach the use around it)."""
+    name = use.value
+    stmt = a.statement_of(use)
+    for anc in a.ancestors(use):
+        if anc is stmt:
+            break
+        if isinstance(anc, (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+            return None  # run later (a lambda, a generator) or in its own scope
+    if isinstance(stmt, cst.While) and name in stored_names(stmt):
+        return None  # the test runs again after the body's bindings
+    cur: cst.CSTNode | None = stmt
+    while cur is not None and not isinstance(cur, (cst.FunctionDef, cst.ClassDef, cst.Module, cst.Lambda)):
+        before = a.statements_before(cur)
+        for prev in before or ():
+            if name not in stored_names(prev):
+                continue
+            return prev if isinstance(prev, cst.SimpleStatementLine) and _binds_plainly(prev, name) else None
+        parent = a.parent(cur)
+        while parent is not None and not isinstance(parent, (cst.BaseCompoundStatement, cst.FunctionDef, cst.Module)):
+            if isinstance(parent, (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+                return None  # a use in its own scope's expression: not this walk's question
+            parent = a.parent(parent)
+        if not isinstance(parent, cst.BaseCompoundStatement) or isinstance(parent, cst.FunctionDef):
+            return None
+        if _may_bind_on_the_way(parent, name):
+            return None
+        cur = parent
+    return None
+
+
+def _binds_plainly(line: cst.SimpleStatementLine, name: str) -> bool:
+    for small in line.body:
+        targets: list[cst.BaseExpression] = []
+        if isinstance(small, cst.Assign):
+            targets = [t.target for t in small.targets]
+        elif isinstance(small, (cst.AnnAssign, cst.AugAssign)) and (
+            isinstance(small, cst.AugAssign) or small.value is not None
+        ):
+            targets = [small.target]
+        if any(n.value == name for t in targets for n in target_names(t)):
+            return True
+    return False
+
+
+def _may_bind_on_the_way(compound: cst.BaseCompoundStatement, name: str) -> bool:
+    """Walking out of ``compound`` from a use inside it: may a binding of ``name`` that it makes
+    reach the use? A loop's (carried round by a later iteration), an ``if`` test's or ``with``
+    item's (made before the body runs), or anything a ``try``/``match`` binds (a handler runs
+    after part of the body). A binding later in the use's own block, or in another branch of an
+    ``if``, is on no path to it."""
+    if isinstance(compound, (cst.For, cst.While)):
+        return name in stored_names(compound)
+    if isinstance(compound, cst.If):
+        return name in stored_names(compound.test)
+    if isinstance(compound, cst.With):
+        return any(name in stored_names(item) for item in compound.items)
+    return name in stored_names(compound)
+
+
+def _within(a: ModuleAnalysis, asg: BaseAssignment, stmt: cst.CSTNode) -> bool:
+    node = getattr(asg, "node", None)
+    return isinstance(node, cst.CSTNode) and (node is stmt or any(anc is stmt for anc in a.ancestors(node)))
 
 
 class UnseenBinding(BaseAssignment):
@@ -206,6 +291,14 @@ def carrying_loops(a: ModuleAnalysis, name: cst.Name) -> list[cst.For | cst.Whil
     Before this, ``for b in loader: b = {k: v.cuda() for k, v in b.items()}`` joined the
     rebinding into ``b.items()``'s receiver and lost that it is a batch (precision fix)."""
     loops = a.loops_around(name)
+    child: cst.CSTNode = name
+    for anc in a.ancestors(name):
+        if isinstance(anc, cst.While) and child is anc.test:
+            loops = [anc, *loops]  # a ``while`` test runs again after every pass of the body
+            break
+        if isinstance(anc, (cst.BaseStatement, cst.Lambda)):
+            break
+        child = anc
     for i, loop in enumerate(loops):
         if isinstance(loop, cst.For) and any(
             n.value == name.value for n in target_names(loop.target)

@@ -158,6 +158,22 @@ def _value(a: ModuleAnalysis, expr: cst.CSTNode) -> Value:
     return UNKNOWN
 
 
+def _in_place(a: ModuleAnalysis, aug: cst.AugAssign) -> Value:
+    """``x op= v``: a tensor or array ``x`` is changed in place, so the name still holds that
+    object (its memory, device and freshness: a pinned buffer stays one); a number gives a new
+    value, as ``x op v`` would. Where ``x`` may be either, the result is a tensor of unknown
+    device and memory."""
+    before = a.value(aug.target)
+    if before.kind is Kind.BOTTOM:
+        return BOTTOM
+    if before.is_tensor or before.kind is Kind.NDARRAY:
+        return replace(before, kind=Kind.TENSOR) if before.is_tensor else before
+    result = _arith(a, aug.target, aug.value)
+    if result.is_tensor and before.kind is not Kind.NUMBER:
+        return Value(Kind.TENSOR)  # ``x`` may have been a tensor changed in place
+    return result
+
+
 def _arith(a: ModuleAnalysis, *operands: cst.BaseExpression) -> Value:
     vals = [a.value(o) for o in operands]
     if any(v.kind is Kind.BOTTOM for v in vals):
@@ -296,7 +312,7 @@ def _assignment_value(a: ModuleAnalysis, asg: Assignment) -> Value:
         value = a.value(parent.value)
         return value if value.kind is not Kind.UNKNOWN else annotated
     if isinstance(parent, cst.AugAssign):
-        return _arith(a, parent.target, parent.value)
+        return _in_place(a, parent)
     if isinstance(parent, (cst.For, cst.CompFor)):
         return _destructure(a, None, _element_of(a, parent.iter), path)
     if isinstance(parent, cst.AsName):

@@ -225,6 +225,9 @@ SAME_DTYPE_METHODS = SAME_DTYPE_FNS | {
 KIND_KEEPING = {
     "detach", "clone", "cpu", "cuda", "contiguous", "squeeze", "unsqueeze", "reshape", "view",
     "flatten", "ravel", "max", "min", "amax", "amin", "pin_memory", "detach_", "requires_grad_",
+    # views and reorderings of the same elements
+    "narrow", "select", "transpose", "permute", "t", "expand", "expand_as", "view_as", "flip",
+    "roll", "reshape_as", "movedim", "unflatten", "index_select", "gather",
 }
 # Methods whose result is floating for any real input (or that raise for integers).
 FLOATING_RESULT = {"softmax", "log_softmax", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt"}
