@@ -160,6 +160,11 @@ def _used_up_to_read(a: ModuleAnalysis, loop: cst.For, read: cst.Call, var: str,
     upto = body[: holder + 1]
     if any(n is not root for stmt in upto for n in _names(a, stmt, var)) or any(_names(a, stmt, mapping) for stmt in upto):
         return True
+    # the statements after the read run before the next value's read too: no use of the mapping
+    # there (``for t in d.values(): t.zero_()``) and no in-place write through any name
+    after = body[holder + 1 :]
+    if any(_names(a, stmt, mapping) or a.effects(stmt).inplace for stmt in after):
+        return True
     around = set(map(id, a.ancestors(read)))
     inside = set(map(id, a.nodes_within(read, cst.Call)))
     calls = [c for stmt in upto for c in a.nodes_within(stmt, cst.Call)]

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import enum
+from dataclasses import replace
 
 import libcst as cst
 
 from syncfix.analysis import METHOD_MAYBE_SELF, Device, Kind, Memory, Value, keyword, positional
+from syncfix.model import Applicability
 from syncfix.rules import Fix, Invalid, Rule
 
 from ._memory import PASSED_ON, non_blocking_flag, source_may_change
@@ -61,6 +63,12 @@ class BlockingHostToDevice(Rule):
     ## Fix safety
     The fix is **safe** only when syncfix proves it exact:
     - the receiver is a tensor (not an `nn.Module`, whose `.cuda()` has no `non_blocking`);
+    - the copy does not also convert the dtype (`.to("cuda", torch.int64)`, `dtype=`), unless
+      the source provably has that dtype already: a blocking copy converts on the CPU, a
+      non-blocking one on the GPU, and the two give different integers for NaN, infinite and
+      out-of-range floats (measured on an H200: `[inf]` to int64 gives INT64_MIN blocking and
+      INT64_MAX non-blocking; NaN to int32 gives -2147483648 and 0). Such a copy gets an
+      **unsafe** fix that says so;
     - the target is provably CUDA, or provably CUDA-or-CPU while the tensor is provably on the
       CPU: then the fix is exact for both targets, because a CPU-to-CPU `.to` returns the tensor
       itself (no copy is made, `non_blocking` changes nothing) and a CPU-to-CUDA copy is the
@@ -272,7 +280,7 @@ class BlockingHostToDevice(Rule):
             )
             device = _device_argument(node)
             fix = None
-            if device is not None and self._may_observe(node):
+            if device is not None and self._may_observe(node) and not _converts_dtype(a, node):
                 fix = self.observed_fix(
                     {node: _non_blocking_call(a, node)},
                     "Copy with non_blocking=True (observed: the device is CUDA)",
@@ -312,6 +320,19 @@ class BlockingHostToDevice(Rule):
         )
 
     def _fix(self, node: cst.Call, receiver: Value, source: Source, target: Device) -> Fix | None:
+        fix = self._copy_fix(node, receiver, source, target)
+        if fix is None or not _converts_dtype(self.analysis, node):
+            return fix
+        # ``.to("cuda", torch.int64)``: a blocking copy converts on the CPU, a non-blocking one on
+        # the GPU, and the two disagree on some values (measured: NaN and inf to an integer)
+        text = fix.description
+        if fix.applicability is Applicability.SAFE:
+            text = text + " (unsafe" + _CONVERSION + ")"
+        else:
+            text = text[:-1] + ";" + _CONVERSION + ")"
+        return replace(fix, applicability=Applicability.UNSAFE, description=text)
+
+    def _copy_fix(self, node: cst.Call, receiver: Value, source: Source, target: Device) -> Fix | None:
         a = self.analysis
         changes = {node: _non_blocking_call(a, node)}
         if a.uses_streams:
@@ -353,6 +374,27 @@ class BlockingHostToDevice(Rule):
         if receiver.memory is Memory.PAGEABLE or receiver.fresh:
             return self.unsafe_fix(changes, _UNKNOWN_TARGET_FIX, where)
         return self.unsafe_fix(changes, _and_device(unknown_origin, target), [*source_need, *where])
+
+
+_CONVERSION = (
+    ": the copy also converts the dtype, which a non-blocking copy does on the GPU and a blocking "
+    "one on the CPU; the two give different integers for NaN, infinite and out-of-range floats, "
+    "so this rests on the values converting alike on both"
+)
+
+
+def _converts_dtype(a, call: cst.Call) -> bool:
+    """Does ``.to(device, dtype)`` / ``.to(device, dtype=...)`` also convert the dtype (to one
+    that is not provably the source's own)?"""
+    if call.func.attr.value != "to":  # type: ignore[attr-defined]
+        return False
+    dtype = keyword(call, "dtype")
+    args = positional(call)
+    value = dtype.value if dtype is not None else args[1].value if len(args) >= 2 else None
+    if value is None or isinstance(value, cst.Name) and value.value == "None":
+        return False
+    own, result = a.canonical_dtype(call.func.value), a.canonical_dtype(call)  # type: ignore[attr-defined]
+    return own is None or own != result
 
 
 def _and_device(description: str, target: Device) -> str:

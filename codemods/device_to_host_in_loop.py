@@ -66,12 +66,15 @@ _HANDLED_CONTEXTS = (
 
 
 def _appended(a, node: cst.Call, stmt: cst.SimpleStatementLine) -> bool:
-    """Is the read an argument of a ``.append(...)`` in its statement (``out.append(t.item())``)?"""
+    """Is the read an argument of a ``.append(...)`` in its statement (``out.append(t.item())``)?
+    Not where it picks the list (``groups[label.item()].append(k)``: a key Python needs)."""
+    child: cst.CSTNode = node
     for anc in a.ancestors(node):
         if anc is stmt:
             return False
         if isinstance(anc, cst.Call) and isinstance(anc.func, cst.Attribute) and anc.func.attr.value == "append":
-            return True
+            return child is not anc.func
+        child = anc
     return False
 
 
@@ -100,6 +103,16 @@ def _owned_elsewhere(a, node: cst.Call, stmt: cst.SimpleStatementLine, proven: b
     small = stmt.body[0]
     if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name):
         return True  # a running total in a name: SFX302's
+    if (
+        isinstance(small, cst.Assign)
+        and len(small.targets) == 1
+        and isinstance(small.targets[0].target, cst.Name)
+        and isinstance(small.value, cst.BinaryOperation)
+        and isinstance(small.value.operator, cst.Add)
+        and isinstance(small.value.left, cst.Name)
+        and small.value.left.value == small.targets[0].target.value
+    ):
+        return True  # ``total = total + t.item()``: the same running total, SFX302's
     in_stmt = a.likely.host_read_syncs(stmt, any_device=True)
     if len(in_stmt) > 1:
         if proven:

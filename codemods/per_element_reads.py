@@ -96,7 +96,10 @@ class PerElementReads(Rule):
     .tolist() if d else [])`. In both loop forms nothing that could write the values may run
     before the read in the body, since the read now runs first: no use of `v` or of `d`, and no
     call, in or before the read's statement (`dist.all_reduce(d[k])`, `v.mul_(2)`), and no
-    `yield` or `await` in the body (the caller runs between reads). SFX301 merges reads of named
+    `yield` or `await` in the body (the caller runs between reads). The statements after the
+    read run before the next value's read too: there, no use of `d` (`for t in d.values():
+    t.zero_()`) and no in-place write through any name; that a function they call writes none
+    of the values is the fix's likely fact, which its text states. SFX301 merges reads of named
     tensors written out one by one.
     """
 
@@ -442,8 +445,9 @@ _DICT_FIX = (
     "Read the mapping's values with one stack (unsafe: it rests on the likely fact that the values "
     "read with `.item()` are one-element tensors of one dtype on one device, as a dict of losses "
     "is, in a plain dict; mixed dtypes would promote (an int count would come back a float), "
-    "tensors on several devices cannot be stacked, and the rest of each item's expression now "
-    "runs after every value is read)"
+    "tensors on several devices cannot be stacked, the rest of each item's expression now "
+    "runs after every value is read, and nothing the loop body calls after the read writes "
+    "the other values)"
 )
 
 def _var_of(node, read: HostRead) -> cst.CompFor | None:

@@ -58,10 +58,14 @@ class TensorCreationOnDevice(Rule):
     ```
 
     ## Fix safety
-    No fix, safe or unsafe, is given inside a `try` whose handler may catch a `RuntimeError`
-    (or around a call of the function, or in `contextlib.suppress`/`pytest.raises`), as for
-    SFX101: the blocking copy is where an error from queued GPU work surfaces inside the `try`;
-    without the wait it would be raised later, outside it.
+    No fix, safe or unsafe, is given inside a `try` whose handler may catch a `RuntimeError` or
+    an `AssertionError` (or around a call of the function, or in `contextlib.suppress`/
+    `pytest.raises`), as for SFX101: the blocking copy is where an error from queued GPU work
+    surfaces inside the `try`; without the wait it would be raised later, outside it. And on a
+    build without CUDA, `torch.tensor(x, device="cuda")` raises an `AssertionError` ("Torch not
+    compiled with CUDA enabled") where the pinned form below raises a `RuntimeError`: a handler
+    of the first would no longer see the error. A finding without a fix says which fact is
+    missing (host data, a keyword the fix cannot carry, streams, a default device).
     - **A Python scalar** (`bool`, `int`, `float` *provably* of that built-in type: a literal,
       `float(x)`, `len(x)`, arithmetic of such...) becomes `torch.full((), v, ...)`, keeping
       `dtype` and `requires_grad`. `full` infers bool/int64/default-float exactly like `tensor`
@@ -203,7 +207,30 @@ class TensorCreationOnDevice(Rule):
             )
             self.report(node, self.MESSAGE if fix else self.MESSAGE + _UNKNOWN_DATA_HERE, fix=fix)
             return
-        self.report(node, fix=self._fix(node, data, dev.value))
+        fix = self._fix(node, data, dev.value)
+        self.report(node, self.MESSAGE if fix else self.MESSAGE + self._no_fix(node, data, dev.value), fix=fix)
+
+    def _no_fix(self, node: cst.Call, data: cst.BaseExpression, dev: cst.BaseExpression) -> str:
+        """Why :meth:`_fix` gave none, in the words of what the user can change."""
+        a = self.analysis
+        kwargs = {arg.keyword.value for arg in node.args if arg.keyword is not None}
+        if a.caught_by_handler(node):
+            return _CAUGHT
+        if a.uses_streams:
+            return "; no fix: the module uses CUDA streams, and the copy would be ordered on the current stream only"
+        if a.sets_default_device:
+            return "; no fix: the module sets a default device, which would place the host-side tensor too"
+        if not self._rewritable(node):
+            return "; no fix: call it through the module name (`torch.tensor(...)`) for a fix"
+        allowed = _SCALAR_KEYWORDS if a.python_number_type(data) is not None else {"device", "dtype"}
+        if not kwargs <= allowed:
+            extra = ", ".join(f"`{k}`" for k in sorted(kwargs - allowed))
+            return f"; no fix: {extra} would have to move to the host-side tensor, which the fix does not do"
+        if not a.is_host_data(data):
+            return _UNKNOWN_DATA_HERE
+        if not _is_simple(dev):
+            return "; no fix: the device expression would be evaluated after the data, and could change in between"
+        return ""
 
     def _scalar_fill(self, node: cst.Call, data: cst.BaseExpression, dev: cst.BaseExpression) -> Fix | None:
         """``torch.full((), v, ...)`` for a Python number on a device syncfix cannot name:
@@ -240,6 +267,7 @@ class TensorCreationOnDevice(Rule):
         kwargs = {arg.keyword.value for arg in node.args if arg.keyword is not None}
         if (
             not self._rewritable(node)
+            or a.caught_by_handler(node)
             or not kwargs <= {"device", "dtype"}
             or not _is_simple(dev)
             or not (a.is_host_data(data) or (not safe and _likely_numbers(a, data)))
@@ -259,8 +287,8 @@ class TensorCreationOnDevice(Rule):
     def _fix(self, node: cst.Call, data: cst.BaseExpression, dev: cst.BaseExpression) -> Fix | None:
         a = self.analysis
         func = node.func
-        if not self._rewritable(node):
-            return None
+        if not self._rewritable(node) or a.caught_by_handler(node):
+            return None  # caught: pinning raises another error without CUDA, a late copy later
         assert isinstance(func, cst.Attribute)
         kwargs = {arg.keyword.value for arg in node.args if arg.keyword is not None}
         scalar = a.python_number_type(data)
@@ -390,6 +418,11 @@ _LIKELY_DATA_UNSAFE = (
 _UNKNOWN_DATA_HERE = (
     "; no fix: the data is not provably host data (a list of numbers, a numpy array); if it is, "
     "build it without `device=` and copy it with `.to(device, non_blocking=True)`"
+)
+_CAUGHT = (
+    "; no fix: inside a try whose handler catches its error (here or around a call of this "
+    "function): built in pinned memory on a machine without CUDA it would raise another error, "
+    "and copied without waiting a CUDA error would surface later"
 )
 _UNPLACED_DEVICE = " (if the device is a GPU's: syncfix cannot tell which device this is; no fix)"
 _UNNAMED_DEVICE_FILL = (

@@ -24,8 +24,10 @@ if TYPE_CHECKING:
     from .module import ModuleAnalysis
 
 # Handlers that cannot catch a RuntimeError (or its subclasses). Anything else may.
+# (AssertionError is not among them: a build without CUDA raises "Torch not compiled with CUDA
+# enabled" as an AssertionError where CUDA is first used, and a rewrite may raise another error.)
 _NOT_RUNTIME_ERRORS = {
-    "ArithmeticError", "AssertionError", "AttributeError", "BufferError", "EOFError",
+    "ArithmeticError", "AttributeError", "BufferError", "EOFError",
     "FileNotFoundError", "FloatingPointError", "GeneratorExit", "ImportError", "IndexError",
     "KeyError", "KeyboardInterrupt", "LookupError", "ModuleNotFoundError", "NameError",
     "OSError", "IOError", "OverflowError", "StopAsyncIteration", "StopIteration", "SyntaxError",

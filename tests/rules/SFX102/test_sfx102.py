@@ -72,3 +72,26 @@ def test_sfx102_lengths_and_range_counters_fill_exactly(n):
     assert len(before) == len(after) == 2 * (n - 4611686018427387900)
     for b, a in zip(before, after, strict=True):
         assert b.dtype == a.dtype == torch.int64 and b.shape == a.shape == () and b.item() == a.item()
+
+
+def test_no_fix_inside_a_try_whose_handler_catches_and_reasons_are_named():
+    """detr's pattern: without CUDA, ``torch.tensor(..., device="cuda")`` raises AssertionError,
+    the pinned form RuntimeError; a handler of either must keep seeing the original error."""
+    from syncfix import check_code, fix_code
+
+    src = (
+        "import torch\n\ndef sizes(steps, n):\n    out = []\n    for _ in range(steps):\n"
+        "        try:\n            s = torch.tensor([0], device='cuda')\n"
+        "        except AssertionError:\n            s = torch.tensor([0])\n        out.append(s)\n"
+        "    return out\n"
+    )
+    assert fix_code(src, select=["SFX102"], unsafe_fixes=True) == src
+    (f,) = check_code(src, select=["SFX102"])
+    assert "inside a try whose handler catches its error" in f.message
+    # data syncfix cannot prove host data: the message says so (not "could not prove")
+    unknown = (
+        "import torch\n\ndef sizes(chunks):\n    for t in chunks:\n"
+        "        yield torch.tensor([t.numel()], device='cuda')\n"
+    )
+    (g,) = check_code(unknown, select=["SFX102"], include_cold=True)
+    assert "not provably host data" in g.message

@@ -218,3 +218,23 @@ def test_a_read_outside_a_loop_syncs_as_often_as_its_function_runs():
     (found,) = check_code(src, select=["SFX105"])
     assert "each time `evaluate` runs, if the tensor is on a GPU" in found.message
     assert "every step" not in found.message
+
+
+def test_a_read_used_as_a_key_is_not_said_to_be_collected():
+    """detr's ``groups[label.item()].append(k)``: the value picks the list (Python needs it)."""
+    src = (
+        "import torch\nfrom collections import defaultdict\n\ndef group(model, batches):\n"
+        "    for x in batches:\n        groups = defaultdict(list)\n"
+        "        for k, label in enumerate(model(x).argmax(-1)):\n"
+        "            groups[label.item()].append(k)\n"
+    )
+    (f,) = check_code(src, select=["SFX105"])
+    assert "only collected" not in f.message and "Python uses the value here" in f.message
+
+
+def test_a_total_rebound_with_plus_is_left_to_sfx302():
+    src = (
+        "import torch\n\ndef f(model, loader):\n    total = 0.0\n    for x in loader:\n"
+        "        total = total + model(x).sum().item()\n    return total\n"
+    )
+    assert [f.code for f in check_code(src, select=["SFX105", "SFX302"])] == ["SFX302"]

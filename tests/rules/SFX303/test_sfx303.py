@@ -263,3 +263,17 @@ def test_reads_of_values_syncfix_cannot_name_are_hedged():
     )
     (finding,) = check_code(src, select=["SFX303"])
     assert "if the tensors are on a GPU" in finding.message, finding.message
+
+
+def test_a_loop_whose_body_writes_the_mapping_gets_no_fix_of_any_kind():
+    """The rest of the body runs before the next value's read: reading every value up front
+    would not see what it writes (here, zeroes)."""
+    from pathlib import Path
+
+    from syncfix import fix_code
+
+    src = (Path(__file__).parent / "fixtures/dict_loop_body_writes_values_untouched.in.py").read_text()
+    assert fix_code(src, select=["SFX303"], unsafe_fixes=True) == src
+    # with the write before the read it was already refused; a read-only body still gets it
+    read_only = src.replace("        for other in stats.values():\n            other.zero_()\n", "")
+    assert "torch.stack" in fix_code(read_only, select=["SFX303"], unsafe_fixes=True)
