@@ -78,6 +78,17 @@ def _appended(a, node: cst.Call, stmt: cst.SimpleStatementLine) -> bool:
     return False
 
 
+def _in_arithmetic(a, node: cst.CSTNode, term: cst.BaseExpression) -> bool:
+    """Is ``node`` ``term`` itself or a number in its arithmetic (not an item of a tuple added to
+    a tuple: ``out = out + (t.item(), ...)``)?"""
+    for anc in (node, *a.ancestors(node)):
+        if anc is term:
+            return True
+        if anc is not node and not isinstance(anc, (cst.BinaryOperation, cst.UnaryOperation)):
+            return False
+    return False
+
+
 def _owned_elsewhere(a, node: cst.Call, stmt: cst.SimpleStatementLine, proven: bool) -> bool:
     """Is this read in a context another rule reports (see ``_scalar_read``)? SFX301 merges
     reads it can prove (``proven``); of reads it cannot, only the statement's first is reported."""
@@ -111,6 +122,7 @@ def _owned_elsewhere(a, node: cst.Call, stmt: cst.SimpleStatementLine, proven: b
         and isinstance(small.value.operator, cst.Add)
         and isinstance(small.value.left, cst.Name)
         and small.value.left.value == small.targets[0].target.value
+        and _in_arithmetic(a, node, small.value.right)
     ):
         return True  # ``total = total + t.item()``: the same running total, SFX302's
     in_stmt = a.likely.host_read_syncs(stmt, any_device=True)

@@ -238,3 +238,13 @@ def test_a_total_rebound_with_plus_is_left_to_sfx302():
         "        total = total + model(x).sum().item()\n    return total\n"
     )
     assert [f.code for f in check_code(src, select=["SFX105", "SFX302"])] == ["SFX302"]
+
+
+def test_reads_in_a_tuple_added_to_a_tuple_are_not_a_running_total():
+    """``out = out + (s[0].item(), s[1].item())`` is no total SFX302 owns: SFX105 reads them at once."""
+    src = (
+        "import torch\n\ndef f(x: torch.Tensor, make):\n    out = ()\n    for _ in range(4):\n"
+        "        stats = make(x)\n        out = out + (stats[0].item(), stats[1].item())\n    return out\n"
+    )
+    found = [f for f in check_code(src, select=["SFX105"], unsafe_fixes=True) if f.fix is not None]
+    assert found and "one transfer" in found[0].fix.description
