@@ -378,8 +378,8 @@ class BlockingHostToDevice(Rule):
 
 _CONVERSION = (
     ": the copy also converts the dtype, which a non-blocking copy does on the GPU and a blocking "
-    "one on the CPU; the two give different integers for NaN, infinite and out-of-range floats, "
-    "so this rests on the values converting alike on both"
+    "one on the CPU; syncfix proves no conversion alike on both (NaN, infinite and out-of-range "
+    "floats measurably become other integers), so this rests on the values converting alike"
 )
 
 
