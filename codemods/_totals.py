@@ -406,6 +406,23 @@ def _reads_dict(a, use: cst.CSTNode) -> bool:
     return False
 
 
+def added_to_total(small: cst.BaseSmallStatement) -> tuple[str, cst.BaseExpression] | None:
+    """``total += v`` or ``total = total + v`` (a name): the total's name and the summand."""
+    if isinstance(small, cst.AugAssign) and isinstance(small.operator, cst.AddAssign) and isinstance(small.target, cst.Name):
+        return small.target.value, small.value
+    if (
+        isinstance(small, cst.Assign)
+        and len(small.targets) == 1
+        and isinstance(small.targets[0].target, cst.Name)
+        and isinstance(small.value, cst.BinaryOperation)
+        and isinstance(small.value.operator, cst.Add)
+        and isinstance(small.value.left, cst.Name)
+        and small.value.left.value == small.targets[0].target.value
+    ):
+        return small.value.left.value, small.value.right
+    return None
+
+
 INTO_TENSOR_TOTAL = "Add the tensor to the tensor total instead of its value"
 INTO_TENSOR_TOTAL_LIKELY = (
     " (unsafe: it rests on the likely fact that the value is a 0-d tensor on the total's device, or on"

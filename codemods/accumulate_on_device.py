@@ -19,6 +19,7 @@ from ._support import reads_names_by_string
 from ._totals import (
     INTO_TENSOR_TOTAL,
     INTO_TENSOR_TOTAL_LIKELY,
+    added_to_total,
     ancestors_until,
     bound_before,
     into_tensor_total,
@@ -326,25 +327,10 @@ keeps the finding). A value handed to a meter every
         a = self.analysis
         if len(stmt.body) != 1:
             return None
-        small = stmt.body[0]
-        if (
-            isinstance(small, cst.AugAssign)
-            and isinstance(small.operator, cst.AddAssign)
-            and isinstance(small.target, cst.Name)
-        ):
-            total, summand = small.target.value, small.value
-        elif (
-            isinstance(small, cst.Assign)
-            and len(small.targets) == 1
-            and isinstance(small.targets[0].target, cst.Name)
-            and isinstance(small.value, cst.BinaryOperation)
-            and isinstance(small.value.operator, cst.Add)
-            and isinstance(small.value.left, cst.Name)
-            and small.value.left.value == small.targets[0].target.value
-        ):
-            total, summand = small.value.left.value, small.value.right
-        else:
+        added = added_to_total(stmt.body[0])
+        if added is None:
             return None
+        total, summand = added
         weight = None
         if isinstance(summand, cst.BinaryOperation) and isinstance(summand.operator, cst.Multiply):
             # ``loss.item() * x.size(0)``: a mean weighted by a batch size (either order)

@@ -19,7 +19,7 @@ from ._support import (
     unplaced_message,
     unplaced_tensor,
 )
-from ._totals import INTO_TENSOR_TOTAL, INTO_TENSOR_TOTAL_LIKELY, into_tensor_total
+from ._totals import INTO_TENSOR_TOTAL, INTO_TENSOR_TOTAL_LIKELY, added_to_total, into_tensor_total
 
 # Calls that only collect a value for later (the loop does not look at it now). Not ``put``: a
 # queue's consumer or a streamer (``streamer.put(tokens.cpu())``) reads the value at once.
@@ -114,16 +114,8 @@ def _owned_elsewhere(a, node: cst.Call, stmt: cst.SimpleStatementLine, proven: b
     small = stmt.body[0]
     if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name):
         return True  # a running total in a name: SFX302's
-    if (
-        isinstance(small, cst.Assign)
-        and len(small.targets) == 1
-        and isinstance(small.targets[0].target, cst.Name)
-        and isinstance(small.value, cst.BinaryOperation)
-        and isinstance(small.value.operator, cst.Add)
-        and isinstance(small.value.left, cst.Name)
-        and small.value.left.value == small.targets[0].target.value
-        and _in_arithmetic(a, node, small.value.right)
-    ):
+    added = added_to_total(small)
+    if added is not None and _in_arithmetic(a, node, added[1]):
         return True  # ``total = total + t.item()``: the same running total, SFX302's
     in_stmt = a.likely.host_read_syncs(stmt, any_device=True)
     if len(in_stmt) > 1:
