@@ -144,7 +144,9 @@ class AccumulateOnDevice(Rule):
       statement; no other code in the loop (its `else` too) reads or
       writes it, no nested function or lambda refers to it, it is not `global`/`nonlocal`, the
       function reads no names by string (`locals()`, `vars()`, `eval`, `exec`), and the
-      loop is not inside a `try` of that function (a handler could see a partial total);
+      loop is not inside a `try` of that function (a handler could see a partial total), nor a
+      `with` whose context manager might swallow an error (known not to: `torch.no_grad()`,
+      `torch.autocast(...)`, `contextlib.nullcontext()`, a `tqdm(...)` progress bar);
     - the loop contains no `yield`/`await` (a suspended generator could expose the total).
     - reads of `total` inside the loop are allowed when each sits under an `if` in the loop (not
       run every step) in a plain statement or an `if`/`for`/`with` header, and the only writes
@@ -423,7 +425,10 @@ keeps the finding). A value handed to a meter every
             return
         if any(isinstance(n, cst.With) and not _plain_with(a, n) for n in enclosing):
             # a context manager that swallows an exception would expose a partial total
-            acc.why_not = "the loop is inside a `with` that might suppress exceptions"
+            acc.why_not = (
+                "the loop is inside a `with` whose context manager might suppress an exception "
+                "(and a handler after it see a partial total)"
+            )
             return
         if origin is not None and origin[0] != '"' and not bound_before(a, origin, loop):
             acc.why_not = f"`{origin}` is not bound before the loop"

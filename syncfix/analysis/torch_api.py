@@ -324,6 +324,9 @@ GRAD_ON = {
 NON_SUPPRESSING_CONTEXTS = NO_GRAD | GRAD_ON | {
     "torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast",
     "torch.cuda.device", "contextlib.nullcontext",
+    # a progress bar closes itself on exit and lets the error through (``tqdm.__exit__`` returns
+    # None), as a training loop's ``with tqdm(total=steps) as pbar:`` needs
+    "tqdm.tqdm", "tqdm.std.tqdm", "tqdm.auto.tqdm", "tqdm.autonotebook.tqdm", "tqdm.notebook.tqdm",
 }
 
 # --------------------------------------------------------------------------------------------
