@@ -150,7 +150,8 @@ def items_loop(a: ModuleAnalysis, loop: cst.For) -> tuple[cst.Call, dict] | None
 def _used_up_to_read(a: ModuleAnalysis, loop: cst.For, read: cst.Call, var: str, mapping: str) -> bool:
     """Could code the read now runs ahead of touch the values: a use of ``var`` or of the mapping
     in or before the body's statement that reads it, a call there that runs before the read (it
-    may write the tensor through another name: ``all_reduce(d[k])``), or a ``yield``/``await`` in
+    may write the tensor through another name: ``all_reduce(d[k])``), a use of the mapping or an
+    in-place write after it (it runs before the next value's read), or a ``yield``/``await`` in
     the body (its caller runs between reads)? True also when the read is not in the body."""
     body = loop.body.body if isinstance(loop.body, cst.IndentedBlock) else [loop.body]
     holder = next((i for i, stmt in enumerate(body) if any(n is stmt for n in a.ancestors(read))), None)

@@ -119,3 +119,17 @@ def test_declared_devices_bring_the_float64_accumulator_back(tmp_path):
     (finding,) = json.loads(out.output)
     assert finding["fix"]["applicability"] == "unsafe"
     assert "MPS" not in finding["fix"]["message"]
+
+
+def test_a_with_that_may_swallow_an_error_keeps_the_total_on_the_host():
+    """Beside the tqdm case (a progress bar lets errors through): `suppress` gets no fix at all."""
+    from pathlib import Path
+
+    from syncfix import check_code, fix_code
+
+    src = (Path(__file__).parent / "fixtures/swallowing_with_untouched.in.py").read_text()
+    assert fix_code(src, select=["SFX302"], unsafe_fixes=True) == src
+    (f,) = check_code(src, select=["SFX302"])
+    assert "might suppress an exception" in f.message
+    with_bar = src.replace("contextlib.suppress(StopIteration)", "contextlib.nullcontext()")
+    assert fix_code(with_bar, select=["SFX302"], unsafe_fixes=True) != with_bar
