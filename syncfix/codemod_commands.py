@@ -17,6 +17,7 @@ import libcst as cst
 
 from .config import Settings
 from .engine import process_source
+from .parsing import parse_module
 from .rules import Rule, all_rules
 
 _BUILT: dict[str, type] = {}
@@ -56,7 +57,7 @@ def codemod_for(rule: type[Rule]) -> type:
             )
             for finding in remaining:
                 self.warn(f"{finding.line}:{finding.column} {finding.code} {finding.message}")
-            return cst.parse_module(new) if new != tree.bytes else tree
+            return parse_module(new) if new != tree.bytes else tree
 
     Command.__name__ = Command.__qualname__ = rule.__name__
     return Command

@@ -27,6 +27,7 @@ from .deepstack import call_deep
 from .fileio import FileError, decode, read_source, write_atomic
 from .model import Applicability, Edit, FileResult, Finding, FixInfo
 from .observed import FileObservations, Need
+from .parsing import parse_module
 from .positions import body_lines, positions_in, split_lines, top_lines_of_source
 from .repetition import Repetition, is_test_path
 from .rules import Fix, RawFinding, Rule, all_rules
@@ -190,7 +191,7 @@ def parse(data: bytes, settings: Settings) -> cst.Module:
         else cst.PartialParserConfig()
     )
     try:
-        return cst.parse_module(data, config)
+        return parse_module(data, config)
     except cst.ParserSyntaxError as exc:
         raise FileError(_syntax_error(data, exc)) from exc
     except (RecursionError, MemoryError) as exc:
@@ -560,7 +561,7 @@ def _process_source(
         new_bytes = new_module.bytes
         text = new_bytes.decode(new_module.encoding).removeprefix("\ufeff")
         try:
-            module = cst.parse_module(new_bytes, _config(settings))
+            module = parse_module(new_bytes, _config(settings))
         except Exception as exc:
             raise InternalError(
                 f"a fix by {', '.join(sorted({r.rule.CODE for r in chosen}))} produced code that does not parse ({exc})"

@@ -34,6 +34,7 @@ import libcst as cst
 from libcst.metadata import GlobalScope, MetadataWrapper
 
 from ..fileio import read_source
+from ..parsing import parse_module
 from ..walk import keep_active
 from .members import Members
 from .project import ALL, ModuleFile, digest, resolve_relative
@@ -287,7 +288,7 @@ class ProjectModules:
             source = reduced_source(data, name, kind=kind) if name is not None else data
             if source is None:
                 return None
-            tree = cst.parse_module(source)
+            tree = parse_module(source)
         except Exception:  # unreadable, unparsable: nothing known, as for a library
             return None
         return ModuleAnalysis(
