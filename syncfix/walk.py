@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 import textwrap
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
@@ -636,14 +637,83 @@ def _cached_get_visitors(self: cst.BatchableCSTVisitor) -> dict[str, Any]:
     return {name: getattr(self, name) for name in names}
 
 
+# LibCST's scope visitor looks up the qualified names of every call (a walk up the scopes per
+# call) only to spot ``typing.cast``, ``TypeVar`` and ``NewType``, whose string arguments are
+# annotations. Such a call needs the words ``typing`` and ``cast``, ``TypeVar`` or ``NewType`` in
+# the module's text (an import names them, aliased or not); in a module without them, every call
+# takes the visitor's ordinary path: LibCST's method (checked against its source, as above)
+# without the lookup.
+_SCOPE_VISIT_CALL_BODY = """\
+def visit_Call(self, node: cst.Call) -> Optional[bool]:
+    self.__top_level_attribute_stack.append(None)
+    self.__in_type_hint_stack.append(False)
+    qnames = {qn.name for qn in self.scope.get_qualified_names_for(node)}
+    if "typing.NewType" in qnames or "typing.TypeVar" in qnames:
+        node.func.visit(self)
+        self.__in_type_hint_stack[-1] = True
+        for arg in node.args[1:]:
+            arg.visit(self)
+        return False
+    if "typing.cast" in qnames:
+        node.func.visit(self)
+        if len(node.args) > 0:
+            self.__in_type_hint_stack.append(True)
+            node.args[0].visit(self)
+            self.__in_type_hint_stack.pop()
+            for arg in node.args[1:]:
+                arg.visit(self)
+        return False
+    return True
+"""
+_TYPING_CALL = re.compile(r"\b(?:cast|TypeVar|NewType)\b")
+
+
+def may_call_typing(text: str) -> bool:
+    """May a module of this text call ``typing.cast``, ``TypeVar`` or ``NewType``?"""
+    return "typing" in text and _TYPING_CALL.search(text) is not None
+
+
+_scope_visit_call: Callable[..., object] | None = None  # LibCST's, when its body is as above
+
+
+def _plain_scope_call(self: Any, node: cst.Call) -> bool:
+    """LibCST's ``ScopeVisitor.visit_Call`` for a call whose qualified names hold no ``typing.…``."""
+    self._ScopeVisitor__top_level_attribute_stack.append(None)
+    self._ScopeVisitor__in_type_hint_stack.append(False)
+    return True
+
+
+def _libcst_scope_visit_call() -> Callable[..., object] | None:
+    global _scope_visit_call
+    if _scope_visit_call is None:
+        from libcst.metadata import scope_provider
+
+        fn = scope_provider.ScopeVisitor.visit_Call
+        try:
+            body = textwrap.dedent(inspect.getsource(fn))
+        except (OSError, TypeError):
+            body = ""
+        _scope_visit_call = fn if body == _SCOPE_VISIT_CALL_BODY else _plain_scope_call  # the latter: "not patchable"
+    return None if _scope_visit_call is _plain_scope_call else _scope_visit_call
+
+
 @contextmanager
-def replaying() -> Iterator[None]:
+def replaying(no_typing_calls: bool = False) -> Iterator[None]:
     """Within this block LibCST's read-only visitors (the scope provider's among them) replay
-    the record instead of rebuilding the tree: resolving scopes costs about half as much."""
+    the record instead of rebuilding the tree: resolving scopes costs about half as much.
+    ``no_typing_calls``: the module's text cannot call those ``typing`` functions (see above)."""
     cst.CSTNode.visit = _replaying_visit  # type: ignore[method-assign]
     cst.BatchableCSTVisitor.get_visitors = _cached_get_visitors  # type: ignore[method-assign]
+    libcst_call = _libcst_scope_visit_call()
+    if libcst_call is not None:  # each block sets the method it needs, and puts back the one before
+        from libcst.metadata import scope_provider
+
+        before = scope_provider.ScopeVisitor.visit_Call
+        scope_provider.ScopeVisitor.visit_Call = _plain_scope_call if no_typing_calls else libcst_call  # type: ignore[method-assign,assignment]
     try:
         yield
     finally:
         cst.CSTNode.visit = _original_visit  # type: ignore[method-assign]
         cst.BatchableCSTVisitor.get_visitors = _original_get_visitors  # type: ignore[method-assign]
+        if libcst_call is not None:
+            scope_provider.ScopeVisitor.visit_Call = before  # type: ignore[method-assign]

@@ -6,7 +6,8 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, ScopeProvider
 
-from syncfix.walk import Structure, replaying, walk
+import syncfix.walk as walk_module
+from syncfix.walk import Structure, may_call_typing, replaying, walk
 
 from .sources import ROOT, sources
 
@@ -59,34 +60,86 @@ def test_walk_and_replay_make_the_same_calls_as_libcst(source, stop_at):
     assert replayed.log == reference.log
 
 
-@pytest.mark.parametrize("source", sources({"modern-syntax": MODERN}, EXTRA))
-def test_scopes_resolved_over_the_replay_are_libcsts(source):
-    def summary(replay: bool):
-        module = cst.parse_module(source)
-        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-        Structure(module)
-        if replay:
-            with replaying():
-                scopes = wrapper.resolve(ScopeProvider)
-        else:
-            scopes = wrapper.resolve(ScopeProvider)
-        out = []
-        for i, (node, scope) in enumerate(scopes.items()):
-            if scope is None:
-                out.append((i, type(node).__name__, None))
-                continue
-            names = sorted(q.name for q in scope.get_qualified_names_for(node)) if isinstance(node, (cst.Name, cst.Attribute)) else []
-            # the indices order assignments and accesses (the replay counts assignment-like
-            # nodes inline, not through the scope visitor's on_leave)
-            out.append((i, type(node).__name__, type(scope).__name__, names,
-                        sorted((a.name, getattr(a, "_index", None), len(scope.accesses[a.name]))
-                               for a in scope.assignments),
-                        sorted((a.node.value if isinstance(a.node, cst.Name) else "", a._index)
-                               for a in scope.accesses),
-                        scope._assignment_count))
-        return out
+TYPING_CALLS = (
+    "from typing import cast, TypeVar\nT = TypeVar('T', bound='Base')\nx = cast('Base', y)\n"
+    "def f(z):\n    return cast('Other', z)\nclass Base: pass\nclass Other: pass\n"
+)
 
-    assert summary(True) == summary(False)
+
+def _scope_summary(source: str, replay: bool, no_typing_calls: bool = False) -> list:
+    module = cst.parse_module(source)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    Structure(module)
+    if replay:
+        with replaying(no_typing_calls=no_typing_calls):
+            scopes = wrapper.resolve(ScopeProvider)
+    else:
+        scopes = wrapper.resolve(ScopeProvider)
+    return _summarize(scopes)
+
+
+@pytest.mark.parametrize("source", sources({"modern-syntax": MODERN, "typing-calls": TYPING_CALLS}, EXTRA))
+def test_scopes_resolved_over_the_replay_are_libcsts(source):
+    libcst = _scope_summary(source, replay=False)
+    assert _scope_summary(source, replay=True) == libcst
+    if not may_call_typing(source):  # what ModuleAnalysis asks for such a module
+        assert _scope_summary(source, replay=True, no_typing_calls=True) == libcst
+
+
+def test_calls_skip_the_qualified_name_lookup_only_where_typing_cannot_be_called(monkeypatch):
+    from libcst.metadata.scope_provider import Scope, ScopeVisitor
+
+    assert may_call_typing(TYPING_CALLS)
+    assert not may_call_typing("import torch\nx = torch.ones(3).cuda()\nprint(x.sum())\n")
+    assert not may_call_typing("from typing import Optional\ny = broadcast(x)\n")  # a word, not a part
+    assert may_call_typing("import typing as t\ny = t.cast(int, x)\n")
+    # the strings in cast(...)/TypeVar(...) are annotations: LibCST counts the names in them as
+    # accesses, and so does the replay unless told (wrongly) that the module has no such calls
+    assert _scope_summary(TYPING_CALLS, replay=True, no_typing_calls=True) != _scope_summary(TYPING_CALLS, replay=False)
+    lookups: list[cst.CSTNode] = []
+    real = Scope.get_qualified_names_for
+
+    def counted(self, node):
+        lookups.append(node)
+        return real(self, node)
+
+    monkeypatch.setattr(Scope, "get_qualified_names_for", counted)
+    source = "import torch\nfor i in range(3):\n    x = torch.ones(i).cuda()\n    print(x.sum().item())\n"
+    _scope_summary(source, replay=True, no_typing_calls=True)
+    assert not any(isinstance(n, cst.Call) for n in lookups)
+    lookups.clear()
+    _scope_summary(source, replay=True)
+    assert sum(isinstance(n, cst.Call) for n in lookups) == 6  # one per call
+    assert ScopeVisitor.visit_Call is walk_module._libcst_scope_visit_call()  # put back
+
+
+def test_the_scope_visitors_call_is_replaced_only_while_its_body_is_known(monkeypatch):
+    from libcst.metadata.scope_provider import ScopeVisitor
+
+    monkeypatch.setattr(walk_module, "_scope_visit_call", None)
+    monkeypatch.setattr(walk_module, "_SCOPE_VISIT_CALL_BODY", "def visit_Call(self, node): return True\n")
+    libcst_call = ScopeVisitor.visit_Call
+    with replaying(no_typing_calls=True):
+        assert ScopeVisitor.visit_Call is libcst_call
+    assert _scope_summary(TYPING_CALLS, replay=True, no_typing_calls=True) == _scope_summary(TYPING_CALLS, replay=False)
+
+
+def _summarize(scopes) -> list:
+    out = []
+    for i, (node, scope) in enumerate(scopes.items()):
+        if scope is None:
+            out.append((i, type(node).__name__, None))
+            continue
+        names = sorted(q.name for q in scope.get_qualified_names_for(node)) if isinstance(node, (cst.Name, cst.Attribute)) else []
+        # the indices order assignments and accesses (the replay counts assignment-like
+        # nodes inline, not through the scope visitor's on_leave)
+        out.append((i, type(node).__name__, type(scope).__name__, names,
+                    sorted((a.name, getattr(a, "_index", None), len(scope.accesses[a.name]))
+                           for a in scope.assignments),
+                    sorted((a.node.value if isinstance(a.node, cst.Name) else "", a._index)
+                           for a in scope.accesses),
+                    scope._assignment_count))
+    return out
 
 
 def test_a_node_outside_the_record_is_visited_by_libcst():

@@ -32,7 +32,7 @@ from libcst.metadata import (
 from libcst.metadata.scope_provider import Access, BaseAssignment, BuiltinAssignment
 
 from ..config import DEFAULT_HOT_FUNCTIONS
-from ..walk import Structure, replaying
+from ..walk import Structure, may_call_typing, replaying
 from . import (
     async_copies,
     attributes,
@@ -193,7 +193,7 @@ class ModuleAnalysis:
         known = getattr(self.wrapper, "_metadata", None)  # what the wrapper has resolved
         if isinstance(known, dict) and ExpressionContextProvider not in known:
             known[ExpressionContextProvider] = expression_contexts(structure)  # its answer, cheaper
-        with replaying():
+        with replaying(no_typing_calls=self._source is not None and not may_call_typing(self._source)):
             return self.wrapper.resolve(ScopeProvider)
 
     @cached_property
