@@ -141,3 +141,59 @@ def test_a_name_many_files_define_is_not_resolved():
     files.append(file_calls("pkg.loop", LOOP.encode(), ["forward"], resolve))
     hot = hot_functions(files)
     assert all(f"pkg.s{i}" not in hot for i in range(3))
+
+
+
+def _visitor_calls(tree, hot):
+    """What ``file_calls`` must find, collected the plain way (an ``ast.NodeVisitor``, a method
+    call per node), resolving each callee as the index does."""
+    import ast
+
+    from syncfix.analysis.hotness import FileCalls, _Collector
+
+    out = FileCalls("m")
+    resolve = _Collector(out, set(hot), {}, {})._callee
+
+    class V(ast.NodeVisitor):
+        function, loops = "", 0
+
+        def _function(self, node):
+            saved = self.function, self.loops
+            self.function, self.loops = node.name, 0
+            if node.name in hot:
+                out.hot_names.add(node.name)
+            out.calls.setdefault(node.name, [])
+            for stmt in node.body:
+                self.visit(stmt)
+            self.function, self.loops = saved
+
+        visit_FunctionDef = visit_AsyncFunctionDef = _function
+
+        def _loop(self, node):
+            out.loops = True
+            self.loops += 1
+            self.generic_visit(node)
+            self.loops -= 1
+
+        visit_For = visit_AsyncFor = visit_While = _loop
+
+        def visit_Call(self, node):
+            callee = resolve(node.func)
+            if callee is not None:
+                out.calls.setdefault(self.function, []).append((callee, self.loops > 0))
+            self.generic_visit(node)
+
+    V().visit(tree)
+    return out
+
+
+def test_file_calls_finds_what_a_plain_visitor_finds():
+    import ast
+
+    root = Path(__file__).resolve().parents[1]
+    sources = sorted((root / "syncfix").rglob("*.py")) + sorted((root / "tests" / "rules").glob("SFX*/fixtures/*.py"))
+    for path in sources:
+        tree = ast.parse(path.read_bytes())
+        found, expected = file_calls("m", tree, ("forward", "f"), {}), _visitor_calls(tree, ("forward", "f"))
+        assert list(found.calls.items()) == list(expected.calls.items()), path
+        assert (found.loops, found.hot_names) == (expected.loops, expected.hot_names), path

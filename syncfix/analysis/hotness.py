@@ -82,7 +82,7 @@ def file_calls(
                 target = resolve.get(alias.name)
                 if target is not None:
                     modules[alias.asname or alias.name.split(".")[0]] = target
-    _Collector(out, hot, names, modules).visit(tree)
+    _Collector(out, hot, names, modules).collect(tree)
     return out
 
 
@@ -111,43 +111,49 @@ def _absolute(package: str, module: str, level: int) -> str | None:
     return ".".join([*base, module] if module else base)
 
 
-class _Collector(ast.NodeVisitor):
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+class _Collector:
     def __init__(self, out: FileCalls, hot: set[str], names: dict[str, Callee], modules: dict[str, str]) -> None:
         self.out = out
         self.hot = hot
         self.names = names
         self.modules = modules
-        self.function = ""
-        self.loops = 0
 
-    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        saved = self.function, self.loops
-        self.function, self.loops = node.name, 0
-        if node.name in self.hot:
-            self.out.hot_names.add(node.name)
-        self.out.calls.setdefault(node.name, [])
-        for stmt in node.body:
-            self.visit(stmt)
-        self.function, self.loops = saved
-
-    visit_FunctionDef = _function
-    visit_AsyncFunctionDef = _function
-
-    def _loop(self, node: ast.For | ast.AsyncFor | ast.While) -> None:
-        self.out.loops = True
-        self.loops += 1
-        self.generic_visit(node)
-        self.loops -= 1
-
-    visit_For = _loop
-    visit_AsyncFor = _loop
-    visit_While = _loop
-
-    def visit_Call(self, node: ast.Call) -> None:
-        callee = self._callee(node.func)
-        if callee is not None:
-            self.out.calls.setdefault(self.function, []).append((callee, self.loops > 0))
-        self.generic_visit(node)
+    def collect(self, tree: ast.Module) -> None:
+        """Each call, under the function it is in and whether a loop of that function holds
+        it; a def's body only (not its decorators or defaults). One explicit stack, not a
+        visitor method per node: the index reads every file of the project."""
+        out, calls = self.out, self.out.calls
+        stack: list[tuple[ast.AST, str, int]] = [(tree, "", 0)]  # node, function, loops around
+        while stack:
+            node, function, loops = stack.pop()
+            kind = type(node)
+            if kind in _DEFS:
+                name = node.name  # type: ignore[attr-defined]
+                if name in self.hot:
+                    out.hot_names.add(name)
+                calls.setdefault(name, [])
+                stack.extend((stmt, name, 0) for stmt in reversed(node.body))  # type: ignore[attr-defined]
+                continue
+            if kind in _LOOPS:
+                out.loops = True
+                loops += 1
+            elif kind is ast.Call:
+                callee = self._callee(node.func)  # type: ignore[attr-defined]
+                if callee is not None:
+                    calls.setdefault(function, []).append((callee, loops > 0))
+            children: list[tuple[ast.AST, str, int]] = []
+            for attr in kind._fields:
+                value = getattr(node, attr, None)
+                if type(value) is list:
+                    children.extend([(v, function, loops) for v in value if isinstance(v, ast.AST)])
+                elif isinstance(value, ast.AST):
+                    children.append((value, function, loops))
+            children.reverse()
+            stack.extend(children)
 
     def _callee(self, func: ast.expr) -> Callee | None:
         if isinstance(func, ast.Name):
