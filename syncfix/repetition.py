@@ -5,8 +5,8 @@ bodies, step-like functions (``forward``, ``training_step``... the ``hot-functio
 and functions this file calls from such code. One-time code is quiet by default: the module's
 top level outside loops (``if __name__ == "__main__":`` included), ``__init__``, and test code
 (files under ``tests/``, ``test_*.py``, ``*_test.py``, ``conftest.py``: a ``test()`` function in
-a training script is the evaluation loop, not a test),
-where nothing waits on the GPU. ``--include-cold`` (``include-cold = true``) shows everything.
+a training script is the evaluation loop, not a test), where nothing waits on the GPU; and a
+loop that calls ``input()``, which waits for a person each time round (a loop inside it repeats). ``--include-cold`` (``include-cold = true``) shows everything.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class Repetition:
         if self.test_file:
             return False
         a = self.analysis
-        if a.enclosing_loop(node) is not None:
+        if a.repeating_loop(node) is not None:
             return True
         fn = a.enclosing_function(node)
         return fn is not None and self._function_repeats(fn)

@@ -146,45 +146,67 @@ def test_a_name_many_files_define_is_not_resolved():
 
 def _visitor_calls(tree, hot):
     """What ``file_calls`` must find, collected the plain way (an ``ast.NodeVisitor``, a method
-    call per node), resolving each callee as the index does."""
+    call per node), resolving each callee as the index does: a call is made in a loop when its
+    innermost loop (in its function) does not call ``input()``."""
     import ast
 
     from syncfix.analysis.hotness import FileCalls, _Collector
 
     out = FileCalls("m")
     resolve = _Collector(out, set(hot), {}, {})._callee
+    made, interactive = [], set()
 
     class V(ast.NodeVisitor):
-        function, loops = "", 0
+        function, loop = "", None
 
         def _function(self, node):
-            saved = self.function, self.loops
-            self.function, self.loops = node.name, 0
+            saved = self.function, self.loop
+            self.function, self.loop = node.name, None
             if node.name in hot:
                 out.hot_names.add(node.name)
             out.calls.setdefault(node.name, [])
             for stmt in node.body:
                 self.visit(stmt)
-            self.function, self.loops = saved
+            self.function, self.loop = saved
 
         visit_FunctionDef = visit_AsyncFunctionDef = _function
 
         def _loop(self, node):
             out.loops = True
-            self.loops += 1
+            saved, self.loop = self.loop, node
             self.generic_visit(node)
-            self.loops -= 1
+            self.loop = saved
 
         visit_For = visit_AsyncFor = visit_While = _loop
 
         def visit_Call(self, node):
+            if isinstance(node.func, ast.Name) and node.func.id == "input" and self.loop is not None:
+                interactive.add(self.loop)
             callee = resolve(node.func)
             if callee is not None:
-                out.calls.setdefault(self.function, []).append((callee, self.loops > 0))
+                out.calls.setdefault(self.function, [])
+                made.append((self.function, callee, self.loop))
             self.generic_visit(node)
 
     V().visit(tree)
+    for function, callee, loop in made:
+        out.calls[function].append((callee, loop is not None and loop not in interactive))
     return out
+
+
+CHAT = """
+def chat(model):
+    prepare(model)
+    while True:
+        line = input("> ")
+        answer(model, line)
+        for tok in tokens(line):
+            show(tok)
+    for p in iter(lambda: input(), ""):
+        answer(model, p)
+    for step in range(3):
+        answer(model, step)
+"""
 
 
 def test_file_calls_finds_what_a_plain_visitor_finds():
@@ -192,8 +214,18 @@ def test_file_calls_finds_what_a_plain_visitor_finds():
 
     root = Path(__file__).resolve().parents[1]
     sources = sorted((root / "syncfix").rglob("*.py")) + sorted((root / "tests" / "rules").glob("SFX*/fixtures/*.py"))
-    for path in sources:
-        tree = ast.parse(path.read_bytes())
+    for source in [CHAT.encode(), *(path.read_bytes() for path in sources)]:
+        tree = ast.parse(source)
         found, expected = file_calls("m", tree, ("forward", "f"), {}), _visitor_calls(tree, ("forward", "f"))
-        assert list(found.calls.items()) == list(expected.calls.items()), path
-        assert (found.loops, found.hot_names) == (expected.loops, expected.hot_names), path
+        assert list(found.calls.items()) == list(expected.calls.items()), source[:200]
+        assert (found.loops, found.hot_names) == (expected.loops, expected.hot_names)
+
+
+def test_calls_in_a_loop_that_waits_for_input_are_not_made_in_a_loop():
+    calls = file_calls("m", CHAT.encode(), (), {}).calls["chat"]
+    assert [(callee[1], in_loop) for callee, in_loop in calls] == [
+        # a loop's header counts as in it (``tokens(line)`` runs once per prompt, but the index
+        # takes any part of a loop for its body)
+        ("prepare", False), ("input", False), ("answer", False), ("tokens", True), ("show", True),
+        ("iter", False), ("input", False), ("answer", False), ("range", True), ("answer", True),
+    ]

@@ -184,3 +184,64 @@ def test_the_library_api_finds_what_the_cli_finds_in_a_function_its_loops_call(t
 
     assert [(f["code"], f["location"]["row"]) for f in json.loads(cli_out.output)] == [("SFX105", 4)]
     assert codes(src, path="run.py") == [("SFX105", 4)]
+
+
+INTERACTIVE = """\
+import torch
+
+def translate(model, src):
+    prefix = torch.ones(3).cuda()
+    out = []
+    for _ in range(20):
+        tok = model(src, prefix).argmax().item()
+        out.append(tok)
+    return out
+
+def chat(model):
+    while True:
+        line = input("> ")
+        src = torch.tensor([len(line)])
+        print(translate(model, src))
+        print(src.cuda())
+        for i in range(3):
+            print(torch.ones(i).cuda())
+
+def train(model, loader):
+    for x in loader:
+        print(torch.ones(3).cuda())
+"""
+
+
+def test_a_loop_that_waits_for_input_does_not_repeat():
+    # a chat or translation prompt: each time round waits for a person, so neither the loop's
+    # own copy (line 16) nor the one-time part of what it calls (line 4) is worth a change;
+    # the per-token loop it calls (line 7), a loop nested in it (line 18) and a plain loop (22) do
+    found = codes(INTERACTIVE)
+    assert ("SFX101", 4) not in found and ("SFX101", 16) not in found
+    assert {("SFX101", 18), ("SFX101", 22)} <= set(found)
+    assert any(line == 7 for _, line in found)
+    cold = codes(INTERACTIVE, include_cold=True)
+    assert {("SFX101", 4), ("SFX101", 16)} <= set(cold)
+
+
+def test_a_loop_without_input_still_makes_what_it_calls_repeat():
+    src = INTERACTIVE.replace('line = input("> ")', 'line = "a b"')
+    assert {("SFX101", 4), ("SFX101", 16)} <= set(codes(src))
+
+
+def test_what_a_loop_waiting_for_input_calls_in_another_file_does_not_repeat(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "decode.py").write_text(INTERACTIVE.split("def chat")[0])
+    (tmp_path / "chat.py").write_text(
+        "from decode import translate\n\ndef chat(model):\n    while True:\n"
+        "        line = input()\n        print(translate(model, line))\n"
+    )
+    (tmp_path / "bench.py").write_text(
+        "from decode import translate\n\ndef bench(model, xs):\n    for x in xs:\n        translate(model, x)\n"
+    )
+    runner = CliRunner()
+    out = runner.invoke(cli, ["check", "--no-cache", "-o", "concise", str(tmp_path / "decode.py")])
+    assert "decode.py:4:" in out.output  # bench.py calls it from a plain loop
+    (tmp_path / "bench.py").unlink()
+    out = runner.invoke(cli, ["check", "--no-cache", "-o", "concise", str(tmp_path / "decode.py")])
+    assert "decode.py:4:" not in out.output and "decode.py:7:" in out.output

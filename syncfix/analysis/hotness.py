@@ -123,37 +123,47 @@ class _Collector:
         self.modules = modules
 
     def collect(self, tree: ast.Module) -> None:
-        """Each call, under the function it is in and whether a loop of that function holds
-        it; a def's body only (not its decorators or defaults). One explicit stack, not a
-        visitor method per node: the index reads every file of the project."""
-        out, calls = self.out, self.out.calls
-        stack: list[tuple[ast.AST, str, int]] = [(tree, "", 0)]  # node, function, loops around
+        """Each call, under the function it is in and whether a loop of that function that
+        repeats holds it; a def's body only (not its decorators or defaults). A loop that
+        calls ``input(...)`` waits for a person each time round, and a call whose innermost
+        loop it is does not repeat (as ``navigation.repeating_loop`` says of LibCST's tree). One explicit stack, not a visitor
+        method per node: the index reads every file of the project."""
+        out = self.out
+        made: list[tuple[str, Callee, ast.AST | None]] = []  # function, callee, innermost loop
+        interactive: set[ast.AST] = set()
+        stack: list[tuple[ast.AST, str, ast.AST | None]] = [(tree, "", None)]  # node, function, loop
         while stack:
-            node, function, loops = stack.pop()
+            node, function, loop = stack.pop()
             kind = type(node)
             if kind in _DEFS:
                 name = node.name  # type: ignore[attr-defined]
                 if name in self.hot:
                     out.hot_names.add(name)
-                calls.setdefault(name, [])
-                stack.extend((stmt, name, 0) for stmt in reversed(node.body))  # type: ignore[attr-defined]
+                out.calls.setdefault(name, [])
+                stack.extend((stmt, name, None) for stmt in reversed(node.body))  # type: ignore[attr-defined]
                 continue
             if kind in _LOOPS:
                 out.loops = True
-                loops += 1
+                loop = node
             elif kind is ast.Call:
-                callee = self._callee(node.func)  # type: ignore[attr-defined]
+                func = node.func  # type: ignore[attr-defined]
+                if type(func) is ast.Name and func.id == "input" and loop is not None:
+                    interactive.add(loop)
+                callee = self._callee(func)
                 if callee is not None:
-                    calls.setdefault(function, []).append((callee, loops > 0))
-            children: list[tuple[ast.AST, str, int]] = []
+                    out.calls.setdefault(function, [])
+                    made.append((function, callee, loop))
+            children: list[tuple[ast.AST, str, ast.AST | None]] = []
             for attr in kind._fields:
                 value = getattr(node, attr, None)
                 if type(value) is list:
-                    children.extend([(v, function, loops) for v in value if isinstance(v, ast.AST)])
+                    children.extend([(v, function, loop) for v in value if isinstance(v, ast.AST)])
                 elif isinstance(value, ast.AST):
-                    children.append((value, function, loops))
+                    children.append((value, function, loop))
             children.reverse()
             stack.extend(children)
+        for function, callee, loop in made:
+            out.calls[function].append((callee, loop is not None and loop not in interactive))
 
     def _callee(self, func: ast.expr) -> Callee | None:
         if isinstance(func, ast.Name):

@@ -88,6 +88,7 @@ class Caches:
     method_defs: dict[str, cst.FunctionDef] | None = None
     dynamic_attributes: bool | None = None
     steps: dict[cst.FunctionDef, bool] = field(default_factory=dict)  # calls .backward()/.step()
+    interactive_loops: frozenset[cst.CSTNode] | None = None  # navigation.interactive_loops
     attributes_set: dict[str, bool] = field(default_factory=dict)  # attributes.attribute_set
     requires_grad_set: bool | None = None  # autograd._turns_grad_on
     unseen: frozenset[str] | None = None  # bindings.unseen_names
@@ -314,6 +315,10 @@ class ModuleAnalysis:
     def enclosing_loop(self, node: cst.CSTNode) -> cst.For | cst.While | None:
         """The innermost ``for``/``while`` whose *body* holds ``node`` (not crossing a def)."""
         return navigation.enclosing_loop(self, node)
+
+    def repeating_loop(self, node: cst.CSTNode) -> cst.For | cst.While | None:
+        """:meth:`enclosing_loop`, unless that loop waits on ``input()`` each time round."""
+        return navigation.repeating_loop(self, node)
 
     def loops_around(self, node: cst.CSTNode) -> list[cst.For | cst.While]:
         return navigation.loops_around(self, node)

@@ -91,6 +91,34 @@ def enclosing_loop(a: ModuleAnalysis, node: cst.CSTNode) -> cst.For | cst.While 
     return None
 
 
+def repeating_loop(a: ModuleAnalysis, node: cst.CSTNode) -> cst.For | cst.While | None:
+    """:func:`enclosing_loop`, unless that loop calls ``input(...)``: it then waits for a
+    person each time round, and a sync in it costs nothing anyone waits for (a chat or
+    translation prompt). A loop nested in it repeats as any loop does."""
+    loop = enclosing_loop(a, node)
+    return None if loop is not None and loop in interactive_loops(a) else loop
+
+
+def interactive_loops(a: ModuleAnalysis) -> frozenset[cst.CSTNode]:
+    """The innermost loop around each ``input(...)`` call, in any part of it (``while (line :=
+    input()) != "q":``, ``for p in iter(lambda: input(), "")``), not crossing a def or class:
+    what the project index (hotness.py) takes for a loop that does not repeat."""
+    if a.cache.interactive_loops is None:
+        found: set[cst.CSTNode] = set()
+        for call in a.calls_named("input"):
+            if type(call.func) is not cst.Name:
+                continue
+            for anc in a.ancestors(call):
+                kind = type(anc)
+                if kind is cst.FunctionDef or kind is cst.ClassDef:
+                    break
+                if kind in _LOOPS:
+                    found.add(anc)
+                    break
+        a.cache.interactive_loops = frozenset(found)
+    return a.cache.interactive_loops
+
+
 def loops_around(a: ModuleAnalysis, node: cst.CSTNode) -> list[cst.For | cst.While]:
     loops = []
     cur: cst.CSTNode | None = node
@@ -106,7 +134,7 @@ def loops_around(a: ModuleAnalysis, node: cst.CSTNode) -> list[cst.For | cst.Whi
 def is_hot(a: ModuleAnalysis, node: cst.CSTNode, *, project: bool = True) -> bool:
     """In a loop body, or in a function that looks like a training/inference step (or, with
     ``project``, that other project files call from repeating code)."""
-    if a.enclosing_loop(node) is not None:
+    if repeating_loop(a, node) is not None:
         return True
     fn = a.enclosing_function(node)
     while fn is not None:
