@@ -188,7 +188,7 @@ class ScalarBranchToWhere(Rule):
             if implicit:
                 old = _read_of(a, target, taken)
                 if old is None:
-                    return msg + " (no `else`, and the old value is unknown: no fix)", None
+                    return msg + f" (no `else`, and the branch does not use `{target}`'s value from before the `if`: no fix)", None
                 exprs.append(old)
                 why.append("without `else` the old tensor object is kept in one case")
             for e in exprs:

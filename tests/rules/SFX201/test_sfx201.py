@@ -91,3 +91,19 @@ def test_enable_grad_inside_no_grad_keeps_the_autograd_caveat():
     first, second = sorted(check_code(src, select=["SFX201"]), key=lambda f: f.line)
     assert "autograd" in first.fix.description
     assert "autograd" not in second.fix.description
+
+
+def test_a_branch_without_else_names_the_value_it_lacks():
+    # the shape of detr's padding before all_gather: `padding` has no value before the `if`
+    src = (
+        "import torch\n\ndef pad(tensor, local_size, max_size):\n"
+        "    for _ in range(3):\n"
+        "        local = torch.tensor([local_size], device='cuda')\n"
+        "        if local != max_size:\n"
+        "            padding = torch.empty(size=(max_size - local_size,), device='cuda')\n"
+        "            tensor = torch.cat((tensor, padding))\n"
+        "    return tensor\n"
+    )
+    [finding] = check_code(src, select=["SFX201"])
+    assert "the branch does not use `padding`'s value from before the `if`: no fix" in finding.message
+    assert finding.fix is None
