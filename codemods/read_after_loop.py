@@ -262,9 +262,11 @@ class ReadAfterLoop(Rule):
         groups: dict[tuple[str, str], list[str]] = {}
         for r in receivers:
             kind, origin = a.dtype_kind(r), a.device_origin(r)
-            if kind is None:
-                return None, f"`{r.value}`'s dtype is not provably floating, integer or bool"
-            if origin is None or origin in written or origin == '"cuda"' and a.may_use_several_devices:
+            unknown_device = origin is None or origin in written or origin == '"cuda"' and a.may_use_several_devices
+            if kind is None:  # every fact it lacks, so that following the advice gets the fix
+                also = ", and it is not provably on one device in every iteration" if unknown_device else ""
+                return None, f"`{r.value}`'s dtype is not provably floating, integer or bool{also}"
+            if unknown_device:
                 return None, f"`{r.value}` is not provably on one device in every iteration"
             names = groups.setdefault((kind, origin), [])
             if r.value not in names:

@@ -21,7 +21,8 @@ _ACTIONS: tuple[tuple[str, str], ...] = (
     ("device may be the CPU", "name a CUDA device (`\"cuda\"`), or add `non_blocking=True` "
      "yourself if this is a host-to-device copy of a fresh tensor"),
     ("dtype is not provably", "give the tensor a known dtype (e.g. `.float()`)"),
-    ("not provably on one device", "make both tensors come from the same device"),
+    ("not provably on one device", "place its tensors with one device expression the loop does not "
+     "change (e.g. all derived from one `.to(device)`)"),
 )
 
 # Rules that never fix: what to do instead (each rule's "Use instead" section says more).
@@ -73,9 +74,9 @@ class Explainer:
         if "deliberate (timing)" in text:
             return None  # the message already says it is left as is, and why
         if "no fix" in text:
-            for phrase, action in _ACTIONS:
-                if phrase in text:
-                    return f"to get a fix, {action}"
+            actions = [action for phrase, action in _ACTIONS if phrase in text]
+            if actions:  # every missing fact the rule named
+                return "to get a fix, " + "; and ".join(dict.fromkeys(actions))
             return _rule_pointer(f.code) + " (Fix safety) for what a fix needs"
         if f.code in _NEVER:
             return f"no fix: {_NEVER[f.code]}"

@@ -526,3 +526,19 @@ def test_the_name_an_import_binds_torch_to(imports, alias):
 def test_a_name_also_bound_to_something_else_is_not_where_fixes_find_torch():
     a, module = analyse("try:\n    import torch\nexcept ImportError:\n    torch = None\nx = 1\n")
     assert a.torch_alias_at(module.body[-1]) is None
+
+
+def test_a_cast_of_an_unknown_value_has_the_cast_dtype_in_the_likely_view_only():
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper
+
+    from syncfix.analysis import ModuleAnalysis
+
+    src = "import torch\ndef f(dr):\n    a = dr.float()\n    b = torch.mean(dr.float())\n    c = dr.argmax()\n"
+    analysis = ModuleAnalysis(MetadataWrapper(cst.parse_module(src), unsafe_skip_copy=True), source=src)
+    calls = {analysis.module.code_for_node(c): c for c in analysis.structure.of_type(cst.Call)}
+    proof, likely = analysis, analysis.likely
+    for code, dtype, kind in [("dr.float()", "torch.float32", "float"), ("torch.mean(dr.float())", "torch.float32", "float"),
+                              ("dr.argmax()", "torch.int64", "int")]:
+        assert proof.dtype_of(calls[code]) is None and proof.dtype_kind(calls[code]) is None
+        assert likely.dtype_of(calls[code]) == dtype and likely.dtype_kind(calls[code]) == kind

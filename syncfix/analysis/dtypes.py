@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, cast
 
 import libcst as cst
 
+from .attributes import assumed_tensor
 from .autograd import backward_checked
 from .bindings import fact_of_name
 from .fixpoint import CYCLE, agree, solve
@@ -49,6 +50,7 @@ from .torch_api import (
     INT64_RESULTS,
     INT_DTYPES,
     KIND_KEEPING,
+    LIKELY_TENSOR_METHODS,
     NORMS,
     PROMOTING_FNS,
     SAME_DTYPE_FNS,
@@ -189,7 +191,7 @@ def _call_dtype(a: ModuleAnalysis, call: cst.Call) -> str | None:
             d = a.dtype_of(args[0].value)
             return d if d in FLOATS else None
         return None
-    if isinstance(func, cst.Attribute) and a.is_tensor(func.value):
+    if isinstance(func, cst.Attribute) and tensor_receiver(a, func):
         method = func.attr.value
         if method in CAST_METHODS:
             return CAST_METHODS[method]
@@ -258,6 +260,13 @@ def is_dtype(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
     return bool(name and name.startswith("torch.") and name.rsplit(".", 1)[-1] in DTYPES)
 
 
+def tensor_receiver(a: ModuleAnalysis, method: cst.Attribute) -> bool:
+    """Is the receiver of this method call a tensor, or, in the likely view only, read as one
+    (an unknown value whose method is a tensor method: ``dr.float()``)?"""
+    receiver = method.value
+    return a.is_tensor(receiver) or assumed_tensor(a, a.value(receiver), method.attr.value, LIKELY_TENSOR_METHODS)
+
+
 def dtype_kind(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:
     """``"float"``, ``"int"`` or ``"bool"``: the kind of a tensor's dtype, when provable.
 
@@ -283,7 +292,7 @@ def dtype_kind(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:
     if loss_reduction(a, expr) is not None:
         return "float"  # a loss module's result (integer inputs raise)
     func = expr.func
-    if not isinstance(func, cst.Attribute) or not a.is_tensor(func.value):
+    if not isinstance(func, cst.Attribute) or not tensor_receiver(a, func):
         return None
     method = func.attr.value
     if method in ("any", "all"):

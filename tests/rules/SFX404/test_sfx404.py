@@ -72,3 +72,30 @@ def test_the_replayed_list_is_the_same_on_the_cpu_too():
     before, after = load(ON_DEVICE, "f")(7), load(fixed, "f")(7)
     assert_same_result(before, after)
     assert [type(v) for v in after[0][0]] == [int, float, str]
+
+
+LOSSES = '''import torch
+def losses(reals):
+    out = []
+    for dr in reals:
+        r_loss = torch.mean((1 - dr) ** 2)
+        out.append(r_loss.item())
+    return out
+'''
+
+
+def test_a_finding_without_a_fix_names_every_fact_it_lacks():
+    # hifi-gan's discriminator loss: neither the dtype nor the device of `r_loss` is known, and
+    # the advice covers both (it named only the dtype, and `.float()` then met the device)
+    from syncfix.advice import Explainer
+
+    (finding,) = check_code(LOSSES, select=["SFX404"])
+    assert finding.fix is None
+    assert "dtype is not provably floating, integer or bool, and it is not provably on one device" in finding.message
+    advice = Explainer([finding], unsafe_fixes=True).why_no_fix(finding)
+    assert advice is not None and "give the tensor a known dtype" in advice
+    assert "place its tensors with one device expression the loop does not change" in advice
+    (finding,) = check_code(LOSSES.replace("** 2)", "** 2).float()"), select=["SFX404"])
+    advice = Explainer([finding], unsafe_fixes=True).why_no_fix(finding)
+    assert "dtype" not in finding.message and advice is not None and "one device expression" in advice
+    assert "dtype" not in advice and "both tensors" not in advice  # there is one tensor
