@@ -245,3 +245,24 @@ def test_what_a_loop_waiting_for_input_calls_in_another_file_does_not_repeat(tmp
     (tmp_path / "bench.py").unlink()
     out = runner.invoke(cli, ["check", "--no-cache", "-o", "concise", str(tmp_path / "decode.py")])
     assert "decode.py:4:" not in out.output and "decode.py:7:" in out.output
+
+
+def test_a_loop_that_asks_for_input_only_sometimes_still_repeats():
+    # gpt-fast's benchmark loop reads a prompt only with --interactive: by default it repeats
+    src = """\
+    import torch
+
+    def main(interactive):
+        for i in range(10):
+            if interactive:
+                prompt = input()
+            print(torch.ones(3).cuda())
+        while True:
+            try:
+                prompt = input()
+            except EOFError:
+                break
+            print(torch.ones(3).cuda())
+    """
+    assert codes(src) == [("SFX101", 7)]
+    assert codes(src, include_cold=True) == [("SFX101", 7), ("SFX101", 13)]

@@ -113,6 +113,16 @@ def _absolute(package: str, module: str, level: int) -> str | None:
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# Per node type, the fields that may not run each time the node does (navigation.py's
+# ``_runs_with`` says the same of LibCST's nodes).
+_SOMETIMES: dict[type, tuple[str, ...]] = {
+    ast.If: ("body", "orelse"),
+    ast.IfExp: ("body", "orelse"),
+    ast.Try: ("handlers", "orelse"),
+    ast.Match: ("cases",),
+    **{loop: ("orelse",) for loop in _LOOPS},
+    **({ast.TryStar: ("handlers", "orelse")} if hasattr(ast, "TryStar") else {}),  # Python 3.11+
+}
 
 
 class _Collector:
@@ -125,41 +135,47 @@ class _Collector:
     def collect(self, tree: ast.Module) -> None:
         """Each call, under the function it is in and whether a loop of that function that
         repeats holds it; a def's body only (not its decorators or defaults). A loop that
-        calls ``input(...)`` waits for a person each time round, and a call whose innermost
-        loop it is does not repeat (as ``navigation.repeating_loop`` says of LibCST's tree). One explicit stack, not a visitor
-        method per node: the index reads every file of the project."""
+        calls ``input(...)`` on every time round waits for a person each time, and a call whose
+        innermost loop it is does not repeat (as ``navigation.repeating_loop`` says of LibCST's
+        tree). One explicit stack, not a visitor method per node: the index reads every file of
+        the project."""
         out = self.out
         made: list[tuple[str, Callee, ast.AST | None]] = []  # function, callee, innermost loop
         interactive: set[ast.AST] = set()
-        stack: list[tuple[ast.AST, str, ast.AST | None]] = [(tree, "", None)]  # node, function, loop
+        # node, function, innermost loop, and whether the node runs each time round that loop
+        stack: list[tuple[ast.AST, str, ast.AST | None, bool]] = [(tree, "", None, False)]
         while stack:
-            node, function, loop = stack.pop()
+            node, function, loop, every_time = stack.pop()
             kind = type(node)
             if kind in _DEFS:
                 name = node.name  # type: ignore[attr-defined]
                 if name in self.hot:
                     out.hot_names.add(name)
                 out.calls.setdefault(name, [])
-                stack.extend((stmt, name, None) for stmt in reversed(node.body))  # type: ignore[attr-defined]
+                stack.extend((stmt, name, None, False) for stmt in reversed(node.body))  # type: ignore[attr-defined]
                 continue
             if kind in _LOOPS:
                 out.loops = True
-                loop = node
+                loop, every_time = node, True
             elif kind is ast.Call:
                 func = node.func  # type: ignore[attr-defined]
-                if type(func) is ast.Name and func.id == "input" and loop is not None:
-                    interactive.add(loop)
+                if type(func) is ast.Name and func.id == "input" and every_time:
+                    interactive.add(loop)  # type: ignore[arg-type]
                 callee = self._callee(func)
                 if callee is not None:
                     out.calls.setdefault(function, [])
                     made.append((function, callee, loop))
-            children: list[tuple[ast.AST, str, ast.AST | None]] = []
+            sometimes = _SOMETIMES.get(kind, ())
+            children: list[tuple[ast.AST, str, ast.AST | None, bool]] = []
             for attr in kind._fields:
                 value = getattr(node, attr, None)
+                always = every_time and attr not in sometimes
                 if type(value) is list:
-                    children.extend([(v, function, loop) for v in value if isinstance(v, ast.AST)])
+                    children.extend([(v, function, loop, always) for v in value if isinstance(v, ast.AST)])
+                    if kind is ast.BoolOp:  # ``a or input()``: only the first operand surely runs
+                        children[1:] = [(v, f, lp, False) for v, f, lp, _ in children[1:]]
                 elif isinstance(value, ast.AST):
-                    children.append((value, function, loop))
+                    children.append((value, function, loop, always))
             children.reverse()
             stack.extend(children)
         for function, callee, loop in made:

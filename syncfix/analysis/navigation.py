@@ -100,23 +100,44 @@ def repeating_loop(a: ModuleAnalysis, node: cst.CSTNode) -> cst.For | cst.While 
 
 
 def interactive_loops(a: ModuleAnalysis) -> frozenset[cst.CSTNode]:
-    """The innermost loop around each ``input(...)`` call, in any part of it (``while (line :=
-    input()) != "q":``, ``for p in iter(lambda: input(), "")``), not crossing a def or class:
-    what the project index (hotness.py) takes for a loop that does not repeat."""
+    """The innermost loop around each ``input(...)`` call that runs every time round it: in
+    the loop's body, test or iterable (``while (line := input()) != "q":``, ``for p in
+    iter(lambda: input(), "")``), through ``try`` and ``with`` bodies but not an ``if``, an
+    ``except`` or a later operand of ``and``/``or``; not crossing a def or class. The project
+    index (hotness.py) reads Python's tree the same way."""
     if a.cache.interactive_loops is None:
         found: set[cst.CSTNode] = set()
         for call in a.calls_named("input"):
             if type(call.func) is not cst.Name:
                 continue
+            child: cst.CSTNode = call
             for anc in a.ancestors(call):
                 kind = type(anc)
                 if kind is cst.FunctionDef or kind is cst.ClassDef:
                     break
                 if kind in _LOOPS:
-                    found.add(anc)
+                    if child is not anc.orelse:  # type: ignore[attr-defined]
+                        found.add(anc)
                     break
+                if not _runs_with(anc, child):
+                    break
+                child = anc
         a.cache.interactive_loops = frozenset(found)
     return a.cache.interactive_loops
+
+
+def _runs_with(parent: cst.CSTNode, child: cst.CSTNode) -> bool:
+    """Does ``child`` run whenever ``parent`` does (as far as its syntax says)?"""
+    kind = type(parent)
+    if kind is cst.If or kind is cst.IfExp:
+        return child is parent.test  # type: ignore[attr-defined]
+    if kind is cst.Try or kind is cst.TryStar:
+        return child is parent.body or child is parent.finalbody  # type: ignore[attr-defined]
+    if kind is cst.Match:
+        return child is parent.subject  # type: ignore[attr-defined]
+    if kind is cst.BooleanOperation:
+        return child is parent.left  # type: ignore[attr-defined]
+    return True
 
 
 def loops_around(a: ModuleAnalysis, node: cst.CSTNode) -> list[cst.For | cst.While]:
