@@ -5,7 +5,8 @@ and what they call by name. Across files, a helper such as ``timestep_embedding`
 called from ``forward`` in ``unet.py``, runs every step too. The project index reads each file
 once with the standard library's parser (a C parser: far cheaper than the analysis) and keeps
 per function the calls it makes, and whether each sits in a loop. A fixpoint over the project
-then marks a function hot when a hot function, or any loop, calls it: by a name imported from
+then marks a function hot when a hot function, or any loop, calls it (not a loop that calls
+``input()`` each time round: it waits for a person): by a name imported from
 its module (``from .nn import timestep_embedding``), through its module (``nn.f(...)``), or, in
 its own file, by name or as ``self.method(...)``. A call through another object
 (``self.sampler.sample(...)``) is resolved by the method's name alone, when at most
