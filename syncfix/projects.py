@@ -176,11 +176,29 @@ class Project:
             cached = self._closures[name] = tuple(self.files[m] for m in sorted(seen))
         return cached
 
+    def importer_closure(self, name: str) -> set[str]:
+        """The project modules that import ``name``, directly or through each other."""
+        seen: set[str] = set()
+        todo = [name]
+        while todo:
+            current = self.files.get(todo.pop())
+            for m in current.importers if current is not None else ():
+                if m not in seen and m != name and m in self.files:
+                    seen.add(m)
+                    todo.append(m)
+        return seen
+
     def context(self, path: Path, name: str) -> ModuleContext:
         if self.closed:  # a parameter's facts may come from any file: all of them (its own too)
             modules = tuple(m for _, m in sorted(self.files.items()))
         else:
-            modules = self.closure(name)
+            # what it imports (their functions' results), and itself with the files that import
+            # it, through each other: a try around a call in any of them sees its errors
+            # (analysis/handlers.py), whether or not other code may import it too
+            around = self.importer_closure(name)
+            if around:
+                around.add(name)
+            modules = tuple(sorted({*self.closure(name), *(self.files[m] for m in around)}, key=lambda m: m.name))
         return ModuleContext(
             name,
             self.index.imported_from(name),

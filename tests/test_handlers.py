@@ -178,3 +178,29 @@ def train(loader, factors, inverses, config):
         path.write_text(source, encoding="utf-8")
         result = CliRunner().invoke(cli, ["check", str(path), "--select", "SFX203", "--unsafe-fixes", "--no-cache", "-o", "json"])
         assert [f["fix"] is not None for f in json.loads(result.stdout)] == [fixed]
+
+
+@pytest.mark.parametrize("pyproject", ["", '[project]\nname = "x"\n'])
+def test_a_try_around_a_caller_in_another_file_holds_the_fix_back_in_any_project(tmp_path, pyproject):
+    # whisper's shape: cli() calls transcribe() inside `try: ... except Exception`, and
+    # transcribe (another file) calls the function that copies. A project with a [project]
+    # table (packaged: other code may import it too) lost sight of the importers' handlers.
+    (tmp_path / "pyproject.toml").write_text(pyproject)
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "audio.py").write_text(
+        "import torch\n\n\ndef mel(audio):\n    window = torch.hann_window(400).to('cuda')\n"
+        "    return torch.stft(audio, 400, 160, window=window, return_complex=True)\n"
+    )
+    (pkg / "decoding.py").write_text("from .audio import mel\n\n\ndef transcribe(audio):\n    return mel(audio)\n")
+    main = (
+        "from .decoding import transcribe\n\n\ndef cli(paths):\n    for p in paths:\n"
+        "        try:\n            transcribe(p)\n        except Exception as e:\n            print('Skipping', p, e)\n"
+    )
+    for source, fixed in ((main, False), (main.replace("except Exception", "except KeyError"), True)):
+        (pkg / "main.py").write_text(source)
+        result = CliRunner().invoke(
+            cli, ["check", str(pkg / "audio.py"), "--select", "SFX101", "--unsafe-fixes", "--no-cache", "-o", "json"]
+        )
+        assert [f["fix"] is not None for f in json.loads(result.stdout)] == [fixed]
