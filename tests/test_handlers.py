@@ -204,3 +204,28 @@ def test_a_try_around_a_caller_in_another_file_holds_the_fix_back_in_any_project
             cli, ["check", str(pkg / "audio.py"), "--select", "SFX101", "--unsafe-fixes", "--no-cache", "-o", "json"]
         )
         assert [f["fix"] is not None for f in json.loads(result.stdout)] == [fixed]
+
+
+def test_a_file_whose_calls_cannot_be_read_holds_the_fix_back_if_it_has_a_handler(tmp_path):
+    # whisper's layout: __init__.py does `from .transcribe import transcribe` (a function named
+    # like its module: the index cannot tell it from the module, so transcribe.py's own calls
+    # of the copying function are not read one by one); transcribe.py calls it under cli()'s try
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from .transcribe import transcribe\n")
+    (pkg / "audio.py").write_text(
+        "import torch\n\n\ndef mel(audio):\n    window = torch.hann_window(400).to('cuda')\n"
+        "    return torch.stft(audio, 400, 160, window=window, return_complex=True)\n"
+    )
+    main = (
+        "from .audio import mel\n\n\ndef transcribe(audio):\n    return mel(audio)\n\n\n"
+        "def cli(paths):\n    for p in paths:\n        try:\n            transcribe(p)\n"
+        "        except Exception as e:\n            print('Skipping', p, e)\n"
+    )
+    for source, fixed in ((main, False), (main.replace("except Exception", "except KeyError"), True)):
+        (pkg / "transcribe.py").write_text(source)
+        result = CliRunner().invoke(
+            cli, ["check", str(pkg / "audio.py"), "--select", "SFX101", "--unsafe-fixes", "--no-cache", "-o", "json"]
+        )
+        assert [f["fix"] is not None for f in json.loads(result.stdout)] == [fixed]

@@ -162,9 +162,17 @@ class ProjectModules:
             found.extend(_bound(calls, index, param, keyword_ok))
         return found
 
-    def any_call(self, module: str, function: str, test: Callable[[ModuleAnalysis, cst.Call], bool]) -> bool:
+    def any_call(
+        self,
+        module: str,
+        function: str,
+        test: Callable[[ModuleAnalysis, cst.Call], bool],
+        unread: Callable[[ModuleAnalysis], bool] | None = None,
+    ) -> bool:
         """Does ``test`` hold of some call of ``module.function`` that the project's other files
-        make where syncfix sees it (a direct call in a file that imports it)?"""
+        make where syncfix sees it (a direct call in a file that imports it)? ``unread`` answers
+        for a file that imports the function but whose calls syncfix cannot read (it uses or
+        re-exports it otherwise)."""
         target = self._files.get(module)
         if target is None:
             return False
@@ -179,6 +187,8 @@ class ProjectModules:
                 self._in_use.add(path)
                 try:
                     if analysis is not None and any(test(analysis, call) for call in calls or ()):
+                        return True
+                    if analysis is not None and calls is None and unread is not None and unread(analysis):
                         return True
                 finally:
                     if not busy:
