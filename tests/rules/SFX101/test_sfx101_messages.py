@@ -29,3 +29,25 @@ def test_the_device_fact_is_stated_where_the_fix_rests_on_it(device, param, name
     assert found.fix is not None
     assert "numpy's own" in found.fix.description
     assert ("device is not provably CUDA" in found.fix.description) is names_device
+
+
+ALREADY_THERE = '''import torch
+def main(args):
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+    rewards = torch.zeros((4, 2)).to(device)
+    for it in range(10):
+        rewards[it % 4] = 1.0
+        advantages = torch.zeros_like(rewards).to(device)
+        returns = (advantages + rewards).to(device)
+'''
+
+
+def test_a_tensor_placed_with_the_same_device_expression_is_not_copied():
+    # cleanrl's `advantages = torch.zeros_like(rewards).to(device)`: `.to` returns the tensor
+    # itself, so there is no copy and no wait to report
+    from syncfix import check_code
+
+    assert [f.line for f in check_code(ALREADY_THERE, select=["SFX101"])] == [4]  # the one real copy
+    # a device name bound twice may mean two devices: the copy may be real
+    rebound = ALREADY_THERE.replace("    for it in range(10):", '    device = "cuda:1"\n    for it in range(10):')
+    assert [f.line for f in check_code(rebound, select=["SFX101"])][:2] == [4, 8]
