@@ -266,7 +266,7 @@ class ReadAfterLoop(Rule):
             if kind is None:  # every fact it lacks, so that following the advice gets the fix
                 also = ", and it is not provably on one device in every iteration" if unknown_device else ""
                 return None, f"`{r.value}`'s dtype is not provably floating, integer or bool{also}"
-            if unknown_device:
+            if unknown_device or origin is None:
                 return None, f"`{r.value}` is not provably on one device in every iteration"
             names = groups.setdefault((kind, origin), [])
             if r.value not in names:
