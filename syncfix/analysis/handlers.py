@@ -4,9 +4,9 @@ node, around a call of its function in this file, or (a module-level function) a
 another project file that imports it; also around (or inside) a call the function is handed to
 (``run_with_retry(step, ...)``), and inside a decorator's wrapper (a decorator of this file whose
 body catches, or a retrying library's). A library that calls a project function inside its own
-``try`` is not seen, as other code that calls a public function is not. A project file that
+``try`` is not seen, as other code that calls a public function is not. In a project file that
 imports the function but whose calls of it syncfix cannot read one by one (it re-exports the
-name, or uses it as a value) counts as catching when it holds any such ``try`` at all.
+name, or uses its module as a value: ``lora.fit(...)``), any use of the name counts as a call.
 
 A blocking copy or read raises a CUDA error (a bad device, an earlier kernel's fault, out of
 memory) where it is written; a fix that stops waiting there lets the same error surface at some
@@ -99,9 +99,8 @@ def _decorators_may_catch(analysis: ModuleAnalysis, fn: cst.FunctionDef) -> bool
     return False
 
 
-def _catches_inside(analysis: ModuleAnalysis, fn: cst.FunctionDef | cst.Module) -> bool:
-    """Is there, anywhere in ``fn``'s body (or a module's), a ``try`` or ``suppress`` that may
-    catch a RuntimeError?"""
+def _catches_inside(analysis: ModuleAnalysis, fn: cst.FunctionDef) -> bool:
+    """Is there, anywhere in ``fn``'s body, a ``try`` or ``suppress`` that may catch a RuntimeError?"""
     structure = analysis.structure
     for t in (*structure.within(fn, cst.Try), *structure.within(fn, cst.TryStar)):
         if isinstance(t, (cst.Try, cst.TryStar)) and any(_may_catch_runtime_error(h.type) for h in t.handlers):
@@ -157,10 +156,13 @@ def _caught_in_importers(analysis: ModuleAnalysis, fn: cst.FunctionDef, seen: se
         return False
     seen.add(key)
     # a file that may reach it in ways syncfix cannot follow (a re-export, the module used as a
-    # value): any handler in that file may be around the call
+    # value: ``lora.fit(...)``): a handler around any use of its name there may see the error
     return project.any_call(
         module, name, lambda other, call: caught_by_handler(other, call, seen),
-        unread=lambda other: _catches_inside(other, other.module),
+        unread=lambda other: any(
+            type(n) is cst.Name and n.value == name and caught_by_handler(other, n, seen)
+            for n in other.structure.of_type(cst.Name)
+        ),
     )
 
 
