@@ -190,7 +190,8 @@ class TensorCreationOnDevice(Rule):
                     # a Python number is filled there, with no copy; other data copied pageable
                     fix = self._scalar_fill(node, data, dev.value) or self._pageable_fix(node, data, dev.value, safe=False)
                 known = a.is_host_data(data) or _likely_numbers(a, data)
-                self.report(node, self.MESSAGE if fix else self.MESSAGE + (_UNPLACED_DEVICE if known else _UNKNOWN_DATA), fix=fix)
+                why = _CAUGHT if a.caught_by_handler(node) else _UNPLACED_DEVICE if known else _UNKNOWN_DATA
+                self.report(node, self.MESSAGE if fix else self.MESSAGE + why, fix=fix)
             return
         if device not in (Device.CUDA, Device.CUDA_OR_CPU):
             return
@@ -205,7 +206,8 @@ class TensorCreationOnDevice(Rule):
             fix = self._pageable_fix(node, data, dev.value, safe=True) or self._pageable_fix(
                 node, data, dev.value, safe=False, why=_LIKELY_DATA_UNSAFE
             )
-            self.report(node, self.MESSAGE if fix else self.MESSAGE + _UNKNOWN_DATA_HERE, fix=fix)
+            why = _CAUGHT if a.caught_by_handler(node) else _UNKNOWN_DATA_HERE
+            self.report(node, self.MESSAGE if fix else self.MESSAGE + why, fix=fix)
             return
         fix = self._fix(node, data, dev.value)
         self.report(node, self.MESSAGE if fix else self.MESSAGE + self._no_fix(node, data, dev.value), fix=fix)

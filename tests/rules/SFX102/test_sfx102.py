@@ -95,3 +95,21 @@ def test_no_fix_inside_a_try_whose_handler_catches_and_reasons_are_named():
     )
     (g,) = check_code(unknown, select=["SFX102"], include_cold=True)
     assert "not provably host data" in g.message
+
+
+def test_a_copy_held_back_by_a_handler_says_so_whatever_the_device():
+    # litgpt's generate: `torch.tensor([n], device=device)` with a device syncfix cannot name,
+    # called inside a try: the message named the device, not the handler that withholds the fix
+    from syncfix import check_code
+
+    src = (
+        "import torch\n\ndef step(tokens, device, n):\n    for t in tokens:\n"
+        "        pos = torch.tensor([n], device=device, dtype=torch.int64)\n    return pos\n\n"
+        "def run(tokens, device):\n    try:\n        return step(tokens, device, 3)\n"
+        "    except Exception:\n        return None\n"
+    )
+    (finding,) = [f for f in check_code(src, unsafe_fixes=True) if f.code == "SFX102"]
+    assert finding.fix is None and "inside a try whose handler catches its error" in finding.message
+    unguarded = src.replace("except Exception", "except KeyError")
+    (finding,) = [f for f in check_code(unguarded, unsafe_fixes=True) if f.code == "SFX102"]
+    assert finding.fix is not None
