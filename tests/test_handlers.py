@@ -180,52 +180,51 @@ def train(loader, factors, inverses, config):
         assert [f["fix"] is not None for f in json.loads(result.stdout)] == [fixed]
 
 
+AUDIO = (
+    "import torch\n\n\ndef mel(audio):\n    window = torch.hann_window(400).to('cuda')\n"
+    "    return torch.stft(audio, 400, 160, window=window, return_complex=True)\n"
+)
+
+
+def _fixed_with_and_without_the_handler(tmp_path, pyproject: str, files: dict[str, str], guarded: str) -> None:
+    """Write a package ``pkg`` whose ``audio.py`` copies; ``guarded`` names the file whose
+    ``except Exception`` is around the chain of calls: no fix with it, a fix with ``KeyError``."""
+    (tmp_path / "pyproject.toml").write_text(pyproject)
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "audio.py").write_text(AUDIO)
+    for name, text in files.items():
+        (pkg / name).write_text(text)
+    for source, fixed in ((files[guarded], False), (files[guarded].replace("except Exception", "except KeyError"), True)):
+        (pkg / guarded).write_text(source)
+        result = CliRunner().invoke(
+            cli, ["check", str(pkg / "audio.py"), "--select", "SFX101", "--unsafe-fixes", "--no-cache", "-o", "json"]
+        )
+        assert [f["fix"] is not None for f in json.loads(result.stdout)] == [fixed]
+
+
+CLI = "def cli(paths):\n    for p in paths:\n        try:\n            transcribe(p)\n        except Exception as e:\n            print('Skipping', p, e)\n"
+
+
 @pytest.mark.parametrize("pyproject", ["", '[project]\nname = "x"\n'])
 def test_a_try_around_a_caller_in_another_file_holds_the_fix_back_in_any_project(tmp_path, pyproject):
     # whisper's shape: cli() calls transcribe() inside `try: ... except Exception`, and
     # transcribe (another file) calls the function that copies. A project with a [project]
     # table (packaged: other code may import it too) lost sight of the importers' handlers.
-    (tmp_path / "pyproject.toml").write_text(pyproject)
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "audio.py").write_text(
-        "import torch\n\n\ndef mel(audio):\n    window = torch.hann_window(400).to('cuda')\n"
-        "    return torch.stft(audio, 400, 160, window=window, return_complex=True)\n"
-    )
-    (pkg / "decoding.py").write_text("from .audio import mel\n\n\ndef transcribe(audio):\n    return mel(audio)\n")
-    main = (
-        "from .decoding import transcribe\n\n\ndef cli(paths):\n    for p in paths:\n"
-        "        try:\n            transcribe(p)\n        except Exception as e:\n            print('Skipping', p, e)\n"
-    )
-    for source, fixed in ((main, False), (main.replace("except Exception", "except KeyError"), True)):
-        (pkg / "main.py").write_text(source)
-        result = CliRunner().invoke(
-            cli, ["check", str(pkg / "audio.py"), "--select", "SFX101", "--unsafe-fixes", "--no-cache", "-o", "json"]
-        )
-        assert [f["fix"] is not None for f in json.loads(result.stdout)] == [fixed]
+    files = {
+        "__init__.py": "",
+        "decoding.py": "from .audio import mel\n\n\ndef transcribe(audio):\n    return mel(audio)\n",
+        "main.py": "from .decoding import transcribe\n\n\n" + CLI,
+    }
+    _fixed_with_and_without_the_handler(tmp_path, pyproject, files, "main.py")
 
 
 def test_a_file_whose_calls_cannot_be_read_holds_the_fix_back_if_it_has_a_handler(tmp_path):
     # whisper's layout: __init__.py does `from .transcribe import transcribe` (a function named
     # like its module: the index cannot tell it from the module, so transcribe.py's own calls
     # of the copying function are not read one by one); transcribe.py calls it under cli()'s try
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("from .transcribe import transcribe\n")
-    (pkg / "audio.py").write_text(
-        "import torch\n\n\ndef mel(audio):\n    window = torch.hann_window(400).to('cuda')\n"
-        "    return torch.stft(audio, 400, 160, window=window, return_complex=True)\n"
-    )
-    main = (
-        "from .audio import mel\n\n\ndef transcribe(audio):\n    return mel(audio)\n\n\n"
-        "def cli(paths):\n    for p in paths:\n        try:\n            transcribe(p)\n"
-        "        except Exception as e:\n            print('Skipping', p, e)\n"
-    )
-    for source, fixed in ((main, False), (main.replace("except Exception", "except KeyError"), True)):
-        (pkg / "transcribe.py").write_text(source)
-        result = CliRunner().invoke(
-            cli, ["check", str(pkg / "audio.py"), "--select", "SFX101", "--unsafe-fixes", "--no-cache", "-o", "json"]
-        )
-        assert [f["fix"] is not None for f in json.loads(result.stdout)] == [fixed]
+    files = {
+        "__init__.py": "from .transcribe import transcribe\n",
+        "transcribe.py": "from .audio import mel\n\n\ndef transcribe(audio):\n    return mel(audio)\n\n\n" + CLI,
+    }
+    _fixed_with_and_without_the_handler(tmp_path, '[project]\nname = "x"\n', files, "transcribe.py")
