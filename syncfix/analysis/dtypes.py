@@ -264,7 +264,9 @@ def tensor_receiver(a: ModuleAnalysis, method: cst.Attribute) -> bool:
     """Is the receiver of this method call a tensor, or, in the likely view only, read as one
     (an unknown value whose method is a tensor method: ``dr.float()``)?"""
     receiver = method.value
-    return a.is_tensor(receiver) or assumed_tensor(a, a.value(receiver), method.attr.value, LIKELY_TENSOR_METHODS)
+    if a.is_tensor(receiver):
+        return True
+    return a.assume_tensors and assumed_tensor(a, a.value(receiver), method.attr.value, LIKELY_TENSOR_METHODS)
 
 
 def dtype_kind(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:

@@ -154,16 +154,24 @@ def _caught_in_importers(analysis: ModuleAnalysis, fn: cst.FunctionDef, seen: se
     key = (module, name)
     if key in seen:
         return False
+    known = project.handler_answers.get(key)
+    if known is not None:
+        return known
+    # asked first for this function (``seen`` holds it alone): no cycle cut can weaken the answer
+    outermost = len(seen) == 1
     seen.add(key)
     # a file that may reach it in ways syncfix cannot follow (a re-export, the module used as a
     # value: ``lora.fit(...)``): a handler around any use of its name there may see the error
-    return project.any_call(
+    found = project.any_call(
         module, name, lambda other, call: caught_by_handler(other, call, seen),
         unread=lambda other: any(
             type(n) is cst.Name and n.value == name and caught_by_handler(other, n, seen)
             for n in other.structure.of_type(cst.Name)
         ),
     )
+    if found or outermost:  # a handler found is one; "none" only when nothing was cut short
+        project.handler_answers[key] = found
+    return found
 
 
 # Context managers that catch what their body raises: ``contextlib.suppress(E)``,

@@ -77,6 +77,8 @@ class ProjectModules:
         self._whole: OrderedDict[str, ModuleAnalysis | None] = OrderedDict()
         self._whole_bytes: dict[str, int] = {}
         self._in_use: set[str] = set()
+        #: (module, function) -> does a handler in another file see its errors (handlers.py)
+        self.handler_answers: dict[tuple[str, str], bool] = {}
         # Answers a cut cycle made weaker, kept for this file only (see _memoised).
         self._weak: dict[_Key, Any] = {}
         self._members: Members | None = None
