@@ -228,3 +228,24 @@ def test_a_file_whose_calls_cannot_be_read_holds_the_fix_back_if_it_has_a_handle
         "transcribe.py": "from .audio import mel\n\n\ndef transcribe(audio):\n    return mel(audio)\n\n\n" + CLI,
     }
     _fixed_with_and_without_the_handler(tmp_path, '[project]\nname = "x"\n', files, "transcribe.py")
+
+
+def test_a_file_that_cannot_hold_a_handler_is_not_parsed_for_the_question(tmp_path, monkeypatch):
+    # scripts that call the function with no `except`, `suppress`, `raises` or `retry` in their
+    # text, and that no file imports, cannot see its errors: the fix stands without parsing them
+    from syncfix.analysis import imported
+
+    loaded: list[str] = []
+    real = imported.ProjectModules._load
+
+    def counted(self, module, name, **kw):
+        loaded.append(module.path)
+        return real(self, module, name, **kw)
+
+    monkeypatch.setattr(imported.ProjectModules, "_load", counted)
+    scripts = {f"run{i}.py": f"from .audio import mel\n\n\ndef main{i}(xs):\n    for x in xs:\n        mel(x)\n" for i in range(3)}
+    scripts["guarded.py"] = "from .audio import mel\n\n\ndef safe(x):\n    try:\n        mel(x)\n    except KeyError:\n        pass\n"
+    _fixed_with_and_without_the_handler(tmp_path, '[project]\nname = "x"\n', {"__init__.py": "", **scripts, "main.py": "from .run0 import main0\n\n\n" + CLI.replace("transcribe(p)", "main0([p])")}, "main.py")
+    parsed = {path.rsplit("/", 1)[-1] for path in loaded}
+    assert parsed.isdisjoint({"run1.py", "run2.py"})  # leaves without handler words
+    assert {"run0.py", "guarded.py"} <= parsed  # imported by main.py; holds `except`

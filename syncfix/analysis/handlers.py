@@ -15,11 +15,14 @@ later sync, outside the ``try`` written to catch it (a "can this GPU take data" 
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from ..fileio import read_source
 from .callgraph import attribute_refs, local_function
+from .project import ModuleFile
 from .syntax import dotted_name
 
 if TYPE_CHECKING:
@@ -168,10 +171,29 @@ def _caught_in_importers(analysis: ModuleAnalysis, fn: cst.FunctionDef, seen: se
             type(n) is cst.Name and n.value == name and caught_by_handler(other, n, seen)
             for n in other.structure.of_type(cst.Name)
         ),
+        cannot_hold=_cannot_catch,
     )
     if found or outermost:  # a handler found is one; "none" only when nothing was cut short
         project.handler_answers[key] = found
     return found
+
+
+# Words a file that catches must hold: ``except``, a catching context manager's name, or a
+# retrying decorator's (:data:`_CATCHING_DECORATORS`, ``_catching_context``).
+_CATCHING_TEXT = re.compile(rb"except|suppress|raises|Raises|retry|backoff")
+
+
+def _cannot_catch(importer: ModuleFile) -> bool:
+    """Can no handler in ``importer`` see an error from a call it makes, nor one in a file that
+    calls into it? True for a file that no project file imports and whose text holds none of
+    the words a handler needs: it need not be parsed for the question."""
+    if importer.importers:
+        return False
+    try:
+        data = read_source(importer.path).data
+    except Exception:  # unreadable: the question is answered "no handler" below anyway
+        return False
+    return _CATCHING_TEXT.search(data) is None
 
 
 # Context managers that catch what their body raises: ``contextlib.suppress(E)``,

@@ -170,17 +170,21 @@ class ProjectModules:
         function: str,
         test: Callable[[ModuleAnalysis, cst.Call], bool],
         unread: Callable[[ModuleAnalysis], bool] | None = None,
+        cannot_hold: Callable[[ModuleFile], bool] | None = None,
     ) -> bool:
         """Does ``test`` hold of some call of ``module.function`` that the project's other files
         make where syncfix sees it (a direct call in a file that imports it)? ``unread`` answers
         for a file that imports the function but whose calls syncfix cannot read (it uses or
-        re-exports it otherwise)."""
+        re-exports it otherwise); a file ``cannot_hold`` says no call of it could pass is not
+        parsed at all."""
         target = self._files.get(module)
         if target is None:
             return False
         for importer in self._importers_of(module):
             if importer is None or not _may_reach(importer, target, function):
                 continue  # not known, or it imports other names of the module only
+            if cannot_hold is not None and cannot_hold(importer):
+                continue
             path = importer.path
             with keep_active():  # the asking file's record stays the one its walks use
                 busy = path in self._in_use  # asked again while being read: a fresh copy
