@@ -78,6 +78,11 @@ PROVENANCE = [
     ("import torch\nx = torch.ones(2).type('torch.cuda.FloatTensor')\nuse(x)", "x", Kind.TENSOR, Device.UNKNOWN),
     ("import torch\nx = torch.ones(2).type()\nuse(x)", "x", Kind.UNKNOWN, Device.UNKNOWN),
     ("x = 3.0\nuse(x)", "x", Kind.NUMBER, Device.UNKNOWN),
+    # the builtins that give back what they are given: a number only of numbers
+    ("def f(xs):\n    x = sum(len(t) for t in xs) + max([1, 2]) + sum(range(3))\n    use(x)", "x", Kind.NUMBER, Device.UNKNOWN),
+    ("def f(d):\n    x = sum(v for v in d.values())\n    use(x)", "x", Kind.UNKNOWN, Device.UNKNOWN),
+    ("def f(xs):\n    x = sum(xs)\n    use(x)", "x", Kind.UNKNOWN, Device.UNKNOWN),
+    ("import torch\nx = round(torch.ones(()).cuda())\nuse(x)", "x", Kind.UNKNOWN, Device.UNKNOWN),
     ("import torch\ndef f(t: torch.Tensor):\n    use(t)", "t", Kind.TENSOR, Device.UNKNOWN),
     ("def f(t):\n    use(t)", "t", Kind.UNKNOWN, Device.UNKNOWN),
     # an op over tensors it cannot list is where those tensors are, not on the CPU
@@ -479,6 +484,38 @@ def test_a_nonlocal_write_from_a_nested_function_still_reaches_a_for_target():
     )
     use = last_name(module, "x")
     assert len(a.bindings(use)) == 2
+    assert a.python_number_type(use) is None
+
+
+def test_a_module_level_for_target_is_bound_by_that_loop_only():
+    # a script's test loop reusing the training loop's names: the earlier loop's copies of
+    # ``x`` do not reach the later loop's body, whose ``for`` binds ``x`` first
+    a, module = analyse(
+        """
+        import torch
+        for x in range(3):
+            x = x + 2**70
+        for x in range(3):
+            x
+        """
+    )
+    use = last_name(module, "x")
+    assert len(a.bindings(use)) == 1
+    assert a.python_number_type(use) == "int"
+
+
+@pytest.mark.parametrize(
+    "writer",
+    [
+        "def g():\n    global x\n    x = 2**70",  # a function run from the body through ``global``
+        "def g():\n    globals()['x'] = 2**70",  # the namespace written by name
+        "def g():\n    setattr(sys.modules[__name__], 'x', 2**70)",
+    ],
+)
+def test_a_module_level_for_target_still_sees_writes_a_call_may_make(writer):
+    a, module = analyse(f"import sys\n{writer}\nx = 2**70\nfor x in range(3):\n    g()\n    x\n")
+    use = last_name(module, "x")
+    assert len(a.bindings(use)) >= 2
     assert a.python_number_type(use) is None
 
 

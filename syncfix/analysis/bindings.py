@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
 import libcst as cst
-from libcst.metadata import Assignment, FunctionScope, Scope
+from libcst.metadata import Assignment, FunctionScope, GlobalScope, Scope
 from libcst.metadata.scope_provider import Access, BaseAssignment, QualifiedName
 
 from .syntax import parallel_element, stored_names, target_names
@@ -66,10 +66,11 @@ def bindings(a: ModuleAnalysis, name: cst.Name) -> frozenset[BaseAssignment]:
             if not _within(a, asg, aug) and assignment_order(a, asg) < order
         }
     binder = _binding_loop(a, name)
-    if binder is not None and isinstance(scope, FunctionScope) and all(asg.scope is scope for asg in found):
+    if binder is not None and _own_bindings_only(a, scope) and all(asg.scope is scope for asg in found):
         # in the body of ``for name in ...``: the target is bound before the body runs, so
         # only bindings within that loop reach, and those a nested function makes through
-        # ``nonlocal`` (a call in the body may run it); not ``global`` ones (checked above)
+        # ``nonlocal`` or ``global`` (a call in the body may run it); in a function, not
+        # ``global`` ones (checked above)
         found = {asg for asg in found if _inside_any(a, asg, [binder]) or not _made_by(a, asg, scope)}
     if name.value in unseen_names(a):
         key = (scope, name.value)  # one per scope and name: bindings compare by identity
@@ -79,7 +80,7 @@ def bindings(a: ModuleAnalysis, name: cst.Name) -> frozenset[BaseAssignment]:
     loops = a.carrying_loops(name)
     if loops:
         found |= _bindings_in_loop(a, scope, name.value, loops[-1])
-    if len(found) > 1 and isinstance(scope, FunctionScope) and name.value not in unseen_names(a):
+    if len(found) > 1 and _own_bindings_only(a, scope) and name.value not in unseen_names(a):
         last = _dominating_binder(a, name)
         if last is not None:
             # ``x = b[0]; x = x.cuda(); use(x)``: every path to the use passes the last plain
@@ -214,7 +215,23 @@ def _made_by(a: ModuleAnalysis, asg: BaseAssignment, scope: Scope) -> bool:
     if not isinstance(node, cst.CSTNode):
         return False
     owner = next((anc for anc in a.ancestors(node) if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef))), None)
+    if isinstance(scope, GlobalScope):
+        return owner is None  # the module's own top-level code, not a def's ``global`` statement
     return owner is not None and owner is getattr(scope, "node", None)
+
+
+_NAMESPACE_WRITERS = ("globals", "vars(", "__dict__", "sys.modules", "__main__", "setattr(", "exec(")
+
+
+def _own_bindings_only(a: ModuleAnalysis, scope: Scope) -> bool:
+    """Are the scope's names bound only by its own statements and by nested code that names
+    them (``nonlocal``, ``global``)? A function's are. A module's are too, unless it may write
+    its namespace by name (``globals()[k] = v``, ``setattr(sys.modules[__name__], k, v)``,
+    ``exec``). Another file's ``m.x = v`` makes the value unknown, not the bindings
+    (provenance's ``_global_set_elsewhere``)."""
+    if isinstance(scope, FunctionScope):
+        return True
+    return isinstance(scope, GlobalScope) and not any(w in a.code for w in _NAMESPACE_WRITERS)
 
 
 def _binding_loop(a: ModuleAnalysis, use: cst.Name) -> cst.For | None:
