@@ -16,6 +16,8 @@ _ADVICE = {
     "nonzero": "`torch.nonzero_static(x, size=k)` is sync-free (pads or truncates); element-wise "
     "uses can stay masks (`torch.where`, `masked_fill`)",
     "argwhere": "`torch.nonzero_static(x, size=k)` is sync-free (pads or truncates)",
+    "where": "with one argument it is `nonzero(as_tuple=True)`: `torch.nonzero_static(x, size=k)` is "
+    "sync-free (pads or truncates); element-wise uses can stay masks (`torch.where(mask, x, y)`)",
     "masked_select": "keep the mask: `torch.where(mask, x, 0)` for element-wise use or reductions",
     "unique": "no sync-free equivalent; hoist it out of the hot loop, or count into a fixed-size "
     "tensor with `scatter_add_` when the values are bounded",
@@ -46,7 +48,8 @@ class DataDependentShape(Rule):
     """
     ## What it finds
     GPU operations whose output *shape* depends on the data, so PyTorch reads a count on the host:
-    boolean-mask reads `x[mask]`, `nonzero`/`argwhere`, `masked_select`, `unique`,
+    boolean-mask reads `x[mask]`, `nonzero`/`argwhere` (and `torch.where(cond)` with one argument,
+    which is `nonzero(as_tuple=True)`), `masked_select`, `unique`,
     `unique_consecutive`, `bincount`, `histc` without a range, `repeat_interleave` with a tensor of
     repeats and no `output_size`, `F.one_hot` without `num_classes`, and slicing or indexing with a
     CUDA scalar (`x[:n]`, `x[i]` with `n`, `i` 0-d CUDA tensors).
@@ -87,7 +90,7 @@ class DataDependentShape(Rule):
     MESSAGE = "Data-dependent output shape: the host reads a count from the GPU (a sync)"
     FIX = "sometimes"
     SAFETY = ("unsafe",)
-    TRIGGERS = ("[", "nonzero", "argwhere", "masked_select", "unique", "bincount", "histc",
+    TRIGGERS = ("[", "nonzero", "argwhere", "where", "masked_select", "unique", "bincount", "histc",
                 "one_hot", "repeat_interleave")
     VALID = [
         # explicit sizes: sync-free
@@ -136,6 +139,8 @@ class DataDependentShape(Rule):
             return
         if op not in _ADVICE or subject is None:
             return
+        if op == "where" and (len(args) != 1 or len(node.args) != 1):
+            return  # ``torch.where(cond, x, y)`` selects element-wise: its shape is known
         unplaced = not self._cuda(subject)
         if unplaced and not unplaced_tensor(a, subject):
             return
