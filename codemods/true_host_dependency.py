@@ -330,17 +330,53 @@ class TrueHostDependency(Rule):
                 "(`best = torch.minimum(best, loss.detach())`) and decide every N steps"
             )
         elif all(assignments(s) is not None for s in suites):
-            why = (
-                "the branches only choose values. Choose on the device instead, "
-                "`x = torch.where(cond, a, x)`, where both sides are tensors of one shape and dtype "
-                "(SFX201 rewrites such a choice where the tensors are provably on one GPU)"
+            chosen = {name: value for s in suites for name, value in (assignments(s) or {}).items()}
+            host = sorted(
+                name for name, value in chosen.items()
+                if _is_literal(value) or a.python_number_type(value) is not None
             )
+            reshaped = sorted(name for name, value in chosen.items() if _joins_tensors(a, value))
+            if host:
+                why = (
+                    f"the branch sets the Python value {_names(host)}, which later code reads on the "
+                    "host. Keep it a device tensor (`torch.where`), or decide every N steps"
+                )
+            elif reshaped:
+                why = (
+                    f"the branch changes the shape of {_names(reshaped)} (a concatenation), which "
+                    "`torch.where` cannot express. Keep the shape fixed (pad, or mask the rows), or "
+                    "decide every N steps"
+                )
+            else:
+                why = (
+                    "the branches only choose values. Choose on the device instead, "
+                    "`x = torch.where(cond, a, x)`, where both sides are tensors of one shape and dtype "
+                    "(SFX201 rewrites such a choice where the tensors are provably on one GPU)"
+                )
         else:
             why = (
                 "the branch has side effects that need the decision on the host. Decide every N "
                 "steps, or express the effect on the device (`torch.where`, masking)"
             )
         return f"{self.MESSAGE}: {why}"
+
+
+_JOINS = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack", "torch.hstack", "torch.vstack"})
+
+
+def _joins_tensors(a, value: cst.BaseExpression) -> bool:
+    """``torch.cat((...))`` and its kin: a result whose shape depends on how many are joined."""
+    return isinstance(value, cst.Call) and (a.callee(value) or "") in _JOINS
+
+
+def _is_literal(value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.SimpleString) or (
+        isinstance(value, cst.Name) and value.value in ("True", "False", "None")
+    )
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(f"`{n}`" for n in names)
 
 
 def _only_raise(body: cst.BaseSuite) -> bool:

@@ -223,3 +223,26 @@ def test_a_branch_that_only_picks_values_is_not_said_to_have_side_effects():
     logged = src.replace("            worst = loss\n", "            print(loss)\n")
     (g,) = check_code(logged, select=["SFX206"])
     assert "side effects" in g.message
+
+
+def test_a_branch_that_sets_a_host_flag_or_concatenates_is_not_offered_torch_where():
+    """swav's queue branch sets a Python flag and grows ``out`` with ``torch.cat``: neither is a
+    choice ``torch.where`` can make, so the message says what the branch does instead."""
+    from syncfix import check_code
+
+    src = (
+        "import torch\n"
+        "def train(loader, queue, crops):\n"
+        "    use_the_queue = False\n"
+        "    for out in loader:\n"
+        "        out = out.cuda()\n"
+        "        for i in crops:\n"
+        "            if use_the_queue or not torch.all(queue[i] == 0):\n"
+        "                use_the_queue = True\n"
+        "            if out.sum() > 0:\n"
+        "                out = torch.cat((queue[i], out))\n"
+    )
+    flag, grown = check_code(src, select=["SFX206"])
+    assert "sets the Python value `use_the_queue`" in flag.message
+    assert "changes the shape of `out`" in grown.message
+    assert "only choose values" not in flag.message + grown.message
