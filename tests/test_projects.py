@@ -226,6 +226,32 @@ def test_names_set_from_another_file_keep_no_device_fact(tmp_path, monkeypatch, 
     assert _safe_fixes("engine.py") == left
 
 
+LOSS_CHECK = """\
+import math
+import sys
+
+import torch
+
+
+def train(model, loader):
+    for x in loader:
+        loss_value = model(x).item()
+        if not math.isfinite(loss_value):
+            sys.exit(1)
+"""
+
+
+def test_a_computed_setattr_elsewhere_leaves_an_imported_module_a_module(tmp_path, monkeypatch):
+    """A computed ``setattr`` in another file (a network's modules swapped by name, as
+    torchvision does) once made every module global unknown, ``math`` too, and
+    ``math.isfinite`` of the float read looked like a tensor's method: a false SFX206. The
+    read itself is the finding."""
+    other = "def swap(m, name, new):\n    setattr(m, name, new)\n"
+    _files(tmp_path, monkeypatch, {"engine.py": LOSS_CHECK, "other.py": other})
+    result = CliRunner().invoke(cli, ["check", "engine.py", "-o", "json", "--no-cache"])
+    assert [(f["code"], f["location"]["row"]) for f in json.loads(result.stdout)] == [("SFX105", 9)]
+
+
 ADJUST = """\
 import torch
 import precision

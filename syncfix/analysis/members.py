@@ -158,10 +158,10 @@ class Members:
         a computed attribute)?"""
         return any(name in u.other_uses or u.dynamic_calls for u in self.uses.values())
 
-    def stored(self, name: str, skip: str | None = None) -> bool:
+    def stored(self, name: str, skip: str | None = None, *, computed: bool = True) -> bool:
         """Does some file (other than ``skip``) store ``.name`` on an object other than ``self``
-        (or set a computed attribute)?"""
-        return any((name in u.stores or u.dynamic_stores) for m, u in self.uses.items() if m != skip)
+        (or, unless ``computed`` is off, set a computed attribute)?"""
+        return any((name in u.stores or computed and u.dynamic_stores) for m, u in self.uses.items() if m != skip)
 
     def builds_by_type(self, skip: str | None = None) -> bool:
         """Does some file (other than ``skip``) call a class it does not name (``type(x)(...)``)?"""

@@ -239,7 +239,7 @@ def _join_bindings(a: ModuleAnalysis, bindings: frozenset[BaseAssignment]) -> Va
 
 
 def _binding_value(a: ModuleAnalysis, asg: Assignment) -> Value:
-    if isinstance(asg.scope, GlobalScope) and _global_set_elsewhere(a, asg.name):
+    if isinstance(asg.scope, GlobalScope) and _global_set_elsewhere(a, asg):
         return UNKNOWN  # ``engine.DEVICE = "mps"`` in another file, or ``globals()[...] = ...``
     value = _assignment_value(a, asg)
     if value.kind is Kind.LOADER and value.fresh and loaders.reconfigured(a, asg):
@@ -271,13 +271,17 @@ def _storage_swapped(a: ModuleAnalysis) -> frozenset[str]:
     return frozenset(names)
 
 
-def _global_set_elsewhere(a: ModuleAnalysis, name: str) -> bool:
+def _global_set_elsewhere(a: ModuleAnalysis, asg: Assignment) -> bool:
     """May a module-level name be rebound from outside the module's own statements: another
-    project file storing ``module.name`` (a closed project's files say), or ``globals()``?"""
+    project file storing ``module.name`` (a closed project's files say), or ``globals()``? A
+    module bound by ``import m`` is taken to be rebound only by a store that names it: a
+    ``setattr`` with a computed name (torchvision has many, on modules of a network) that
+    swaps an imported module of another file is not a thing code does."""
     if a.calls_named("globals"):
         return True
     members = a.project.members if a.project is not None and a.module_name is not None else None
-    return members is not None and members.stored(name, skip=a.module_name)
+    computed = not isinstance(asg.node, cst.Import)
+    return members is not None and members.stored(asg.name, skip=a.module_name, computed=computed)
 
 
 def _assignment_value(a: ModuleAnalysis, asg: Assignment) -> Value:
@@ -320,6 +324,20 @@ def _assignment_value(a: ModuleAnalysis, asg: Assignment) -> Value:
     if isinstance(parent, cst.NamedExpr):
         return a.value(parent.value)
     return UNKNOWN
+
+
+def _numbers(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` a Python number, or a display, comprehension or ``range`` of numbers only?"""
+    if isinstance(expr, (cst.GeneratorExp, cst.ListComp, cst.SetComp)):
+        return a.value(expr.elt).kind is Kind.NUMBER
+    if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+        return all(
+            not isinstance(el, cst.StarredElement) and a.value(el.value).kind is Kind.NUMBER
+            for el in expr.elements
+        )
+    if isinstance(expr, cst.Call) and a.callee(expr) == "builtins.range":
+        return True
+    return a.value(expr).kind is Kind.NUMBER
 
 
 def _destructure(a: ModuleAnalysis, expr: cst.BaseExpression | None, value: Value, path: list[int]) -> Value:
@@ -457,13 +475,12 @@ def _call_value(a: ModuleAnalysis, call: cst.Call) -> Value:
             return library
         if name.startswith("builtins."):
             short = name[len("builtins.") :]
-            if short in ("float", "int", "bool", "len", "round", "abs", "sum", "min", "max"):
-                args = positional(call)
-                if short in ("min", "max", "abs", "sum") and any(
-                    a.value(arg.value).is_tensor for arg in args
-                ):
-                    return UNKNOWN
+            if short in ("float", "int", "bool", "len"):
                 return NUMBER
+            if short in ("round", "abs", "sum", "min", "max"):
+                # a number only of numbers: ``sum(l for l in losses.values())`` of tensors is one
+                args = positional(call)
+                return NUMBER if args and all(_numbers(a, arg.value) for arg in args) else UNKNOWN
             if short in ("str", "repr", "format", "list", "tuple", "dict", "set", "sorted", "print"):
                 return OTHER
     if is_module_class(a, func):
