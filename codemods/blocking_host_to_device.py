@@ -76,7 +76,8 @@ class BlockingHostToDevice(Rule):
       (`engine.DEVICE = "mps"`, `Trainer.device = "cpu"`), or any global where the module uses
       `globals()`, names no provable device;
     - the copy is not in the body of a `try` whose handler may catch a `RuntimeError` (bare
-      `except:`, `Exception`, `RuntimeError`, a torch error...): there a blocking copy raises a
+      `except:`, `Exception`, `RuntimeError`, a torch error...; not one of a class the project
+      defines, `class Exhausted(Exception)`, which torch never raises): there a blocking copy raises a
       CUDA error inside the `try`, as written; a non-blocking one would raise at a later sync,
       outside it. The same holds for a `try` around a call of the copy's function (or of a
       function that calls it: `try: validate(args) except RuntimeError: retry`), in this file or
@@ -139,7 +140,13 @@ class BlockingHostToDevice(Rule):
       callers of that parameter's function may pass something else). Copied non-blocking, a fresh CPU
       tensor gives the same values on every target, so this fix is offered whatever the
       device. It is reported only where it repeats (loop bodies, step-like functions); a batch
-      written in place later in the same function keeps its copy blocking.
+      written in place later in the same function keeps its copy blocking. `.to` of the
+      loader's *whole* item (`for batch in loader: batch.to(device)`, not a part of it) gets no fix:
+      such a `.to` is as often an object's own (a tokenizer's `BatchEncoding`, a graph batch),
+      which may not take `non_blocking` (transformers' did not before 4.48). A loader passed
+      through accelerate's `accelerator.prepare(...)` (an `Accelerator` built in the same
+      function without `device_placement=False`) yields batches already on the accelerator's
+      device, so `.to(accelerator.device)` of them copies nothing and is not reported.
     - **A tensor of unknown origin is not a pinned buffer that other code refills** (a function
       parameter annotated `torch.Tensor`).
     - **A device syncfix cannot name is CUDA or the CPU** (`args.device`,
@@ -248,10 +255,16 @@ class BlockingHostToDevice(Rule):
                 return  # the ``else`` of ``if device.type == "cuda":``: not a copy to CUDA
             if branch is True:
                 target = Device.CUDA  # the body of ``if device.type == "cuda":``
+        whole_batch = False
         if receiver.is_tensor:
             source = Source.CPU if receiver.device is Device.CPU else Source.TENSOR
         elif receiver.kind is Kind.UNKNOWN and a.is_likely_batch_item(func.value):
             source = Source.LIKELY_BATCH
+            loaders = a.batch_sources(func.value)
+            if loaders and all(a.placed_by_accelerate(loader) for loader, _ in loaders):
+                return  # accelerate put the batch on its device already: the copy returns it
+            # ``.to`` of a whole item may be an object's own (``.cuda`` all but never is)
+            whole_batch = method == "to" and bool(loaders) and any(whole for _, whole in loaders or ())
         else:
             # ``.cuda()`` is all but always a tensor's; ``.to(...)`` is as often a module's
             if receiver.kind is Kind.UNKNOWN and method == "cuda" and a.is_hot(node):
@@ -302,9 +315,13 @@ class BlockingHostToDevice(Rule):
                 "call of this function: a non-blocking copy would raise later, outside the try; no fix)",
             )
             return
-        fix = self._fix(node, receiver, source, target)
         # to a device syncfix cannot name, the copy waits only if it is a GPU's
         headline = _MAYBE_GPU if target is Device.UNKNOWN else self.MESSAGE
+        if whole_batch:
+            why = _WRITTEN if source_may_change(a, node, passed_on=False) else _WHOLE_BATCH
+            self.report(node, f"{headline} ({why}: no fix)")
+            return
+        fix = self._fix(node, receiver, source, target)
         if fix is None:
             why = _STREAMS if a.uses_streams else _WRITTEN
             self.report(node, f"{headline} ({why}: no fix)")
@@ -463,6 +480,11 @@ _LIKELY_BATCH_FIX = (
     "likely a fresh CPU tensor; `extend-safe-fixes = [\"SFX101\"]` in [tool.syncfix] if your "
     "loaders never refill pinned buffers)"
 )
+_WHOLE_BATCH = (
+    "the loader's whole item may be an object with its own `.to` (a tokenizer's `BatchEncoding`, "
+    "a graph batch), which may not take `non_blocking`; pass non_blocking=True yourself where it "
+    "does, or copy the tensors it holds (`batch[\"input_ids\"].to(device, non_blocking=True)`)"
+)
 _UNKNOWN_TARGET_FIX = (
     "Copy with non_blocking=True (unsafe: the source is a CPU tensor, exact on CUDA and the CPU; "
     "the device may be another accelerator, whose copies syncfix does not prove; declare "
@@ -556,12 +578,12 @@ def _already_there(a, call: cst.Call) -> bool:
 
 def _no_elements(a, expr: cst.BaseExpression) -> bool:
     """A tensor made here with no elements: ``torch.empty(0)``, ``torch.zeros((0, n))``,
-    ``torch.tensor([])``."""
+    ``torch.tensor([])``, ``torch.Tensor([])``."""
     if not isinstance(expr, cst.Call):
         return False
     name = a.callee(expr)
     args = positional(expr)
-    if name in ("torch.tensor", "torch.as_tensor"):
+    if name in ("torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.FloatTensor", "torch.LongTensor"):
         return len(args) == 1 and isinstance(args[0].value, (cst.List, cst.Tuple)) and not args[0].value.elements
     if name in _SIZED_FACTORIES and args:
         sizes = args[0].value.elements if len(args) == 1 and isinstance(args[0].value, (cst.Tuple, cst.List)) else args

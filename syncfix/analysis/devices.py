@@ -342,6 +342,126 @@ def _likely_batch(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
     )
 
 
+def batch_sources(a: ModuleAnalysis, expr: cst.BaseExpression) -> list[tuple[cst.BaseExpression, bool]] | None:
+    """For a likely batch item (:func:`is_likely_batch_item`): the loaders it comes from, each
+    with whether ``expr`` is that loader's whole item (``for batch in loader``, ``next(it)``)
+    rather than a part of one (``x, y = batch``, ``batch["ids"]``). None where one comes in
+    through a parameter (the callers' loaders are not followed here)."""
+    if isinstance(expr, cst.Subscript):
+        found = batch_sources(a, expr.value)
+        return None if found is None else [(loader, False) for loader, _ in found]
+    if isinstance(expr, cst.Call):
+        args = positional(expr)
+        if a.callee(expr) == "builtins.next" and args:
+            return _iterated_sources(a, args[0].value, [])
+        func = expr.func
+        if isinstance(func, cst.Attribute) and func.attr.value in CPU_KEEPING_METHODS:
+            return batch_sources(a, func.value)
+        return []
+    if not isinstance(expr, cst.Name):
+        return []
+    out: list[tuple[cst.BaseExpression, bool]] = []
+    for asg in a.bindings(expr):
+        node = getattr(asg, "node", None)
+        if not isinstance(node, cst.Name):
+            return None  # a parameter, or a binding syncfix cannot read
+        path: list[int] = []
+        child: cst.CSTNode = node
+        parent = a.parent(child)
+        while isinstance(parent, (cst.Element, cst.Tuple, cst.List)):
+            if isinstance(parent, (cst.Tuple, cst.List)):
+                path.append(next(i for i, el in enumerate(parent.elements) if el is child))
+            child, parent = parent, a.parent(parent)
+        path.reverse()
+        if isinstance(parent, (cst.For, cst.CompFor)):
+            found = _iterated_sources(a, parent.iter, path)
+        elif isinstance(parent, cst.AssignTarget) and isinstance(assign := a.parent(parent), cst.Assign):
+            found = batch_sources(a, assign.value)
+            if found is not None and path:
+                found = [(loader, False) for loader, _ in found]
+        else:
+            found = []
+        if found is None:
+            return None
+        out.extend(found)
+    return out
+
+
+def _iterated_sources(
+    a: ModuleAnalysis, iterable: cst.BaseExpression, path: list[int]
+) -> list[tuple[cst.BaseExpression, bool]] | None:
+    """:func:`batch_sources` of what iterating ``iterable`` gives at the destructuring ``path``."""
+    if isinstance(iterable, cst.Call):
+        name = a.callee(iterable)
+        args = positional(iterable)
+        if name == "builtins.enumerate" and args and path and path[0] == 1:
+            return _iterated_sources(a, args[0].value, path[1:])
+        if name == "builtins.zip" and args and path and path[0] < len(args):
+            return _iterated_sources(a, args[path[0]].value, path[1:])
+        if (name in PASS_THROUGH_ITER or name == "builtins.iter") and args:
+            return _iterated_sources(a, args[0].value, path)
+        func = iterable.func
+        if isinstance(func, cst.Attribute) and func.attr.value in BATCH_DICT_VIEWS:
+            found = batch_sources(a, func.value)
+            return None if found is None else [(loader, False) for loader, _ in found]
+        return []
+    if isinstance(iterable, cst.Name):
+        bound = _bound_once(a, iterable)
+        if bound is not None and _yields_batches(a, bound, path):
+            return _iterated_sources(a, bound, path)  # ``loop = tqdm(loader)``
+    if is_likely_batch_item(a, iterable):  # ``for t in batch``: parts of a batch
+        found = batch_sources(a, iterable)
+        return None if found is None else [(loader, False) for loader, _ in found]
+    return [(iterable, not path)]
+
+
+_ACCELERATORS = ("accelerate.Accelerator", "accelerate.accelerator.Accelerator")
+
+
+def placed_by_accelerate(a: ModuleAnalysis, loader: cst.BaseExpression) -> bool:
+    """Is ``loader`` the result of ``accelerator.prepare(...)`` (or ``prepare_data_loader``) for
+    an ``accelerate.Accelerator(...)`` built here without ``device_placement=False``? Its
+    batches then come already on the accelerator's device (accelerate's default)."""
+    values = _assigned_values(a, loader) if isinstance(loader, cst.Name) else None
+    if not values:
+        return False
+    for value in values:
+        if not (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value in ("prepare", "prepare_data_loader")
+            and isinstance(value.func.value, cst.Name)
+        ):
+            return False
+        makers = _assigned_values(a, value.func.value)
+        if not makers or not all(
+            isinstance(m, cst.Call) and a.callee(m) in _ACCELERATORS and _places_devices(m) for m in makers
+        ):
+            return False
+    return True
+
+
+def _assigned_values(a: ModuleAnalysis, name: cst.Name) -> list[cst.BaseExpression] | None:
+    """The right-hand side of each binding that may reach ``name``, a tuple target's included
+    (``model, loader = accelerator.prepare(model, loader)``); None for any other binding."""
+    out: list[cst.BaseExpression] = []
+    for asg in a.bindings(name):
+        node = getattr(asg, "node", None)
+        parent = a.parent(node) if isinstance(node, cst.Name) else None
+        while isinstance(parent, (cst.Element, cst.Tuple, cst.List)):
+            parent = a.parent(parent)
+        assign = a.parent(parent) if isinstance(parent, cst.AssignTarget) else None
+        if not isinstance(assign, cst.Assign):
+            return None
+        out.append(assign.value)
+    return out
+
+
+def _places_devices(accelerator: cst.Call) -> bool:
+    flag = keyword(accelerator, "device_placement")
+    return flag is None or isinstance(flag.value, cst.Name) and flag.value.value == "True"
+
+
 def _passed_batches(a: ModuleAnalysis, param: cst.Param) -> bool:
     """Is every argument the module's call sites pass to ``param`` a batch item (``batch, cond =
     next(self.data); self.run_step(batch, cond)``)? A likely fact: callers elsewhere may pass

@@ -112,7 +112,7 @@ class ModuleAnalysis:
         package: str | None = None,
         streams_around: bool = False,
         later_syncs_around: bool = False,
-        defaults_changed: bool = False,
+        defaults_changed: frozenset[str] = frozenset(),
         source: str | None = None,
     ) -> None:
         self.wrapper = wrapper
@@ -533,6 +533,16 @@ class ModuleAnalysis:
         """Is ``expr`` an item of a batch from a loader the code does not construct (likely a
         fresh CPU tensor; a *likely* fact, for unsafe fixes only)?"""
         return devices.is_likely_batch_item(self, expr)
+
+    def batch_sources(self, expr: cst.BaseExpression) -> list[tuple[cst.BaseExpression, bool]] | None:
+        """The loaders a likely batch item comes from, each with whether it is the loader's whole
+        item (not a part of one); None where one comes in through a parameter."""
+        return devices.batch_sources(self, expr)
+
+    def placed_by_accelerate(self, loader: cst.BaseExpression) -> bool:
+        """Does ``loader`` come from ``accelerator.prepare(...)``, whose batches are already on
+        the accelerator's device (``device_placement`` left on)?"""
+        return devices.placed_by_accelerate(self, loader)
 
     # ---- dtypes (dtypes.py) ---------------------------------------------------------------
     @cached_property
