@@ -234,7 +234,7 @@ def analyze(
         package=context.package if context else None,
         streams_around=context.streams_around if context else False,
         later_syncs_around=context.later_syncs_around if context else False,
-        defaults_changed=context.defaults_changed if context else False,
+        defaults_changed=context.defaults_changed if context else frozenset(),
         source=source,
     )
     visitors = [rule(analysis) for rule in rules]

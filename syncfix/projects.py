@@ -149,13 +149,15 @@ class Project:
         # torch's default dtype and device are the process's: a module that changes them does
         # so for every module a program that imports it runs (not a test's: its own process)
         programs = {name for name, (path, _) in sources.items() if not is_test_path(str(path.relative_to(root)))}
-        changers = {name for name in programs if CHANGES_DEFAULTS.search(sources[name][1])}
-        self.defaults_changed: set[str] = set()
-        if changers:
-            for name in programs:
+        # (each kind apart: ``set_default_dtype`` moves no tensor off the CPU)
+        self.defaults_changed: dict[str, set[str]] = {}
+        for kind, pattern in CHANGES_DEFAULTS.items():
+            changers = {name for name in programs if pattern.search(sources[name][1])}
+            for name in programs if changers else ():
                 reached = {m.name for m in self.closure(name)}
                 if name in changers or reached & changers:
-                    self.defaults_changed |= {name} | reached
+                    for m in {name} | reached:
+                        self.defaults_changed.setdefault(m, set()).add(kind)
 
     def imports_of(self, name: str) -> set[str]:
         """The project modules ``name`` imports directly."""
@@ -208,13 +210,16 @@ class Project:
             self.closed,
             name in self.streams_around,
             name in self.later_syncs_around,
-            name in self.defaults_changed,
+            frozenset(self.defaults_changed.get(name, ())),
             name in self.one_time,
         )
 
 
 #: Text a file that changes torch's default dtype or device holds.
-CHANGES_DEFAULTS = re.compile(rb"set_default_(?:dtype|tensor_type|device)\s*\(")
+CHANGES_DEFAULTS = {
+    "dtype": re.compile(rb"set_default_(?:dtype|tensor_type)\s*\("),
+    "device": re.compile(rb"set_default_(?:device|tensor_type)\s*\("),
+}
 
 
 # One file to summarize: (module name, source, whether to keep its calls, whether its names)

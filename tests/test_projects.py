@@ -226,6 +226,35 @@ def test_names_set_from_another_file_keep_no_device_fact(tmp_path, monkeypatch, 
     assert _safe_fixes("engine.py") == left
 
 
+COPIES = """\
+import torch
+import precision
+
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def run(steps):
+    for _ in range(steps):
+        x = torch.ones(3)
+        print(x.to(device))
+"""
+
+
+@pytest.mark.parametrize(
+    ("precision", "left"),
+    [
+        ("import torch\n", 1),
+        # the default dtype moves nothing off the CPU: the copy's source is still a CPU tensor
+        ("import torch\ntorch.set_default_dtype(torch.bfloat16)\n", 1),
+        ("import torch\ntorch.set_default_device('cuda')\n", 0),
+    ],
+)
+def test_a_default_dtype_set_elsewhere_keeps_device_facts(tmp_path, monkeypatch, precision, left):
+    _files(tmp_path, monkeypatch, {"main.py": COPIES, "precision.py": precision})
+    assert _safe_fixes("main.py") == left
+
+
 LOSS_CHECK = """\
 import math
 import sys

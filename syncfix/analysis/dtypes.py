@@ -65,7 +65,7 @@ if TYPE_CHECKING:
 def default_float(a: ModuleAnalysis) -> str | None:
     """``torch.float32`` unless the module changes the default dtype (then unknown)."""
     code = a.code
-    if a.defaults_changed or "set_default_dtype" in code or "set_default_tensor_type" in code:
+    if "dtype" in a.defaults_changed or "set_default_dtype" in code or "set_default_tensor_type" in code:
         return None  # here, or in another file of the project
     return "torch.float32"
 

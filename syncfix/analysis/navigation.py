@@ -217,7 +217,7 @@ def uses_streams(a: ModuleAnalysis) -> bool:
 
 
 def sets_default_device(a: ModuleAnalysis) -> bool:
-    if a.defaults_changed:
+    if "device" in a.defaults_changed:
         return True  # another file of the project may set it
     return any(
         a.qualnames(node) & {"torch.set_default_device", "torch.set_default_tensor_type"}

@@ -155,9 +155,9 @@ class ModuleContext:
     #: copies without waiting and counts on a later sync to finish the copy
     #: (analysis/async_copies.py): no fix that removes a sync is safe in it
     later_syncs_around: bool = False
-    #: some project file changes torch's default dtype or device (``set_default_dtype``...):
-    #: neither is provable in any of its modules
-    defaults_changed: bool = False
+    #: which of torch's defaults, ``"dtype"`` and ``"device"``, a project file the module runs
+    #: with changes (``set_default_dtype``, ``set_default_device``...): not provable in it
+    defaults_changed: frozenset[str] = frozenset()
     #: all of it is one-time code (no loop, no step-like function, none that other files call
     #: from repeating code: analysis/hotness.py ``one_time``); the rules reported only where
     #: syncs repeat are not run on it
@@ -175,7 +175,7 @@ class ModuleContext:
                 str(self.closed),
                 str(self.streams_around),
                 str(self.later_syncs_around),
-                str(self.defaults_changed),
+                ",".join(sorted(self.defaults_changed)),
                 str(self.one_time),
                 ",".join(
                     sorted(
