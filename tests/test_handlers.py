@@ -249,3 +249,38 @@ def test_a_file_that_cannot_hold_a_handler_is_not_parsed_for_the_question(tmp_pa
     parsed = {path.rsplit("/", 1)[-1] for path in loaded}
     assert parsed.isdisjoint({"run1.py", "run2.py"})  # leaves without handler words
     assert {"run0.py", "guarded.py"} <= parsed  # imported by main.py; holds `except`
+
+
+@pytest.mark.parametrize(
+    ("defined", "fixed"),
+    [
+        ("class Exhausted(Exception):\n    pass\n", True),  # torch raises none of the project's classes
+        ("class Exhausted(RuntimeError):\n    pass\n", True),  # not even one deriving from its error
+        ("Exhausted = RuntimeError\n", False),  # an alias of an error torch raises
+    ],
+)
+def test_a_handler_of_a_project_exception_class_keeps_the_fix(defined, fixed):
+    src = defined + BRANCH.format(open="try:", close="except Exhausted:\n            pass")
+    assert _fixable(src, "SFX201") == [fixed]
+
+
+def test_a_handler_of_an_exception_class_from_another_project_file_keeps_the_fix(tmp_path):
+    # torchtitan's shape: `except DataloaderExhaustedError` around the step, the class in its own
+    # module; the step's copy keeps its fix (a module syncfix cannot resolve still holds it back)
+    (tmp_path / ".git").mkdir()
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "errors.py").write_text("class DataloaderExhausted(Exception):\n    pass\n")
+    trainer = (
+        "import torch\n\nfrom pkg.errors import {name}\n\n\n"
+        "def step(batch):\n    return batch.cuda()\n\n\n"
+        "def train(loader):\n    for batch in loader:\n        try:\n            step(batch)\n"
+        "        except {name}:\n            break\n"
+    )
+    for name, fixed in (("DataloaderExhausted", True), ("Unresolved", False)):
+        (pkg / "trainer.py").write_text(trainer.format(name=name))
+        result = CliRunner().invoke(
+            cli, ["check", str(pkg / "trainer.py"), "--select", "SFX101", "--unsafe-fixes", "--no-cache", "-o", "json"]
+        )
+        assert [f["fix"] is not None for f in json.loads(result.stdout)] == [fixed], name

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from ..fileio import read_source
-from .callgraph import attribute_refs, local_function
+from .callgraph import attribute_refs, bound_by_import, local_function
 from .project import ModuleFile
 from .syntax import dotted_name
 
@@ -69,7 +69,7 @@ def caught_by_handler(
         if isinstance(anc, (cst.ClassDef, cst.Lambda)):
             return False
         if isinstance(anc, (cst.Try, cst.TryStar)) and child is anc.body:
-            if any(_may_catch_runtime_error(h.type) for h in anc.handlers):
+            if any(_may_catch_runtime_error(analysis, h.type) for h in anc.handlers):
                 return True
         if isinstance(anc, cst.With) and child is anc.body:
             for item in anc.items:
@@ -106,7 +106,7 @@ def _catches_inside(analysis: ModuleAnalysis, fn: cst.FunctionDef) -> bool:
     """Is there, anywhere in ``fn``'s body, a ``try`` or ``suppress`` that may catch a RuntimeError?"""
     structure = analysis.structure
     for t in (*structure.within(fn, cst.Try), *structure.within(fn, cst.TryStar)):
-        if isinstance(t, (cst.Try, cst.TryStar)) and any(_may_catch_runtime_error(h.type) for h in t.handlers):
+        if isinstance(t, (cst.Try, cst.TryStar)) and any(_may_catch_runtime_error(analysis, h.type) for h in t.handlers):
             return True
     return any(isinstance(c, cst.Call) and _catching_context(analysis, c) for c in structure.within(fn, cst.Call))
 
@@ -212,13 +212,29 @@ def _catching_context(analysis: ModuleAnalysis, call: cst.Call) -> bool:
         return True
     # ``suppress(A, B)`` names every type; the others take one (a type or a tuple) first
     named = kinds if (analysis.callee(call) or "").endswith("contextlib.suppress") else kinds[:1]
-    return any(_may_catch_runtime_error(kind) for kind in named)
+    return any(_may_catch_runtime_error(analysis, kind) for kind in named)
 
 
-def _may_catch_runtime_error(kind: cst.BaseExpression | None) -> bool:
+def _may_catch_runtime_error(analysis: ModuleAnalysis, kind: cst.BaseExpression | None) -> bool:
     if kind is None:
         return True  # a bare ``except:``
     if isinstance(kind, cst.Tuple):
-        return any(_may_catch_runtime_error(el.value) for el in kind.elements)
+        return any(_may_catch_runtime_error(analysis, el.value) for el in kind.elements)
     name = dotted_name(kind)
-    return name is None or name.rsplit(".", 1)[-1] not in _NOT_RUNTIME_ERRORS
+    if name is not None and name.rsplit(".", 1)[-1] in _NOT_RUNTIME_ERRORS:
+        return False
+    return not _project_class(analysis, kind)
+
+
+def _project_class(analysis: ModuleAnalysis, kind: cst.BaseExpression) -> bool:
+    """Does ``kind`` name a class the project defines (``class DataExhausted(Exception)``), here
+    or in a project module it imports from? Torch raises none of them: whatever its bases, an
+    ``except`` of it catches no error of a copy (``except`` matches by the error's own class)."""
+    if isinstance(kind, cst.Name):
+        bindings = analysis.bindings(kind)
+        if bindings and all(isinstance(getattr(asg, "node", None), cst.ClassDef) for asg in bindings):
+            return True
+    if analysis.project is None or not bound_by_import(analysis, kind):
+        return False
+    name = analysis.qualname(kind)
+    return name is not None and analysis.project.is_class(name, analysis.package)

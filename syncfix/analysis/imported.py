@@ -39,7 +39,7 @@ from ..walk import keep_active
 from .members import Members
 from .project import ALL, ModuleFile, digest, resolve_relative
 from .syntax import dotted_name
-from .values import Kind, TupleValue, Value
+from .values import OTHER, Kind, TupleValue, Value
 
 if TYPE_CHECKING:
     from .module import ModuleAnalysis
@@ -142,6 +142,21 @@ class ProjectModules:
             analysis = self._load(module, name, kind="class")
             cls = top_level(analysis, name, cst.ClassDef) if analysis is not None else None
             return MODULE if cls is not None and analysis is not None and class_is_module(analysis, cls) else None
+
+        return _memoised(_VALUES, key, compute, self._weak) is not None
+
+    def is_class(self, qualname: str, package: str | None) -> bool:
+        """Is ``qualname`` a class some project module defines at its top level? False when
+        syncfix cannot tell."""
+        found = self.find(qualname, package)
+        if found is None:
+            return False
+        module, name = found
+        key = (module.path, module.digest, ("is-class",), name)
+
+        def compute() -> Value | None:
+            analysis = self._load(module, name, kind="class")
+            return OTHER if analysis is not None and top_level(analysis, name, cst.ClassDef) is not None else None
 
         return _memoised(_VALUES, key, compute, self._weak) is not None
 
