@@ -73,6 +73,35 @@ def test_step_functions_and_what_loops_call_repeat():
     assert codes(src) == [("SFX101", 9), ("SFX101", 12)]
 
 
+def test_the_step_hooks_of_a_hugging_face_trainer_and_lightning_repeat():
+    # ``compute_loss`` runs every training step, ``prediction_step`` every evaluation step, and
+    # a method they call on ``self`` with them; ``create_optimizer`` runs once
+    src = """\
+    import torch
+    from transformers import Trainer
+
+    class MyTrainer(Trainer):
+        def compute_loss(self, model, inputs):
+            loss, metrics = self.get_batch_loss_metrics(model, inputs)
+            return loss
+
+        def get_batch_loss_metrics(self, model, inputs):
+            loss = model(**inputs).loss
+            return loss, {"loss": loss.detach().mean().item()}
+
+        def prediction_step(self, model, inputs):
+            return model(**inputs).loss.item()
+
+        def create_optimizer(self):
+            self.scale = self.model.scale.item()
+
+    class Lit:
+        def test_step(self, batch, idx):
+            return batch.mean().item()
+    """
+    assert [code for code in codes(src)] == [("SFX105", 11), ("SFX105", 14), ("SFX105", 21)]
+
+
 def test_a_method_call_of_the_same_name_does_not_run_a_function():
     # `model.train()` in the loop is nn.Module's, not the script's `def train()`: its set-up
     # line runs once; a method called as `self.warmup()` in a loop does repeat
