@@ -267,7 +267,7 @@ class BlockingHostToDevice(Rule):
             whole_batch = method == "to" and bool(loaders) and any(whole for _, whole in loaders or ())
         else:
             # ``.cuda()`` is all but always a tensor's; ``.to(...)`` is as often a module's
-            if receiver.kind is Kind.UNKNOWN and method == "cuda" and a.is_hot(node):
+            if receiver.kind is Kind.UNKNOWN and method == "cuda" and a.is_hot(node) and not _used_as_module(a, func.value):
                 why = (
                     "Possibly blocking host-to-device copy: if the receiver is a CPU tensor, the CPU "
                     "waits for all queued GPU work (a GPU tensor's `.cuda()` copies nothing; "
@@ -291,7 +291,10 @@ class BlockingHostToDevice(Rule):
             why = (
                 _UNKNOWN_DEVICE
                 if target is Device.UNKNOWN
-                else self.MESSAGE + " (device may be the CPU and the tensor may be on CUDA: no fix)"
+                else "Possibly blocking host-to-device copy: if the tensor is on the CPU and the device "
+                "a GPU's, the CPU waits for all queued GPU work (the device may be the CPU and the "
+                "tensor on CUDA: then it is a device-to-host copy, whose result the CPU must wait "
+                "for; no fix)"
             )
             device = _device_argument(node)
             fix = None
@@ -574,6 +577,29 @@ def _already_there(a, call: cst.Call) -> bool:
         return len(scope[origin]) == 1
     except Exception:  # LibCST's scope lookup of a name it does not know
         return False
+
+
+# Methods ``nn.Module`` has and tensors do not.
+_MODULE_ONLY_METHODS = frozenset({
+    "eval", "train", "parameters", "named_parameters", "modules", "named_modules", "children",
+    "state_dict", "load_state_dict", "buffers", "named_buffers", "zero_grad", "register_buffer",
+})
+
+
+def _used_as_module(a, expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` a name whose function (or module) also calls a method of it that only an
+    ``nn.Module`` has (``model.eval()``, ``model.parameters()``)? Then its ``.cuda()`` places a
+    module, once, and copies no tensor."""
+    if not isinstance(expr, cst.Name):
+        return False
+    scope = a.enclosing_function(expr) or a.module
+    return any(
+        isinstance(call.func, cst.Attribute)  # type: ignore[attr-defined]
+        and call.func.attr.value in _MODULE_ONLY_METHODS  # type: ignore[attr-defined]
+        and isinstance(call.func.value, cst.Name)  # type: ignore[attr-defined]
+        and call.func.value.value == expr.value  # type: ignore[attr-defined]
+        for call in a.structure.within(scope, cst.Call)
+    )
 
 
 def _no_elements(a, expr: cst.BaseExpression) -> bool:

@@ -51,3 +51,16 @@ def test_a_tensor_placed_with_the_same_device_expression_is_not_copied():
     # a device name bound twice may mean two devices: the copy may be real
     rebound = ALREADY_THERE.replace("    for it in range(10):", '    device = "cuda:1"\n    for it in range(10):')
     assert [f.line for f in check_code(rebound, select=["SFX101"])][:2] == [4, 8]
+
+
+def test_a_copy_that_may_be_device_to_host_is_not_called_one_to_the_gpu():
+    # dinov2's feature gathering: the gathered tensor may be on CUDA and the device the CPU
+    source = (
+        "import torch\n\n\ndef extract(model, loader, gather, on_cpu):\n"
+        "    device = torch.device('cpu') if on_cpu else torch.device('cuda')\n"
+        "    for x in loader:\n        feats = torch.cat(gather(model(x))).to(device)\n        print(feats)\n"
+    )
+    (found,) = [f for f in check_code(source, path="train.py") if f.code == "SFX101"]
+    assert found.fix is None
+    assert found.message.startswith("Possibly blocking host-to-device copy: if the tensor is on the CPU")
+    assert "device-to-host copy, whose result the CPU must wait for" in found.message
