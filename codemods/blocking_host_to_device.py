@@ -594,10 +594,10 @@ def _used_as_module(a, expr: cst.BaseExpression) -> bool:
         return False
     scope = a.enclosing_function(expr) or a.module
     return any(
-        isinstance(call.func, cst.Attribute)  # type: ignore[attr-defined]
-        and call.func.attr.value in _MODULE_ONLY_METHODS  # type: ignore[attr-defined]
-        and isinstance(call.func.value, cst.Name)  # type: ignore[attr-defined]
-        and call.func.value.value == expr.value  # type: ignore[attr-defined]
+        isinstance(call.func, cst.Attribute)
+        and call.func.attr.value in _MODULE_ONLY_METHODS
+        and isinstance(call.func.value, cst.Name)
+        and call.func.value.value == expr.value
         for call in a.structure.within(scope, cst.Call)
     )
 
