@@ -130,7 +130,8 @@ class BlockingHostToDevice(Rule):
     *likely* facts:
     - **An item of a batch from a loader the code does not construct is a fresh CPU tensor.**
       A loop over a loader passed in as a parameter, an attribute (`self.loader`) or another
-      function's result, named as a loader, a dataset or a progress bar over one
+      function's result (also through `enumerate`, `zip`, `tqdm`, `iter` and a metric logger's
+      `log_every(loader, ...)`, which yields the loader's batches), named as a loader, a dataset or a progress bar over one
       (`train_loader`, `self.data`, `dl`, `pbar`: a list of model outputs, features or call
       arguments passed in is no loader, and its items may be on a GPU already), its parts (`x, y = batch`, `batch["input_ids"]`, `batch[0]`), the
       items in `{k: v.to(device) for k, v in batch.items()}` or `[t.to(device) for t in

@@ -33,6 +33,7 @@ from .torch_api import (
     DTYPE_NAME,
     DTYPE_NAME_SUFFIX,
     NON_TENSOR_NAMESPACES,
+    LOGGING_ITERATORS,
     PASS_THROUGH_ITER,
 )
 from .values import OTHER, Device, Kind, Value
@@ -398,7 +399,7 @@ def _iterated_sources(
             return _iterated_sources(a, args[0].value, path[1:])
         if name == "builtins.zip" and args and path and path[0] < len(args):
             return _iterated_sources(a, args[path[0]].value, path[1:])
-        if (name in PASS_THROUGH_ITER or name == "builtins.iter") and args:
+        if (name in PASS_THROUGH_ITER or name == "builtins.iter" or _logs_each(iterable)) and args:
             return _iterated_sources(a, args[0].value, path)
         func = iterable.func
         if isinstance(func, cst.Attribute) and func.attr.value in BATCH_DICT_VIEWS:
@@ -535,7 +536,7 @@ def _yields_batches(a: ModuleAnalysis, iterable: cst.BaseExpression, path: list[
             return bool(path) and path[0] == 1 and _yields_batches(a, args[0].value, path[1:])
         if name == "builtins.zip" and args:
             return bool(path) and path[0] < len(args) and _yields_batches(a, args[path[0]].value, path[1:])
-        if (name in PASS_THROUGH_ITER or name == "builtins.iter") and args:
+        if (name in PASS_THROUGH_ITER or name == "builtins.iter" or _logs_each(iterable)) and args:
             return _yields_batches(a, args[0].value, path)
         func = iterable.func
         if isinstance(func, cst.Attribute) and func.attr.value in BATCH_DICT_VIEWS:
@@ -553,6 +554,12 @@ def _yields_batches(a: ModuleAnalysis, iterable: cst.BaseExpression, path: list[
         name = iterable.value if isinstance(iterable, cst.Name) else iterable.attr.value
         return _loader_like(name) or is_likely_batch_item(a, iterable)
     return False
+
+
+def _logs_each(call: cst.Call) -> bool:
+    """``metric_logger.log_every(loader, freq, header)``: the logger of torchvision's, DETR's,
+    DINO's and MAE's references yields each item of its first argument (by name: a likely fact)."""
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value in LOGGING_ITERATORS
 
 
 def _bound_once(a: ModuleAnalysis, name: cst.Name) -> cst.BaseExpression | None:

@@ -421,6 +421,10 @@ PY_NUMBER_BUILTINS = {"builtins.float": "float", "builtins.int": "int", "builtin
                        "builtins.len": "int"}
 # Wrappers whose iteration yields the wrapped iterable's items.
 PASS_THROUGH_ITER = {"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "iter", "list", "tuple"}
+# Methods that yield each item of their first argument while logging progress (a likely fact,
+# by name: ``MetricLogger.log_every`` of torchvision's references and the repositories that
+# copied it).
+LOGGING_ITERATORS = {"log_every"}
 # numpy callables that always build a new ndarray or numpy scalar (never return their argument's
 # own type, as ``np.round(t)``/``np.reshape(t)`` do for a tensor).
 NUMPY_CONSTRUCTORS = {
