@@ -97,7 +97,7 @@ class BlockingHostToDevice(Rule):
       when the copy *executes*, so a pinned buffer written again later (in place in the loop,
       `copy_` into it, a loader refilling a staging buffer) would be copied with the new data.
       syncfix therefore needs the source to be pageable, or *fresh* (created by this code: a
-      `torch.*` factory without `out=` (whose result is `out` itself), `.pin_memory()`, a batch of a `DataLoader` with the default collate, which
+      `torch.*` factory without `out=` (whose result is `out` itself), `.pin_memory()`, a batch of a `DataLoader` with the default collate (on the CPU unless a dataset of the module places its items: `return seq.cuda()` in a `__getitem__`), which
       `batch_size=None` turns off: written so or through a name bound to it; a size syncfix
       cannot read, such as `args.batch_size`, is taken to be a number, but not a parameter whose
       default is `None`; `**kwargs` may pass `batch_size=None`; a loader whose `collate_fn` may
@@ -121,7 +121,8 @@ class BlockingHostToDevice(Rule):
       what syncfix follows: a parameter (every call of the function passes it), an attribute
       (`self.train_data`, set from `__init__`'s parameter, which every call of the class
       passes), a method's parameter (every `obj.method(...)` call passes it), or a generator
-      that passes on its batches (`while True: yield from loader`); in a project nothing
+      that passes on its batches (`while True: yield from loader`, or `for data in loader:
+      yield data` with nothing else in that loop); in a project nothing
       outside can import (no packaging, no notebooks), through its other files too. A loader
       keeps no reference to a batch it hands on, so code that only reaches the loader (a method
       of `self`) cannot write the batch.

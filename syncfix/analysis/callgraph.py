@@ -527,15 +527,38 @@ def return_value(a: ModuleAnalysis, fn: cst.FunctionDef) -> Value:
 
 def _generated(a: ModuleAnalysis, fn: cst.FunctionDef) -> Value:
     """What calling a generator function gives: a loader where it only passes on loaders'
-    batches (``while True: yield from loader``), iterated like one; otherwise no tensor."""
+    batches (``while True: yield from loader``, or ``for data in loader: yield data`` with
+    nothing else in that loop, which could write a batch once its consumer has it), iterated
+    like one; otherwise no tensor."""
     yields = [y for y in a.structure.within(fn, cst.Yield) if isinstance(y, cst.Yield) and _own(a, y, fn)]
-    sources = [y.value.item for y in yields if isinstance(y.value, cst.From)]
+    sources = [source for y in yields if (source := _passed_on(a, y)) is not None]
     if not yields or len(sources) != len(yields):
         return OTHER
     values = [a.value(item) for item in sources]
     if all(v.kind in (Kind.LOADER, Kind.BOTTOM) for v in values):
         return join_all(values)
     return OTHER
+
+
+def _passed_on(a: ModuleAnalysis, y: cst.Yield) -> cst.BaseExpression | None:
+    """What ``y`` passes on whole: ``X`` of ``yield from X``, or of ``for data in X: yield
+    data`` where the yield is the loop's only statement."""
+    if isinstance(y.value, cst.From):
+        return y.value.item
+    if not isinstance(y.value, cst.Name):
+        return None
+    expr = a.parent(y)
+    line = a.parent(expr) if isinstance(expr, cst.Expr) else None  # Yield -> Expr -> line
+    block = a.parent(line) if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 else None
+    loop = a.parent(block) if isinstance(block, cst.IndentedBlock) and len(block.body) == 1 else None
+    if not (
+        isinstance(loop, cst.For)
+        and loop.orelse is None
+        and isinstance(loop.target, cst.Name)
+        and loop.target.value == y.value.value
+    ):
+        return None
+    return loop.iter
 
 
 def _own(a: ModuleAnalysis, node: cst.CSTNode, fn: cst.FunctionDef) -> bool:

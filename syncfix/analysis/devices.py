@@ -32,8 +32,8 @@ from .torch_api import (
     DEVICE_TYPE_NAME,
     DTYPE_NAME,
     DTYPE_NAME_SUFFIX,
-    NON_TENSOR_NAMESPACES,
     LOGGING_ITERATORS,
+    NON_TENSOR_NAMESPACES,
     PASS_THROUGH_ITER,
 )
 from .values import OTHER, Device, Kind, Value

@@ -3,6 +3,7 @@ stay so (nothing sets another ``collate_fn`` on it, no call passes ``batch_size=
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -48,9 +49,26 @@ def loader_value(a: ModuleAnalysis, call: cst.Call) -> Value:
             or _parameter_maybe_none(a, size.value)
         )
     )
+    # the default collate keeps the device of what the dataset returns: a dataset of this
+    # module that may place its items (``return seq.cuda()``) makes batches of any device
+    device = Device.UNKNOWN if _items_placed(a) else Device.CPU
     if custom:
-        return Value(Kind.LOADER, Device.CPU, Memory.UNKNOWN, False)
-    return Value(Kind.LOADER, Device.CPU, memory, True)
+        return Value(Kind.LOADER, device, Memory.UNKNOWN, False)
+    return Value(Kind.LOADER, device, memory, True)
+
+
+_PLACING = re.compile(r"\.cuda\(|\.to\(|device")
+
+
+def _items_placed(a: ModuleAnalysis) -> bool:
+    """Does some ``__getitem__`` (or ``__iter__``) of the module mention a device or a copy?
+    (Datasets of other files are not read: a known gap.)"""
+    if "__getitem__" not in a.code and "__iter__" not in a.code:
+        return False
+    return any(
+        fn.name.value in ("__getitem__", "__iter__") and _PLACING.search(a.module.code_for_node(fn))  # type: ignore[attr-defined]
+        for fn in a.structure.of_type(cst.FunctionDef)
+    )
 
 
 _SETS_ATTRIBUTES = {"builtins.setattr", "builtins.delattr", "builtins.vars"}
