@@ -378,3 +378,28 @@ def test_the_names_of_a_from_import_are_not_modules_of_their_own():
     assert ("syncfix.fileio", "decode") in found and ("syncfix.fileio.decode", ALL) in found
     assert {("os", ALL), ("sys", ALL), ("json", ALL), ("re", ALL)} <= set(found)
     assert not any(name in ("inside", "in") for name, _ in found)
+
+
+ENGINE_NESTED = """\
+import torch
+
+
+def train_one_epoch(model, data_loader, device):
+    for samples, targets in data_loader:
+        samples = samples.to(device)
+        model(samples, targets)
+"""
+
+
+@pytest.mark.parametrize(
+    ("misc", "fixed"),
+    [
+        ("def helper():\n    return 1\n", True),
+        # DETR's shape: a project class with its own `.to(self, device)`: a batch part may be one
+        ("class NestedTensor:\n    def to(self, device):\n        return self\n", False),
+    ],
+)
+def test_a_batch_part_gets_no_unsafe_fix_where_a_project_class_defines_to(tmp_path, monkeypatch, misc, fixed):
+    _files(tmp_path, monkeypatch, {"engine.py": "import misc\n" + ENGINE_NESTED, "misc.py": misc})
+    result = CliRunner().invoke(cli, ["check", "engine.py", "--unsafe-fixes", "-o", "json", "--no-cache"])
+    assert [f["fix"] is not None for f in json.loads(result.stdout) if f["code"] == "SFX101"] == [fixed]

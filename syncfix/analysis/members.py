@@ -153,6 +153,15 @@ class Members:
         """The modules that call ``.name(...)``."""
         return sorted(m for m, use in self.uses.items() if name in use.calls)
 
+    def defined(self, name: str) -> bool:
+        """Does some class of the project define ``name`` (a method or class attribute), or a
+        method store ``self.name``? (The summaries keep only such names, so any use of one
+        says so.)"""
+        return any(
+            name in u.calls or name in u.other_uses or name in u.stores or name in u.self_stores
+            for u in self.uses.values()
+        )
+
     def escapes(self, name: str) -> bool:
         """Does some file use ``.name`` other than as the callee of a plain call (or call
         a computed attribute)?"""
