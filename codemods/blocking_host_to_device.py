@@ -139,7 +139,9 @@ class BlockingHostToDevice(Rule):
       batch]`, `batch = next(it)`, and a parameter that every call in its module passes such
       an item (`batch = next(self.data); self.run_step(batch)`): syncfix cannot see the loader,
       so the batch may be a pinned buffer its loader refills, or not a tensor at all (and other
-      callers of that parameter's function may pass something else). Copied non-blocking, a fresh CPU
+      callers of that parameter's function may pass something else): an object whose own `.to`
+      takes no `non_blocking` (flex attention's `BlockMask` in a packed batch dict) then raises
+      a `TypeError` at the fixed line. Copied non-blocking, a fresh CPU
       tensor gives the same values on every target, so this fix is offered whatever the
       device. It is reported only where it repeats (loop bodies, step-like functions); a batch
       written in place later in the same function keeps its copy blocking. `.to` of the
