@@ -148,8 +148,8 @@ class BlockingHostToDevice(Rule):
       loader's *whole* item (`for batch in loader: batch.to(device)`, not a part of it) gets no fix:
       such a `.to` is as often an object's own (a tokenizer's `BatchEncoding`, a graph batch),
       which may not take `non_blocking` (transformers' did not before 4.48); nor does `.to` of
-      a part of one where a class of the project defines `to` (DETR's `NestedTensor.to(self,
-      device)`: the part may be one of its instances). A loader passed
+      a part of one where a class of the project defines a `to` without `non_blocking` or
+      `**kwargs` (DETR's `NestedTensor.to(self, device)`: the part may be one of its instances). A loader passed
       through accelerate's `accelerator.prepare(...)` (an `Accelerator` built in the same
       function without `device_placement=False`) yields batches already on the accelerator's
       device, so `.to(accelerator.device)` of them copies nothing and is not reported.
@@ -270,9 +270,10 @@ class BlockingHostToDevice(Rule):
             if loaders and all(a.placed_by_accelerate(loader) for loader, _ in loaders):
                 return  # accelerate put the batch on its device already: the copy returns it
             # ``.to`` of a whole item may be an object's own (``.cuda`` all but never is), and
-            # so may a part's where a project class defines ``.to`` (DETR's ``NestedTensor``)
+            # so may a part's where a project class defines a ``to`` without ``non_blocking``
+            # (DETR's ``NestedTensor``)
             whole_batch = method == "to" and (
-                bool(loaders) and any(whole for _, whole in loaders or ()) or _project_defines(a, "to")
+                bool(loaders) and any(whole for _, whole in loaders or ()) or _project_narrow_to(a)
             )
         else:
             # ``.cuda()`` is all but always a tensor's; ``.to(...)`` is as often a module's
@@ -494,7 +495,7 @@ _LIKELY_BATCH_FIX = (
 )
 _WHOLE_BATCH = (
     "the batch may be an object with its own `.to` (a tokenizer's `BatchEncoding`, a graph batch, "
-    "a class of this project that defines `to`), which may not take `non_blocking`; pass "
+    "a class of this project whose `to` takes no `non_blocking`), which may not take `non_blocking`; pass "
     "non_blocking=True yourself where it "
     "does, or copy the tensors it holds (`batch[\"input_ids\"].to(device, non_blocking=True)`)"
 )
@@ -589,11 +590,12 @@ def _already_there(a, call: cst.Call) -> bool:
         return False
 
 
-def _project_defines(a, name: str) -> bool:
-    """Does a class of the project (of the modules in sight: a closed project's) define
-    ``name``, so that an object syncfix cannot name may be one of its instances?"""
+def _project_narrow_to(a) -> bool:
+    """Does a class of the project (of the modules in sight: a closed project's) define a
+    ``to`` that takes no ``non_blocking``, so that an object syncfix cannot name may be one of
+    its instances?"""
     members = a.project.members if a.project is not None else None
-    return members is not None and members.defined(name)
+    return members is not None and members.narrow_to()
 
 
 # Methods ``nn.Module`` has and tensors do not.

@@ -397,9 +397,11 @@ def train_one_epoch(model, data_loader, device):
         ("def helper():\n    return 1\n", True),
         # DETR's shape: a project class with its own `.to(self, device)`: a batch part may be one
         ("class NestedTensor:\n    def to(self, device):\n        return self\n", False),
+        # one that passes keywords on (BigGAN's) takes non_blocking
+        ("class Holder:\n    def to(self, *args, **kwargs):\n        return self\n", True),
     ],
 )
-def test_a_batch_part_gets_no_unsafe_fix_where_a_project_class_defines_to(tmp_path, monkeypatch, misc, fixed):
+def test_a_batch_part_gets_no_unsafe_fix_where_a_project_class_defines_a_narrow_to(tmp_path, monkeypatch, misc, fixed):
     _files(tmp_path, monkeypatch, {"engine.py": "import misc\n" + ENGINE_NESTED, "misc.py": misc})
     result = CliRunner().invoke(cli, ["check", "engine.py", "--unsafe-fixes", "-o", "json", "--no-cache"])
     assert [f["fix"] is not None for f in json.loads(result.stdout) if f["code"] == "SFX101"] == [fixed]
