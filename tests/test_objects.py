@@ -128,13 +128,31 @@ def test_a_class_with_a_base_from_outside_the_project_keeps_its_parameters_unkno
     assert "safe" not in _fixes(root, "trainer.py").values()
 
 
-def test_a_generator_that_yields_other_values_is_no_loader(tmp_path):
+@pytest.mark.parametrize(
+    "loop",
+    [
+        "        for b in loader:\n            yield [t * 2 for t in b]",  # other values
+        "        for b in loader:\n            yield b\n            b[0].zero_()",  # written once handed on
+    ],
+)
+def test_a_generator_that_yields_other_values_is_no_loader(tmp_path, loop):
     files = dict(FILES)
-    files["data.py"] = DATA.replace("        yield from loader", "        for b in loader:\n            yield b")
+    files["data.py"] = DATA.replace("        yield from loader", loop)
     root = _project(tmp_path, files)
     fixes = _fixes(root, "trainer.py")
     assert fixes.get(16) != "safe" and fixes.get(17) != "safe"
     assert fixes[21] == "safe"  # the evaluation copy's tensor is the caller's own
+
+
+def test_a_generator_that_passes_each_batch_on_is_a_loader(tmp_path):
+    # ``for b in loader: yield b`` hands on the loader's own batches, as ``yield from`` does
+    files = dict(FILES)
+    files["data.py"] = DATA.replace("        yield from loader", "        for b in loader:\n            yield b")
+    (tmp_path / "for").mkdir()
+    (tmp_path / "from").mkdir()
+    passed_on = _fixes(_project(tmp_path / "for", files), "trainer.py")
+    assert passed_on == _fixes(_project(tmp_path / "from", dict(FILES)), "trainer.py")
+    assert passed_on[16] == passed_on[17] == "safe"
 
 
 def test_the_summary_reads_calls_stores_and_other_uses_by_name():
