@@ -366,14 +366,7 @@ def batch_sources(a: ModuleAnalysis, expr: cst.BaseExpression) -> list[tuple[cst
         node = getattr(asg, "node", None)
         if not isinstance(node, cst.Name):
             return None  # a parameter, or a binding syncfix cannot read
-        path: list[int] = []
-        child: cst.CSTNode = node
-        parent = a.parent(child)
-        while isinstance(parent, (cst.Element, cst.Tuple, cst.List)):
-            if isinstance(parent, (cst.Tuple, cst.List)):
-                path.append(next(i for i, el in enumerate(parent.elements) if el is child))
-            child, parent = parent, a.parent(parent)
-        path.reverse()
+        path, parent = _target_path(a, node)
         if isinstance(parent, (cst.For, cst.CompFor)):
             found = _iterated_sources(a, parent.iter, path)
         elif isinstance(parent, cst.AssignTarget) and isinstance(assign := a.parent(parent), cst.Assign):
@@ -497,9 +490,11 @@ def _child_ancestor_pairs(a: ModuleAnalysis, node: cst.CSTNode) -> Iterator[tupl
         child = anc
 
 
-def _bound_to_batch(a: ModuleAnalysis, target: cst.Name) -> bool:
-    """Does this binding of a name (``target``) give it a batch item?"""
-    path: list[int] = []  # positions in the destructuring targets, outermost first
+def _target_path(a: ModuleAnalysis, target: cst.Name) -> tuple[list[int], cst.CSTNode | None]:
+    """The positions of ``target`` in the destructuring targets around it, outermost first
+    (``(i, (x, y))`` -> ``[1, 0]`` for ``x``), and the node that binds them (a ``for``, an
+    ``AssignTarget``...)."""
+    path: list[int] = []
     child: cst.CSTNode = target
     parent = a.parent(child)
     while isinstance(parent, (cst.Element, cst.Tuple, cst.List)):
@@ -507,6 +502,12 @@ def _bound_to_batch(a: ModuleAnalysis, target: cst.Name) -> bool:
             path.append(next(i for i, el in enumerate(parent.elements) if el is child))
         child, parent = parent, a.parent(parent)
     path.reverse()
+    return path, parent
+
+
+def _bound_to_batch(a: ModuleAnalysis, target: cst.Name) -> bool:
+    """Does this binding of a name (``target``) give it a batch item?"""
+    path, parent = _target_path(a, target)
     if isinstance(parent, cst.AssignTarget):
         assign = a.parent(parent)
         assert isinstance(assign, cst.Assign)
