@@ -24,6 +24,8 @@ from ._totals import INTO_TENSOR_TOTAL, INTO_TENSOR_TOTAL_LIKELY, added_to_total
 # Calls that only collect a value for later (the loop does not look at it now). Not ``put``: a
 # queue's consumer or a streamer (``streamer.put(tokens.cpu())``) reads the value at once.
 _COLLECTORS = {"append", "extend"}
+# Joins of a list of tensors (a list of anything else raises).
+_JOINS = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack", "torch.vstack", "torch.hstack"})
 # Applied to the copy without reading its bytes (``.numpy()``/``.tolist()``/``.float()`` read them).
 _NO_READ = {"detach"}
 
@@ -142,7 +144,9 @@ class DeviceToHostInLoop(Rule):
     reported through the `.cpu()` before it.
     Where the code repeats (a loop body, a step-like function or a function called from one), a
     tensor whose device syncfix cannot name (a parameter's `.grad`, a model output passed in) is
-    reported too, as likely on the GPU, with no fix: the message says the device is unknown.
+    reported too, as likely on the GPU, with no fix: the message says the device is unknown. So
+    is `feats.append(out.cpu())` where the function joins `feats` with `torch.cat`/`torch.stack`
+    (only tensors can be joined; a module's `.cpu()` returns the module).
     Where the code repeats, a scalar read `v = t.item()` (or `t.item()` passed to a call, used
     in a slice, added to a total kept in a container: `counts["raw"] += t.sum().item()`) is
     reported as well, unless another rule owns it: a running total in a name (SFX302), a log
@@ -291,7 +295,7 @@ class DeviceToHostInLoop(Rule):
             return  # a value of a mapping SFX303 reads with one stack (``v.cpu().item()``)
         receiver = a.value(func.value)
         unplaced = not (receiver.is_tensor and receiver.device in (Device.CUDA, Device.CUDA_OR_CPU))
-        if unplaced and not unplaced_tensor(a, func.value):
+        if unplaced and not unplaced_tensor(a, func.value) and not self._collected_for_joining(node):
             return
         method = func.attr.value
         if method == "to":
@@ -515,6 +519,36 @@ class DeviceToHostInLoop(Rule):
             },
             f"Take the value from the host list: `{builtin}({host})` (unsafe: an empty list raises "
             f"ValueError instead of RuntimeError; elements such as `x.shape[i]` are taken to be ints)",
+        )
+
+    def _collected_for_joining(self, node: cst.Call) -> bool:
+        """``feats.append(out.cpu())`` in repeating code, where the function later joins
+        ``feats`` with ``torch.cat``/``torch.stack``: the copies are tensors (a module's
+        ``.cpu()`` returns the module, which cannot be joined), of a device syncfix cannot name
+        (open_clip's evaluation: the model passed in)."""
+        a = self.analysis
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "cpu" and not node.args and a.is_hot(node)):
+            return False
+        parent = a.parent(node)
+        call = a.parent(parent) if isinstance(parent, cst.Arg) else None
+        if not (
+            isinstance(call, cst.Call)
+            and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == "append"
+            and isinstance(call.func.value, cst.Name)
+            and len(call.args) == 1
+        ):
+            return False
+        name = call.func.value.value
+        scope = a.enclosing_function(node) or a.module
+        return any(
+            (a.callee(c) or "") in _JOINS
+            and bool(c.args)
+            and isinstance(c.args[0].value, cst.Name)
+            and c.args[0].value.value == name
+            for c in a.structure.within(scope, cst.Call)
+            if isinstance(c, cst.Call)
         )
 
     def _collected(self, node: cst.Call) -> bool:
