@@ -79,7 +79,7 @@ class Repetition:
         name = fn.name.value
         if self.analysis.is_memoized(fn):
             result = False  # ``@lru_cache``: the body runs once per distinct arguments
-        elif name in self.analysis.hot_functions or name in self.analysis.called_from_loops:
+        elif self.analysis.is_step_function(fn) or name in self.analysis.called_from_loops:
             result = True
         else:
             # a method runs through ``obj.name(...)``, any other function through ``name(...)``:

@@ -75,7 +75,8 @@ def test_step_functions_and_what_loops_call_repeat():
 
 def test_the_step_hooks_of_a_hugging_face_trainer_and_lightning_repeat():
     # ``compute_loss`` runs every training step, ``prediction_step`` every evaluation step, and
-    # a method they call on ``self`` with them; ``create_optimizer`` runs once
+    # a method they call on ``self`` with them; ``create_optimizer`` runs once, and so does a
+    # module-level function that only shares a hook's name
     src = """\
     import torch
     from transformers import Trainer
@@ -98,6 +99,9 @@ def test_the_step_hooks_of_a_hugging_face_trainer_and_lightning_repeat():
     class Lit:
         def test_step(self, batch, idx):
             return batch.mean().item()
+
+    def predict_step(model):  # a plain function of a hook's name: a debug script's, one-time
+        return model.scale.item()
     """
     assert [code for code in codes(src)] == [("SFX105", 11), ("SFX105", 14), ("SFX105", 21)]
 

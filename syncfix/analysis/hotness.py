@@ -22,6 +22,8 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+from .torch_api import METHOD_HOOKS
+
 # A call, resolved as far as one file can: (module, function) with module "" for the file itself
 # and ``ANY`` for a method called through another object (resolved by name in the fixpoint).
 Callee = tuple[str, str]
@@ -143,6 +145,7 @@ class _Collector:
         out = self.out
         made: list[tuple[str, Callee, ast.AST | None]] = []  # function, callee, innermost loop
         interactive: set[ast.AST] = set()
+        methods: set[int] = set()  # the defs a class body holds
         # node, function, innermost loop, and whether the node runs each time round that loop
         stack: list[tuple[ast.AST, str, ast.AST | None, bool]] = [(tree, "", None, False)]
         while stack:
@@ -150,11 +153,13 @@ class _Collector:
             kind = type(node)
             if kind in _DEFS:
                 name = node.name  # type: ignore[attr-defined]
-                if name in self.hot:
+                if name in self.hot and (name not in METHOD_HOOKS or id(node) in methods):
                     out.hot_names.add(name)
                 out.calls.setdefault(name, [])
                 stack.extend((stmt, name, None, False) for stmt in reversed(node.body))  # type: ignore[attr-defined]
                 continue
+            if kind is ast.ClassDef:
+                methods.update(id(s) for s in node.body if type(s) in _DEFS)  # type: ignore[attr-defined]
             if kind in _LOOPS:
                 out.loops = True
                 loop, every_time = node, True

@@ -403,6 +403,11 @@ class ModuleAnalysis:
         """The name the module binds ``torch`` to with a top-level ``import torch [as t]``."""
         return navigation.torch_alias(self)
 
+    def is_step_function(self, fn: cst.FunctionDef) -> bool:
+        """Is ``fn`` a step hook by its name (``hot-functions``; ``compute_loss``,
+        ``test_step``... only as methods)?"""
+        return navigation.is_step_function(self, fn)
+
     def is_memoized(self, fn: cst.FunctionDef) -> bool:
         """Does ``fn``'s body run once per distinct arguments (``@functools.lru_cache``,
         ``@cache``, ``@cached_property``), however often it is called?"""

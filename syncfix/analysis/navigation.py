@@ -15,7 +15,7 @@ import libcst as cst
 from libcst.metadata import GlobalScope
 
 from .syntax import dotted_name, target_names
-from .torch_api import STREAM_APIS, STREAM_METHODS, STREAM_WORDS
+from .torch_api import METHOD_HOOKS, STREAM_APIS, STREAM_METHODS, STREAM_WORDS
 
 if TYPE_CHECKING:
     from .module import ModuleAnalysis
@@ -162,10 +162,20 @@ def is_hot(a: ModuleAnalysis, node: cst.CSTNode, *, project: bool = True) -> boo
         if is_memoized(fn):
             return False  # its body runs once per distinct arguments, however often it is called
         name = fn.name.value
-        if name in a.hot_functions or (project and name in a.called_from_loops) or _calls_training_step(a, fn):
+        if is_step_function(a, fn) or (project and name in a.called_from_loops) or _calls_training_step(a, fn):
             return True
         fn = a.enclosing_function(fn)
     return False
+
+
+def is_step_function(a: ModuleAnalysis, fn: cst.FunctionDef) -> bool:
+    """Is ``fn`` named as a step hook (``hot-functions``)? The framework hooks of
+    :data:`METHOD_HOOKS` only as a method of a class."""
+    name = fn.name.value
+    if name not in a.hot_functions:
+        return False
+    block = a.parent(fn)
+    return name not in METHOD_HOOKS or isinstance(block, cst.IndentedBlock) and isinstance(a.parent(block), cst.ClassDef)
 
 
 _MEMOIZING = {"lru_cache", "cache", "cached_property"}
