@@ -76,7 +76,8 @@ def test_step_functions_and_what_loops_call_repeat():
 def test_the_step_hooks_of_a_hugging_face_trainer_and_lightning_repeat():
     # ``compute_loss`` runs every training step, ``prediction_step`` every evaluation step, and
     # a method they call on ``self`` with them; ``create_optimizer`` runs once, and so does a
-    # module-level function that only shares a hook's name
+    # module's top-level function that only shares a hook's name (a nested one is handed to an
+    # engine: ignite's ``Engine(test_step)``)
     src = """\
     import torch
     from transformers import Trainer
@@ -96,14 +97,15 @@ def test_the_step_hooks_of_a_hugging_face_trainer_and_lightning_repeat():
         def create_optimizer(self):
             self.scale = self.model.scale.item()
 
-    class Lit:
-        def test_step(self, batch, idx):
-            return batch.mean().item()
-
     def predict_step(model):  # a plain function of a hook's name: a debug script's, one-time
         return model.scale.item()
+
+    def run(engine_class, evaluator_data):
+        def test_step(engine, batch):
+            return batch.sum().item()
+        return engine_class(test_step).run(evaluator_data)
     """
-    assert [code for code in codes(src)] == [("SFX105", 11), ("SFX105", 14), ("SFX105", 21)]
+    assert [code for code in codes(src)] == [("SFX105", 11), ("SFX105", 14), ("SFX105", 24)]
 
 
 def test_a_method_call_of_the_same_name_does_not_run_a_function():

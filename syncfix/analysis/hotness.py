@@ -145,7 +145,7 @@ class _Collector:
         out = self.out
         made: list[tuple[str, Callee, ast.AST | None]] = []  # function, callee, innermost loop
         interactive: set[ast.AST] = set()
-        methods: set[int] = set()  # the defs a class body holds
+        top_level = {id(s) for s in tree.body if type(s) in _DEFS}  # not a method, nor nested
         # node, function, innermost loop, and whether the node runs each time round that loop
         stack: list[tuple[ast.AST, str, ast.AST | None, bool]] = [(tree, "", None, False)]
         while stack:
@@ -153,13 +153,11 @@ class _Collector:
             kind = type(node)
             if kind in _DEFS:
                 name = node.name  # type: ignore[attr-defined]
-                if name in self.hot and (name not in METHOD_HOOKS or id(node) in methods):
+                if name in self.hot and (name not in METHOD_HOOKS or id(node) not in top_level):
                     out.hot_names.add(name)
                 out.calls.setdefault(name, [])
                 stack.extend((stmt, name, None, False) for stmt in reversed(node.body))  # type: ignore[attr-defined]
                 continue
-            if kind is ast.ClassDef:
-                methods.update(id(s) for s in node.body if type(s) in _DEFS)  # type: ignore[attr-defined]
             if kind in _LOOPS:
                 out.loops = True
                 loop, every_time = node, True

@@ -405,7 +405,7 @@ class ModuleAnalysis:
 
     def is_step_function(self, fn: cst.FunctionDef) -> bool:
         """Is ``fn`` a step hook by its name (``hot-functions``; ``compute_loss``,
-        ``test_step``... only as methods)?"""
+        ``test_step``... not as a module's top-level function)?"""
         return navigation.is_step_function(self, fn)
 
     def is_memoized(self, fn: cst.FunctionDef) -> bool:

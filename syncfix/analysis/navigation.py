@@ -170,12 +170,10 @@ def is_hot(a: ModuleAnalysis, node: cst.CSTNode, *, project: bool = True) -> boo
 
 def is_step_function(a: ModuleAnalysis, fn: cst.FunctionDef) -> bool:
     """Is ``fn`` named as a step hook (``hot-functions``)? The framework hooks of
-    :data:`METHOD_HOOKS` only as a method of a class."""
+    :data:`METHOD_HOOKS` not as a module's top-level function (a method, or a function nested in
+    another and handed to an engine: ignite's ``Engine(test_step)``)."""
     name = fn.name.value
-    if name not in a.hot_functions:
-        return False
-    block = a.parent(fn)
-    return name not in METHOD_HOOKS or isinstance(block, cst.IndentedBlock) and isinstance(a.parent(block), cst.ClassDef)
+    return name in a.hot_functions and (name not in METHOD_HOOKS or not isinstance(a.parent(fn), cst.Module))
 
 
 _MEMOIZING = {"lru_cache", "cache", "cached_property"}
