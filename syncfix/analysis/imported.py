@@ -39,7 +39,7 @@ from ..walk import keep_active
 from .members import Members
 from .project import ALL, ModuleFile, digest, resolve_relative
 from .syntax import dotted_name
-from .values import OTHER, Kind, TupleValue, Value
+from .values import Kind, TupleValue, Value
 
 if TYPE_CHECKING:
     from .module import ModuleAnalysis
@@ -130,33 +130,30 @@ class ProjectModules:
     def is_module_class(self, qualname: str, package: str | None) -> bool:
         """Is the imported class ``qualname`` an ``nn.Module`` subclass (through its bases, in
         its own module or others of the project)? False when syncfix cannot tell."""
-        found = self.find(qualname, package)
-        if found is None:
-            return False
         from .attributes import class_is_module  # it asks this module about imported bases
 
-        module, name = found
-        key = (module.path, module.digest, ("class",), name)
-
-        def compute() -> Value | None:
-            analysis = self._load(module, name, kind="class")
-            cls = top_level(analysis, name, cst.ClassDef) if analysis is not None else None
-            return MODULE if cls is not None and analysis is not None and class_is_module(analysis, cls) else None
-
-        return _memoised(_VALUES, key, compute, self._weak) is not None
+        return self._class_holds(qualname, package, "class", class_is_module)
 
     def is_class(self, qualname: str, package: str | None) -> bool:
         """Is ``qualname`` a class some project module defines at its top level? False when
         syncfix cannot tell."""
+        return self._class_holds(qualname, package, "is-class", lambda analysis, cls: True)
+
+    def _class_holds(
+        self, qualname: str, package: str | None, tag: str, test: Callable[[ModuleAnalysis, cst.ClassDef], bool]
+    ) -> bool:
+        """Does ``test`` hold of the project class ``qualname`` (read from its module's reduced
+        source, memoised under ``tag``)?"""
         found = self.find(qualname, package)
         if found is None:
             return False
         module, name = found
-        key = (module.path, module.digest, ("is-class",), name)
+        key = (module.path, module.digest, (tag,), name)
 
         def compute() -> Value | None:
             analysis = self._load(module, name, kind="class")
-            return OTHER if analysis is not None and top_level(analysis, name, cst.ClassDef) is not None else None
+            cls = top_level(analysis, name, cst.ClassDef) if analysis is not None else None
+            return MODULE if cls is not None and analysis is not None and test(analysis, cls) else None
 
         return _memoised(_VALUES, key, compute, self._weak) is not None
 
