@@ -425,6 +425,7 @@ def placed_by_accelerate(a: ModuleAnalysis, loader: cst.BaseExpression) -> bool:
             and isinstance(value.func, cst.Attribute)
             and value.func.attr.value in ("prepare", "prepare_data_loader")
             and isinstance(value.func.value, cst.Name)
+            and _places_devices(value)  # ``prepare(..., device_placement=[...])`` overrides it
         ):
             return False
         makers = _assigned_values(a, value.func.value)
@@ -451,8 +452,11 @@ def _assigned_values(a: ModuleAnalysis, name: cst.Name) -> list[cst.BaseExpressi
     return out
 
 
-def _places_devices(accelerator: cst.Call) -> bool:
-    flag = keyword(accelerator, "device_placement")
+def _places_devices(call: cst.Call) -> bool:
+    """Does ``Accelerator(...)`` (or its ``prepare(...)``) leave ``device_placement`` on?"""
+    if any(arg.star for arg in call.args):
+        return False  # ``**kwargs`` may turn it off
+    flag = keyword(call, "device_placement")
     return flag is None or isinstance(flag.value, cst.Name) and flag.value.value == "True"
 
 
