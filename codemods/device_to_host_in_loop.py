@@ -5,9 +5,10 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import BuiltinAssignment
 
-from syncfix.analysis import Device, HostRead, Kind, dotted_name, keyword, root_name
+from syncfix.analysis import Device, HostRead, Kind, dotted_name, keyword
 from syncfix.rules import Fix, Invalid, Rule
 
+from ._collected_copies import collected, collected_for_joining
 from ._stacked_reads import stacked_read
 from ._support import (
     ReplaceNodes,
@@ -20,15 +21,6 @@ from ._support import (
     unplaced_tensor,
 )
 from ._totals import INTO_TENSOR_TOTAL, INTO_TENSOR_TOTAL_LIKELY, added_to_total, into_tensor_total
-
-# Calls that only collect a value for later (the loop does not look at it now). Not ``put``: a
-# queue's consumer or a streamer (``streamer.put(tokens.cpu())``) reads the value at once.
-_COLLECTORS = {"append", "extend"}
-# Joins of a list of tensors (a list of anything else raises).
-_JOINS = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack", "torch.vstack", "torch.hstack"})
-# Applied to the copy without reading its bytes (``.numpy()``/``.tolist()``/``.float()`` read them).
-_NO_READ = {"detach"}
-
 
 _SCALAR = "GPU value read on the host where code repeats: the CPU waits for all queued GPU work"
 _TOTAL_HINT = (
@@ -295,7 +287,7 @@ class DeviceToHostInLoop(Rule):
             return  # a value of a mapping SFX303 reads with one stack (``v.cpu().item()``)
         receiver = a.value(func.value)
         unplaced = not (receiver.is_tensor and receiver.device in (Device.CUDA, Device.CUDA_OR_CPU))
-        if unplaced and not unplaced_tensor(a, func.value) and not self._collected_for_joining(node):
+        if unplaced and not unplaced_tensor(a, func.value) and not collected_for_joining(a, node):
             return
         method = func.attr.value
         if method == "to":
@@ -307,7 +299,7 @@ class DeviceToHostInLoop(Rule):
         where = "" if receiver.device is Device.CUDA else " (when the tensor is on CUDA)"
         if unplaced:
             where = unplaced_message(a, node)
-        if self._collected(node):
+        if collected(a, node):
             hint = (
                 "; no fix: the value is only collected here: `.to(\"cpu\", non_blocking=True)`, an "
                 "event recorded after the loop's copies and `event.synchronize()` before the first "
@@ -520,84 +512,6 @@ class DeviceToHostInLoop(Rule):
             f"Take the value from the host list: `{builtin}({host})` (unsafe: an empty list raises "
             f"ValueError instead of RuntimeError; elements such as `x.shape[i]` are taken to be ints)",
         )
-
-    def _collected_for_joining(self, node: cst.Call) -> bool:
-        """``feats.append(out.cpu())`` in repeating code, where the function later joins
-        ``feats`` with ``torch.cat``/``torch.stack``: the copies are tensors (a module's
-        ``.cpu()`` returns the module, which cannot be joined), of a device syncfix cannot name
-        (open_clip's evaluation: the model passed in)."""
-        a = self.analysis
-        func = node.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value == "cpu" and not node.args and a.is_hot(node)):
-            return False
-        parent = a.parent(node)
-        call = a.parent(parent) if isinstance(parent, cst.Arg) else None
-        if not (
-            isinstance(call, cst.Call)
-            and isinstance(call.func, cst.Attribute)
-            and call.func.attr.value == "append"
-            and isinstance(call.func.value, cst.Name)
-            and len(call.args) == 1
-        ):
-            return False
-        name = call.func.value.value
-        scope = a.enclosing_function(node) or a.module
-        return any(
-            (a.callee(c) or "") in _JOINS
-            and bool(c.args)
-            and isinstance(c.args[0].value, cst.Name)
-            and c.args[0].value.value == name
-            for c in a.structure.within(scope, cst.Call)
-            if isinstance(c, cst.Call)
-        )
-
-    def _collected(self, node: cst.Call) -> bool:
-        """Is the copied value only stored away (appended, put in a container) at this point?"""
-        a = self.analysis
-        cur: cst.CSTNode = node
-        parent = a.parent(cur)
-        while (  # ``x.cpu().detach()`` is still just the copy
-            isinstance(parent, cst.Attribute)
-            and parent.attr.value in _NO_READ
-            and isinstance(call := a.parent(parent), cst.Call)
-        ):
-            cur = call
-            parent = a.parent(cur)
-        if isinstance(parent, cst.Arg):
-            call = a.parent(parent)
-            if not (
-                isinstance(call, cst.Call)
-                and isinstance(call.func, cst.Attribute)
-                and call.func.attr.value in _COLLECTORS
-            ):
-                return False
-            containers = [call.func.value]
-        elif isinstance(parent, cst.Assign) and all(isinstance(t.target, cst.Subscript) for t in parent.targets):
-            containers = [t.target for t in parent.targets]
-        else:
-            return False
-        # and nothing else in the loop reads the container (``images[k] = torch.clamp(images[k])``
-        # on the next line would read the host copy before a non-blocking copy filled it)
-        loop = a.enclosing_loop(node)
-        stmt = a.statement_of(node)
-        if loop is None or stmt is None:
-            return True
-        names = {root_name(c) for c in containers}
-        if None in names:
-            return False
-        return not any(
-            names & a.effects(other).reads
-            for other in _statements_in(a, loop.body)
-            if other is not stmt
-        )
-
-
-
-
-def _statements_in(a, block: cst.CSTNode) -> list[cst.CSTNode]:
-    """The simple statements (and one-line bodies) of ``block``, nested blocks included."""
-    return [*a.structure.within(block, cst.SimpleStatementLine), *a.structure.within(block, cst.SimpleStatementSuite)]
-
 
 def _reads_of(a, region: cst.CSTNode, name: str) -> list[cst.Call]:
     """``name.item()`` calls in ``region`` that always run when it does (not under a condition,

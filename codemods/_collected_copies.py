@@ -1,0 +1,91 @@
+"""Copies to the host that a loop only collects for later (``feats.append(out.cpu())``): what
+SFX105 says of them, and when such a copy is known to be a tensor's."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from syncfix.analysis import root_name
+
+# Calls that only collect a value for later (the loop does not look at it now). Not ``put``: a
+# queue's consumer or a streamer (``streamer.put(tokens.cpu())``) reads the value at once.
+_COLLECTORS = {"append", "extend"}
+# Joins of a list of tensors (a list of anything else raises).
+_JOINS = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack", "torch.vstack", "torch.hstack"})
+# Applied to the copy without reading its bytes (``.numpy()``/``.tolist()``/``.float()`` read them).
+_NO_READ = {"detach"}
+
+
+def collected_for_joining(a, node: cst.Call) -> bool:
+    """``feats.append(out.cpu())`` in repeating code, where the function later joins
+    ``feats`` with ``torch.cat``/``torch.stack``: the copies are tensors (a module's
+    ``.cpu()`` returns the module, which cannot be joined), of a device syncfix cannot name
+    (open_clip's evaluation: the model passed in)."""
+    func = node.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value == "cpu" and not node.args and a.is_hot(node)):
+        return False
+    parent = a.parent(node)
+    call = a.parent(parent) if isinstance(parent, cst.Arg) else None
+    if not (
+        isinstance(call, cst.Call)
+        and isinstance(call.func, cst.Attribute)
+        and call.func.attr.value == "append"
+        and isinstance(call.func.value, cst.Name)
+        and len(call.args) == 1
+    ):
+        return False
+    name = call.func.value.value
+    scope = a.enclosing_function(node) or a.module
+    return any(
+        (a.callee(c) or "") in _JOINS
+        and bool(c.args)
+        and isinstance(c.args[0].value, cst.Name)
+        and c.args[0].value.value == name
+        for c in a.structure.within(scope, cst.Call)
+        if isinstance(c, cst.Call)
+    )
+
+
+def collected(a, node: cst.Call) -> bool:
+    """Is the copied value only stored away (appended, put in a container) at this point?"""
+    cur: cst.CSTNode = node
+    parent = a.parent(cur)
+    while (  # ``x.cpu().detach()`` is still just the copy
+        isinstance(parent, cst.Attribute)
+        and parent.attr.value in _NO_READ
+        and isinstance(call := a.parent(parent), cst.Call)
+    ):
+        cur = call
+        parent = a.parent(cur)
+    if isinstance(parent, cst.Arg):
+        call = a.parent(parent)
+        if not (
+            isinstance(call, cst.Call)
+            and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value in _COLLECTORS
+        ):
+            return False
+        containers = [call.func.value]
+    elif isinstance(parent, cst.Assign) and all(isinstance(t.target, cst.Subscript) for t in parent.targets):
+        containers = [t.target for t in parent.targets]
+    else:
+        return False
+    # and nothing else in the loop reads the container (``images[k] = torch.clamp(images[k])``
+    # on the next line would read the host copy before a non-blocking copy filled it)
+    loop = a.enclosing_loop(node)
+    stmt = a.statement_of(node)
+    if loop is None or stmt is None:
+        return True
+    names = {root_name(c) for c in containers}
+    if None in names:
+        return False
+    return not any(
+        names & a.effects(other).reads
+        for other in _statements_in(a, loop.body)
+        if other is not stmt
+    )
+
+
+def _statements_in(a, block: cst.CSTNode) -> list[cst.CSTNode]:
+    """The simple statements (and one-line bodies) of ``block``, nested blocks included."""
+    return [*a.structure.within(block, cst.SimpleStatementLine), *a.structure.within(block, cst.SimpleStatementSuite)]
