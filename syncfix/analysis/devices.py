@@ -23,6 +23,7 @@ from libcst.metadata.scope_provider import BaseAssignment
 from . import callgraph
 from .bindings import fact_of_name, single_valued
 from .dtypes import is_dtype
+from .navigation import target_path
 from .syntax import keyword, positional
 from .torch_api import (
     BATCH_DICT_VIEWS,
@@ -366,7 +367,7 @@ def batch_sources(a: ModuleAnalysis, expr: cst.BaseExpression) -> list[tuple[cst
         node = getattr(asg, "node", None)
         if not isinstance(node, cst.Name):
             return None  # a parameter, or a binding syncfix cannot read
-        path, parent = _target_path(a, node)
+        path, parent = target_path(a, node)
         if isinstance(parent, (cst.For, cst.CompFor)):
             found = _iterated_sources(a, parent.iter, path)
         elif isinstance(parent, cst.AssignTarget) and isinstance(assign := a.parent(parent), cst.Assign):
@@ -494,24 +495,9 @@ def _child_ancestor_pairs(a: ModuleAnalysis, node: cst.CSTNode) -> Iterator[tupl
         child = anc
 
 
-def _target_path(a: ModuleAnalysis, target: cst.Name) -> tuple[list[int], cst.CSTNode | None]:
-    """The positions of ``target`` in the destructuring targets around it, outermost first
-    (``(i, (x, y))`` -> ``[1, 0]`` for ``x``), and the node that binds them (a ``for``, an
-    ``AssignTarget``...)."""
-    path: list[int] = []
-    child: cst.CSTNode = target
-    parent = a.parent(child)
-    while isinstance(parent, (cst.Element, cst.Tuple, cst.List)):
-        if isinstance(parent, (cst.Tuple, cst.List)):
-            path.append(next(i for i, el in enumerate(parent.elements) if el is child))
-        child, parent = parent, a.parent(parent)
-    path.reverse()
-    return path, parent
-
-
 def _bound_to_batch(a: ModuleAnalysis, target: cst.Name) -> bool:
     """Does this binding of a name (``target``) give it a batch item?"""
-    path, parent = _target_path(a, target)
+    path, parent = target_path(a, target)
     if isinstance(parent, cst.AssignTarget):
         assign = a.parent(parent)
         assert isinstance(assign, cst.Assign)

@@ -152,6 +152,21 @@ def loops_around(a: ModuleAnalysis, node: cst.CSTNode) -> list[cst.For | cst.Whi
     return loops
 
 
+def target_path(a: ModuleAnalysis, target: cst.Name) -> tuple[list[int], cst.CSTNode | None]:
+    """The positions of ``target`` in the destructuring targets around it, outermost first
+    (``(i, (x, y))`` -> ``[1, 0]`` for ``x``), and the node that binds them (a ``for``, an
+    ``AssignTarget``..., or the ``StarredElement`` of ``*x``)."""
+    path: list[int] = []
+    child: cst.CSTNode = target
+    parent = a.parent(child)
+    while isinstance(parent, (cst.Element, cst.Tuple, cst.List)):
+        if isinstance(parent, (cst.Tuple, cst.List)):
+            path.append(next(i for i, el in enumerate(parent.elements) if el is child))
+        child, parent = parent, a.parent(parent)
+    path.reverse()
+    return path, parent
+
+
 def is_hot(a: ModuleAnalysis, node: cst.CSTNode, *, project: bool = True) -> bool:
     """In a loop body, or in a function that looks like a training/inference step (or, with
     ``project``, that other project files call from repeating code)."""

@@ -27,6 +27,7 @@ from .bindings import assignment_order, fact_of_name
 from .devices import fstring_device, origin_code, string_device
 from .dtypes import dtype_kw, is_dtype
 from .narrowing import narrowed_kind
+from .navigation import target_path
 from .syntax import in_place_keyword, keyword, literal_kind, positional, through_call
 from .torch_api import (
     CREATION_DEVICE_ARG,
@@ -294,19 +295,10 @@ def _assignment_value(a: ModuleAnalysis, asg: Assignment) -> Value:
         return OTHER
     if not isinstance(node, cst.Name):
         return UNKNOWN
-    # Walk up from the target name to the binding construct, tracking tuple positions.
-    path: list[int] = []
-    child: cst.CSTNode = node
-    parent = a.parent(child)
-    while isinstance(parent, (cst.Element, cst.Tuple, cst.List, cst.StarredElement)):
-        if isinstance(parent, (cst.Tuple, cst.List)):
-            path.append(
-                next(i for i, el in enumerate(parent.elements) if el is child)
-            )
-        elif isinstance(parent, cst.StarredElement):
-            return UNKNOWN
-        child, parent = parent, a.parent(parent)
-    path.reverse()
+    # from the target name up to the binding construct, with its tuple positions
+    path, parent = target_path(a, node)
+    if isinstance(parent, cst.StarredElement):
+        return UNKNOWN
     if isinstance(parent, cst.AssignTarget):
         assign = a.parent(parent)
         assert isinstance(assign, cst.Assign)
