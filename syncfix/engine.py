@@ -235,6 +235,7 @@ def analyze(
         streams_around=context.streams_around if context else False,
         later_syncs_around=context.later_syncs_around if context else False,
         defaults_changed=context.defaults_changed if context else frozenset(),
+        datasets_placed=context.datasets_placed if context else False,
         source=source,
     )
     visitors = [rule(analysis) for rule in rules]

@@ -23,6 +23,7 @@ from .analysis.async_copies import counts_on_later_syncs, uses_streams
 from .analysis.hotness import FileCalls, file_calls, one_time
 from .analysis.hotness import hot_functions as hot_functions_of
 from .analysis.imported import forget
+from .analysis.loaders import places_items
 from .analysis.members import EMPTY, MemberUse, kept, member_use
 from .analysis.project import ModuleContext, ModuleFile, ProjectIndex, digest
 from .config import DEFAULT_EXCLUDE, DEFAULT_HOT_FUNCTIONS
@@ -159,6 +160,9 @@ class Project:
                     for m in {name} | reached:
                         self.defaults_changed.setdefault(m, set()).add(kind)
 
+        # a loader may be built in any file from a dataset of any other (not only one it imports)
+        self.datasets_placed = any(places_items(data) for _, data in sources.values())
+
     def imports_of(self, name: str) -> set[str]:
         """The project modules ``name`` imports directly."""
         found = {self.resolve.get(t) for t in self.index.targets.get(name, ())}
@@ -211,6 +215,7 @@ class Project:
             name in self.streams_around,
             name in self.later_syncs_around,
             frozenset(self.defaults_changed.get(name, ())),
+            self.datasets_placed,
             name in self.one_time,
         )
 

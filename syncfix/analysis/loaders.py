@@ -3,6 +3,7 @@ stay so (nothing sets another ``collate_fn`` on it, no call passes ``batch_size=
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import TYPE_CHECKING
 
@@ -50,8 +51,9 @@ def loader_value(a: ModuleAnalysis, call: cst.Call) -> Value:
         )
     )
     # the default collate keeps the device of what the dataset returns: a dataset of this
-    # module that may place its items (``return seq.cuda()``) makes batches of any device
-    device = Device.UNKNOWN if _items_placed(a) else Device.CPU
+    # module or project that may place its items (``return seq.cuda()``) makes batches of
+    # any device
+    device = Device.UNKNOWN if a.datasets_placed or _items_placed(a) else Device.CPU
     if custom:
         return Value(Kind.LOADER, device, Memory.UNKNOWN, False)
     return Value(Kind.LOADER, device, memory, True)
@@ -61,14 +63,49 @@ _PLACING = re.compile(r"\.cuda\(|\.to\(|device")
 
 
 def _items_placed(a: ModuleAnalysis) -> bool:
-    """Does some ``__getitem__`` (or ``__iter__``) of the module mention a device or a copy?
-    (Datasets of other files are not read: a known gap.)"""
-    if "__getitem__" not in a.code and "__iter__" not in a.code:
+    """Does some ``__getitem__`` (``__iter__``...) of the module mention a device or a copy?
+    (The project's other files: :func:`places_items`, asked when the project index is built.)"""
+    if not any(name in a.code for name in _ITEM_METHODS):
         return False
     return any(
-        fn.name.value in ("__getitem__", "__iter__") and _PLACING.search(a.module.code_for_node(fn))  # type: ignore[attr-defined]
+        fn.name.value in _ITEM_METHODS and _PLACING.search(a.module.code_for_node(fn))  # type: ignore[attr-defined]
         for fn in a.structure.of_type(cst.FunctionDef)
     )
+
+
+_ITEM_METHODS = ("__getitem__", "__getitems__", "__iter__", "__next__")
+_DEFINES_ITEMS = re.compile(rb"def\s+(?:__getitems?__|__iter__|__next__)\b")
+
+
+def places_items(data: bytes) -> bool:
+    """Does a file define a ``__getitem__`` (``__getitems__``, ``__iter__``, ``__next__``) that
+    mentions a device or a copy (``return seq.cuda()``, ``x.to(self.device)``)? A loader over
+    such a dataset, wherever it is built, may yield batches on any device. (Text that does not
+    parse is read as text: it may.)"""
+    if not _DEFINES_ITEMS.search(data) or not _PLACING.search(data.decode("utf-8", "replace")):
+        return False
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return True
+    return any(
+        isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and fn.name in _ITEM_METHODS
+        and any(_places(node) for node in ast.walk(fn))
+        for fn in ast.walk(tree)
+    )
+
+
+def _places(node: ast.AST) -> bool:
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return node.func.attr in ("cuda", "to")
+    name = (
+        node.id if isinstance(node, ast.Name)
+        else node.attr if isinstance(node, ast.Attribute)
+        else node.arg if isinstance(node, (ast.keyword, ast.arg))
+        else None
+    )
+    return name is not None and "device" in name
 
 
 _SETS_ATTRIBUTES = {"builtins.setattr", "builtins.delattr", "builtins.vars"}

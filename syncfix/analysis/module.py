@@ -113,6 +113,7 @@ class ModuleAnalysis:
         streams_around: bool = False,
         later_syncs_around: bool = False,
         defaults_changed: frozenset[str] = frozenset(),
+        datasets_placed: bool = False,
         source: str | None = None,
     ) -> None:
         self.wrapper = wrapper
@@ -123,6 +124,8 @@ class ModuleAnalysis:
         self.later_syncs_around = later_syncs_around
         #: Another project file changes torch's default dtype or device (``ModuleContext``).
         self.defaults_changed = defaults_changed
+        #: A dataset in another project file may place its items on a device (``ModuleContext``).
+        self.datasets_placed = datasets_placed
         #: The dotted module name of this file in its project (None: a source without a path).
         self.module_name = module_name
         #: The names other files of the project import from this module (``"*"``: any); None
@@ -169,6 +172,7 @@ class ModuleAnalysis:
             streams_around=self.streams_around,
             later_syncs_around=self.later_syncs_around,
             defaults_changed=self.defaults_changed,
+            datasets_placed=self.datasets_placed,
         )
         view.cuda_or_cpu_only = self.cuda_or_cpu_only
         view.assume_tensors = True

@@ -102,3 +102,48 @@ def test_a_copy_to_an_unnamed_device_is_said_to_wait_only_on_a_gpu():
     unnamed, named = sorted(check_code(src, select=["SFX101"], unsafe_fixes=True), key=lambda f: f.line)
     assert unnamed.message.startswith("Blocking host-to-device copy if the device is a GPU's")
     assert named.message.startswith("Blocking host-to-device copy: the CPU waits")
+
+
+TRAIN_ON_DATASET = textwrap.dedent(
+    """\
+    import torch
+    from torch.utils.data import DataLoader
+
+
+    def train(model, dataset):
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        for x in DataLoader(dataset, batch_size=2):
+            model(x.to(device))
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("item", "placed"),
+    [
+        ("return self.data[i : i + 8].long()", False),
+        ("return self.data[i : i + 8].long().to(self.device)", True),
+        ("return self.data[i : i + 8].cuda()", True),
+    ],
+)
+def test_a_dataset_in_another_file_that_places_its_items_makes_batches_of_any_device(
+    item, placed, tmp_path, monkeypatch
+):
+    """The default collate keeps the device of the dataset's items, and the dataset a loader
+    reads may be built in any file of the project: one that places its items (on the GPU)
+    makes a copy to a device that may be the CPU a possible device-to-host one."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "train.py").write_text(TRAIN_ON_DATASET)
+    (tmp_path / "data.py").write_text(
+        "from torch.utils.data import Dataset\n\n\nclass Windows(Dataset):\n"
+        "    def __init__(self, data, device):\n        self.data, self.device = data, device\n\n"
+        f"    def __getitem__(self, i):\n        {item}\n"
+    )
+    (tmp_path / "main.py").write_text(
+        "import torch\nfrom data import Windows\nfrom train import train\n\n"
+        "train(torch.nn.Linear(8, 1), Windows(torch.arange(100), 'cuda'))\n"
+    )
+    out = CliRunner().invoke(cli, ["apply", "--no-cache", "train.py"], catch_exceptions=False)
+    fixed = "non_blocking=True" in (tmp_path / "train.py").read_text()
+    assert fixed is not placed, out.output
