@@ -130,6 +130,7 @@ LIKELY_TENSOR_METHODS = {
     "sqrt", "pow", "norm", "softmax", "log_softmax", "sigmoid", "masked_fill", "nonzero", "any",
     "all", "isnan", "isfinite", "logical_not", "logical_and", "std", "var", "prod", "cumsum",
     "numel", "contiguous", "type_as", "topk", "sort", "gather",
+    "numpy",  # then an array: ``x.numpy().astype(bool).sum()`` is no tensor's
 }
 LIKELY_TENSOR_ATTRS = {"grad", "weight", "bias"}
 

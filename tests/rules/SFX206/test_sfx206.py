@@ -246,3 +246,10 @@ def test_a_branch_that_sets_a_host_flag_or_concatenates_is_not_offered_torch_whe
     assert "sets the Python value `use_the_queue`" in flag.message
     assert "changes the shape of `out`" in grown.message
     assert "only choose values" not in flag.message + grown.message
+
+
+def test_what_numpy_gives_is_an_array_whatever_it_was_called_on():
+    # likely view: an unknown value's ``.sum()`` reads as a tensor's, but not an array's
+    source = (Path(__file__).parent / "fixtures/numpy_of_a_value_untouched.in.py").read_text()
+    assert check_code(source, select=["SFX206"]) == []
+    assert len(check_code(source.replace(".cpu().numpy()", ".cpu()"), select=["SFX206"])) == 2
