@@ -99,8 +99,12 @@ class PerElementReads(Rule):
     `yield` or `await` in the body (the caller runs between reads). The statements after the
     read run before the next value's read too: there, no use of `d` (`for t in d.values():
     t.zero_()`) and no in-place write through any name; that a function they call writes none
-    of the values is the fix's likely fact, which its text states. SFX301 merges reads of named
-    tensors written out one by one.
+    of the values is the fix's likely fact, which its text states. Inside a `try` whose handler
+    would catch an error a read surfaces, a comprehension keeps its fix: the merged read still
+    waits there, in the same expression, for all the work its reads waited for. A loop there
+    gets none: read once before the loop, its values no longer make the loop wait between steps,
+    so an error from a step's work would surface later. SFX301 merges reads of named tensors
+    written out one by one.
     """
 
     CODE = "SFX303"
@@ -217,7 +221,7 @@ class PerElementReads(Rule):
                 return  # the values of a dict of CPU tensors: nothing waits
             values = dict_values(a, node)
             if values is not None:
-                self.report(node, fix=self.unsafe_fix({node: values[1]}, _DICT_FIX))
+                self.report(node, fix=self.unsafe_fix({node: values[1]}, _DICT_FIX), wait_stays=True)
                 return
         elt = node.value if isinstance(node, cst.DictComp) else node.elt
         comp = node.for_in
@@ -235,11 +239,11 @@ class PerElementReads(Rule):
                     if stacked is not None:
                         stack, proven = stacked
                         fix = self.safe_fix if proven else self.unsafe_fix
-                        self.report(node, fix=fix({node: stack}, _STACK_SAFE if proven else _STACK_FIX))
+                        self.report(node, fix=fix({node: stack}, _STACK_SAFE if proven else _STACK_FIX), wait_stays=True)
                     elif catted is not None:
                         changes, proven = catted
                         fix = self.safe_fix if proven else self.unsafe_fix
-                        self.report(node, fix=fix(changes, _CAT_SAFE if proven else _CAT_FIX))
+                        self.report(node, fix=fix(changes, _CAT_SAFE if proven else _CAT_FIX), wait_stays=True)
                     elif a.torch_alias_at(node) is None:
                         self.report(node, f"{self.MESSAGE}; no fix: {_NO_TORCH_NAME}")
                     else:
@@ -269,7 +273,7 @@ class PerElementReads(Rule):
                 # rows of one element each (``tokens`` of shape [B, 1]): ``reshape(len(x))``
                 # keeps every value and type, and still raises where a row holds more
                 rows = cst.parse_expression(f"{source.value}.reshape(len({source.value})).tolist()")
-                self.report(node, fix=self.unsafe_fix({node: rows}, _ROWS_FIX))
+                self.report(node, fix=self.unsafe_fix({node: rows}, _ROWS_FIX), wait_stays=True)
                 return
             self.report(node, f"{self.MESSAGE}; no fix: the iterated tensor is not provably 1-D")
             return
@@ -282,7 +286,7 @@ class PerElementReads(Rule):
         if read.form in ("float", "int", "bool") and kind != read.form:
             var = comp.target
             new = node.with_changes(for_in=comp.with_changes(iter=tolist), elt=elt.with_changes(args=[cst.Arg(var)]))
-        self.report(node, fix=self.safe_fix({node: new}, "Read the whole tensor with one .tolist()"))
+        self.report(node, fix=self.safe_fix({node: new}, "Read the whole tensor with one .tolist()"), wait_stays=True)
 
 
     def _stacked_list(self, node: cst.ListComp, read: HostRead) -> tuple[cst.BaseExpression, bool] | None:

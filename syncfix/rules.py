@@ -137,12 +137,17 @@ class Rule(cst.BatchableCSTVisitor):
         self.analysis = analysis
         self.findings: list[RawFinding] = []
 
-    def report(self, node: cst.CSTNode, message: str | None = None, *, fix: Fix | None = None) -> None:
+    def report(
+        self, node: cst.CSTNode, message: str | None = None, *, fix: Fix | None = None, wait_stays: bool = False
+    ) -> None:
+        """``wait_stays``: the fix still waits at ``node``, once, for all the work the reads
+        there waited for (N reads of one comprehension merged into one), so a ``try`` around it
+        sees the same errors at the same place."""
         if fix is not None and _changes_self_documenting_text(self.analysis, fix):
             # ``f"{loss.item()=}"`` prints its expression's text: a rewrite would change it
             fix = None
             message = (message or self.MESSAGE) + SELF_DOCUMENTING
-        if fix is not None and self.WAITS_AT_FINDING and self.analysis.caught_by_handler(node):
+        if fix is not None and self.WAITS_AT_FINDING and not wait_stays and self.analysis.caught_by_handler(node):
             # the sync it removes is where a handler around it sees an error from queued work
             fix = None
             message = (message or self.MESSAGE) + CAUGHT_BY_HANDLER
