@@ -89,3 +89,19 @@ def collected(a, node: cst.Call) -> bool:
 def _statements_in(a, block: cst.CSTNode) -> list[cst.CSTNode]:
     """The simple statements (and one-line bodies) of ``block``, nested blocks included."""
     return [*a.structure.within(block, cst.SimpleStatementLine), *a.structure.within(block, cst.SimpleStatementSuite)]
+
+
+def read_again_in(a, loop: cst.CSTNode, read: cst.Call, receiver: cst.BaseExpression) -> int | None:
+    """The line of another host read of the same named tensor in ``loop`` (torchtune's
+    ``generated_tokens.append(token.item())`` with ``if token.item() in stop_tokens`` at the
+    loop's top), or None. Collecting that tensor for later would save no sync: the loop reads
+    it anyway."""
+    if not isinstance(receiver, cst.Name):
+        return None
+    for call in a.structure.of_type(cst.Call):
+        if call is read or not any(anc is loop for anc in a.ancestors(call)):
+            continue
+        other = a.likely.host_read(call)
+        if other is not None and isinstance(other.receiver, cst.Name) and other.receiver.value == receiver.value:
+            return a.positions[call].start.line
+    return None

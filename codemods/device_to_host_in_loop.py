@@ -8,7 +8,7 @@ from libcst.metadata import BuiltinAssignment
 from syncfix.analysis import Device, HostRead, Kind, dotted_name, keyword
 from syncfix.rules import Fix, Invalid, Rule
 
-from ._collected_copies import collected, collected_for_joining
+from ._collected_copies import collected, collected_for_joining, read_again_in
 from ._stacked_reads import stacked_read
 from ._support import (
     ReplaceNodes,
@@ -31,6 +31,10 @@ _TENSOR_TOTAL = "; the running total is a tensor already: add the value to it wi
 _COLLECT_HINT = (
     "; no fix: the value is only collected here; if the list is read after the loop, append the "
     "tensor (`t.detach()`) and read them all once there (`torch.stack(values).tolist()`)"
+)
+_READ_TWICE = (
+    "; no fix: the loop reads `{0}` on the host at line {1} too, so collecting the tensor would "
+    "save no sync; read it once into a number and use that for both"
 )
 _SCALAR_HINT = (
     "; no fix: Python uses the value here. Read it less often, compute it from what the host "
@@ -359,6 +363,9 @@ class DeviceToHostInLoop(Rule):
         if appended and loop is not None and measures_itself(a, loop):
             return  # a benchmark collecting what it measured, step by step: deliberate
         fix, hint = None, _TOTAL_HINT if total else _COLLECT_HINT if appended else _SCALAR_HINT
+        again = read_again_in(a, loop, node, read.receiver) if appended and loop is not None else None
+        if again is not None:
+            hint = _READ_TWICE.format(dotted_name(read.receiver), again)
         if not fixes:
             self.report(node, _SCALAR + where + hint)
             return

@@ -35,3 +35,28 @@ def test_a_container_read_again_in_the_loop_is_not_only_collected():
 
 def test_a_container_only_written_in_the_loop_is_collected():
     assert "the value is only collected here" in _message("")
+
+
+GENERATE = """\
+import torch
+
+
+def generate(model, prompt, stop_tokens, max_length):
+    generated = []
+    token = model(prompt).argmax(-1)
+    for _ in range(max_length):
+        {check}
+        token = model(token).argmax(-1)
+        generated.append(token.item())
+    return torch.tensor(generated)
+"""
+
+
+def test_a_value_the_loop_reads_again_is_not_advised_to_be_collected():
+    # the stop check at the loop's top reads the token anyway: collecting it saves no sync
+    check = "if token.item() in stop_tokens:\n            break"
+    (found,) = [f for f in check_code(GENERATE.format(check=check), path="gen.py") if f.code == "SFX105"]
+    assert "reads `token` on the host at line 8 too" in found.message
+    assert "only collected" not in found.message
+    (found,) = [f for f in check_code(GENERATE.format(check="pass"), path="gen.py") if f.code == "SFX105"]
+    assert "the value is only collected here" in found.message
