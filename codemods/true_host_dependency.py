@@ -335,7 +335,7 @@ class TrueHostDependency(Rule):
                 name for name, value in chosen.items()
                 if _is_literal(value) or a.python_number_type(value) is not None
             )
-            reshaped = sorted(name for name, value in chosen.items() if _joins_tensors(a, value))
+            reshaped = sorted(name for name, value in chosen.items() if _reshapes(a, value))
             if host:
                 why = (
                     f"the branch sets the Python value {_names(host)}, which later code reads on the "
@@ -343,7 +343,8 @@ class TrueHostDependency(Rule):
                 )
             elif reshaped:
                 why = (
-                    f"the branch changes the shape of {_names(reshaped)} (a concatenation), which "
+                    f"the branch changes the shape of {_names(reshaped)} (a concatenation, or a "
+                    "selection by a mask or an index tensor), which "
                     "`torch.where` cannot express. Keep the shape fixed (pad, or mask the rows), or "
                     "decide every N steps"
                 )
@@ -364,8 +365,13 @@ class TrueHostDependency(Rule):
 _JOINS = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack", "torch.hstack", "torch.vstack"})
 
 
-def _joins_tensors(a, value: cst.BaseExpression) -> bool:
-    """``torch.cat((...))`` and its kin: a result whose shape depends on how many are joined."""
+def _reshapes(a, value: cst.BaseExpression) -> bool:
+    """``torch.cat((...))`` and its kin (a result whose shape depends on how many are joined),
+    or ``boxes[valid]`` with a tensor index (as many rows as the mask selects)."""
+    if isinstance(value, cst.Subscript):
+        return any(
+            isinstance(el.slice, cst.Index) and a.likely.is_tensor(el.slice.value) for el in value.slice
+        )
     return isinstance(value, cst.Call) and (a.callee(value) or "") in _JOINS
 
 

@@ -253,3 +253,21 @@ def test_what_numpy_gives_is_an_array_whatever_it_was_called_on():
     source = (Path(__file__).parent / "fixtures/numpy_of_a_value_untouched.in.py").read_text()
     assert check_code(source, select=["SFX206"]) == []
     assert len(check_code(source.replace(".cpu().numpy()", ".cpu()"), select=["SFX206"])) == 2
+
+
+def test_a_branch_that_selects_rows_by_a_mask_is_not_offered_torch_where():
+    """detectron2's ``if not valid_mask.all(): boxes = boxes[valid_mask]``: as many rows as the
+    mask selects, a shape ``torch.where`` cannot give."""
+    src = (
+        "import torch\n"
+        "def forward(boxes: torch.Tensor, scores: torch.Tensor):\n"
+        "    for _ in range(2):\n"
+        "        valid = torch.isfinite(boxes).all(dim=1)\n"
+        "        if not valid.all():\n"
+        "            boxes = boxes[valid]\n"
+        "    return boxes\n"
+    )
+    (f,) = check_code(src, select=["SFX206"])
+    assert "changes the shape of `boxes`" in f.message and "only choose values" not in f.message
+    (g,) = check_code(src.replace("boxes[valid]", "boxes[1:]"), select=["SFX206"])
+    assert "only choose values" in g.message
