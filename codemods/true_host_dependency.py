@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from syncfix.analysis import Kind, keyword, literal_number
@@ -318,11 +320,17 @@ class TrueHostDependency(Rule):
                 "work anyway and choosing its result on the device (`torch.where`) needs no sync; if it "
                 "ends training (early stopping), check every N steps"
             )
-        elif "continue" in exits:
+        elif "continue" in exits and _NAN_TEST.search(a.module.code_for_node(node.test)):
             why = (
                 "skipping a step (e.g. on NaN) needs the value. Keep the step and neutralise it on the "
                 "device (`torch.where(torch.isfinite(loss), ...)`; GradScaler with a fused optimizer "
                 "does this), or use `torch._assert_async` if a NaN is a bug"
+            )
+        elif "continue" in exits:
+            why = (
+                "whether to skip the rest of the iteration depends on it. If what is skipped only "
+                "computes values, doing it anyway and choosing its result on the device "
+                "(`torch.where`) needs no sync; otherwise decide on values the host already has"
             )
         elif saves:
             why = (
@@ -362,6 +370,8 @@ class TrueHostDependency(Rule):
         return f"{self.MESSAGE}: {why}"
 
 
+# A test of a loss or of non-finite values: skipping the step is the usual intent.
+_NAN_TEST = re.compile(r"isnan|isinf|isfinite|loss|nan|inf", re.IGNORECASE)
 _JOINS = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack", "torch.hstack", "torch.vstack"})
 
 

@@ -271,3 +271,23 @@ def test_a_branch_that_selects_rows_by_a_mask_is_not_offered_torch_where():
     assert "changes the shape of `boxes`" in f.message and "only choose values" not in f.message
     (g,) = check_code(src.replace("boxes[valid]", "boxes[1:]"), select=["SFX206"])
     assert "only choose values" in g.message
+
+
+def test_skipping_an_iteration_is_called_a_nan_step_skip_only_on_a_loss_or_nan_test():
+    """detectron2's rejection-sampling crop (``if overlaps.min() < min_iou: continue``) is no
+    training step skipped on NaN."""
+    src = (
+        "import torch\n"
+        "def train(loader, model, opt):\n"
+        "    for x in loader:\n"
+        "        loss = model(x.cuda())\n"
+        "        if torch.isnan(loss):\n"
+        "            continue\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+    )
+    (nan,) = check_code(src, select=["SFX206"])
+    assert "skipping a step (e.g. on NaN)" in nan.message
+    crop = src.replace("torch.isnan(loss)", "x.cuda().min() < 0.5")
+    (other,) = check_code(crop, select=["SFX206"])
+    assert "skip the rest of the iteration" in other.message and "NaN" not in other.message
