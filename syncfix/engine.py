@@ -497,7 +497,7 @@ def rules_for(
     a test file, or one the project index found to be one-time code throughout, not those
     reported only where syncs repeat."""
     rules = prefilter(data, enabled_rules(settings, path))
-    one_time = is_test_path(path) or (context is not None and context.one_time)
+    one_time = is_test_path(path, data) or (context is not None and context.one_time)
     if one_time and skips_one_time_code(settings, rules):
         rules = [r for r in rules if not r.ONLY_WHERE_REPEATED]
     return rules

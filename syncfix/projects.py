@@ -97,7 +97,7 @@ class Project:
         uses: dict[str, MemberUse] = {}  # names read across files where all files are in sight
         todo = []
         for name, (path, data) in sources.items():
-            test = is_test_path(str(path.relative_to(root)))
+            test = is_test_path(str(path.relative_to(root)), data)
             if not test or self.closed:
                 todo.append((name, data, not test, self.closed))
         hot = tuple(hot_functions)
@@ -149,7 +149,7 @@ class Project:
         self.later_syncs_around = {n for s in waiting for n in (s, *(m.name for m in self.closure(s)))}
         # torch's default dtype and device are the process's: a module that changes them does
         # so for every module a program that imports it runs (not a test's: its own process)
-        programs = {name for name, (path, _) in sources.items() if not is_test_path(str(path.relative_to(root)))}
+        programs = {name for name, (path, data) in sources.items() if not is_test_path(str(path.relative_to(root)), data)}
         # (each kind apart: ``set_default_dtype`` moves no tensor off the CPU)
         self.defaults_changed: dict[str, set[str]] = {}
         for kind, pattern in CHANGES_DEFAULTS.items():

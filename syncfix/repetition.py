@@ -4,13 +4,14 @@ A sync costs once per execution, so a fix pays only where the code runs again an
 bodies, step-like functions (``forward``, ``training_step``... the ``hot-functions`` setting),
 and functions this file calls from such code. One-time code is quiet by default: the module's
 top level outside loops (``if __name__ == "__main__":`` included), ``__init__``, and test code
-(files under ``tests/``, ``test_*.py``, ``*_test.py``, ``conftest.py``: a ``test()`` function in
+(files under ``tests/``, ``test_*.py`` holding tests, ``*_test.py``, ``conftest.py``: a ``test()`` function in
 a training script is the evaluation loop, not a test), where nothing waits on the GPU; and a
 loop that calls ``input()``, which waits for a person each time round (a loop inside it repeats). ``--include-cold`` (``include-cold = true``) shows everything.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePath
 
 import libcst as cst
@@ -18,15 +19,23 @@ import libcst as cst
 from .analysis import ModuleAnalysis
 
 
-def is_test_path(path: str) -> bool:
+def is_test_path(path: str, source: str | bytes | None = None) -> bool:
+    """Is the file at ``path`` test code? A ``test_*.py`` file outside a test folder counts only
+    where its ``source`` (when given) holds a test (``def test...``, ``class Test...``) or imports
+    pytest or unittest: detectron2's ``test_time_augmentation.py`` is inference code."""
     p = PurePath(path)
     name = p.name
-    return (
-        name.startswith("test_")
-        or name.endswith("_test.py")
-        or name == "conftest.py"
-        or any(part in ("tests", "test") for part in p.parts[:-1])
-    )
+    if name.endswith("_test.py") or name == "conftest.py" or any(part in ("tests", "test") for part in p.parts[:-1]):
+        return True
+    if not name.startswith("test_"):
+        return False
+    if source is None:
+        return True
+    text = source.decode("utf-8", "replace") if isinstance(source, bytes) else source
+    return _HOLDS_TESTS.search(text) is not None
+
+
+_HOLDS_TESTS = re.compile(r"^\s*(?:async\s+def\s+test_|def\s+test_|class\s+Test|import\s+(?:pytest|unittest)|from\s+(?:pytest|unittest)\b)", re.M)
 
 
 # Where a region that repeats can start: below one of these, a node may repeat though the node
@@ -40,7 +49,7 @@ class Repetition:
 
     def __init__(self, analysis: ModuleAnalysis, path: str) -> None:
         self.analysis = analysis
-        self.test_file = is_test_path(path)
+        self.test_file = is_test_path(path, analysis.code)
         self._functions: dict[cst.FunctionDef, bool] = {}
 
     def repeats(self, node: cst.CSTNode) -> bool:

@@ -150,6 +150,11 @@ def test_test_files_are_quiet_even_in_loops():
     assert codes(src) == [("SFX101", 5), ("SFX101", 8)]
     assert codes(src, path="tests/test_copy.py") == []
     assert codes(src, path="pkg/conftest.py") == []
+    # a ``test_*.py`` name outside a test folder is a test file only where it holds tests:
+    # detectron2's ``test_time_augmentation.py`` is inference code
+    assert codes(src, path="pkg/test_time_augmentation.py") == [("SFX101", 5), ("SFX101", 8)]
+    assert codes("import pytest\n" + textwrap.dedent(src), path="pkg/test_copy.py") == []
+    assert codes(src.replace("def test(", "def test_copy("), path="pkg/test_copy.py") == []
 
 
 def test_a_loader_built_at_set_up_still_gets_pinned():
