@@ -144,6 +144,49 @@ def test_a_name_many_files_define_is_not_resolved():
 
 
 
+DENSE = """
+class DenseDetector:
+    def forward(self, images):
+        return self.forward_training(images)
+
+    def forward_training(self, images):
+        raise NotImplementedError
+"""
+RETINA = """
+from pkg.dense import DenseDetector
+
+
+class RetinaNet(DenseDetector):
+    def forward_training(self, images):
+        return self.losses(images)
+
+    def losses(self, images):
+        return images
+"""
+OTHER = """
+class Unrelated:
+    def forward_training(self, images):
+        return self.losses(images)
+
+    def losses(self, images):
+        return images
+"""
+
+
+def test_a_self_call_reaches_the_overrides_of_derived_classes_in_other_files():
+    """detectron2: ``DenseDetector.forward`` calls ``self.forward_training``, which
+    ``RetinaNet`` (another file, derived) overrides; a class that does not derive is not reached."""
+    resolve = {m: m for m in ("pkg.dense", "pkg.retina", "pkg.other")}
+    files = [
+        file_calls("pkg.dense", DENSE.encode(), ["forward"], resolve),
+        file_calls("pkg.retina", RETINA.encode(), ["forward"], resolve),
+        file_calls("pkg.other", OTHER.encode(), ["forward"], resolve),
+    ]
+    hot = hot_functions(files)
+    assert hot["pkg.retina"] == {"forward_training", "losses"}
+    assert "pkg.other" not in hot
+
+
 def _visitor_calls(tree, hot):
     """What ``file_calls`` must find, collected the plain way (recursion over ``ast.iter_fields``),
     resolving each callee as the index does: a call is made in a loop when its innermost loop

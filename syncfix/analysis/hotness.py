@@ -7,8 +7,11 @@ once with the standard library's parser (a C parser: far cheaper than the analys
 per function the calls it makes, and whether each sits in a loop. A fixpoint over the project
 then marks a function hot when a hot function, or any loop, calls it (not a loop that calls
 ``input()`` each time round: it waits for a person): by a name imported from
-its module (``from .nn import timestep_embedding``), through its module (``nn.f(...)``), or, in
-its own file, by name or as ``self.method(...)``. A call through another object
+its module (``from .nn import timestep_embedding``), through its module (``nn.f(...)``), in
+its own file by name, or as ``self.method(...)``: this file's method, and the methods of that
+name in files whose classes derive from this file's classes by name, or it from theirs (an
+override: detectron2's ``DenseDetector.forward`` calls ``self.forward_training``, which
+``RetinaNet`` defines in another file). A call through another object
 (``self.sampler.sample(...)``) is resolved by the method's name alone, when at most
 ``_MAX_DEFINERS`` project files define a function of that name and the name is not one that
 builtins, tensors or modules also have (``update``, ``sum``, ``step``...): hotness decides what
@@ -28,6 +31,9 @@ from .torch_api import METHOD_HOOKS
 # and ``ANY`` for a method called through another object (resolved by name in the fixpoint).
 Callee = tuple[str, str]
 ANY = "?"
+# ``self.method(...)``: this file's method, or an override or base method in a file whose
+# classes derive from this file's (or this file's from theirs).
+SELF = "@self"
 # A method name defined in more project files than this is too common to resolve by name.
 _MAX_DEFINERS = 2
 # Names too common to resolve by name: those of builtin containers, tensors and nn.Modules.
@@ -52,6 +58,8 @@ class FileCalls:
     loops: bool = False  # it holds a ``for`` or ``while`` loop (whose body repeats)
     # per function name (``""``: module level), its calls: (callee, made in a loop)
     calls: dict[str, list[tuple[Callee, bool]]] = field(default_factory=dict)
+    classes: set[str] = field(default_factory=set)  # the classes it defines
+    bases: set[str] = field(default_factory=set)  # the names they derive from (last part)
 
 
 def file_calls(
@@ -158,6 +166,9 @@ class _Collector:
                 out.calls.setdefault(name, [])
                 stack.extend((stmt, name, None, False) for stmt in reversed(node.body))  # type: ignore[attr-defined]
                 continue
+            if kind is ast.ClassDef:
+                out.classes.add(node.name)  # type: ignore[attr-defined]
+                out.bases.update(_last_name(b) for b in node.bases)  # type: ignore[attr-defined]
             if kind in _LOOPS:
                 out.loops = True
                 loop, every_time = node, True
@@ -191,12 +202,16 @@ class _Collector:
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
             owner = func.value.id
             if owner in ("self", "cls"):
-                return ("", func.attr)
+                return (SELF, func.attr)
             if owner in self.modules:
                 return (self.modules[owner], func.attr)
         if isinstance(func, ast.Attribute) and func.attr not in _COMMON and not func.attr.startswith("__"):
             return (ANY, func.attr)  # ``self.sampler.update_with_local_losses(...)``
         return None
+
+
+def _last_name(base: ast.expr) -> str:
+    return base.attr if isinstance(base, ast.Attribute) else base.id if isinstance(base, ast.Name) else ""
 
 
 def one_time(f: FileCalls, hot: frozenset[str]) -> bool:
@@ -227,6 +242,13 @@ def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
         if callee[0] == ANY:
             found = definers.get(callee[1], [])
             return [(m, callee[1]) for m in found] if len(found) <= _MAX_DEFINERS else []
+        if callee[0] == SELF:  # detectron2's ``self.forward_training(...)``, overridden elsewhere
+            own = by_module[caller]
+            related = [
+                m for m in definers.get(callee[1], [])
+                if m != caller and (own.classes & by_module[m].bases or own.bases & by_module[m].classes)
+            ]
+            return [(caller, callee[1]), *((m, callee[1]) for m in related)]
         target = (callee[0] or caller, callee[1])
         return [target] if target[0] in by_module else []
 
