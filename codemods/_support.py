@@ -302,6 +302,9 @@ def unplaced_tensor(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
     if not a.is_hot(expr):
         return False
     v = a.likely.value(expr)
+    if v.device in (Device.CUDA, Device.CUDA_OR_CPU):
+        # ``(y.cuda() > 0)`` of a batch item ``y``: a CUDA tensor if ``y`` is a tensor at all
+        return v.is_tensor and not a.value(expr).is_tensor
     return v.is_tensor and v.device is Device.UNKNOWN
 
 
