@@ -91,6 +91,9 @@ def _statements_in(a, block: cst.CSTNode) -> list[cst.CSTNode]:
     return [*a.structure.within(block, cst.SimpleStatementLine), *a.structure.within(block, cst.SimpleStatementSuite)]
 
 
+_GUARDS = (cst.If, cst.IfExp, cst.Try, cst.For, cst.While, cst.BooleanOperation)
+
+
 def read_again_in(a, loop: cst.CSTNode, read: cst.Call, receiver: cst.BaseExpression) -> int | None:
     """The line of another host read of the same named tensor in ``loop`` (torchtune's
     ``generated_tokens.append(token.item())`` with ``if token.item() in stop_tokens`` at the
@@ -98,8 +101,21 @@ def read_again_in(a, loop: cst.CSTNode, read: cst.Call, receiver: cst.BaseExpres
     it anyway."""
     if not isinstance(receiver, cst.Name):
         return None
+    guards = {id(anc) for anc in a.ancestors(read)}
     for call in a.structure.of_type(cst.Call):
-        if call is read or not any(anc is loop for anc in a.ancestors(call)):
+        if call is read:
+            continue
+        sometimes, child = False, call  # read only sometimes (``if step % 100 == 0: print(...)``)
+        for anc in a.ancestors(call):
+            if anc is loop:
+                break
+            in_test = isinstance(anc, (cst.If, cst.While)) and child is anc.test
+            if isinstance(anc, _GUARDS) and not in_test and id(anc) not in guards:
+                sometimes = True
+            child = anc
+        else:
+            continue  # not in the loop
+        if sometimes:
             continue
         other = a.likely.host_read(call)
         if other is not None and isinstance(other.receiver, cst.Name) and other.receiver.value == receiver.value:
