@@ -238,7 +238,7 @@ def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
             if name:
                 definers.setdefault(name, []).append(f.module)
 
-    def targets(callee: Callee, caller: str) -> list[tuple[str, str]]:
+    def targets(callee: Callee, caller: str, across: bool = False) -> list[tuple[str, str]]:
         if callee[0] == ANY:
             found = definers.get(callee[1], [])
             return [(m, callee[1]) for m in found] if len(found) <= _MAX_DEFINERS else []
@@ -246,7 +246,7 @@ def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
             own = by_module[caller]
             related = [
                 m for m in definers.get(callee[1], [])
-                if m != caller and (own.classes & by_module[m].bases or own.bases & by_module[m].classes)
+                if across and m != caller and (own.classes & by_module[m].bases or own.bases & by_module[m].classes)
             ]
             return [(caller, callee[1]), *((m, callee[1]) for m in related)]
         target = (callee[0] or caller, callee[1])
@@ -267,8 +267,11 @@ def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
         owner = by_module.get(module)
         if owner is None:
             continue
+        # overrides in other files only from a step function itself: a set-up loop over
+        # modules (peft's ``self._create_and_replace`` per layer) is not a step
+        across = name in owner.hot_names
         for callee, _ in owner.calls.get(name, ()):
-            for target in targets(callee, module):
+            for target in targets(callee, module, across):
                 if target not in hot:
                     hot.add(target)
                     work.append(target)
