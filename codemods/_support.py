@@ -299,7 +299,7 @@ def unplaced_tensor(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
     """Is ``expr`` a tensor of a device syncfix cannot name, in code that runs every step (so
     likely on the GPU)? Read in the likely view (``p.grad``, ``x.eq(y)`` are tensors there).
     Such findings get no fix: it would pay only on a GPU, and the device is not known."""
-    if not a.is_hot(expr):
+    if not a.is_hot(expr) or a.used_as_module(expr):
         return False
     v = a.likely.value(expr)
     if v.device in (Device.CUDA, Device.CUDA_OR_CPU):

@@ -277,7 +277,7 @@ class BlockingHostToDevice(Rule):
             )
         else:
             # ``.cuda()`` is all but always a tensor's; ``.to(...)`` is as often a module's
-            if receiver.kind is Kind.UNKNOWN and method == "cuda" and a.is_hot(node) and not _used_as_module(a, func.value):
+            if receiver.kind is Kind.UNKNOWN and method == "cuda" and a.is_hot(node) and not _places_a_module(a, node):
                 why = (
                     "Possibly blocking host-to-device copy: if the receiver is a CPU tensor, the CPU "
                     "waits for all queued GPU work (a GPU tensor's `.cuda()` copies nothing; "
@@ -598,26 +598,18 @@ def _project_narrow_to(a) -> bool:
     return members is not None and members.narrow_to()
 
 
-# Methods ``nn.Module`` has and tensors do not.
-_MODULE_ONLY_METHODS = frozenset({
-    "eval", "train", "parameters", "named_parameters", "modules", "named_modules", "children",
-    "state_dict", "load_state_dict", "buffers", "named_buffers", "zero_grad", "register_buffer",
-})
-
-
-def _used_as_module(a, expr: cst.BaseExpression) -> bool:
-    """Is ``expr`` a name whose function (or module) also calls a method of it that only an
-    ``nn.Module`` has (``model.eval()``, ``model.parameters()``)? Then its ``.cuda()`` places a
-    module, once, and copies no tensor."""
-    if not isinstance(expr, cst.Name):
-        return False
-    scope = a.enclosing_function(expr) or a.module
-    return any(
-        isinstance(call.func, cst.Attribute)
-        and call.func.attr.value in _MODULE_ONLY_METHODS
-        and isinstance(call.func.value, cst.Name)
-        and call.func.value.value == expr.value
-        for call in a.structure.within(scope, cst.Call)
+def _places_a_module(a, call: cst.Call) -> bool:
+    """``model.cuda()``, or ``m = rpc_sync(...).cuda()``, where the name is used as an
+    ``nn.Module`` in its function (``m.eval()``, ``m.cpu().parameters()``)."""
+    func = call.func
+    assert isinstance(func, cst.Attribute)
+    if a.used_as_module(func.value):
+        return True
+    assign = a.parent(call)
+    return (
+        isinstance(assign, cst.Assign)
+        and len(assign.targets) == 1
+        and a.used_as_module(assign.targets[0].target)
     )
 
 

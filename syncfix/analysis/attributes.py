@@ -12,7 +12,14 @@ from libcst.metadata import ExpressionContext, ExpressionContextProvider
 
 from . import callgraph
 from .project import ALL
-from .torch_api import LIKELY_TENSOR_ATTRS, MODULE_BASES, TENSOR_ATTR_NON_TENSOR, TENSOR_ATTR_TENSOR
+from .torch_api import (
+    LIKELY_TENSOR_ATTRS,
+    MODULE_BASES,
+    MODULE_ONLY_METHODS,
+    PLACING_METHODS,
+    TENSOR_ATTR_NON_TENSOR,
+    TENSOR_ATTR_TENSOR,
+)
 from .values import OTHER, UNKNOWN, Kind, TupleValue, Value, join_all
 
 if TYPE_CHECKING:
@@ -237,3 +244,26 @@ def _attribute_set(a: ModuleAnalysis, name: str) -> bool:
             return True
     members = a.project.members if a.project is not None else None
     return members is not None and members.stored(name)
+
+
+def used_as_module(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` a name on which its function (or module) also calls a method only an
+    ``nn.Module`` has (``model.eval()``, ``model.parameters()``, ``m.cpu().parameters()``)?
+    Then its ``.cuda()``/``.cpu()`` places a module and copies no tensor syncfix could fix."""
+    if not isinstance(expr, cst.Name):
+        return False
+    scope = a.enclosing_function(expr) or a.module
+    for call in a.structure.within(scope, cst.Call):
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value in MODULE_ONLY_METHODS):
+            continue
+        owner = func.value
+        while (  # ``m.cpu().parameters()``: the module itself, placed
+            isinstance(owner, cst.Call)
+            and isinstance(owner.func, cst.Attribute)
+            and owner.func.attr.value in PLACING_METHODS
+        ):
+            owner = owner.func.value
+        if isinstance(owner, cst.Name) and owner.value == expr.value:
+            return True
+    return False

@@ -508,6 +508,11 @@ class ModuleAnalysis:
         or a computed name), or, in a closed project, in another of its files?"""
         return attributes.attribute_set(self, name)
 
+    def used_as_module(self, expr: cst.BaseExpression) -> bool:
+        """Is ``expr`` a name its function also calls a method of that only an ``nn.Module``
+        has (``model.eval()``, ``m.cpu().parameters()``)?"""
+        return attributes.used_as_module(self, expr)
+
     def local_function(self, func: cst.BaseExpression) -> cst.FunctionDef | None:
         """The function of this module a callee names (``f`` for ``f(...)``; ``self.m`` when
         only ``self.m(...)`` calls reach that method), or None."""

@@ -133,6 +133,13 @@ LIKELY_TENSOR_METHODS = {
     "numpy",  # then an array: ``x.numpy().astype(bool).sum()`` is no tensor's
 }
 LIKELY_TENSOR_ATTRS = {"grad", "weight", "bias"}
+# Methods ``nn.Module`` has and tensors do not.
+MODULE_ONLY_METHODS = frozenset({
+    "eval", "train", "parameters", "named_parameters", "modules", "named_modules", "children",
+    "state_dict", "load_state_dict", "buffers", "named_buffers", "zero_grad", "register_buffer",
+})
+# Methods of both that return the object itself, placed or cast (``model.cpu().parameters()``).
+PLACING_METHODS = frozenset({"cpu", "cuda", "to", "half", "float", "double", "bfloat16", "requires_grad_"})
 
 TENSOR_ATTR_TENSOR = {"T", "mT", "H", "mH", "data", "grad", "real", "imag"}
 # Tensor methods whose result may be the receiver itself (so it keeps the receiver's memory).

@@ -62,3 +62,20 @@ def test_a_value_the_loop_reads_again_is_not_advised_to_be_collected():
         # no other read, or one only every 100 steps: collecting saves the other 99
         (found,) = [f for f in check_code(GENERATE.format(check=check), path="gen.py") if f.code == "SFX105"]
         assert "the value is only collected here" in found.message
+
+
+def test_a_module_is_neither_copied_to_the_gpu_nor_back():
+    """pytorch/examples' parameter server: ``m = rpc_sync(...).cuda()`` then
+    ``m.cpu().parameters()``: ``m`` is a model (its ``.parameters()``), so neither its ``.cuda()``
+    nor its ``.cpu()`` copies a tensor."""
+    src = (
+        "import torch\n\n\nclass Trainer:\n"
+        "    def train(self, fetch, batches):\n"
+        "        m = fetch(None).cuda()\n"
+        "        for inputs, labels in batches:\n"
+        "            self.loss_fn(m(inputs), labels).backward()\n"
+        "            m = fetch([p.grad for p in m.cpu().parameters()]).cuda()\n"
+    )
+    assert check_code(src, path="trainer.py") == []
+    tensor = src.replace("m.cpu().parameters()", "m.cpu().flatten()")
+    assert {f.code for f in check_code(tensor, path="trainer.py")} == {"SFX101", "SFX105"}
