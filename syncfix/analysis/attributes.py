@@ -254,6 +254,7 @@ def used_as_module(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
         return False
     scope = a.enclosing_function(expr) or a.module
     for call in a.structure.within(scope, cst.Call):
+        assert isinstance(call, cst.Call)
         func = call.func
         if not (isinstance(func, cst.Attribute) and func.attr.value in MODULE_ONLY_METHODS):
             continue
