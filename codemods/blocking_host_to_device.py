@@ -97,7 +97,7 @@ class BlockingHostToDevice(Rule):
       when the copy *executes*, so a pinned buffer written again later (in place in the loop,
       `copy_` into it, a loader refilling a staging buffer) would be copied with the new data.
       syncfix therefore needs the source to be pageable, or *fresh* (created by this code: a
-      `torch.*` factory without `out=` (whose result is `out` itself), `.pin_memory()`, a batch of a `DataLoader` with the default collate (on the CPU unless a dataset of the module places its items: `return seq.cuda()` in a `__getitem__`), which
+      `torch.*` factory without `out=` (whose result is `out` itself), `.pin_memory()`, a batch of a `DataLoader` with the default collate (on the CPU unless a dataset of the project places its items: `return seq.cuda()` in a `__getitem__` of any of its files), which
       `batch_size=None` turns off: written so or through a name bound to it; a size syncfix
       cannot read, such as `args.batch_size`, is taken to be a number, but not a parameter whose
       default is `None`; `**kwargs` may pass `batch_size=None`; a loader whose `collate_fn` may
