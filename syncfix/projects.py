@@ -160,8 +160,13 @@ class Project:
                     for m in {name} | reached:
                         self.defaults_changed.setdefault(m, set()).add(kind)
 
-        # a loader may be built in any file from a dataset of any other (not only one it imports)
-        self.datasets_placed = any(places_items(data) for _, data in sources.values())
+        # a dataset that places its items reaches the loaders of every module of a program
+        # that imports it: the program's own, and what the program imports (main.py builds the
+        # dataset and hands it to train.py's loader), not those of unrelated programs or tests
+        self.datasets_placed: set[str] = set()
+        for placing in (name for name, (_, data) in sources.items() if places_items(data)):
+            for program in {placing} | self.importer_closure(placing):
+                self.datasets_placed |= {program, *(m.name for m in self.closure(program))}
 
     def imports_of(self, name: str) -> set[str]:
         """The project modules ``name`` imports directly."""
@@ -215,7 +220,7 @@ class Project:
             name in self.streams_around,
             name in self.later_syncs_around,
             frozenset(self.defaults_changed.get(name, ())),
-            self.datasets_placed,
+            name in self.datasets_placed,
             name in self.one_time,
         )
 

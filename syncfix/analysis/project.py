@@ -158,8 +158,9 @@ class ModuleContext:
     #: which of torch's defaults, ``"dtype"`` and ``"device"``, a project file the module runs
     #: with changes (``set_default_dtype``, ``set_default_device``...): not provable in it
     defaults_changed: frozenset[str] = frozenset()
-    #: a dataset of the project may place its items on a device (analysis/loaders.py
-    #: ``places_items``): a DataLoader's batches are then not provably on the CPU
+    #: a dataset that may place its items on a device (analysis/loaders.py ``places_items``) is
+    #: in a program that runs this module (one that imports it, or what such a program
+    #: imports): a DataLoader's batches are then not provably on the CPU
     datasets_placed: bool = False
     #: all of it is one-time code (no loop, no step-like function, none that other files call
     #: from repeating code: analysis/hotness.py ``one_time``); the rules reported only where

@@ -147,3 +147,18 @@ def test_a_dataset_in_another_file_that_places_its_items_makes_batches_of_any_de
     out = CliRunner().invoke(cli, ["apply", "--no-cache", "train.py"], catch_exceptions=False)
     fixed = "non_blocking=True" in (tmp_path / "train.py").read_text()
     assert fixed is not placed, out.output
+
+
+def test_a_dataset_that_places_its_items_reaches_only_the_programs_that_import_it(tmp_path, monkeypatch):
+    """syncfix's own examples sit in a project whose test fixtures place items on the GPU; those
+    datasets never reach the examples' loaders."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "train.py").write_text(TRAIN_ON_DATASET)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "fake_data.py").write_text(
+        "from torch.utils.data import Dataset\n\n\nclass OnGpu(Dataset):\n"
+        "    def __getitem__(self, i):\n        return self.data[i].cuda()\n"
+    )
+    out = CliRunner().invoke(cli, ["apply", "--no-cache", "train.py"], catch_exceptions=False)
+    assert "non_blocking=True" in (tmp_path / "train.py").read_text(), out.output
