@@ -11,6 +11,7 @@ from syncfix.analysis import (
     NON_SUPPRESSING_CONTEXTS,
     Device,
     HostRead,
+    Kind,
     stored_names,
 )
 from syncfix.rules import Fix, Invalid, Rule
@@ -60,6 +61,8 @@ class _Acc:
     weight: cst.BaseExpression | None = None
     # the summand is a tensor only by the likely view (``ModuleAnalysis.likely``): unsafe fix
     likely: bool = False
+    # the weight is a count only by the likely view (``x.size(0)`` of a batch item): unsafe fix
+    weight_likely: bool = False
     # facts a run can confirm of an unsafe fix (a likely summand)
     likely_needs: list[tuple[str, cst.CSTNode]] = field(default_factory=list)
 
@@ -76,6 +79,9 @@ class AccumulateOnDevice(Rule):
     A float total may weight each value by a size, `total += loss.item() * x.size(0)` (or
     `len(batch) * ...`, `x.shape[0]`, an int literal): Python multiplies in float64, and so does
     the fix (`loss.detach().to(torch.float64) * x.size(0)`), so the sum is the same to the bit.
+    Where `x` is not provably a tensor (a batch item of a loader syncfix does not see), that
+    `x.size(0)` is an int is a likely fact, and the fix is **unsafe**; a weight that is no size
+    (`loss.item() * data.num_graphs`) is reported without a fix.
     A total the loop also reads under an `if` (a running loss logged, and perhaps reset, every
     N steps) is fixed too: its host value is read back just before each such read, so the sync
     happens every N steps instead of every step. A total read every step (a running mean printed
@@ -296,7 +302,8 @@ keeps the finding). A value handed to a meter every
         if not accs:
             return
         for acc in accs:
-            self._check(loop, acc)
+            if acc.why_not is None:
+                self._check(loop, acc)
         torch_name = a.torch_alias_at(loop)
         if any(acc.unsafe for acc in accs if acc.why_not is None):
             for acc in accs:
@@ -334,14 +341,31 @@ keeps the finding). A value handed to a meter every
             return None
         total, summand = added
         weight = None
+        why_not = None
+        weight_likely = False
         if isinstance(summand, cst.BinaryOperation) and isinstance(summand.operator, cst.Multiply):
             # ``loss.item() * x.size(0)``: a mean weighted by a batch size (either order)
-            for read_side, other in ((summand.left, summand.right), (summand.right, summand.left)):
+            sides = ((summand.left, summand.right), (summand.right, summand.left))
+            for read_side, other in sides:
                 if isinstance(read_side, cst.Call) and a.is_element_count(other):
                     summand, weight = read_side, other
                     break
             else:
-                return None
+                for read_side, other in sides:
+                    if isinstance(read_side, cst.Call) and a.is_hot(stmt) and _likely_size(a, other):
+                        # ``x.size(0)`` of a batch item syncfix cannot prove a tensor
+                        summand, weight, weight_likely = read_side, other, True
+                        break
+            if weight is None:
+                # ``loss.item() * data.num_graphs``: reported, without a fix
+                read_side, other = next(((r, o) for r, o in sides if isinstance(r, cst.Call)), (None, None))
+                if read_side is None or other is None:
+                    return None
+                summand, weight = read_side, other
+                why_not = (
+                    f"the weight `{a.module.code_for_node(other)}` is not provably a count (an int "
+                    "such as `x.size(0)` or `len(batch)`), which a device total needs to be exact"
+                )
         if not isinstance(summand, cst.Call):
             return None
         read = a.host_read(summand)
@@ -356,7 +380,7 @@ keeps the finding). A value handed to a meter every
             return None
         if weight is not None and read.form == "int":
             return None
-        return _Acc(stmt, total, read, weight=weight, likely=likely)
+        return _Acc(stmt, total, read, weight=weight, likely=likely, why_not=why_not, weight_likely=weight_likely)
 
     def _check(self, loop: cst.For | cst.While, acc: _Acc) -> None:
         a = self.analysis.likely if acc.likely else self.analysis
@@ -476,6 +500,9 @@ keeps the finding). A value handed to a meter every
         if acc.weight is not None and kind != "float":
             acc.why_not = "a weighted count: only float totals are weighted exactly"
             return
+        if acc.weight_likely and acc.weight is not None:
+            code = cst.Module([]).code_for_node(acc.weight)
+            acc.unsafe.append(f"`{code}` is likely an int size: syncfix cannot prove its receiver a tensor")
         if acc.likely:
             code = cst.Module([]).code_for_node(receiver)
             acc.likely_needs.insert(0, ("tensor", receiver))
@@ -611,6 +638,23 @@ def _plain_with(a, node: cst.With) -> bool:
         if not isinstance(expr, cst.Call) or a.callee(expr) not in NON_SUPPRESSING_CONTEXTS:
             return False
     return True
+
+
+def _likely_size(a, expr: cst.BaseExpression) -> bool:
+    """``x.size(0)``, ``x.numel()`` or ``x.shape[0]`` of a name syncfix cannot name (a batch item
+    of a loader it does not see): likely a tensor's size, an int."""
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        receiver, ok = expr.func.value, expr.func.attr.value in ("size", "numel") and all(
+            isinstance(arg.value, cst.Integer) and arg.keyword is None for arg in expr.args
+        )
+    elif isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute) and expr.value.attr.value == "shape":
+        receiver = expr.value.value
+        ok = len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) and isinstance(
+            expr.slice[0].slice.value, cst.Integer
+        )
+    else:
+        return False
+    return ok and isinstance(receiver, cst.Name) and a.value(receiver).kind is Kind.UNKNOWN
 
 
 def _is_count(a, expr: cst.BaseExpression) -> bool:
