@@ -68,7 +68,9 @@ class BlockingHostToDevice(Rule):
       non-blocking one on the GPU, and the two give different integers for NaN, infinite and
       out-of-range floats (measured on an H200: `[inf]` to int64 gives INT64_MIN blocking and
       INT64_MAX non-blocking; NaN to int32 gives -2147483648 and 0). Such a copy gets an
-      **unsafe** fix that says so;
+      **unsafe** fix that says so, and so does `.to(x)` of an `x` syncfix cannot name, which
+      may be another tensor (its device *and* dtype: fairseq's `.to(src_tokens)`) unless its
+      name says it is a device (`args.device`);
     - the target is provably CUDA, or provably CUDA-or-CPU while the tensor is provably on the
       CPU: then the fix is exact for both targets, because a CPU-to-CPU `.to` returns the tensor
       itself (no copy is made, `non_blocking` changes nothing) and a CPU-to-CUDA copy is the
@@ -359,9 +361,9 @@ class BlockingHostToDevice(Rule):
         # the GPU, and the two disagree on some values (measured: NaN and inf to an integer)
         text = fix.description
         if fix.applicability is Applicability.SAFE:
-            text = text + " (unsafe" + _CONVERSION + ")"
+            text = text + " (unsafe: " + _CONVERSION + ")"
         else:
-            text = text[:-1] + ";" + _CONVERSION + ")"
+            text = text[:-1] + "; " + _CONVERSION + ")"
         return replace(fix, applicability=Applicability.UNSAFE, description=text)
 
     def _copy_fix(self, node: cst.Call, receiver: Value, source: Source, target: Device) -> Fix | None:
@@ -409,9 +411,10 @@ class BlockingHostToDevice(Rule):
 
 
 _CONVERSION = (
-    ": the copy also converts the dtype, which a non-blocking copy does on the GPU and a blocking "
-    "one on the CPU; syncfix proves no conversion alike on both (NaN, infinite and out-of-range "
-    "floats measurably become other integers), so this rests on the values converting alike"
+    "the copy may also convert the dtype (to the one named, or to another tensor's), which a "
+    "non-blocking copy does on the GPU and a blocking one on the CPU; syncfix proves no "
+    "conversion alike on both (NaN, infinite and out-of-range floats measurably become other "
+    "integers), so this rests on the values converting alike"
 )
 
 
@@ -422,6 +425,15 @@ def _converts_dtype(a, call: cst.Call) -> bool:
         return False
     dtype = keyword(call, "dtype")
     args = positional(call)
+    if dtype is None and len(args) == 1 and keyword(call, "device") is None:
+        # ``.to(src_tokens)``: another tensor's device *and dtype*, unless it is provably a device
+        first = args[0].value
+        other = a.value(first)
+        named = first.attr.value if isinstance(first, cst.Attribute) else first.value if isinstance(first, cst.Name) else ""
+        if not (other.is_tensor or other.kind is Kind.UNKNOWN) or isinstance(first, cst.SimpleString) or "device" in named:
+            return False  # a device (``args.device``, ``"cuda"``), not a tensor
+        own, theirs = a.canonical_dtype(call.func.value), a.canonical_dtype(args[0].value)  # type: ignore[attr-defined]
+        return own is None or own != theirs
     value = dtype.value if dtype is not None else args[1].value if len(args) >= 2 else None
     if value is None or isinstance(value, cst.Name) and value.value == "None":
         return False

@@ -64,3 +64,23 @@ def test_a_copy_that_may_be_device_to_host_is_not_called_one_to_the_gpu():
     assert found.fix is None
     assert found.message.startswith("Possibly blocking host-to-device copy: if the tensor is on the CPU")
     assert "device-to-host copy, whose result the CPU must wait for" in found.message
+
+
+def test_a_copy_to_another_tensor_may_convert_its_dtype():
+    """fairseq's ``torch.full(...).to(src_tokens)``: an argument syncfix cannot name may be
+    another tensor, whose dtype the copy also takes; NaN and inf convert differently on the GPU,
+    so the fix says it rests on that (a name that says it is a device does not)."""
+    from syncfix import check_code
+
+    src = (
+        "import math\nimport torch\n\n\n"
+        "def step(n, tokens, device):\n"
+        "    for _ in range(n):\n"
+        "        a = torch.full((3,), math.inf).to(tokens)\n"
+        "        b = torch.full((3,), math.inf).to(device)\n"
+        "        c = torch.full((3,), math.inf).to('cuda', torch.int64)\n"
+        "        print(a, b, c)\n"
+    )
+    fixes = {f.line: f.fix.description for f in check_code(src, select=["SFX101"], unsafe_fixes=True)}
+    assert "converting alike" in fixes[7] and "converting alike" not in fixes[8]
+    assert "converting alike" in fixes[9] and ";:" not in fixes[7] + fixes[9]
