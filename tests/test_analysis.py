@@ -579,3 +579,27 @@ def test_a_cast_of_an_unknown_value_has_the_cast_dtype_in_the_likely_view_only()
                               ("dr.argmax()", "torch.int64", "int")]:
         assert proof.dtype_of(calls[code]) is None and proof.dtype_kind(calls[code]) is None
         assert likely.dtype_of(calls[code]) == dtype and likely.dtype_kind(calls[code]) == kind
+
+
+def test_float_constants_of_math_and_numpy_are_python_floats():
+    # fairseq's ``torch.tensor(-math.inf)``: a CPU tensor built from a Python float; a local
+    # ``inf`` of unknown origin is not one
+    a, module = analyse(
+        """
+        import math
+        import numpy as np
+        import torch
+
+        def f(inf):
+            x = torch.tensor(-math.inf)
+            y = torch.tensor(np.pi)
+            z = torch.tensor(inf)
+            x, y, z
+        """
+    )
+    for name in ("x", "y"):
+        v = a.value(last_name(module, name))
+        assert v.kind is Kind.TENSOR and v.device is Device.CPU
+    assert a.value(last_name(module, "z")).device is Device.UNKNOWN
+    (neg,) = [n for n in a.structure.within(module, cst.UnaryOperation)]
+    assert a.python_number_type(neg) == "float"

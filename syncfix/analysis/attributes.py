@@ -13,6 +13,7 @@ from libcst.metadata import ExpressionContext, ExpressionContextProvider
 from . import callgraph
 from .project import ALL
 from .torch_api import (
+    FLOAT_CONSTANTS,
     LIKELY_TENSOR_ATTRS,
     MODULE_BASES,
     MODULE_ONLY_METHODS,
@@ -20,7 +21,7 @@ from .torch_api import (
     TENSOR_ATTR_NON_TENSOR,
     TENSOR_ATTR_TENSOR,
 )
-from .values import OTHER, UNKNOWN, Kind, TupleValue, Value, join_all
+from .values import NUMBER, OTHER, UNKNOWN, Kind, TupleValue, Value, join_all
 
 if TYPE_CHECKING:
     from .module import ModuleAnalysis
@@ -30,6 +31,8 @@ def attribute_value(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
     names = a.qualnames(expr)
     if names and all(n.startswith("torch.") for n in names):
         return OTHER  # ``torch.float32``, ``torch.cuda``...: no tensor
+    if names and all(n in FLOAT_CONSTANTS for n in names):
+        return NUMBER  # ``math.inf``: a Python float
     base = a.value(expr.value)
     attr = expr.attr.value
     if isinstance(base, TupleValue) and len(base.items) == 2 and attr in ("values", "indices"):

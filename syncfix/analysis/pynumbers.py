@@ -28,7 +28,7 @@ from .attributes import self_attribute_values
 from .bindings import is_range_counter, range_calls
 from .narrowing import narrowed_kind
 from .syntax import dotted_name, keyword, literal_kind, literal_number, positional
-from .torch_api import DEVICE_INDEX_FUNCTIONS, NUMPY_CONSTRUCTORS, PY_NUMBER_BUILTINS
+from .torch_api import DEVICE_INDEX_FUNCTIONS, FLOAT_CONSTANTS, NUMPY_CONSTRUCTORS, PY_NUMBER_BUILTINS
 from .values import Kind
 
 if TYPE_CHECKING:
@@ -52,6 +52,8 @@ def python_number_type(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | Non
         return a.solver.get("pynumber", expr, lambda n: _name_number_type(a, n), None, None)
     if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
         return a.solver.get("pynumber", expr, lambda n: _attribute_number_type(a, n), None, None)
+    if isinstance(expr, cst.Attribute) and a.qualname(expr) in FLOAT_CONSTANTS:
+        return "float"  # ``math.inf``, ``np.pi``
     if isinstance(expr, cst.UnaryOperation):
         if isinstance(expr.operator, cst.Not):
             return "bool"

@@ -427,6 +427,10 @@ CLOCKS = {"time.time", "time.perf_counter", "time.monotonic", "time.time_ns",
 # Facts the SFX1xx rules ask for (see the methods at the end of ModuleAnalysis).
 PY_NUMBER_BUILTINS = {"builtins.float": "float", "builtins.int": "int", "builtins.bool": "bool",
                        "builtins.len": "int"}
+# Module constants that are Python floats (``np.inf`` is ``float("inf")``).
+FLOAT_CONSTANTS = frozenset(
+    f"{module}.{name}" for module in ("math", "numpy") for name in ("inf", "nan", "pi", "e", "tau")
+)
 # Wrappers whose iteration yields the wrapped iterable's items.
 PASS_THROUGH_ITER = {"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "iter", "list", "tuple"}
 # Step hooks of a framework's class (a Hugging Face ``Trainer``'s ``compute_loss``/
