@@ -358,12 +358,12 @@ keeps the finding). A value handed to a meter every
                         break
             if weight is None:
                 # ``loss.item() * data.num_graphs``: reported, without a fix
-                read_side, other = next(((r, o) for r, o in sides if isinstance(r, cst.Call)), (None, None))
-                if read_side is None or other is None:
+                pair = next(((r, o) for r, o in sides if isinstance(r, cst.Call)), None)
+                if pair is None:
                     return None
-                summand, weight = read_side, other
+                summand, weight = pair
                 why_not = (
-                    f"the weight `{a.module.code_for_node(other)}` is not provably a count (an int "
+                    f"the weight `{a.module.code_for_node(weight)}` is not provably a count (an int "
                     "such as `x.size(0)` or `len(batch)`), which a device total needs to be exact"
                 )
         if not isinstance(summand, cst.Call):

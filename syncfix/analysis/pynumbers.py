@@ -28,7 +28,12 @@ from .attributes import self_attribute_values
 from .bindings import is_range_counter, range_calls
 from .narrowing import narrowed_kind
 from .syntax import dotted_name, keyword, literal_kind, literal_number, positional
-from .torch_api import DEVICE_INDEX_FUNCTIONS, FLOAT_CONSTANTS, NUMPY_CONSTRUCTORS, PY_NUMBER_BUILTINS
+from .torch_api import (
+    DEVICE_INDEX_FUNCTIONS,
+    FLOAT_CONSTANTS,
+    NUMPY_CONSTRUCTORS,
+    PY_NUMBER_BUILTINS,
+)
 from .values import Kind
 
 if TYPE_CHECKING:
