@@ -81,7 +81,8 @@ class AccumulateOnDevice(Rule):
     the fix (`loss.detach().to(torch.float64) * x.size(0)`), so the sum is the same to the bit.
     Where `x` is not provably a tensor (a batch item of a loader syncfix does not see), that
     `x.size(0)` is an int is a likely fact, and the fix is **unsafe**; a weight that is no size
-    (`loss.item() * data.num_graphs`) is reported without a fix.
+    (`loss.item() * data.num_graphs`) is reported without a fix, as is any other arithmetic on
+    the read (`loss.item() / accumulation_steps`).
     A total the loop also reads under an `if` (a running loss logged, and perhaps reset, every
     N steps) is fixed too: its host value is read back just before each such read, so the sync
     happens every N steps instead of every step. A total read every step (a running mean printed
@@ -366,6 +367,17 @@ keeps the finding). A value handed to a meter every
                     f"the weight `{a.module.code_for_node(weight)}` is not provably a count (an int "
                     "such as `x.size(0)` or `len(batch)`), which a device total needs to be exact"
                 )
+        if isinstance(summand, cst.BinaryOperation) and weight is None:
+            # ``loss.item() / accumulation_steps``: reported, without a fix
+            call = next((side for side in (summand.left, summand.right) if isinstance(side, cst.Call)), None)
+            if call is None:
+                return None
+            why_not = (
+                f"the summand `{a.module.code_for_node(summand)}` is not a value or a value times a "
+                "count; syncfix keeps only those totals on the device (add the tensor yourself: "
+                "`total_t += t.detach() / n`, read once after the loop)"
+            )
+            summand = call
         if not isinstance(summand, cst.Call):
             return None
         read = a.host_read(summand)
