@@ -371,7 +371,15 @@ def batch_sources(a: ModuleAnalysis, expr: cst.BaseExpression) -> list[tuple[cst
         if isinstance(parent, (cst.For, cst.CompFor)):
             found = _iterated_sources(a, parent.iter, path)
         elif isinstance(parent, cst.AssignTarget) and isinstance(assign := a.parent(parent), cst.Assign):
-            found = batch_sources(a, assign.value)
+            value = assign.value
+            if (  # ``pe, ppe = batch["pe"], batch["ppe"]``: the display's element
+                path
+                and isinstance(value, (cst.Tuple, cst.List))
+                and path[0] < len(value.elements)
+                and not any(isinstance(el, cst.StarredElement) for el in value.elements)
+            ):
+                value, path = value.elements[path[0]].value, path[1:]
+            found = batch_sources(a, value)
             if found is not None and path:
                 found = [(loader, False) for loader, _ in found]
         else:
