@@ -168,8 +168,9 @@ class BlockingHostToDevice(Rule):
     syncfix cannot name, a `torch.device` of unknown type, is one of the two); or let syncfix see what it needs
     (build the loader where the loop is, name the device where the copy can see it, e.g.
     `device = torch.device("cuda", local_rank)`); or prove a rewrite on your program with
-    `syncfix verify`. A copy whose receiver is neither provably a tensor nor a batch item gets
-    a finding and no fix (annotate it `torch.Tensor`).
+    `syncfix verify`. A `.cuda()` whose receiver is neither provably a tensor nor a batch item
+    gets a finding and no fix (annotate it `torch.Tensor`); a `.to(...)` of such a receiver is
+    not reported, since it is as often a module's (`model.to(device)`) as a tensor's.
     Device-to-host copies (`.cpu()`, `.to("cpu")`) are never rewritten: reading the result on the
     host before an event wait would read garbage (see SFX105).
     """
