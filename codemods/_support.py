@@ -29,6 +29,7 @@ from syncfix.analysis import (
     Device,
     Kind,
     ModuleAnalysis,
+    dotted_name,
     literal_number,
     stored_names,
 )
@@ -299,13 +300,26 @@ def unplaced_tensor(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
     """Is ``expr`` a tensor of a device syncfix cannot name, in code that runs every step (so
     likely on the GPU)? Read in the likely view (``p.grad``, ``x.eq(y)`` are tensors there).
     Such findings get no fix: it would pay only on a GPU, and the device is not known."""
-    if not a.is_hot(expr) or a.used_as_module(expr):
+    if not a.is_hot(expr) or a.used_as_module(expr) or loader_item(a, expr):
         return False
     v = a.likely.value(expr)
     if v.device in (Device.CUDA, Device.CUDA_OR_CPU):
         # ``(y.cuda() > 0)`` of a batch item ``y``: a CUDA tensor if ``y`` is a tensor at all
         return v.is_tensor and not a.value(expr).is_tensor
     return v.is_tensor and v.device is Device.UNKNOWN
+
+
+def loader_item(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    """A part of a batch from loaders named as such (``data_loader``, ``self.train_loader``) and
+    never copied: by SFX101's likely fact a CPU tensor, whose reads wait for no GPU (BLIP's
+    ``question_id``). Not one accelerate placed on its device."""
+    if not a.is_likely_batch_item(expr):
+        return False
+    sources = a.batch_sources(expr)
+    return bool(sources) and all(
+        "loader" in (dotted_name(loader) or "").rsplit(".", 1)[-1].lower() and not a.placed_by_accelerate(loader)
+        for loader, _ in sources
+    )
 
 
 def unplaced_reads(a: ModuleAnalysis, test: cst.BaseExpression) -> bool:

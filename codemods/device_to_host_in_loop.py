@@ -13,6 +13,7 @@ from ._stacked_reads import stacked_read
 from ._support import (
     ReplaceNodes,
     int_like,
+    loader_item,
     measures_itself,
     method_call_on,
     per_element_read,
@@ -150,7 +151,9 @@ class DeviceToHostInLoop(Rule):
     in a row that SFX301 can merge (of reads it cannot, one finding per statement). So is
     `float(t)` / `int(t)` of a tensor, or of a tensor op's result (`float(preds.eq(y).sum())`),
     without a fix: `float(x)` of a value syncfix cannot name is as often a number's or a numpy
-    value's.
+    value's. A part of a batch from a loader named as such (`data_loader`, `self.train_loader`)
+    that the code never copies is, by SFX101's likely fact, a CPU tensor: its reads are not
+    reported (unless accelerate placed the loader's batches on its device).
 
     ## Why it costs
     A device-to-host copy with `non_blocking=False` runs `cudaMemcpyAsync` and then
@@ -349,7 +352,10 @@ class DeviceToHostInLoop(Rule):
         a = self.analysis
         receiver = a.value(read.receiver)
         proven = receiver.is_tensor and receiver.device in (Device.CUDA, Device.CUDA_OR_CPU)
-        if not proven and not unplaced_tensor(a, read.receiver) and not (read_as_tensor and a.is_hot(node)):
+        if not proven and (
+            loader_item(a, read.receiver)  # a loader's CPU item, likely (BLIP's ``question_id``)
+            or not unplaced_tensor(a, read.receiver) and not (read_as_tensor and a.is_hot(node))
+        ):
             return
         stmt = a.statement_of(node)
         if stmt is None or not isinstance(stmt, cst.SimpleStatementLine) or _owned_elsewhere(a, node, stmt, proven):
