@@ -316,7 +316,7 @@ def loader_item(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
     if not a.is_likely_batch_item(expr):
         return False
     sources = a.batch_sources(expr)
-    return bool(sources) and all(
+    return sources is not None and bool(sources) and all(
         "loader" in (dotted_name(loader) or "").rsplit(".", 1)[-1].lower() and not a.placed_by_accelerate(loader)
         for loader, _ in sources
     )
