@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import libcst as cst
 
-from syncfix.analysis import METHOD_MAYBE_SELF, Device, Kind, Memory, Value, keyword, positional
+from syncfix.analysis import METHOD_MAYBE_SELF, Device, Kind, Memory, Value, dotted_name, keyword, positional
 from syncfix.model import Applicability
 from syncfix.rules import Fix, Invalid, Rule
 
@@ -70,7 +70,7 @@ class BlockingHostToDevice(Rule):
       INT64_MAX non-blocking; NaN to int32 gives -2147483648 and 0). Such a copy gets an
       **unsafe** fix that says so, and so does `.to(x)` of an `x` syncfix cannot name, which
       may be another tensor (its device *and* dtype: fairseq's `.to(src_tokens)`) unless its
-      name says it is a device (`args.device`);
+      name says it holds a device or its index (`args.device`, `self.gpu_id`, `local_rank`);
     - the target is provably CUDA, or provably CUDA-or-CPU while the tensor is provably on the
       CPU: then the fix is exact for both targets, because a CPU-to-CPU `.to` returns the tensor
       itself (no copy is made, `non_blocking` changes nothing) and a CPU-to-CUDA copy is the
@@ -419,6 +419,10 @@ _CONVERSION = (
 )
 
 
+# Words in a name that say it holds a device or a device index, not a tensor.
+_DEVICE_WORDS = ("device", "gpu", "rank", "cuda", "dev")
+
+
 def _converts_dtype(a, call: cst.Call) -> bool:
     """Does ``.to(device, dtype)`` / ``.to(device, dtype=...)`` also convert the dtype (to one
     that is not provably the source's own)?"""
@@ -430,9 +434,13 @@ def _converts_dtype(a, call: cst.Call) -> bool:
         # ``.to(src_tokens)``: another tensor's device *and dtype*, unless it is provably a device
         first = args[0].value
         other = a.value(first)
-        named = first.attr.value if isinstance(first, cst.Attribute) else first.value if isinstance(first, cst.Name) else ""
-        if not (other.is_tensor or other.kind is Kind.UNKNOWN) or isinstance(first, cst.SimpleString) or "device" in named:
-            return False  # a device (``args.device``, ``"cuda"``), not a tensor
+        named = (dotted_name(first.func if isinstance(first, cst.Call) else first) or "").rsplit(".", 1)[-1].lower()
+        if (
+            not (other.is_tensor or other.kind is Kind.UNKNOWN)
+            or isinstance(first, cst.SimpleString)
+            or any(word in named for word in _DEVICE_WORDS)
+        ):
+            return False  # a device (``args.device``, ``self.gpu_id``, ``"cuda"``), not a tensor
         own, theirs = a.canonical_dtype(call.func.value), a.canonical_dtype(args[0].value)  # type: ignore[attr-defined]
         return own is None or own != theirs
     value = dtype.value if dtype is not None else args[1].value if len(args) >= 2 else None
