@@ -7,7 +7,16 @@ from dataclasses import replace
 
 import libcst as cst
 
-from syncfix.analysis import METHOD_MAYBE_SELF, Device, Kind, Memory, Value, dotted_name, keyword, positional
+from syncfix.analysis import (
+    METHOD_MAYBE_SELF,
+    Device,
+    Kind,
+    Memory,
+    Value,
+    dotted_name,
+    keyword,
+    positional,
+)
 from syncfix.model import Applicability
 from syncfix.rules import Fix, Invalid, Rule
 
