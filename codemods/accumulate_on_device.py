@@ -303,8 +303,10 @@ keeps the finding). A value handed to a meter every
         if not accs:
             return
         for acc in accs:
-            if acc.why_not is None:
-                self._check(loop, acc)
+            unfixable = acc.why_not  # a summand no device total keeps: said after any other reason
+            acc.why_not = None
+            self._check(loop, acc)
+            acc.why_not = acc.why_not or unfixable
         torch_name = a.torch_alias_at(loop)
         if any(acc.unsafe for acc in accs if acc.why_not is None):
             for acc in accs:
