@@ -282,6 +282,11 @@ def unplaced_message(a: ModuleAnalysis, node: cst.CSTNode) -> str:
     function (``if step % log_every == 0:``), not every step; outside a loop, as often as its
     function runs (``evaluate`` may be called every N steps), not every step."""
     conditional = False
+    handler = False  # in an ``except`` of its function: runs on an error only
+    for anc in a.ancestors(node):
+        if isinstance(anc, cst.FunctionDef):
+            break
+        handler = handler or isinstance(anc, cst.ExceptHandler)
     often = "every step"
     for anc in a.ancestors(node):
         if isinstance(anc, (cst.For, cst.While)):
@@ -291,7 +296,9 @@ def unplaced_message(a: ModuleAnalysis, node: cst.CSTNode) -> str:
             break
         if isinstance(anc, cst.If):
             conditional = True
-    if conditional:
+    if handler:
+        often = "each time its `except` handles an error"
+    elif conditional:
         often = "each time its `if` lets it run"
     return f"; that is, {often}, if the tensor is on a GPU: syncfix cannot tell which device it is on"
 

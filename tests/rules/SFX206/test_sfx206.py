@@ -291,3 +291,18 @@ def test_skipping_an_iteration_is_called_a_nan_step_skip_only_on_a_loss_or_nan_t
     crop = src.replace("torch.isnan(loss)", "x.cuda().min() < 0.5")
     (other,) = check_code(crop, select=["SFX206"])
     assert "skip the rest of the iteration" in other.message and "NaN" not in other.message
+
+
+def test_a_read_in_an_except_handler_is_not_said_to_run_every_step():
+    """fairseq's trainer checks the grads for inf only under ``except OverflowError:``."""
+    src = (
+        "import torch\n\n\ndef train_step(model, params, batch):\n"
+        "    try:\n        loss = model(batch)\n"
+        "    except OverflowError:\n"
+        "        for p in params:\n"
+        "            if torch.isinf(p.grad).any():\n                print('inf')\n"
+        "        raise\n"
+        "    return loss\n"
+    )
+    (f,) = check_code(src, select=["SFX206"])
+    assert "each time its `except` handles an error" in f.message and "every step" not in f.message
