@@ -603,3 +603,20 @@ def test_float_constants_of_math_and_numpy_are_python_floats():
     assert a.value(last_name(module, "z")).device is Device.UNKNOWN
     (neg,) = [n for n in a.structure.within(module, cst.UnaryOperation)]
     assert a.python_number_type(neg) == "float"
+
+
+def test_a_legacy_constructor_of_a_list_comprehension_is_a_cpu_tensor():
+    # mmengine's ``torch.Tensor([t.shape for t in tensors])``: a new CPU tensor from a list
+    a, module = analyse(
+        """
+        import torch
+
+        def f(tensors):
+            sizes = torch.Tensor([t.shape for t in tensors])
+            reads = torch.Tensor([t.item() for t in tensors])
+            sizes, reads
+        """
+    )
+    v = a.value(last_name(module, "sizes"))
+    assert v.kind is Kind.TENSOR and v.device is Device.CPU
+    assert a.value(last_name(module, "reads")).device is not Device.CPU

@@ -670,10 +670,13 @@ def torch_result_base(a: ModuleAnalysis, call: cst.Call) -> cst.BaseExpression |
 
 
 def _legacy_copy(call: cst.Call) -> bool:
-    """One argument, a list or tuple display of numbers (``torch.Tensor([0, n])``)."""
+    """One argument, a list or tuple display of numbers (``torch.Tensor([0, n])``), or a list
+    comprehension of such (mmengine's ``torch.Tensor([t.shape for t in tensors])``)."""
     if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
         return False
     value = call.args[0].value
+    if isinstance(value, cst.ListComp):
+        return not isinstance(value.elt, (cst.List, cst.Tuple, cst.Call))
     return isinstance(value, (cst.List, cst.Tuple)) and all(
         isinstance(el, cst.Element) and not isinstance(el.value, (cst.List, cst.Tuple, cst.Call))
         for el in value.elements
