@@ -81,9 +81,10 @@ def test_a_copy_to_another_tensor_may_convert_its_dtype():
         "        c = torch.full((3,), math.inf).to('cuda', torch.int64)\n"
         "        d = torch.full((3,), math.inf).to(self.gpu_id)\n"
         "        e = torch.full((3,), math.inf).to(get_model_device(self))\n"
-        "        print(a, b, c, d, e)\n"
+        "        f = torch.full((3,), math.inf).to(tokens[0].device)\n"
+        "        print(a, b, c, d, e, f)\n"
     )
     fixes = {f.line: f.fix.description for f in check_code(src, select=["SFX101"], unsafe_fixes=True)}
     assert "converting alike" in fixes[7] and "converting alike" not in fixes[8]
     assert "converting alike" in fixes[9] and ";:" not in fixes[7] + fixes[9]
-    assert "converting alike" not in fixes[10] + fixes[11]
+    assert "converting alike" not in fixes[10] + fixes[11] + fixes[12]
