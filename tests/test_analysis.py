@@ -620,3 +620,19 @@ def test_a_legacy_constructor_of_a_list_comprehension_is_a_cpu_tensor():
     v = a.value(last_name(module, "sizes"))
     assert v.kind is Kind.TENSOR and v.device is Device.CPU
     assert a.value(last_name(module, "reads")).device is not Device.CPU
+
+
+def test_a_parameter_annotated_as_a_numpy_array_is_one():
+    # OLMo's ``find_periodic_sequences(arr: np.ndarray, ...)``: no tensor, whatever is passed
+    a, module = analyse(
+        """
+        import numpy as np
+        import numpy.typing as npt
+
+        def f(arr: np.ndarray, ids: npt.NDArray[np.int64]):
+            arr.sum(), ids
+        """
+    )
+    assert a.value(last_name(module, "ids")).kind is Kind.NDARRAY
+    (total,) = [c for c in a.structure.within(module, cst.Call)]
+    assert a.value(total).kind is Kind.NDARRAY

@@ -404,6 +404,8 @@ def _type_value(a: ModuleAnalysis, expr: cst.BaseExpression) -> Value:
     ``torch.Tensor``; a fixed-length tuple's items for ``tuple[...]``/``Tuple[...]``."""
     if a.qualname(expr) in TENSOR_TYPES:
         return Value(Kind.TENSOR)
+    if a.qualname(expr.value if isinstance(expr, cst.Subscript) else expr) in _ARRAY_TYPES:
+        return Value(Kind.NDARRAY)  # ``np.ndarray``, ``npt.NDArray[np.int64]``: no tensor
     if isinstance(expr, cst.Subscript) and _tensor_sequence(a, expr):
         return Value(Kind.TENSORS)  # a container of tensors: its items are tensors
     if isinstance(expr, cst.Subscript) and a.qualname(expr.value) in ("builtins.tuple", "typing.Tuple"):
@@ -418,6 +420,7 @@ def _type_value(a: ModuleAnalysis, expr: cst.BaseExpression) -> Value:
     return UNKNOWN
 
 
+_ARRAY_TYPES = {"numpy.ndarray", "numpy.typing.NDArray"}
 _SEQUENCES = {
     "builtins.list", "typing.List", "typing.Sequence", "collections.abc.Sequence",
     "builtins.tuple", "typing.Tuple",
