@@ -288,14 +288,16 @@ def unplaced_message(a: ModuleAnalysis, node: cst.CSTNode) -> str:
             break
         handler = handler or isinstance(anc, cst.ExceptHandler)
     often = "every step"
+    child = node
     for anc in a.ancestors(node):
         if isinstance(anc, (cst.For, cst.While)):
             break
         if isinstance(anc, cst.FunctionDef):
             often = f"each time `{anc.name.value}` runs"
             break
-        if isinstance(anc, cst.If):
+        if isinstance(anc, cst.If) and child is not anc.test:  # its test runs every time
             conditional = True
+        child = anc
     if handler:
         often = "each time its `except` handles an error"
     elif conditional:

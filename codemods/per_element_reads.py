@@ -9,6 +9,7 @@ from syncfix.rules import Invalid, Rule
 from syncfix.walk import walk
 
 from ._stacked_reads import dict_values, host_dict, items_loop
+from ._support import unplaced_message, unplaced_tensor
 
 
 class PerElementReads(Rule):
@@ -18,7 +19,9 @@ class PerElementReads(Rule):
     comprehension `[v.item() for v in x]`, `[float(t) for t in (loss, acc)]`, or a `for` loop
     whose body reads its loop variable with `.item()`/`float()`/`int()`/`bool()`/`.tolist()`.
     Where the code repeats, a comprehension that reads each element of values syncfix cannot name
-    with `.item()` (`[x.item() for x in gathered]`) is reported too, without a fix.
+    with `.item()` (`[x.item() for x in gathered]`) is reported too, without a fix. So is
+    `all(t)`/`any(t)` of a tensor, which iterates it and reads each element with `bool()` until
+    the answer is known (`bool(t.all())` reads a 1-D tensor once).
 
     ## Why it costs
     Each read is a device-to-host copy plus a full stream sync: a comprehension over N elements
@@ -112,7 +115,7 @@ class PerElementReads(Rule):
     MESSAGE = "One host read per element: one sync each"
     FIX = "sometimes"
     SAFETY = ("safe", "unsafe")
-    TRIGGERS = (".item(", ".tolist(", "float(", "int(", "bool(")
+    TRIGGERS = (".item(", ".tolist(", "float(", "int(", "bool(", "all(", "any(")
     VALID = [
         # one read of a whole tensor
         "import torch\nx = torch.arange(5, device='cuda')\nvals = x.tolist()\n",
@@ -130,6 +133,31 @@ class PerElementReads(Rule):
             None,
         ),
     ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        """``all(t)``/``any(t)`` of a tensor: Python iterates it, one ``bool()`` read (a sync)
+        per element until the answer is known (llm.c's ``if all(eos_reached):`` every token)."""
+        func = node.func
+        if not (isinstance(func, cst.Name) and func.value in ("all", "any") and len(node.args) == 1):
+            return
+        arg = node.args[0]
+        a = self.analysis
+        if arg.star or arg.keyword is not None or a.callee(node) not in ("builtins.all", "builtins.any"):
+            return
+        v = a.value(arg.value)
+        if v.is_tensor and v.device in (Device.CUDA, Device.CUDA_OR_CPU):
+            where = ""
+        elif unplaced_tensor(a, arg.value):
+            where = unplaced_message(a, node)
+        else:
+            return
+        name = func.value
+        self.report(
+            node,
+            f"{self.MESSAGE}: `{name}(t)` reads a tensor's elements one by one; `bool(t.{name}())` "
+            f"(for a 1-D tensor) reads once{where}; no fix: syncfix rewrites only comprehensions "
+            "and loops",
+        )
 
     def visit_ListComp(self, node: cst.ListComp) -> None:
         self._comprehension(node)

@@ -277,3 +277,19 @@ def test_a_loop_whose_body_writes_the_mapping_gets_no_fix_of_any_kind():
     # with the write before the read it was already refused; a read-only body still gets it
     read_only = src.replace("        for other in stats.values():\n            other.zero_()\n", "")
     assert "torch.stack" in fix_code(read_only, select=["SFX303"], unsafe_fixes=True)
+
+
+def test_a_read_in_an_if_test_runs_every_time_round():
+    """The test of an ``if`` runs every time round (llm.c's ``if all(eos_reached):``); its body
+    only when the test lets it."""
+    from syncfix import check_code
+
+    src = (
+        "import torch\n\n\ndef generate(model, tokens, steps, eos_reached: torch.Tensor):\n"
+        "    for _ in range(steps):\n"
+        "        tokens = model(tokens)\n"
+        "        if all(eos_reached):\n"
+        "            break\n"
+    )
+    (f,) = check_code(src, select=["SFX303"])
+    assert "that is, every step" in f.message
