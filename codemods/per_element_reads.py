@@ -86,7 +86,9 @@ class PerElementReads(Rule):
     values are one-element tensors of one dtype on one device, as a dict of losses or metrics is,
     and that `d` is a dict (its `keys()` and `values()` in the order of `items()`): mixed dtypes
     would promote (an int count would come back a float), tensors on several devices cannot be
-    stacked, and the rest of each item's expression now runs after every value is read. Each
+    stacked (OLMo's optimizer metrics hold a `clipping_rate` made on the CPU among GPU norms:
+    there the stack raises where the reads did not; read the dict's producer before applying), and
+    the rest of each item's expression now runs after every value is read. Each
     value may have its own one-element shape (`[]` or `[1]`). A read inside a lambda or a nested
     comprehension is not moved (it runs later, or not at all). A dict display whose values are
     provably on the CPU is not reported; one with any value on the host, or with tensors of
