@@ -8,10 +8,11 @@ per function the calls it makes, and whether each sits in a loop. A fixpoint ove
 then marks a function hot when a hot function, or any loop, calls it (not a loop that calls
 ``input()`` each time round: it waits for a person): by a name imported from
 its module (``from .nn import timestep_embedding``), through its module (``nn.f(...)``), in
-its own file by name, or as ``self.method(...)``: this file's method, and the methods of that
-name in files whose classes derive from this file's classes by name, or it from theirs (an
-override: detectron2's ``DenseDetector.forward`` calls ``self.forward_training``, which
-``RetinaNet`` defines in another file). A call through another object
+its own file by name, or as ``self.method(...)``: this file's method, and, called from a step
+function itself, the methods of that name in files whose classes derive from this file's
+classes by name, or it from theirs (an override: detectron2's ``DenseDetector.forward`` calls
+``self.forward_training``, which ``RetinaNet`` defines in another file; a set-up loop over a
+model's layers reaches no override). A call through another object
 (``self.sampler.sample(...)``) is resolved by the method's name alone, when at most
 ``_MAX_DEFINERS`` project files define a function of that name and the name is not one that
 builtins, tensors or modules also have (``update``, ``sum``, ``step``...): hotness decides what
