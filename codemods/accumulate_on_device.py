@@ -174,8 +174,9 @@ class AccumulateOnDevice(Rule):
     there), or when the loop writes it other than by a reset (a write after the loop, such as
 `test_loss /= n`, sees the value read back; one that a loop around carries into the next start
 keeps the finding). A value handed to a meter every
-    step (`losses.update(loss.item(), n)`) is reported without a fix: the meter keeps its sum on
-    the host, and only its class can change that.
+    step (`losses.update(loss.item(), n)`, or scaled on its way: `loss.item() * accum_steps`) is
+    reported without a fix: the meter keeps its sum on the host, and only its class can change
+    that.
 
     ```python
     running_loss = 0.0
@@ -257,6 +258,8 @@ keeps the finding). A value handed to a meter every
             return
         a = self.analysis
         first = node.args[0].value
+        if isinstance(first, cst.BinaryOperation):  # ``loss.item() * accum_steps`` (timm)
+            first = next((side for side in (first.left, first.right) if isinstance(side, cst.Call)), first)
         if not isinstance(first, cst.Call) or not a.is_hot(node):
             return
         read = a.host_read(first) or a.likely.host_read(first)
