@@ -253,7 +253,7 @@ class BlockingHostToDevice(Rule):
             return  # a copy between GPUs: the host does not wait for it
         if _no_elements(a, func.value):
             return  # ``torch.empty(0).cuda()``: nothing to copy, nothing waits
-        if receiver.is_tensor and func.attr.value == "to" and _already_there(a, node):
+        if receiver.is_tensor and func.attr.value == "to" and a.already_on_target(node):
             return  # ``torch.zeros_like(rewards).to(device)``, ``rewards`` placed with ``device``
         if _onto_accumulator(a, node):
             return  # ``total += x.to(total.device)``: kept on the total's device on purpose
@@ -602,26 +602,6 @@ def _result_dropped(a, node: cst.Call) -> bool:
     """Is the call a statement of its own, its result unused?"""
     parent = a.parent(node)
     return isinstance(parent, cst.Expr) and parent.value is node
-
-
-def _already_there(a, call: cst.Call) -> bool:
-    """Was the receiver of ``x.to(d)`` placed with the same device expression ``d`` names, one
-    that means one device wherever it is read (a string, or a name bound once)? ``.to`` then
-    returns ``x`` itself: no copy, no wait."""
-    func = call.func
-    assert isinstance(func, cst.Attribute)
-    origin = a.device_origin(func.value)
-    if origin is None or origin != a.device_origin(call):
-        return False
-    if origin.startswith('"'):
-        return True
-    scope = a.scope(call)
-    if scope is None or not origin.isidentifier():
-        return False
-    try:
-        return len(scope[origin]) == 1
-    except Exception:  # LibCST's scope lookup of a name it does not know
-        return False
 
 
 def _project_narrow_to(a) -> bool:

@@ -632,3 +632,23 @@ def fstring_device(expr: cst.FormattedString) -> Value:
     ):
         return Value(Kind.DEVICE, Device.CUDA)
     return OTHER
+
+
+def already_on_target(a: ModuleAnalysis, call: cst.Call) -> bool:
+    """Was the receiver of ``x.to(d)`` placed with the same device expression ``d`` names, one
+    that means one device wherever it is read (a string, or a name bound once)? ``.to`` then
+    returns ``x`` itself: no copy, no wait."""
+    func = call.func
+    assert isinstance(func, cst.Attribute)
+    origin = a.device_origin(func.value)
+    if origin is None or origin != a.device_origin(call):
+        return False
+    if origin.startswith('"'):
+        return True
+    scope = a.scope(call)
+    if scope is None or not origin.isidentifier():
+        return False
+    try:
+        return len(scope[origin]) == 1
+    except Exception:  # LibCST's scope lookup of a name it does not know
+        return False

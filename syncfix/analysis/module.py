@@ -531,6 +531,11 @@ class ModuleAnalysis:
         """The code of the one device expression a tensor was placed with, or None."""
         return devices.device_origin(self, expr)
 
+    def already_on_target(self, call: cst.Call) -> bool:
+        """Was the receiver of ``x.to(d)`` placed with the device expression ``d`` names, one that
+        means one device wherever it is read? ``.to`` then returns ``x`` itself: no copy."""
+        return devices.already_on_target(self, call)
+
     def names_device_only(self, call: cst.Call) -> bool:
         """Does ``.to(...)`` provably name a device and no dtype (so it keeps the dtype)?"""
         return devices.names_device_only(self, call)
