@@ -102,7 +102,7 @@ def read_again_in(a, loop: cst.CSTNode, read: cst.Call, receiver: cst.BaseExpres
     if not isinstance(receiver, cst.Name):
         return None
     guards = {id(anc) for anc in a.ancestors(read)}
-    for call in a.structure.of_type(cst.Call):
+    for call in a.structure.within(loop, cst.Call):
         if call is read:
             continue
         sometimes, child = False, call  # read only sometimes (``if step % 100 == 0: print(...)``)
@@ -113,8 +113,6 @@ def read_again_in(a, loop: cst.CSTNode, read: cst.Call, receiver: cst.BaseExpres
             if isinstance(anc, _GUARDS) and not in_test and id(anc) not in guards:
                 sometimes = True
             child = anc
-        else:
-            continue  # not in the loop
         if sometimes:
             continue
         other = a.likely.host_read(call)

@@ -29,7 +29,7 @@ from syncfix.analysis import (
     Device,
     Kind,
     ModuleAnalysis,
-    dotted_name,
+    last_name,
     literal_number,
     stored_names,
 )
@@ -326,7 +326,7 @@ def loader_item(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
         return False
     sources = a.batch_sources(expr)
     return sources is not None and bool(sources) and all(
-        "loader" in (dotted_name(loader) or "").rsplit(".", 1)[-1].lower() and not a.placed_by_accelerate(loader)
+        "loader" in last_name(loader).lower() and not a.placed_by_accelerate(loader)
         for loader, _ in sources
     )
 

@@ -14,6 +14,7 @@ from syncfix.analysis import (
     Memory,
     Value,
     keyword,
+    last_name,
     positional,
 )
 from syncfix.model import Applicability
@@ -427,11 +428,6 @@ _CONVERSION = (
 )
 
 
-def _last_name(expr: cst.BaseExpression) -> str:
-    """``x`` of ``x``, ``device`` of ``batch["ids"][i].device``: the name an expression ends in."""
-    return expr.attr.value if isinstance(expr, cst.Attribute) else expr.value if isinstance(expr, cst.Name) else ""
-
-
 # Words in a name that say it holds a device or a device index, not a tensor.
 _DEVICE_WORDS = ("device", "gpu", "rank", "cuda", "dev")
 
@@ -447,7 +443,7 @@ def _converts_dtype(a, call: cst.Call) -> bool:
         # ``.to(src_tokens)``: another tensor's device *and dtype*, unless it is provably a device
         first = args[0].value
         other = a.value(first)
-        named = _last_name(first.func if isinstance(first, cst.Call) else first).lower()
+        named = last_name(first.func if isinstance(first, cst.Call) else first).lower()
         if (
             not (other.is_tensor or other.kind is Kind.UNKNOWN)
             or isinstance(first, cst.SimpleString)

@@ -40,6 +40,12 @@ def dotted_name(expr: cst.BaseExpression) -> str | None:
         return ".".join(reversed(parts))
     return None
 
+def last_name(expr: cst.BaseExpression) -> str:
+    """The name an expression ends in: ``x`` of ``x``, ``device`` of ``batch["ids"][i].device``
+    ("" for anything else)."""
+    return expr.attr.value if isinstance(expr, cst.Attribute) else expr.value if isinstance(expr, cst.Name) else ""
+
+
 def keyword(call: cst.Call, name: str) -> cst.Arg | None:
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value == name:
