@@ -97,7 +97,14 @@ class SynchronizeInLoop(Rule):
         if what is None:
             return
         why = self._deliberate(node, what)
-        if why is not None:
+        if why is not None and self._after_inner_loop(node):
+            # nanoGPT's bench.py: ``for stage ...: t0 = time.time(); for k ...: step();
+            # torch.cuda.synchronize(); t1 = time.time()``: the timed loop holds no sync
+            message = (
+                f"{what} in a loop, deliberate (timing): {why}; left as is. It closes the timing "
+                "of the loop before it, once per pass of this loop, where the clock read needs it"
+            )
+        elif why is not None:
             message = (
                 f"{what} in a loop, deliberate (timing): {why}; left as is. It stalls every "
                 "iteration, so the timed loop runs slower than the untimed one; CUDA events "
@@ -108,6 +115,20 @@ class SynchronizeInLoop(Rule):
         else:
             message = f"{what} in a loop: the CPU waits for the GPU each time it runs"
         self.report(node, message)
+
+    def _after_inner_loop(self, node: cst.Call) -> bool:
+        """Does a loop nested in the sync's loop run before it in the same pass (the work being
+        timed), so that the sync waits once per pass of its loop, not once per timed step?"""
+        a = self.analysis
+        loop = a.enclosing_loop(node)
+        stmt: cst.CSTNode | None = node
+        while stmt is not None and a.parent(stmt) is not loop.body:  # type: ignore[union-attr]
+            stmt = a.parent(stmt)
+        body = list(loop.body.body) if loop is not None and isinstance(loop.body, cst.IndentedBlock) else []
+        if stmt not in body:
+            return False
+        before = body[: body.index(stmt)]  # type: ignore[arg-type]
+        return any(a.nodes_within(s, cst.For) or a.nodes_within(s, cst.While) for s in before)
 
     def _what(self, node: cst.Call) -> str | None:
         a = self.analysis

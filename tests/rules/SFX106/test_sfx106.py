@@ -138,3 +138,21 @@ def test_synchronize_ending_a_branch_before_the_clock_is_timing():
         assert "deliberate (timing)" in msg, text
     (msg,) = _messages("    if x.is_cuda:\n        torch.cuda.synchronize()\n        y = x + 1\n    t = time.time()\n", "SFX106")
     assert "deliberate" not in msg
+
+
+def test_a_sync_closing_an_inner_timed_loop_is_not_said_to_stall_it():
+    # nanoGPT's bench.py: a burn-in pass, then a timed one; the sync after the inner loop runs
+    # once per pass, and the timed steps hold none
+    src = (
+        "import time\nimport torch\n\ndef bench(step):\n"
+        "    for stage, n in enumerate([10, 20]):\n        t0 = time.time()\n"
+        "        for k in range(n):\n            step()\n"
+        "        torch.cuda.synchronize()\n        t1 = time.time()\n        print(t1 - t0)\n"
+    )
+    (f,) = check_code(src, select=["SFX106"], include_cold=True)
+    assert "deliberate (timing)" in f.message
+    assert "stalls every iteration" not in f.message and "once per pass of this loop" in f.message
+    # a sync in the timed loop itself does stall each step
+    per_step = src.replace("            step()\n", "            step()\n            torch.cuda.synchronize()\n            print(time.time())\n")
+    inner = [f for f in check_code(per_step, select=["SFX106"], include_cold=True) if f.line == 9]
+    assert inner and "stalls every iteration" in inner[0].message
