@@ -302,7 +302,40 @@ def unplaced_message(a: ModuleAnalysis, node: cst.CSTNode) -> str:
         often = "each time its `except` handles an error"
     elif conditional:
         often = "each time its `if` lets it run"
+    elif often == "every step" and follows_inner_loop(a, node):
+        often = "once per pass of its loop, after the loop before it (an epoch's end)"
     return f"; that is, {often}, if the tensor is on a GPU: syncfix cannot tell which device it is on"
+
+
+def follows_inner_loop(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
+    """Does a loop of steps nested in ``node``'s loop run before it in the same pass (``for
+    epoch ...: for batch in loader: ...`` then ``print(train_ppl)``; nanoGPT's ``for stage ...:
+    for k in range(num_steps): ...``), so that ``node`` runs once per pass over those steps? A
+    loop of steps: over ``range(...)`` or over a loader's batches; not a loop over a batch's
+    keys or a list (``for key in batch.keys(): batch[key] = batch[key].to(rank)`` in a step)."""
+    loop = a.enclosing_loop(node)
+    if loop is None or not isinstance(loop.body, cst.IndentedBlock):
+        return False
+    body = list(loop.body.body)
+    stmt: cst.CSTNode | None = node
+    while stmt is not None and a.parent(stmt) is not loop.body:
+        stmt = a.parent(stmt)
+    if stmt is None or stmt not in body:
+        return False
+    before = body[: body.index(stmt)]  # type: ignore[arg-type]
+    return any(_loop_of_steps(a, inner) for s in before for inner in a.nodes_within(s, cst.For))
+
+
+def _loop_of_steps(a: ModuleAnalysis, loop: cst.CSTNode) -> bool:
+    if not isinstance(loop, cst.For):
+        return False
+    if isinstance(loop.iter, cst.Call) and a.callee(loop.iter) == "builtins.range":
+        return True
+    # a use of a name the loop binds (the target itself is a store): a batch, or a part of one
+    # from a loader the code does not construct
+    targets = {n.value for n in a.nodes_within(loop.target, cst.Name)}  # type: ignore[attr-defined]
+    uses = [n for n in a.nodes_within(loop.body, cst.Name) if n.value in targets]  # type: ignore[attr-defined]
+    return any(a.value(n).kind is Kind.BATCH or a.is_likely_batch_item(n) for n in uses[:len(targets)])  # type: ignore[arg-type]
 
 
 def unplaced_tensor(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
@@ -313,8 +346,10 @@ def unplaced_tensor(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
         return False
     v = a.likely.value(expr)
     if v.device in (Device.CUDA, Device.CUDA_OR_CPU):
-        # ``(y.cuda() > 0)`` of a batch item ``y``: a CUDA tensor if ``y`` is a tensor at all
-        return v.is_tensor and not a.value(expr).is_tensor
+        # ``(y.cuda() > 0)`` of a batch item ``y``: a CUDA tensor if ``y`` is a tensor at all;
+        # a loss of a model fed ``x.cuda()``: a tensor, on CUDA if the model is
+        proven = a.value(expr)
+        return v.is_tensor and not (proven.is_tensor and proven.device is not Device.UNKNOWN)
     return v.is_tensor and v.device is Device.UNKNOWN
 
 

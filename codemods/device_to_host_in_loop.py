@@ -99,10 +99,11 @@ def _owned_elsewhere(a, node: cst.Call, stmt: cst.SimpleStatementLine, proven: b
         if isinstance(anc, cst.Raise):
             return True  # the message of an error: read once, when raising
         if isinstance(anc, cst.Call) and anc is not node and (
-            # SFX401-403 move or defer log lines of what is provably a tensor; a log line of a
-            # value only the likely view takes for one is reported here, where it runs every
+            # SFX401-403 move or defer log lines of what is provably a CUDA tensor; a log line
+            # of a tensor whose device syncfix cannot name (a loss of a model passed in), or of
+            # a value only the likely view takes for one, is reported here, where it runs every
             # iteration
-            a.is_logging_call(anc) and (a.host_read(node) is not None or not runs_every_iteration(a, stmt))
+            a.is_logging_call(anc) and (proven or not runs_every_iteration(a, stmt))
             or (isinstance(anc.func, cst.Attribute) and anc.func.attr.value in ("update", "add_scalar"))
             # SFX404 reads a list's values after the loop, for tensors it can place on CUDA
             or (proven and isinstance(anc.func, cst.Attribute) and anc.func.attr.value == "append")
@@ -147,7 +148,10 @@ class DeviceToHostInLoop(Rule):
     Where the code repeats, a scalar read `v = t.item()` (or `t.item()` passed to a call, used
     in a slice, added to a total kept in a container: `counts["raw"] += t.sum().item()`) is
     reported as well, unless another rule owns it: a running total in a name (SFX302), a log
-    line (SFX401/SFX402), a branch or check (SFX201-SFX206), a comprehension (SFX303), or reads
+    line of a tensor provably on CUDA (SFX401/SFX402; a log line that reads one of a device
+    syncfix cannot name, such as a loss of a model passed in, is reported here where it runs on
+    every iteration of its loop, and not under `if step % 100 == 0:`), a branch or check
+    (SFX201-SFX206), a comprehension (SFX303), or reads
     in a row that SFX301 can merge (of reads it cannot, one finding per statement). So is
     `float(t)` / `int(t)` of a tensor, or of a tensor op's result (`float(preds.eq(y).sum())`),
     without a fix: `float(x)` of a value syncfix cannot name is as often a number's or a numpy

@@ -8,6 +8,7 @@ from syncfix.analysis import LOG_LEVELS, Device
 from syncfix.rules import Invalid, Rule
 
 from ._memory import aliases_in
+from ._support import runs_every_iteration, unplaced_message, unplaced_tensor
 
 
 class FormatSyncs(Rule):
@@ -15,6 +16,10 @@ class FormatSyncs(Rule):
     ## What it finds
     A CUDA tensor formatted into text: an f-string field (`f"loss {loss}"`,
     `logger.debug(f"{t}")`), a `%` format (`"%s" % t`, `"%.3f" % loss`) or `str.format`.
+    A tensor whose device syncfix cannot name (the loss of a model passed in as a parameter) is
+    reported, without a fix, where it is formatted on every iteration of a loop: it syncs there
+    if it is on a GPU. Under `if step % 100 == 0:` it is formatted once per hundred steps, and
+    is not reported.
 
     ## Why it costs
     Formatting reads the values: `f"{t}"` of a 0-d tensor calls `item()` (1 sync), and `str(t)`
@@ -90,6 +95,7 @@ class FormatSyncs(Rule):
         fields = [p for p in node.parts if isinstance(p, cst.FormattedStringExpression)]
         gpu = [f for f in fields if self._gpu_tensor(f.expression)]
         if not gpu:
+            self._report_unplaced([f.expression for f in fields], "f-string field")
             return
         fix = self._lazy_fix(node)
         if fix is None:
@@ -108,6 +114,7 @@ class FormatSyncs(Rule):
             if self._gpu_tensor(item):
                 self.report(item, f"{self.MESSAGE} (`%` format)")
                 return
+        self._report_unplaced(items, "`%` format")
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -120,6 +127,26 @@ class FormatSyncs(Rule):
                 if self._gpu_tensor(arg.value):
                     self.report(arg.value, f"{self.MESSAGE} (`str.format`)")
                     return
+            self._report_unplaced([arg.value for arg in node.args], "`str.format`")
+
+    def _report_unplaced(self, exprs: list[cst.BaseExpression], form: str) -> None:
+        """A tensor whose device syncfix cannot name (a loss of a model passed in), formatted
+        on every iteration of a loop: reported, without a fix (as SFX105 does a log line that
+        reads one with ``.item()``; under ``if step % 100 == 0:`` it stays quiet)."""
+        a = self.analysis
+        found = next((e for e in exprs if unplaced_tensor(a, e) and not self._in_raise(e)), None)
+        if found is None:
+            return
+        stmt = a.statement_of(found)
+        if stmt is None or not runs_every_iteration(a, stmt):
+            return
+        shown = a.module.code_for_node(found)
+        self.report(
+            found,
+            f"A tensor is formatted into text: every format reads it to the host ({form} `{shown}`)"
+            f"{unplaced_message(a, found)}; no fix: format it less often (every N steps), or keep "
+            "the tensors and format them after the loop",
+        )
 
     def _gpu_tensor(self, expr: cst.BaseExpression) -> bool:
         """A tensor provably (or by a cuda-or-cpu device choice) on the GPU, outside a ``raise``."""
@@ -127,10 +154,12 @@ class FormatSyncs(Rule):
         v = a.value(expr)
         if not (v.is_tensor and v.device in (Device.CUDA, Device.CUDA_OR_CPU)):
             return False
-        stmt = a.statement_of(expr)
-        return not (
-            isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(s, cst.Raise) for s in stmt.body)
-        )
+        return not self._in_raise(expr)
+
+    def _in_raise(self, expr: cst.BaseExpression) -> bool:
+        """Is ``expr`` in a ``raise`` statement (an error's message: formatted once)?"""
+        stmt = self.analysis.statement_of(expr)
+        return isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(s, cst.Raise) for s in stmt.body)
 
     def _lazy_fix(self, node: cst.FormattedString):
         a = self.analysis

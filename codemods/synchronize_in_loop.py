@@ -7,7 +7,7 @@ import libcst as cst
 from syncfix.rules import Invalid, Rule
 from syncfix.walk import walk
 
-from ._support import runs_every_iteration
+from ._support import follows_inner_loop, runs_every_iteration
 
 _DEVICE_SYNC = {"torch.cuda.synchronize", "torch.accelerator.synchronize"}
 _STREAMS = {"torch.cuda.Stream", "torch.cuda.current_stream", "torch.cuda.default_stream",
@@ -97,7 +97,7 @@ class SynchronizeInLoop(Rule):
         if what is None:
             return
         why = self._deliberate(node, what)
-        if why is not None and self._after_inner_loop(node):
+        if why is not None and follows_inner_loop(a, node):
             # nanoGPT's bench.py: ``for stage ...: t0 = time.time(); for k ...: step();
             # torch.cuda.synchronize(); t1 = time.time()``: the timed loop holds no sync
             message = (
@@ -115,20 +115,6 @@ class SynchronizeInLoop(Rule):
         else:
             message = f"{what} in a loop: the CPU waits for the GPU each time it runs"
         self.report(node, message)
-
-    def _after_inner_loop(self, node: cst.Call) -> bool:
-        """Does a loop nested in the sync's loop run before it in the same pass (the work being
-        timed), so that the sync waits once per pass of its loop, not once per timed step?"""
-        a = self.analysis
-        loop = a.enclosing_loop(node)
-        stmt: cst.CSTNode | None = node
-        while stmt is not None and a.parent(stmt) is not loop.body:  # type: ignore[union-attr]
-            stmt = a.parent(stmt)
-        body = list(loop.body.body) if loop is not None and isinstance(loop.body, cst.IndentedBlock) else []
-        if stmt not in body:
-            return False
-        before = body[: body.index(stmt)]  # type: ignore[arg-type]
-        return any(a.nodes_within(s, cst.For) or a.nodes_within(s, cst.While) for s in before)
 
     def _what(self, node: cst.Call) -> str | None:
         a = self.analysis

@@ -248,3 +248,23 @@ def test_reads_in_a_tuple_added_to_a_tuple_are_not_a_running_total():
     )
     found = [f for f in check_code(src, select=["SFX105"], unsafe_fixes=True) if f.fix is not None]
     assert found and "one transfer" in found[0].fix.description
+
+
+def test_a_read_after_an_inner_loop_of_steps_says_once_per_pass():
+    # an epoch's end: the read follows the loop over the loader's batches
+    src = (
+        "import torch\n\ndef fit(model, loader, opt, epochs):\n    for epoch in range(epochs):\n"
+        "        for x, y in loader:\n"
+        "            loss = torch.nn.functional.cross_entropy(model(x), y)\n"
+        "            loss.backward()\n        print(loss.item())\n"
+    )
+    (f,) = [f for f in check_code(src, select=["SFX105"]) if f.line == 8]
+    assert "once per pass of its loop, after the loop before it" in f.message
+    # a loop over a batch's keys inside a step is no loop of steps: the read is every step's
+    step = (
+        "import torch\n\ndef fit(model, loader, rank, totals):\n    for batch in loader:\n"
+        "        for key in batch.keys():\n            batch[key] = batch[key].to(rank)\n"
+        "        loss = model(batch['x'])['loss']\n        totals[0] += loss.item()\n"
+    )
+    (g,) = [f for f in check_code(step, select=["SFX105"]) if f.line == 8]
+    assert "every step" in g.message and "once per pass" not in g.message
