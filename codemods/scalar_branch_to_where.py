@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfix.analysis import Device, ModuleAnalysis
+from syncfix.analysis import SIZE_FACTORIES, Device, ModuleAnalysis
 from syncfix.rules import Fix, Invalid, Replacement, Rule
 from syncfix.walk import walk
 
@@ -181,6 +181,18 @@ class ScalarBranchToWhere(Rule):
         origins: set[str | None] = set().union(*(c.origins for c in conds))  # type: ignore[union-attr]
         if multi and any(a.effects(t).reads & names for t in tests):
             return msg + " (the condition reads an assigned name: no fix)", None
+        sized = next((s for taken, other in values.values() for e in (*taken, other) if e is not None
+                      for s in _sizes_from_tensors(a, e)), None)
+        if sized is not None:
+            # detr's ``all_gather``: ``if local_size != max_size: padding = torch.empty(size=(max_size
+            # - local_size,))``: a shape only the host can give the allocator
+            return (
+                "Python branch on a GPU value syncs to pick a tensor; a branch builds a tensor "
+                f"whose size comes from a GPU value (`{code(a, sized)}`), which no device form can "
+                "choose: no fix; where the host knows that number (a `numel()`, a length), test "
+                "it instead",
+                None,
+            )
         new_code: dict[str, str] = {}
         for target, (taken, other) in values.items():
             exprs = list(taken) + ([other] if other is not None else [])
@@ -256,6 +268,22 @@ def _one_device(a: ModuleAnalysis, devices: set[Device], origins: set[str | None
     if devices == {Device.CUDA}:
         return True
     return len(origins) == 1 and None not in origins and devices <= {Device.CUDA, Device.CUDA_OR_CPU}
+
+
+def _sizes_from_tensors(a: ModuleAnalysis, expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The size arguments of ``torch.empty/zeros/ones/...`` calls in ``expr`` that compute
+    with a tensor (``size=(max_size - local_size,)`` of a 0-d ``local_size``)."""
+    found = []
+    for call in a.nodes_within(expr, cst.Call):
+        name = a.callee(call) or ""  # type: ignore[arg-type]
+        if not (name.startswith("torch.") and name[len("torch."):] in SIZE_FACTORIES):
+            continue
+        for arg in call.args:  # type: ignore[attr-defined]
+            if arg.keyword is not None and arg.keyword.value != "size":
+                continue
+            if any(a.value(n).is_tensor for n in a.nodes_within(arg.value, cst.Name)):
+                found.append(arg.value)
+    return found
 
 
 def _read_of(a: ModuleAnalysis, target: str, exprs) -> cst.Name | None:

@@ -107,3 +107,18 @@ def test_a_branch_without_else_names_the_value_it_lacks():
     [finding] = check_code(src, select=["SFX201"])
     assert "the branch does not use `padding`'s value from before the `if`: no fix" in finding.message
     assert finding.fix is None
+
+
+def test_a_branch_sized_by_a_gpu_value_does_not_offer_where():
+    # detr's all_gather pads to the largest size: the padding's shape is the tested value itself
+    src = (
+        "import torch\n\ndef pad(tensor, max_size):\n"
+        "    local_size = torch.tensor([tensor.numel()], device='cuda')\n"
+        "    if local_size != max_size:\n"
+        "        padding = torch.empty(size=(max_size - local_size,), dtype=torch.uint8, device='cuda')\n"
+        "        tensor = torch.cat((tensor, padding), dim=0)\n"
+        "    return tensor\n"
+    )
+    (f,) = check_code(src, select=["SFX201"], include_cold=True)
+    assert "whose size comes from a GPU value (`(max_size - local_size,)`)" in f.message
+    assert "`torch.where` picks" not in f.message and f.fix is None
