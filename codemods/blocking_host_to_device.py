@@ -101,8 +101,10 @@ class BlockingHostToDevice(Rule):
     - the module uses one stream (no `torch.cuda.stream`/`Stream`/graphs: copies on a side stream
       need `wait_stream`/`record_stream`, which is not ours to prove), and no project module
       that imports it, directly or through others, uses them (it may call this code under a
-      side stream and use the copy on another without waiting). Not seen: a caller outside the
-      project, or one that reaches this code without importing it (a callback);
+      side stream and use the copy on another without waiting), nor any project module it
+      imports, directly or through others (a function there may read the copy on a side
+      stream before it lands). Not seen: a caller outside the project, or one that reaches this
+      code without importing it (a callback);
     - the source memory cannot change before the copy runs. A pageable source is staged by the
       driver when the call returns, so later writes cannot reach the copy; a pinned source is read
       when the copy *executes*, so a pinned buffer written again later (in place in the loop,
@@ -511,8 +513,8 @@ _UNKNOWN_DEVICE = (
     "pass non_blocking=True yourself if this copies a fresh CPU tensor to the GPU)"
 )
 _STREAMS = (
-    "the module, or a project module that imports it, uses CUDA streams or graphs, whose copies "
-    "need an ordering syncfix does not prove"
+    "the module, or a project module that imports it or that it imports, uses CUDA streams or "
+    "graphs, whose copies need an ordering syncfix does not prove"
 )
 _WRITTEN = (
     "the source may be written again before a non-blocking copy would read it; copy a tensor "

@@ -140,9 +140,12 @@ class Project:
         }
         self._closures: dict[str, tuple[ModuleFile, ...]] = {}
         # modules some project module using CUDA streams imports, directly or through others:
-        # a function there may run under that module's side stream
+        # a function there may run under that module's side stream; and the modules that import
+        # it: a tensor they copy may be handed to a function of it that reads it on a side stream
+        # (a non-blocking copy would then race that read)
         streams = [name for name, (_, data) in sources.items() if uses_streams(data)]
         self.streams_around = {m.name for s in streams for m in self.closure(s)}
+        self.streams_around |= {m for s in streams for m in self.importer_closure(s)}
         # modules that copy without waiting, and those they import: a sync there may be the
         # wait such a copy counts on
         waiting = [name for name, (_, data) in sources.items() if counts_on_later_syncs(data)]

@@ -508,6 +508,29 @@ def test_a_copy_whose_importer_uses_streams_is_not_made_non_blocking(tmp_path):
     assert _fixes(root, "helper.py") == {6: "safe"}
 
 
+def test_a_copy_handed_to_an_imported_module_that_uses_streams_is_not_made_non_blocking(tmp_path):
+    # train.py copies each step and hands the copy to helpers.consume, which reads it on a side
+    # stream without waiting: a non-blocking copy from pageable memory would still be running
+    # there (20 of 20 wrong results on an H200 with 16 to 65,536 elements)
+    helpers = (
+        "import torch\n\n_side = torch.cuda.Stream()\n\n\ndef consume(x):\n"
+        "    with torch.cuda.stream(_side):\n        return x * 2\n"
+    )
+    train = (
+        "import torch\nfrom helpers import consume\n\n\ndef main():\n    for step in range(100):\n"
+        "        x = torch.randn(1024).cuda()\n        consume(x)\n"
+    )
+    root = _project(tmp_path, {"helpers.py": helpers, "train.py": train})
+    assert _fixes(root, "train.py") == {7: None}
+    # through a module between them too; without the stream, the fix is safe
+    root = _project(
+        tmp_path, {"helpers.py": helpers, "mid.py": "from helpers import consume\n", "train.py": train.replace("from helpers", "from mid")}
+    )
+    assert _fixes(root, "train.py") == {7: None}
+    (root / "helpers.py").write_text("import torch\n\n\ndef consume(x):\n    return x * 2\n")
+    assert _fixes(root, "train.py") == {7: "safe"}
+
+
 def test_a_sync_an_importer_may_count_on_is_not_removed_by_a_safe_fix(tmp_path):
     # main.py copies predictions to the host without waiting, then calls labels(), whose blocking
     # copy is what waits for them before the host reads `pred`

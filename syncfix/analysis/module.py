@@ -383,8 +383,8 @@ class ModuleAnalysis:
 
     @cached_property
     def uses_streams(self) -> bool:
-        """Does the module, or code that imports it, touch CUDA streams or graphs (then copy
-        ordering is not ours to prove)?"""
+        """Does the module, code that imports it, or code it imports touch CUDA streams or graphs
+        (then copy ordering is not ours to prove)?"""
         if self._syntax_of is not None:
             return self._syntax_of.uses_streams
         return (

@@ -149,7 +149,8 @@ class ModuleContext:
     #: function's callers are all in the project's files (analysis/imported.py)
     closed: bool = False
     #: a project module that imports it (directly or through others) uses CUDA streams or
-    #: graphs, so its functions may run on a side stream (syncfix/projects.py)
+    #: graphs, so its functions may run on a side stream; or it imports such a module, whose
+    #: functions may read on a side stream what it hands them (syncfix/projects.py)
     streams_around: bool = False
     #: a project module that imports it (directly or through others), or the module itself,
     #: copies without waiting and counts on a later sync to finish the copy
