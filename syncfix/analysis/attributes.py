@@ -113,6 +113,21 @@ def self_attribute_values(a: ModuleAnalysis, expr: cst.Attribute) -> list[cst.Ba
     return [v for v in bound if v is not None]
 
 
+def likely_attribute_values(a: ModuleAnalysis, expr: cst.Attribute) -> list[cst.BaseExpression] | None:
+    """:func:`self_attribute_values`, or where another file may set the attribute too (a
+    subclass, code that imports the class), what this class's own methods assign: the likely
+    view (a subclass elsewhere seldom rebinds ``self.dl``). For likely facts only."""
+    proven = self_attribute_values(a, expr)
+    if proven is not None or not (isinstance(expr.value, cst.Name) and expr.value.value == "self"):
+        return proven
+    cls = next((anc for anc in a.ancestors(expr) if isinstance(anc, cst.ClassDef)), None)
+    own = _self_assignments(a, cls) if cls is not None else {}
+    bound = own.get(expr.attr.value, [])
+    if not bound or None in bound or "\0setattr" in own:
+        return None
+    return [v for v in bound if v is not None]
+
+
 def _project_base_may_set(a: ModuleAnalysis, cls: cst.ClassDef, attr: str) -> bool:
     """Does ``cls`` derive (through classes of this module) from a class of another project
     file whose methods may store ``self.<attr>``? Unless the project is closed and no other

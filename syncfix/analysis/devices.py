@@ -21,6 +21,7 @@ from libcst.metadata import Assignment, GlobalScope
 from libcst.metadata.scope_provider import BaseAssignment
 
 from . import callgraph
+from .attributes import likely_attribute_values
 from .bindings import fact_of_name, single_valued
 from .dtypes import is_dtype
 from .navigation import target_path
@@ -424,25 +425,50 @@ _ACCELERATORS = ("accelerate.Accelerator", "accelerate.accelerator.Accelerator")
 def placed_by_accelerate(a: ModuleAnalysis, loader: cst.BaseExpression) -> bool:
     """Is ``loader`` the result of ``accelerator.prepare(...)`` (or ``prepare_data_loader``) for
     an ``accelerate.Accelerator(...)`` built here without ``device_placement=False``? Its
-    batches then come already on the accelerator's device (accelerate's default)."""
-    values = _assigned_values(a, loader) if isinstance(loader, cst.Name) else None
-    if not values:
+    batches then come already on the accelerator's device (accelerate's default). Followed
+    through names and ``self`` attributes (``self.dl = self.accelerator.prepare(dl)`` in
+    ``__init__``), and through what yields the same batches: ``skip_first_batches(dl, n)``,
+    ``iter(dl)``, ``cycle(dl)`` (itertools', or a generator of that name: a likely fact, used
+    only to keep quiet about a copy that copies nothing)."""
+    return _prepared(a, loader, 0)
+
+
+# What yields a loader's own batches, by the callee's last name.
+_SAME_BATCHES = frozenset({"skip_first_batches", "iter", "cycle"})
+
+
+def _prepared(a: ModuleAnalysis, expr: cst.BaseExpression, depth: int) -> bool:
+    if depth > 4:
         return False
-    for value in values:
-        if not (
-            isinstance(value, cst.Call)
-            and isinstance(value.func, cst.Attribute)
-            and value.func.attr.value in ("prepare", "prepare_data_loader")
-            and isinstance(value.func.value, cst.Name)
-            and _places_devices(value)  # ``prepare(..., device_placement=[...])`` overrides it
-        ):
-            return False
-        makers = _assigned_values(a, value.func.value)
-        if not makers or not all(
-            isinstance(m, cst.Call) and a.callee(m) in _ACCELERATORS and _places_devices(m) for m in makers
-        ):
-            return False
-    return True
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("prepare", "prepare_data_loader"):
+            return _places_devices(expr) and _is_accelerator(a, func.value, depth + 1)
+        last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        args = positional(expr)
+        return last in _SAME_BATCHES and bool(args) and _prepared(a, args[0].value, depth + 1)
+    values = _bound_to(a, expr)
+    return bool(values) and all(_prepared(a, v, depth + 1) for v in values)  # type: ignore[union-attr]
+
+
+def _is_accelerator(a: ModuleAnalysis, expr: cst.BaseExpression, depth: int) -> bool:
+    """Is ``expr`` (a name or ``self`` attribute) only ever an ``Accelerator(...)`` that places
+    devices?"""
+    makers = _bound_to(a, expr)
+    return bool(makers) and all(
+        isinstance(m, cst.Call) and a.callee(m) in _ACCELERATORS and _places_devices(m)
+        for m in makers  # type: ignore[union-attr]
+    )
+
+
+def _bound_to(a: ModuleAnalysis, expr: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+    """What a name's bindings, or a ``self`` attribute's assignments in its class (likely:
+    attributes.py), assign."""
+    if isinstance(expr, cst.Name):
+        return _assigned_values(a, expr)
+    if isinstance(expr, cst.Attribute):
+        return likely_attribute_values(a, expr)
+    return None
 
 
 def _assigned_values(a: ModuleAnalysis, name: cst.Name) -> list[cst.BaseExpression] | None:
