@@ -150,11 +150,12 @@ class TrueHostDependency(Rule):
             if isinstance(anc, (cst.If, cst.While, cst.Assert)) and child is anc.test:
                 return  # inside a test this rule (or SFX203) reports already
             child = anc
+        # "before the loop" only where there is one (trl's ``compute_loss`` has none)
+        hoist = ", or read what it needs once, before the loop" if a.enclosing_loop(node) is not None else ""
         self.report(
             node,
             f"{self.MESSAGE}: a conditional expression picks its value by a tensor's value. Compute "
-            "the choice on the device (`torch.where`), or read what it needs once, before the loop"
-            + unplaced_message(a, node),
+            f"the choice on the device (`torch.where`){hoist}" + unplaced_message(a, node),
             fix=self._hoisted_column(node.test),
         )
 

@@ -306,3 +306,18 @@ def test_a_read_in_an_except_handler_is_not_said_to_run_every_step():
     )
     (f,) = check_code(src, select=["SFX206"])
     assert "each time its `except` handles an error" in f.message and "every step" not in f.message
+
+
+def test_a_conditional_expression_outside_a_loop_is_not_told_to_read_before_the_loop():
+    # trl's compute_loss: `(entropy_sum / num_valid).item() if num_valid > 0 else 0.0`, no loop
+    src = (
+        "import torch\n\nclass T:\n    def compute_loss(self, model, inputs):\n"
+        "        out = model(**inputs)\n        n = self.gather(out.num_valid).sum()\n"
+        "        s = self.gather(out.entropy_sum).sum()\n"
+        "        self.log.append((s / n).item() if n > 0 else 0.0)\n        return out.loss\n"
+    )
+    (f,) = check_code(src, select=["SFX206"])
+    assert "a conditional expression picks" in f.message and "before the loop" not in f.message
+    looped = src.replace("        self.log.append(", "        for _ in range(2):\n            self.log.append(")
+    (g,) = check_code(looped, select=["SFX206"])
+    assert "a conditional expression picks" in g.message and "before the loop" in g.message
