@@ -297,6 +297,8 @@ def unplaced_message(a: ModuleAnalysis, node: cst.CSTNode) -> str:
             break
         if isinstance(anc, cst.If) and child is not anc.test:  # its test runs every time
             conditional = True
+        if isinstance(anc, cst.IndentedBlock) and _skipped_early(anc, child):
+            conditional = True  # ``if not should_log: return`` before it (torchtitan's train_step)
         child = anc
     if handler:
         often = "each time its `except` handles an error"
@@ -305,6 +307,25 @@ def unplaced_message(a: ModuleAnalysis, node: cst.CSTNode) -> str:
     elif often == "every step" and follows_inner_loop(a, node):
         often = "once per pass of its loop, after the loop before it (an epoch's end)"
     return f"; that is, {often}, if the tensor is on a GPU: syncfix cannot tell which device it is on"
+
+
+_JUMPS = (cst.Return, cst.Continue, cst.Break, cst.Raise)
+
+
+def _skipped_early(block: cst.IndentedBlock, stmt: cst.CSTNode) -> bool:
+    """Does a statement before ``stmt`` in ``block`` leave it early on some condition: an ``if``
+    without ``else`` whose body ends in ``return``/``continue``/``break``/``raise``?"""
+    for before in block.body:
+        if before is stmt:
+            return False
+        if isinstance(before, cst.If) and before.orelse is None:
+            last = before.body.body[-1] if before.body.body else None
+            smalls = last.body if isinstance(last, cst.SimpleStatementLine) else [last]
+            if isinstance(before.body, cst.SimpleStatementSuite):
+                smalls = list(before.body.body)
+            if smalls and isinstance(smalls[-1], _JUMPS):
+                return True
+    return False
 
 
 def follows_inner_loop(a: ModuleAnalysis, node: cst.CSTNode) -> bool:

@@ -268,3 +268,17 @@ def test_a_read_after_an_inner_loop_of_steps_says_once_per_pass():
     )
     (g,) = [f for f in check_code(step, select=["SFX105"]) if f.line == 8]
     assert "every step" in g.message and "once per pass" not in g.message
+
+
+def test_a_read_after_an_early_return_runs_only_when_the_if_lets_it():
+    # torchtitan's train_step: `if not should_log: return` before the logged reads
+    src = (
+        "import torch\n\nclass Trainer:\n    def train_step(self, model, batch, step):\n"
+        "        loss = model(batch).mean()\n        loss.backward()\n"
+        "        if not self.should_log(step):\n            return\n"
+        "        v = loss.item()\n        print(v)\n"
+    )
+    (f,) = check_code(src, select=["SFX105"])
+    assert "each time its `if` lets it run" in f.message and "each time `train_step` runs" not in f.message
+    (g,) = check_code(src.replace("            return\n", "            print(step)\n"), select=["SFX105"])
+    assert "each time `train_step` runs" in g.message
