@@ -329,29 +329,47 @@ def _skipped_early(block: cst.IndentedBlock, stmt: cst.CSTNode) -> bool:
 
 
 def follows_inner_loop(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
-    """Does a loop of steps nested in ``node``'s loop run before it in the same pass (``for
-    epoch ...: for batch in loader: ...`` then ``print(train_ppl)``; nanoGPT's ``for stage ...:
-    for k in range(num_steps): ...``), so that ``node`` runs once per pass over those steps? A
-    loop of steps: over ``range(...)`` or over a loader's batches; not a loop over a batch's
-    keys or a list (``for key in batch.keys(): batch[key] = batch[key].to(rank)`` in a step)."""
+    """Does a loop over a loader's batches, nested in ``node``'s loop, run before it in the same
+    pass (``for epoch ...: for batch in loader: ...`` then ``print(train_ppl)``), so that
+    ``node`` runs once per pass over those batches? Not any inner loop: a loop over a batch's
+    keys, or a ``range`` of debug prints, runs inside a step."""
+    return any(_loop_of_batches(a, inner) for inner in _inner_loops_before(a, node))
+
+
+def timed_inner_loop(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
+    """Does a loop nested in ``node``'s loop run before it in the same pass, after a clock read
+    of that pass (nanoGPT's ``bench.py``: ``t0 = time.time()``, ``for k in range(n): step()``,
+    then ``torch.cuda.synchronize()``, ``t1 = time.time()``)? Then ``node`` ends the timing of
+    that inner loop, once per pass."""
+    body = _body_before(a, node) or []
+    for i, stmt in enumerate(body):
+        if a.nodes_within(stmt, cst.For) or a.nodes_within(stmt, cst.While):
+            if any(a.is_clock_read(prev) for prev in body[:i]):
+                return True
+    return False
+
+
+def _body_before(a: ModuleAnalysis, node: cst.CSTNode) -> list[cst.BaseStatement] | None:
     loop = a.enclosing_loop(node)
     if loop is None or not isinstance(loop.body, cst.IndentedBlock):
-        return False
+        return None
     body = list(loop.body.body)
     stmt: cst.CSTNode | None = node
     while stmt is not None and a.parent(stmt) is not loop.body:
         stmt = a.parent(stmt)
     if stmt is None or stmt not in body:
-        return False
-    before = body[: body.index(stmt)]  # type: ignore[arg-type]
-    return any(_loop_of_steps(a, inner) for s in before for inner in a.nodes_within(s, cst.For))
+        return None
+    return body[: body.index(stmt)]  # type: ignore[arg-type]
 
 
-def _loop_of_steps(a: ModuleAnalysis, loop: cst.CSTNode) -> bool:
+def _inner_loops_before(a: ModuleAnalysis, node: cst.CSTNode) -> list[cst.CSTNode]:
+    body = _body_before(a, node) or []
+    return [inner for s in body for inner in a.nodes_within(s, cst.For)]
+
+
+def _loop_of_batches(a: ModuleAnalysis, loop: cst.CSTNode) -> bool:
     if not isinstance(loop, cst.For):
         return False
-    if isinstance(loop.iter, cst.Call) and a.callee(loop.iter) == "builtins.range":
-        return True
     # a use of a name the loop binds (the target itself is a store): a batch, or a part of one
     # from a loader the code does not construct
     targets = {n.value for n in a.nodes_within(loop.target, cst.Name)}  # type: ignore[attr-defined]

@@ -7,7 +7,7 @@ import libcst as cst
 from syncfix.rules import Invalid, Rule
 from syncfix.walk import walk
 
-from ._support import follows_inner_loop, runs_every_iteration
+from ._support import runs_every_iteration, timed_inner_loop
 
 _DEVICE_SYNC = {"torch.cuda.synchronize", "torch.accelerator.synchronize"}
 _STREAMS = {"torch.cuda.Stream", "torch.cuda.current_stream", "torch.cuda.default_stream",
@@ -97,7 +97,7 @@ class SynchronizeInLoop(Rule):
         if what is None:
             return
         why = self._deliberate(node, what)
-        if why is not None and follows_inner_loop(a, node):
+        if why is not None and timed_inner_loop(a, node):
             # nanoGPT's bench.py: ``for stage ...: t0 = time.time(); for k ...: step();
             # torch.cuda.synchronize(); t1 = time.time()``: the timed loop holds no sync
             message = (

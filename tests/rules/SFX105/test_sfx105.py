@@ -282,3 +282,14 @@ def test_a_read_after_an_early_return_runs_only_when_the_if_lets_it():
     assert "each time its `if` lets it run" in f.message and "each time `train_step` runs" not in f.message
     (g,) = check_code(src.replace("            return\n", "            print(step)\n"), select=["SFX105"])
     assert "each time `train_step` runs" in g.message
+
+
+def test_a_range_loop_inside_a_step_does_not_make_a_later_read_once_per_pass():
+    # minimind's train_agent: a `for i in range(...)` of debug prints inside the step
+    src = (
+        "import torch\n\ndef fit(model, loader, opt, n):\n    for x, y in loader:\n"
+        "        out = model(x)\n        for i in range(n):\n            print(i)\n"
+        "        v = out.sum().item()\n        opt.step()\n        print(v)\n"
+    )
+    (f,) = [f for f in check_code(src, select=["SFX105"]) if f.line == 8]
+    assert "every step" in f.message and "once per pass" not in f.message
