@@ -341,11 +341,12 @@ def timed_inner_loop(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
     of that pass (nanoGPT's ``bench.py``: ``t0 = time.time()``, ``for k in range(n): step()``,
     then ``torch.cuda.synchronize()``, ``t1 = time.time()``)? Then ``node`` ends the timing of
     that inner loop, once per pass."""
+    if not runs_every_iteration(a, node):
+        return False  # under an ``if`` of its loop: not what closes each pass
     body = _body_before(a, node) or []
     for i, stmt in enumerate(body):
-        if a.nodes_within(stmt, cst.For) or a.nodes_within(stmt, cst.While):
-            if any(a.is_clock_read(prev) for prev in body[:i]):
-                return True
+        if isinstance(stmt, (cst.For, cst.While)) and any(a.is_clock_read(prev) for prev in body[:i]):
+            return True
     return False
 
 

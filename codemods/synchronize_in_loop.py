@@ -104,6 +104,12 @@ class SynchronizeInLoop(Rule):
                 f"{what} in a loop, deliberate (timing): {why}; left as is. It closes the timing "
                 "of the loop before it, once per pass of this loop, where the clock read needs it"
             )
+        elif why is not None and not runs_every_iteration(a, node):
+            message = (
+                f"{what} in a loop, deliberate (timing): {why}; left as is. It stalls the "
+                "iterations where its `if` lets it run; CUDA events (`Event(enable_timing=True)`, "
+                "read later) time the GPU without that"
+            )
         elif why is not None:
             message = (
                 f"{what} in a loop, deliberate (timing): {why}; left as is. It stalls every "

@@ -156,3 +156,15 @@ def test_a_sync_closing_an_inner_timed_loop_is_not_said_to_stall_it():
     per_step = src.replace("            step()\n", "            step()\n            torch.cuda.synchronize()\n            print(time.time())\n")
     inner = [f for f in check_code(per_step, select=["SFX106"], include_cold=True) if f.line == 9]
     assert inner and "stalls every iteration" in inner[0].message
+
+
+def test_a_deliberate_sync_under_an_if_does_not_say_it_stalls_every_iteration():
+    # modded-nanogpt: the clock stops around each validation, under `if step % every == 0:`
+    src = (
+        "import time\nimport torch\n\ndef train(step_fn, n, every):\n    t0 = time.time()\n"
+        "    for step in range(n):\n        step_fn()\n        if step % every == 0:\n"
+        "            torch.cuda.synchronize()\n            t1 = time.time()\n"
+    )
+    (f,) = check_code(src, select=["SFX106"], include_cold=True)
+    assert "deliberate (timing)" in f.message and "where its `if` lets it run" in f.message
+    assert "stalls every iteration" not in f.message and "closes the timing" not in f.message
