@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfix.analysis import Device, ModuleAnalysis
+from syncfix.analysis import Device, ModuleAnalysis, dotted_name
 from syncfix.walk import walk
 
 #: Methods that keep a tensor's values (``cpu`` copies them exactly; a cast rounds the same
@@ -87,6 +87,8 @@ def stacked_items(
     assert methods is not None
     if a.likely.value(root_name(reads[0])).device is Device.CPU or _unstackable(a, mapping):
         return None  # no sync to save (the value before ``.cpu()``: that copy is a sync too)
+    if _tensordict(a, mapping):
+        return None  # not a plain dict: ``if d`` of a TensorDict raises
     element = "".join(f".{m}()" for m in methods if m != "cpu")
     m = a.module.code_for_node(mapping)
     stack = f"{torch}.stack([{var}{element}.reshape(()) for {var} in {m}.values()]).tolist() if {m} else []"
@@ -219,6 +221,22 @@ def _unstackable(a: ModuleAnalysis, mapping: cst.BaseExpression) -> bool:
     if values is None:
         return False
     return any(_on_host(a, v) for v in values) or len({a.dtype_kind(v) for v in values} - {None}) > 1
+
+
+def _tensordict(a: ModuleAnalysis, mapping: cst.BaseExpression, depth: int = 0) -> bool:
+    """Is ``mapping`` (through its bindings, and the receivers of methods called on them) made by
+    a ``TensorDict`` class (torchrl's ``losses.apply(...)`` of ``TensorDict(...)``)? Its truth
+    value raises, which the stack's ``if d else []`` takes: not a plain dict."""
+    if depth > 4:
+        return False
+    if isinstance(mapping, cst.Call):
+        func = mapping.func
+        if "TensorDict" in (a.callee(mapping) or dotted_name(func) or ""):
+            return True
+        return isinstance(func, cst.Attribute) and _tensordict(a, func.value, depth + 1)
+    if isinstance(mapping, cst.Name):
+        return any(_tensordict(a, v, depth + 1) for v in a.reaching_values(mapping) or ())  # type: ignore[arg-type]
+    return False
 
 
 def _display_values(a: ModuleAnalysis, mapping: cst.BaseExpression) -> list[cst.BaseExpression] | None:

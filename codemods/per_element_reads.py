@@ -84,7 +84,8 @@ class PerElementReads(Rule):
     for v in d.values()]).tolist() if d else [])}`. `cpu()` is dropped from the stacked values
     (the stack goes to the host once; the copy is exact). It rests on the likely fact that the
     values are one-element tensors of one dtype on one device, as a dict of losses or metrics is,
-    and that `d` is a dict (its `keys()` and `values()` in the order of `items()`): mixed dtypes
+    and that `d` is a dict (its `keys()` and `values()` in the order of `items()`; a mapping made
+    by a `TensorDict` class, or a method of one, gets no fix: its truth value raises): mixed dtypes
     would promote (an int count would come back a float), tensors on several devices cannot be
     stacked (OLMo's optimizer metrics hold a `clipping_rate` made on the CPU among GPU norms:
     there the stack raises where the reads did not; read the dict's producer before applying), and

@@ -293,3 +293,22 @@ def test_a_read_in_an_if_test_runs_every_time_round():
     )
     (f,) = check_code(src, select=["SFX303"])
     assert "that is, every step" in f.message
+
+
+def test_a_tensordict_of_losses_gets_no_stack_fix():
+    # torchrl's PPO script (ppo_mujoco.py): `losses_mean = losses.apply(...)` of a TensorDict;
+    # the fix's `if losses_mean else []` would raise ("Converting a tensordict to boolean value
+    # is not permitted")
+    src = (
+        "import torch\nfrom tensordict import TensorDict\n\n\ndef train(collector, loss_module, logger):\n"
+        "    losses = TensorDict(batch_size=[4])\n    for i, data in enumerate(collector):\n"
+        "        metrics_to_log = {}\n        losses[0] = loss_module(data)\n"
+        "        losses_mean = losses.apply(lambda x: x.float().mean(), batch_size=[])\n"
+        "        for key, value in losses_mean.items():\n"
+        "            metrics_to_log.update({f'train/{key}': value.item()})\n        logger.log(metrics_to_log)\n"
+    )
+    assert fix_code(src, select=["SFX303"], unsafe_fixes=True) == src
+    # the same loop over a plain dict of losses gets the unsafe stack fix
+    plain = src.replace("        losses_mean = losses.apply(lambda x: x.float().mean(), batch_size=[])\n",
+                        "        losses_mean = {'a': loss_module(data).mean(), 'b': loss_module(data).sum()}\n")
+    assert "torch.stack(" in fix_code(plain, select=["SFX303"], unsafe_fixes=True)
