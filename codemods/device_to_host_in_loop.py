@@ -136,7 +136,9 @@ def _owned_elsewhere(a, node: cst.Call, stmt: cst.SimpleStatementLine, proven: b
 class DeviceToHostInLoop(Rule):
     """
     ## What it finds
-    In a loop, a copy of a CUDA tensor to the host that blocks: `x.cpu()`, `x.to("cpu")`,
+    In a loop, or elsewhere where code repeats (a step-like function such as `forward`, or one
+    called from a loop: detr's Hungarian matcher copies its cost matrix with `.cpu()` in
+    `forward`), a copy of a CUDA tensor to the host that blocks: `x.cpu()`, `x.to("cpu")`,
     `x.tolist()` (and so `x.cpu().numpy()`, `x.detach().cpu().tolist()`). The tensor must be
     provably on CUDA, or provably CUDA-or-CPU. `x.numpy()` on a CUDA tensor raises, so it is
     reported through the `.cpu()` before it.
@@ -294,7 +296,8 @@ class DeviceToHostInLoop(Rule):
         if not isinstance(func, cst.Attribute) or func.attr.value not in ("cpu", "to", "tolist"):
             return
         a = self.analysis
-        if a.enclosing_loop(node) is None or (func.attr.value == "cpu" and stacked_read(a, node)):
+        in_loop = a.enclosing_loop(node) is not None
+        if not (in_loop or a.is_hot(node)) or (func.attr.value == "cpu" and stacked_read(a, node)):
             return  # a value of a mapping SFX303 reads with one stack (``v.cpu().item()``)
         receiver = a.value(func.value)
         unplaced = not (receiver.is_tensor and receiver.device in (Device.CUDA, Device.CUDA_OR_CPU))
@@ -310,6 +313,8 @@ class DeviceToHostInLoop(Rule):
         where = "" if receiver.device is Device.CUDA else " (when the tensor is on CUDA)"
         if unplaced:
             where = unplaced_message(a, node)
+        elif not in_loop:  # a step function's (detr's matcher ``forward``): as often as it runs
+            where += unplaced_message(a, node).split(", if the tensor")[0]
         if collected(a, node):
             hint = (
                 "; no fix: the value is only collected here: `.to(\"cpu\", non_blocking=True)`, an "
@@ -321,7 +326,8 @@ class DeviceToHostInLoop(Rule):
                 "; no fix: the CPU reads the value here, so it must wait (if the value is only "
                 "needed later, collect the tensor and convert it after one event wait)"
             )
-        self.report(node, self.MESSAGE + where + hint)
+        message = self.MESSAGE if in_loop else self.MESSAGE.replace(" in a loop", " where code repeats")
+        self.report(node, message + where + hint)
 
     def _scalar_read(self, node: cst.Call) -> None:
         """``v = t.item()`` or ``f(t.item())`` where code repeats, on a tensor that is (or may be)
