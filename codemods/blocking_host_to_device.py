@@ -350,7 +350,9 @@ class BlockingHostToDevice(Rule):
             return
         fix = self._fix(node, receiver, source, target)
         if fix is None:
-            why = _STREAMS if a.uses_streams else _WRITTEN
+            why = _WRITTEN
+            if a.uses_streams:
+                why = _STREAMS + (f" (here: `{a.streams_around}`)" if a.streams_around else " (here: this module)")
             self.report(node, f"{headline} ({why}: no fix)")
         else:
             self.report(node, headline, fix=fix)

@@ -232,7 +232,7 @@ def analyze(
         imported=context.imported if context else None,
         project=ProjectModules(context.modules, settings.devices, closed=context.closed) if context and context.modules else None,
         package=context.package if context else None,
-        streams_around=context.streams_around if context else False,
+        streams_around=context.streams_around if context else "",
         later_syncs_around=context.later_syncs_around if context else False,
         defaults_changed=context.defaults_changed if context else frozenset(),
         datasets_placed=context.datasets_placed if context else False,

@@ -144,8 +144,11 @@ class Project:
         # it: a tensor they copy may be handed to a function of it that reads it on a side stream
         # (a non-blocking copy would then race that read)
         streams = [name for name, (_, data) in sources.items() if uses_streams(data)]
-        self.streams_around = {m.name for s in streams for m in self.closure(s)}
-        self.streams_around |= {m for s in streams for m in self.importer_closure(s)}
+        # each module with the stream-using module that reaches it (named in the findings)
+        self.streams_around: dict[str, str] = {}
+        for s in sorted(streams):
+            for m in [*(f.name for f in self.closure(s)), *sorted(self.importer_closure(s))]:
+                self.streams_around.setdefault(m, s)
         # modules that copy without waiting, and those they import: a sync there may be the
         # wait such a copy counts on
         waiting = [name for name, (_, data) in sources.items() if counts_on_later_syncs(data)]
@@ -220,7 +223,7 @@ class Project:
             package_of(path, name),
             modules,
             self.closed,
-            name in self.streams_around,
+            self.streams_around.get(name, ""),
             name in self.later_syncs_around,
             frozenset(self.defaults_changed.get(name, ())),
             name in self.datasets_placed,

@@ -522,6 +522,9 @@ def test_a_copy_handed_to_an_imported_module_that_uses_streams_is_not_made_non_b
     )
     root = _project(tmp_path, {"helpers.py": helpers, "train.py": train})
     assert _fixes(root, "train.py") == {7: None}
+    result = CliRunner().invoke(cli, ["check", "--no-cache", "--select", "SFX101", "-o", "json", "--exit-zero", str(root / "train.py")])
+    (finding,) = json.loads(result.output)
+    assert "(here: `helpers`)" in finding["message"]  # the module to look at is named
     # through a module between them too; without the stream, the fix is safe
     root = _project(
         tmp_path, {"helpers.py": helpers, "mid.py": "from helpers import consume\n", "train.py": train.replace("from helpers", "from mid")}
@@ -544,3 +547,23 @@ def test_a_sync_an_importer_may_count_on_is_not_removed_by_a_safe_fix(tmp_path):
     assert _fixes(root, "helper.py") == {5: "unsafe"}
     (root / "main.py").write_text(main.replace(", non_blocking=True", ""))
     assert _fixes(root, "helper.py") == {5: "safe"}
+
+
+def test_a_cpu_attribute_of_a_class_other_files_import_is_a_cpu_tensor_in_the_likely_view(tmp_path):
+    # torchrl's _TrajectoryPool: `self._traj_id = torch.zeros((), device="cpu")`, read with
+    # `.item()` where code repeats; another file imports the class (and may, in principle, set
+    # the attribute too), so this is a likely fact: the read waits for no GPU, no finding
+    pool = (
+        "import torch\n\n\nclass Pool:\n    def __init__(self):\n"
+        "        self._traj_id = torch.zeros((), device='cpu', dtype=torch.int)\n\n"
+        "    def get_traj_and_increment(self, n=1):\n        v = self._traj_id.item()\n"
+        "        self._traj_id.add_(n)\n        return v\n"
+    )
+    runner = "from pool import Pool\n\n\ndef run(n):\n    p = Pool()\n    for _ in range(n):\n        p.get_traj_and_increment()\n"
+    root = _project(tmp_path, {"pool.py": pool, "runner.py": runner}, installable=True)
+    result = CliRunner().invoke(cli, ["check", "--no-cache", "--select", "SFX105", "-o", "json", "--exit-zero", str(root / "pool.py")])
+    assert json.loads(result.output) == []
+    gpu = root / "pool.py"
+    gpu.write_text(pool.replace("device='cpu'", "device=self.device"))
+    result = CliRunner().invoke(cli, ["check", "--no-cache", "--select", "SFX105", "-o", "json", "--exit-zero", str(gpu)])
+    assert [f["location"]["row"] for f in json.loads(result.output)] == [9]

@@ -82,7 +82,7 @@ def test_file_outside_any_project_has_its_folder_as_project(tmp_path):
     assert not contexts([str(lone)])[str(lone)].streams_around  # below the folder: not indexed
     (tmp_path / "runner.py").write_text(runner, encoding="utf-8")
     context = contexts([str(lone)])[str(lone)]
-    assert context.streams_around and not context.closed
+    assert context.streams_around == "runner" and not context.closed  # named in the findings
 
 
 TRAINER = """\

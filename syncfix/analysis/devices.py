@@ -448,17 +448,33 @@ def _prepared(a: ModuleAnalysis, expr: cst.BaseExpression, depth: int) -> bool:
         args = positional(expr)
         return last in _SAME_BATCHES and bool(args) and _prepared(a, args[0].value, depth + 1)
     values = _bound_to(a, expr)
-    return bool(values) and all(_prepared(a, v, depth + 1) for v in values)  # type: ignore[union-attr]
+    if not values:
+        return False
+    prepared = [v for v in values if _prepared(a, v, depth + 1)]
+    if len(prepared) == len(values):
+        return True
+    # ``loader = DataLoader(...)``, then ``model, loader = accelerator.prepare(model, loader)`` in
+    # every branch (sd-scripts): the name goes into ``prepare`` and comes back from it
+    return isinstance(expr, cst.Name) and any(
+        isinstance(p, cst.Call) and any(isinstance(arg.value, cst.Name) and arg.value.value == expr.value for arg in p.args)
+        for p in prepared
+    )
 
 
 def _is_accelerator(a: ModuleAnalysis, expr: cst.BaseExpression, depth: int) -> bool:
     """Is ``expr`` (a name or ``self`` attribute) only ever an ``Accelerator(...)`` that places
-    devices?"""
-    makers = _bound_to(a, expr)
-    return bool(makers) and all(
-        isinstance(m, cst.Call) and a.callee(m) in _ACCELERATORS and _places_devices(m)
-        for m in makers  # type: ignore[union-attr]
-    )
+    devices? Where it is bound to nothing this module builds (a parameter, sd-scripts'
+    ``accelerator = train_util.prepare_accelerator(args)``), its name says so: ``accelerator``,
+    ``self.accelerator`` (a likely fact; an ``Accelerator(device_placement=False)`` seen here
+    still says no)."""
+    makers = _bound_to(a, expr) or []
+    built = [m for m in makers if isinstance(m, cst.Call) and a.callee(m) in _ACCELERATORS]
+    if built and len(built) == len(makers):
+        return all(_places_devices(m) for m in built)
+    if any(not _places_devices(m) for m in built):
+        return False
+    name = expr.value if isinstance(expr, cst.Name) else expr.attr.value if isinstance(expr, cst.Attribute) else ""
+    return "accelerator" in name.lower()
 
 
 def _bound_to(a: ModuleAnalysis, expr: cst.BaseExpression) -> list[cst.BaseExpression] | None:

@@ -110,7 +110,7 @@ class ModuleAnalysis:
         devices: Sequence[str] | None = None,
         project: ProjectModules | None = None,
         package: str | None = None,
-        streams_around: bool = False,
+        streams_around: str = "",
         later_syncs_around: bool = False,
         defaults_changed: frozenset[str] = frozenset(),
         datasets_placed: bool = False,
@@ -118,7 +118,8 @@ class ModuleAnalysis:
     ) -> None:
         self.wrapper = wrapper
         self._source = source  # the text ``wrapper.module`` was parsed from, when the caller has it
-        #: Code that imports this module uses CUDA streams (``ModuleContext.streams_around``).
+        #: A project module that imports this one, or that it imports, uses CUDA streams: its
+        #: name, or "" (``ModuleContext.streams_around``).
         self.streams_around = streams_around
         #: Code that imports this module counts on later syncs (``ModuleContext.later_syncs_around``).
         self.later_syncs_around = later_syncs_around
@@ -157,8 +158,10 @@ class ModuleAnalysis:
         """The same module read with one *likely* fact added, for findings and unsafe fixes only:
         a value syncfix cannot name whose method or attribute is one tensors have
         (``x.eq(y)``, ``x.mean()``, ``p.grad``; ``torch_api.LIKELY_TENSOR_METHODS``), or that is
-        read with ``.item()``/``.tolist()``, is a tensor (device, dtype and shape unknown). Its
-        facts are memoised apart, so the proofs of this analysis never see the assumption."""
+        read with ``.item()``/``.tolist()``, is a tensor (device, dtype and shape unknown); and
+        ``self.<attr>`` holds what its class's own methods assign, where another file may set it
+        too (attributes.py ``likely_attribute_values``). Its facts are memoised apart, so the
+        proofs of this analysis never see the assumption."""
         if self.assume_tensors:
             return self
         view = ModuleAnalysis(
@@ -388,7 +391,7 @@ class ModuleAnalysis:
         if self._syntax_of is not None:
             return self._syntax_of.uses_streams
         return (
-            self.streams_around
+            bool(self.streams_around)
             or navigation.uses_streams(self)
             or async_copies.uses_streams(self.code.encode())  # a stream API under another name
         )

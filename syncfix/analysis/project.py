@@ -150,8 +150,9 @@ class ModuleContext:
     closed: bool = False
     #: a project module that imports it (directly or through others) uses CUDA streams or
     #: graphs, so its functions may run on a side stream; or it imports such a module, whose
-    #: functions may read on a side stream what it hands them (syncfix/projects.py)
-    streams_around: bool = False
+    #: functions may read on a side stream what it hands them (syncfix/projects.py): the name of
+    #: one such stream-using module, or ""
+    streams_around: str = ""
     #: a project module that imports it (directly or through others), or the module itself,
     #: copies without waiting and counts on a later sync to finish the copy
     #: (analysis/async_copies.py): no fix that removes a sync is safe in it
@@ -178,7 +179,7 @@ class ModuleContext:
                 ",".join(sorted(self.hot)),
                 self.package or "",
                 str(self.closed),
-                str(self.streams_around),
+                self.streams_around,
                 str(self.later_syncs_around),
                 ",".join(sorted(self.defaults_changed)),
                 str(self.datasets_placed),
