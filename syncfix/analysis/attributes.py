@@ -73,8 +73,10 @@ def _assigned_in_class(a: ModuleAnalysis, expr: cst.Attribute) -> bool:
 
 
 def _self_attribute(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
-    """``a.fc`` in a method: the join of every ``a.fc = ...`` in the class."""
-    bound = self_attribute_values(a, expr)
+    """``a.fc`` in a method: the join of every ``a.fc = ...`` in the class (in the likely view,
+    of the class's own assignments where another file may set it too: torchrl's
+    ``self._traj_id = torch.zeros((), device="cpu")`` of a class other files import)."""
+    bound = likely_attribute_values(a, expr) if a.assume_tensors else self_attribute_values(a, expr)
     if bound is None:
         return UNKNOWN
     return join_all(a.value(v) for v in bound)
