@@ -287,7 +287,7 @@ def unplaced_message(a: ModuleAnalysis, node: cst.CSTNode) -> str:
         if isinstance(anc, cst.FunctionDef):
             break
         handler = handler or isinstance(anc, cst.ExceptHandler)
-    often = "every step"
+    often = "every iteration of its loop"
     child = node
     for anc in a.ancestors(node):
         if isinstance(anc, (cst.For, cst.While)):
@@ -304,7 +304,7 @@ def unplaced_message(a: ModuleAnalysis, node: cst.CSTNode) -> str:
         often = "each time its `except` handles an error"
     elif conditional:
         often = "each time its `if` lets it run"
-    elif often == "every step" and follows_inner_loop(a, node):
+    elif often == "every iteration of its loop" and follows_inner_loop(a, node):
         often = "once per pass of its loop, after the loop before it (an epoch's end)"
     return f"; that is, {often}, if the tensor is on a GPU: syncfix cannot tell which device it is on"
 

@@ -594,7 +594,7 @@ def only_where_repeated(raws: list[RawFinding], analyzed: Analyzed, path: str) -
 
 # What a rule says of a sync on a tensor of unknown device in code it takes to repeat, and what
 # is true of it in code that runs once (shown with --include-cold).
-_REPEATS = re.compile(r"; that is, (every step|each time `\w+` runs), if the tensor")
+_REPEATS = re.compile(r"; that is, (every iteration of its loop|each time `\w+` runs), if the tensor")
 _ONCE = "; that is, once where it runs (one-time code), if the tensor"
 
 

@@ -202,4 +202,4 @@ def test_a_finding_shown_by_include_cold_does_not_say_every_step():
     )
     assert check_code(src, path="train.py") == []  # one-time code: quiet by default
     (found,) = check_code(src, path="train.py", include_cold=True)
-    assert "every step" not in found.message and "once where it runs (one-time code)" in found.message
+    assert "every iteration" not in found.message and "once where it runs (one-time code)" in found.message

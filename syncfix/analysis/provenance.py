@@ -22,6 +22,7 @@ from libcst.metadata import Assignment, GlobalScope
 from libcst.metadata.scope_provider import BaseAssignment
 
 from . import callgraph, loaders
+from .annotations import annotation_value
 from .attributes import assumed_tensor, attribute_value, is_module_class
 from .bindings import assignment_order, fact_of_name
 from .devices import fstring_device, origin_code, string_device
@@ -46,7 +47,6 @@ from .torch_api import (
     SEQUENCE_OPS,
     SIZE_FACTORIES,
     TENSOR_NAMESPACES,
-    TENSOR_TYPES,
     TORCH_NON_TENSOR,
     is_inplace_method,
     shares_first_argument,
@@ -304,7 +304,7 @@ def _assignment_value(a: ModuleAnalysis, asg: Assignment) -> Value:
         assert isinstance(assign, cst.Assign)
         return _destructure(a, assign.value, a.value(assign.value), path)
     if isinstance(parent, cst.AnnAssign) and parent.value is not None:
-        annotated = _annotation_value(a, parent.annotation)
+        annotated = annotation_value(a, parent.annotation)
         value = a.value(parent.value)
         return value if value.kind is not Kind.UNKNOWN else annotated
     if isinstance(parent, cst.AugAssign):
@@ -388,57 +388,11 @@ def _element_of(a: ModuleAnalysis, iterable: cst.BaseExpression) -> Value:
 
 def _param_value(a: ModuleAnalysis, param: cst.Param) -> Value:
     """What the call sites in this module pass (callgraph.py), else what the annotation promises."""
-    declared = _annotation_value(a, param.annotation) if param.annotation is not None else UNKNOWN
+    declared = annotation_value(a, param.annotation) if param.annotation is not None else UNKNOWN
     passed = callgraph.param_value(a, param)
     if passed is None or passed.kind is Kind.UNKNOWN:
         return declared
     return passed
-
-
-def _annotation_value(a: ModuleAnalysis, ann: cst.Annotation) -> Value:
-    return _type_value(a, ann.annotation)
-
-
-def _type_value(a: ModuleAnalysis, expr: cst.BaseExpression) -> Value:
-    """What an annotation promises: a tensor (device unknown, maybe pinned, not fresh) for
-    ``torch.Tensor``; a fixed-length tuple's items for ``tuple[...]``/``Tuple[...]``."""
-    if a.qualname(expr) in TENSOR_TYPES:
-        return Value(Kind.TENSOR)
-    if a.qualname(expr.value if isinstance(expr, cst.Subscript) else expr) in _ARRAY_TYPES:
-        return Value(Kind.NDARRAY)  # ``np.ndarray``, ``npt.NDArray[np.int64]``: no tensor
-    if isinstance(expr, cst.Subscript) and _tensor_sequence(a, expr):
-        return Value(Kind.TENSORS)  # a container of tensors: its items are tensors
-    if isinstance(expr, cst.Subscript) and a.qualname(expr.value) in ("builtins.tuple", "typing.Tuple"):
-        items = []
-        for el in expr.slice:
-            if not isinstance(el.slice, cst.Index) or getattr(el.slice, "star", None) is not None:
-                return UNKNOWN
-            if isinstance(el.slice.value, cst.Ellipsis):
-                return UNKNOWN  # ``tuple[T, ...]``: any length
-            items.append(_type_value(a, el.slice.value))
-        return TupleValue(tuple(items))
-    return UNKNOWN
-
-
-_ARRAY_TYPES = {"numpy.ndarray", "numpy.typing.NDArray"}
-_SEQUENCES = {
-    "builtins.list", "typing.List", "typing.Sequence", "collections.abc.Sequence",
-    "builtins.tuple", "typing.Tuple",
-}
-
-
-def _tensor_sequence(a: ModuleAnalysis, expr: cst.Subscript) -> bool:
-    """``Sequence[torch.Tensor]``, ``list[Tensor]``, ``tuple[Tensor, ...]``."""
-    if a.qualname(expr.value) not in _SEQUENCES or not expr.slice:
-        return False
-    first = expr.slice[0].slice
-    if not isinstance(first, cst.Index) or a.qualname(first.value) not in TENSOR_TYPES:
-        return False
-    rest = [e.slice for e in expr.slice[1:]]
-    is_tuple = a.qualname(expr.value) in ("builtins.tuple", "typing.Tuple")
-    if is_tuple:  # only the homogeneous form; ``tuple[T, U]`` is a TupleValue
-        return len(rest) == 1 and isinstance(rest[0], cst.Index) and isinstance(rest[0].value, cst.Ellipsis)
-    return not rest
 
 
 def _call_value(a: ModuleAnalysis, call: cst.Call) -> Value:

@@ -188,8 +188,8 @@ def test_a_read_under_an_if_is_not_said_to_sync_every_step():
         "        if step % log_every == 0:\n            w = loss.item()\n            print(v, w)\n"
     )
     every, sometimes = sorted(check_code(src, select=["SFX105"]), key=lambda f: f.line)
-    assert "every step, if the tensor is on a GPU" in every.message
-    assert "each time its `if` lets it run" in sometimes.message and "every step" not in sometimes.message
+    assert "every iteration of its loop, if the tensor is on a GPU" in every.message
+    assert "each time its `if` lets it run" in sometimes.message and "every iteration" not in sometimes.message
 
 
 def test_float_and_int_of_a_tensor_are_reads_like_item():
@@ -217,7 +217,7 @@ def test_a_read_outside_a_loop_syncs_as_often_as_its_function_runs():
     )
     (found,) = check_code(src, select=["SFX105"])
     assert "each time `evaluate` runs, if the tensor is on a GPU" in found.message
-    assert "every step" not in found.message
+    assert "every iteration" not in found.message
 
 
 def test_a_read_used_as_a_key_is_not_said_to_be_collected():
@@ -267,7 +267,7 @@ def test_a_read_after_an_inner_loop_of_steps_says_once_per_pass():
         "        loss = model(batch['x'])['loss']\n        totals[0] += loss.item()\n"
     )
     (g,) = [f for f in check_code(step, select=["SFX105"]) if f.line == 8]
-    assert "every step" in g.message and "once per pass" not in g.message
+    assert "every iteration of its loop" in g.message and "once per pass" not in g.message
 
 
 def test_a_read_after_an_early_return_runs_only_when_the_if_lets_it():
@@ -292,4 +292,4 @@ def test_a_range_loop_inside_a_step_does_not_make_a_later_read_once_per_pass():
         "        v = out.sum().item()\n        opt.step()\n        print(v)\n"
     )
     (f,) = [f for f in check_code(src, select=["SFX105"]) if f.line == 8]
-    assert "every step" in f.message and "once per pass" not in f.message
+    assert "every iteration of its loop" in f.message and "once per pass" not in f.message

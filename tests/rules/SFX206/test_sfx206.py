@@ -305,7 +305,7 @@ def test_a_read_in_an_except_handler_is_not_said_to_run_every_step():
         "    return loss\n"
     )
     (f,) = check_code(src, select=["SFX206"])
-    assert "each time its `except` handles an error" in f.message and "every step" not in f.message
+    assert "each time its `except` handles an error" in f.message and "every iteration" not in f.message
 
 
 def test_a_conditional_expression_outside_a_loop_is_not_told_to_read_before_the_loop():
@@ -321,3 +321,16 @@ def test_a_conditional_expression_outside_a_loop_is_not_told_to_read_before_the_
     looped = src.replace("        self.log.append(", "        for _ in range(2):\n            self.log.append(")
     (g,) = check_code(looped, select=["SFX206"])
     assert "a conditional expression picks" in g.message and "before the loop" in g.message
+
+
+def test_an_optional_tensor_parameter_is_a_tensor_where_it_is_used():
+    # nanotron's rotary embedding: `position_ids: Optional[torch.LongTensor]`, tested per forward
+    src = (
+        "from typing import Optional\nimport torch\n\n\nclass Rotary(torch.nn.Module):\n"
+        "    def forward(self, x: torch.Tensor, position_ids: Optional[torch.LongTensor]):\n"
+        "        if position_ids[-1, -1] >= self.end:\n            self.end *= 2\n        return x\n"
+    )
+    for ann in ("Optional[torch.LongTensor]", "torch.LongTensor | None", "Union[None, torch.Tensor]"):
+        code = src.replace("Optional[torch.LongTensor]", ann).replace("import Optional", "import Optional, Union")
+        assert [f.line for f in check_code(code, select=["SFX206"])] == [7], ann
+    assert check_code(src.replace("Optional[torch.LongTensor]", "Optional[int]"), select=["SFX206"]) == []

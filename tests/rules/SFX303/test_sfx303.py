@@ -292,7 +292,7 @@ def test_a_read_in_an_if_test_runs_every_time_round():
         "            break\n"
     )
     (f,) = check_code(src, select=["SFX303"])
-    assert "that is, every step" in f.message
+    assert "that is, every iteration of its loop" in f.message
 
 
 def test_a_tensordict_of_losses_gets_no_stack_fix():
