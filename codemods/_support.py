@@ -278,9 +278,16 @@ def syncs_on_gpu(a: ModuleAnalysis, test: cst.BaseExpression) -> bool:
 
 def unplaced_message(a: ModuleAnalysis, node: cst.CSTNode) -> str:
     """Said of a finding on a tensor whose device syncfix cannot name (reported where code
-    repeats): how often it syncs, if the tensor is on a GPU. Under an ``if`` of its loop or
-    function (``if step % log_every == 0:``), not every step; outside a loop, as often as its
-    function runs (``evaluate`` may be called every N steps), not every step."""
+    repeats): how often it syncs (:func:`how_often`), if the tensor is on a GPU."""
+    return f"; that is, {how_often(a, node)}, if the tensor is on a GPU: syncfix cannot tell which device it is on"
+
+
+def how_often(a: ModuleAnalysis, node: cst.CSTNode) -> str:
+    """How often ``node``, in code that repeats, runs: every iteration of its loop; under an
+    ``if`` of its loop or function (``if step % log_every == 0:``, or after ``if not log:
+    return``), each time the ``if`` lets it; outside a loop, as often as its function runs
+    (``evaluate`` may be called every N steps); after an inner loop over a loader's batches,
+    once per pass."""
     conditional = False
     handler = False  # in an ``except`` of its function: runs on an error only
     for anc in a.ancestors(node):
@@ -306,7 +313,7 @@ def unplaced_message(a: ModuleAnalysis, node: cst.CSTNode) -> str:
         often = "each time its `if` lets it run"
     elif often == "every iteration of its loop" and follows_inner_loop(a, node):
         often = "once per pass of its loop, after the loop before it (an epoch's end)"
-    return f"; that is, {often}, if the tensor is on a GPU: syncfix cannot tell which device it is on"
+    return often
 
 
 _JUMPS = (cst.Return, cst.Continue, cst.Break, cst.Raise)
@@ -319,11 +326,10 @@ def _skipped_early(block: cst.IndentedBlock, stmt: cst.CSTNode) -> bool:
         if before is stmt:
             return False
         if isinstance(before, cst.If) and before.orelse is None:
-            last = before.body.body[-1] if before.body.body else None
-            smalls = last.body if isinstance(last, cst.SimpleStatementLine) else [last]
-            if isinstance(before.body, cst.SimpleStatementSuite):
-                smalls = list(before.body.body)
-            if smalls and isinstance(smalls[-1], _JUMPS):
+            last: cst.CSTNode = before.body.body[-1]  # ``if c: return`` or an indented body
+            if isinstance(last, cst.SimpleStatementLine):
+                last = last.body[-1]
+            if isinstance(last, _JUMPS):
                 return True
     return False
 

@@ -12,6 +12,7 @@ from ._collected_copies import collected, collected_for_joining, read_again_in
 from ._stacked_reads import stacked_read
 from ._support import (
     ReplaceNodes,
+    how_often,
     int_like,
     loader_item,
     measures_itself,
@@ -131,6 +132,10 @@ def _owned_elsewhere(a, node: cst.Call, stmt: cst.SimpleStatementLine, proven: b
         if isinstance(other, cst.SimpleStatementLine) and reads(other, any_device=True):
             return True  # reads in a row: SFX301 merges them
     return False
+
+
+# What a copy outside a loop, in a step function or one called from a loop, is said to be.
+_COPY_WHERE_REPEATS = "Blocking device-to-host copy where code repeats: the CPU waits for all queued GPU work"
 
 
 class DeviceToHostInLoop(Rule):
@@ -314,7 +319,7 @@ class DeviceToHostInLoop(Rule):
         if unplaced:
             where = unplaced_message(a, node)
         elif not in_loop:  # a step function's (detr's matcher ``forward``): as often as it runs
-            where += unplaced_message(a, node).split(", if the tensor")[0]
+            where += f"; that is, {how_often(a, node)}"
         if collected(a, node):
             hint = (
                 "; no fix: the value is only collected here: `.to(\"cpu\", non_blocking=True)`, an "
@@ -326,8 +331,7 @@ class DeviceToHostInLoop(Rule):
                 "; no fix: the CPU reads the value here, so it must wait (if the value is only "
                 "needed later, collect the tensor and convert it after one event wait)"
             )
-        message = self.MESSAGE if in_loop else self.MESSAGE.replace(" in a loop", " where code repeats")
-        self.report(node, message + where + hint)
+        self.report(node, (self.MESSAGE if in_loop else _COPY_WHERE_REPEATS) + where + hint)
 
     def _scalar_read(self, node: cst.Call) -> None:
         """``v = t.item()`` or ``f(t.item())`` where code repeats, on a tensor that is (or may be)
