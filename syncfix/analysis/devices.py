@@ -428,8 +428,9 @@ def placed_by_accelerate(a: ModuleAnalysis, loader: cst.BaseExpression) -> bool:
     batches then come already on the accelerator's device (accelerate's default). Followed
     through names and ``self`` attributes (``self.dl = self.accelerator.prepare(dl)`` in
     ``__init__``), and through what yields the same batches: ``skip_first_batches(dl, n)``,
-    ``iter(dl)``, ``cycle(dl)`` (itertools', or a generator of that name: a likely fact, used
-    only to keep quiet about a copy that copies nothing)."""
+    ``iter(dl)``, ``cycle(dl)`` (itertools', or a generator of that name). Likely facts: they
+    decide only findings (a copy that copies nothing is quiet; a batch part's read may be a
+    GPU read), never a fix."""
     return _prepared(a, loader, 0)
 
 
