@@ -636,3 +636,59 @@ def test_a_parameter_annotated_as_a_numpy_array_is_one():
     assert a.value(last_name(module, "ids")).kind is Kind.NDARRAY
     (total,) = [c for c in a.structure.within(module, cst.Call)]
     assert a.value(total).kind is Kind.NDARRAY
+
+
+def test_a_copy_to_a_gpu_of_an_unknown_is_a_cuda_tensor_in_the_likely_view_only():
+    # ``x = x.to("cuda")`` of a batch item: a CUDA tensor if it is a tensor at all, as
+    # ``x.cuda()`` is; a ``.to`` to the CPU, of a dtype, or of a name also used as a module stays
+    # unknown (modules and batch objects have ``.to`` too)
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper
+
+    from syncfix.analysis import Device, Kind, ModuleAnalysis
+
+    src = (
+        "import torch\ndef f(x, m, dev):\n"
+        "    a = x.to('cuda', non_blocking=True)\n    b = x.to('cpu')\n    c = x.to(torch.float16)\n"
+        "    d = m.to('cuda')\n    m.eval()\n    e = x.to(torch.device('cuda', 0))\n    g = x.to(dev)\n"
+        "    h = '%s' % x\n"
+    )
+    analysis = ModuleAnalysis(MetadataWrapper(cst.parse_module(src), unsafe_skip_copy=True), source=src)
+    values = {
+        analysis.module.code_for_node(n.value): n.value
+        for n in analysis.structure.of_type(cst.Assign)
+        if isinstance(n, cst.Assign)
+    }
+    proof, likely = analysis, analysis.likely
+    for code in ("x.to('cuda', non_blocking=True)", "x.to(torch.device('cuda', 0))"):
+        assert proof.value(values[code]).kind is Kind.UNKNOWN
+        assert likely.value(values[code]).is_tensor and likely.value(values[code]).device is Device.CUDA
+    for code in ("x.to('cpu')", "x.to(torch.float16)", "m.to('cuda')", "x.to(dev)"):
+        v = likely.value(values[code])
+        assert not (v.is_tensor and v.device in (Device.CUDA, Device.CUDA_OR_CPU)), code
+    assert likely.value(values["'%s' % x"]).kind is Kind.OTHER
+
+
+def test_a_class_apply_of_a_tensor_is_a_tensor_in_the_likely_view_only():
+    # ijepa's ``loss = AllReduce.apply(F.smooth_l1_loss(z, h))``: an autograd Function's apply;
+    # ``model.apply(init)`` of an instance, or a class's apply of no tensor, stays unknown
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper
+
+    from syncfix.analysis import Kind, ModuleAnalysis
+
+    src = (
+        "import torch\nimport torch.nn.functional as F\nfrom dist import AllReduce\n"
+        "def f(z, h, model, init):\n    a = AllReduce.apply(F.mse_loss(z, h))\n    b = model.apply(init)\n"
+        "    c = AllReduce.apply(z)\n"
+    )
+    analysis = ModuleAnalysis(MetadataWrapper(cst.parse_module(src), unsafe_skip_copy=True), source=src)
+    values = {
+        analysis.module.code_for_node(n.targets[0].target): n.value
+        for n in analysis.structure.of_type(cst.Assign)
+        if isinstance(n, cst.Assign)
+    }
+    assert analysis.value(values["a"]).kind is not Kind.TENSOR
+    assert analysis.likely.value(values["a"]).is_tensor
+    assert not analysis.likely.value(values["b"]).is_tensor
+    assert not analysis.likely.value(values["c"]).is_tensor

@@ -567,3 +567,26 @@ def test_a_cpu_attribute_of_a_class_other_files_import_is_a_cpu_tensor_in_the_li
     gpu.write_text(pool.replace("device='cpu'", "device=self.device"))
     result = CliRunner().invoke(cli, ["check", "--no-cache", "--select", "SFX105", "-o", "json", "--exit-zero", str(gpu)])
     assert [f["location"]["row"] for f in json.loads(result.output)] == [9]
+
+
+def test_a_global_read_in_a_main_block_is_not_one_other_files_store_to(tmp_path):
+    # run.py runs as __main__: ``import run`` elsewhere makes a second module, so another file's
+    # stores to ``run``'s names never reach the names its main block reads (Depth-Anything's
+    # ``DEVICE = 'cuda' if ... else 'cpu'``); a function it defines may run as ``run``, though
+    run = """
+    import torch
+
+    def step(x):
+        return x.to(DEVICE)
+
+    if __name__ == "__main__":
+        DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+        for i in range(10):
+            x = torch.ones(8).to(DEVICE)
+            step(torch.ones(8))
+    """
+    # another file sets attributes by computed names (Depth-Anything has such a ``setattr``)
+    other = "import run\n\n\ndef configure(**kw):\n    for k, v in kw.items():\n        setattr(run, k, v)\n"
+    root = _project(tmp_path, {"run.py": run, "other.py": other})
+    fixes = _fixes(root, "run.py")
+    assert fixes[9] == "safe" and fixes.get(4) != "safe"

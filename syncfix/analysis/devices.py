@@ -634,7 +634,7 @@ _NOT_LOADER_TOKENS = frozenset({
     "out", "outs", "output", "outputs", "pred", "preds", "prediction", "predictions", "result",
     "results", "gpu", "cuda", "feat", "feats", "feature", "features", "logit", "logits", "grad",
     "grads", "param", "params", "weight", "weights", "module", "modules", "layer", "layers",
-    "model", "models", "hidden", "cache", "args", "kwargs",
+    "model", "models", "hidden", "cache", "args", "kwargs", "loss", "losses",
 })
 _NAME_PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 

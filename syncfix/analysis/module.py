@@ -94,6 +94,7 @@ class Caches:
     unseen: frozenset[str] | None = None  # bindings.unseen_names
     star_bound: tuple[frozenset[str] | None] | None = None  # ModuleAnalysis._star_binds
     unseen_bindings: dict[tuple[Scope, str], BaseAssignment] = field(default_factory=dict)
+    main_blocks: tuple[cst.If, ...] | None = None  # navigation.in_main_block
 
 
 class ModuleAnalysis:
@@ -114,6 +115,7 @@ class ModuleAnalysis:
         later_syncs_around: bool = False,
         defaults_changed: frozenset[str] = frozenset(),
         datasets_placed: bool = False,
+        other_accelerator: str = "",
         source: str | None = None,
     ) -> None:
         self.wrapper = wrapper
@@ -127,6 +129,8 @@ class ModuleAnalysis:
         self.defaults_changed = defaults_changed
         #: A dataset in another project file may place its items on a device (``ModuleContext``).
         self.datasets_placed = datasets_placed
+        #: A project module names an accelerator other than CUDA: its name, or "" (``ModuleContext``).
+        self.other_accelerator = other_accelerator
         #: The dotted module name of this file in its project (None: a source without a path).
         self.module_name = module_name
         #: The names other files of the project import from this module (``"*"``: any); None
@@ -176,6 +180,7 @@ class ModuleAnalysis:
             later_syncs_around=self.later_syncs_around,
             defaults_changed=self.defaults_changed,
             datasets_placed=self.datasets_placed,
+            other_accelerator=self.other_accelerator,
         )
         view.cuda_or_cpu_only = self.cuda_or_cpu_only
         view.assume_tensors = True

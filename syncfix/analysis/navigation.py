@@ -387,12 +387,31 @@ def is_script(a: ModuleAnalysis) -> bool:
     """A top-level ``if __name__ == "__main__":`` (either operand order), or ``__main__.py``."""
     if a.module_name is not None and a.module_name.rsplit(".", 1)[-1] == "__main__":
         return True
-    for stmt in a.module.body:
-        if isinstance(stmt, cst.If) and isinstance(stmt.test, cst.Comparison) and len(stmt.test.comparisons) == 1:
-            comp = stmt.test.comparisons[0]
-            sides = {stmt.test.left, comp.comparator}
-            names = {s.value for s in sides if isinstance(s, cst.Name)}
-            strings = {s.evaluated_value for s in sides if isinstance(s, cst.SimpleString)}
-            if isinstance(comp.operator, cst.Equal) and names == {"__name__"} and strings == {"__main__"}:
-                return True
+    return any(_is_main_block(stmt) for stmt in a.module.body)
+
+
+def in_main_block(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
+    """Is ``node`` in the body of a top-level ``if __name__ == "__main__":``? That code runs
+    only as ``__main__``, whose globals no other file's ``import`` reaches."""
+    if a.cache.main_blocks is None:
+        a.cache.main_blocks = tuple(s for s in a.module.body if isinstance(s, cst.If) and _is_main_block(s))
+    if not a.cache.main_blocks:
+        return False
+    top = None
+    for anc in a.ancestors(node):
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False  # run when called, perhaps from a module that imported this one
+        if isinstance(anc, cst.Module):
+            break
+        top = anc
+    return isinstance(top, cst.If) and _is_main_block(top) and any(anc is top.body for anc in a.ancestors(node))
+
+
+def _is_main_block(stmt: cst.CSTNode) -> bool:
+    if isinstance(stmt, cst.If) and isinstance(stmt.test, cst.Comparison) and len(stmt.test.comparisons) == 1:
+        comp = stmt.test.comparisons[0]
+        sides = {stmt.test.left, comp.comparator}
+        names = {s.value for s in sides if isinstance(s, cst.Name)}
+        strings = {s.evaluated_value for s in sides if isinstance(s, cst.SimpleString)}
+        return isinstance(comp.operator, cst.Equal) and names == {"__name__"} and strings == {"__main__"}
     return False

@@ -28,7 +28,7 @@ from .bindings import assignment_order, fact_of_name
 from .devices import fstring_device, origin_code, string_device
 from .dtypes import dtype_kw, is_dtype
 from .narrowing import narrowed_kind
-from .navigation import target_path
+from .navigation import in_main_block, target_path
 from .syntax import in_place_keyword, keyword, literal_kind, positional, through_call
 from .torch_api import (
     CREATION_DEVICE_ARG,
@@ -125,6 +125,8 @@ def _value(a: ModuleAnalysis, expr: cst.CSTNode) -> Value:
             return Value(Kind.NDARRAY, memory=base.memory)
         return UNKNOWN
     if isinstance(expr, cst.BinaryOperation):
+        if isinstance(expr.operator, cst.Modulo) and isinstance(expr.left, (cst.SimpleString, cst.ConcatenatedString)):
+            return OTHER  # ``"loss %s" % t``: a string
         return _arith(a, expr.left, expr.right)
     if isinstance(expr, cst.UnaryOperation):
         if isinstance(expr.operator, cst.Not):
@@ -210,16 +212,15 @@ def _numpy_operands(vals: list[Value]) -> bool:
     )
 
 
-
-
-
-
 def _name_value(a: ModuleAnalysis, name: cst.Name) -> Value:
     bindings = a.bindings(name)
     if not bindings:
         return UNKNOWN
     # Many uses share one set of bindings (every later use in straight-line code): join once.
-    held = a.solver.get("join", bindings, lambda n: _join_bindings(a, n), BOTTOM, UNKNOWN)
+    if in_main_block(a, name):  # what other files store to this module's names is not seen here
+        held = a.solver.get("join-main", bindings, lambda n: _join_bindings(a, n, as_main=True), BOTTOM, UNKNOWN)
+    else:
+        held = a.solver.get("join", bindings, lambda n: _join_bindings(a, n), BOTTOM, UNKNOWN)
     if held.kind in (Kind.UNKNOWN, Kind.BATCH):
         narrowed = narrowed_kind(a, name)
         if narrowed is Kind.TENSOR:
@@ -230,17 +231,20 @@ def _name_value(a: ModuleAnalysis, name: cst.Name) -> Value:
     return held
 
 
-def _join_bindings(a: ModuleAnalysis, bindings: frozenset[BaseAssignment]) -> Value:
+def _join_bindings(a: ModuleAnalysis, bindings: frozenset[BaseAssignment], *, as_main: bool = False) -> Value:
+    """The join of what ``bindings`` hold; ``as_main``: for a use in an ``if __name__ ==
+    "__main__":`` block, where stores of other files to this module's names do not reach."""
     if not all(isinstance(asg, Assignment) for asg in bindings):
         return UNKNOWN  # a builtin or import-star
+    key = "binding-main" if as_main else "binding"
     return join_all(
-        a.solver.get("binding", asg, lambda n: _binding_value(a, n), BOTTOM, UNKNOWN)
+        a.solver.get(key, asg, lambda n: _binding_value(a, n, as_main=as_main), BOTTOM, UNKNOWN)
         for asg in sorted(bindings, key=lambda asg: assignment_order(a, asg))
     )
 
 
-def _binding_value(a: ModuleAnalysis, asg: Assignment) -> Value:
-    if isinstance(asg.scope, GlobalScope) and _global_set_elsewhere(a, asg):
+def _binding_value(a: ModuleAnalysis, asg: Assignment, *, as_main: bool = False) -> Value:
+    if isinstance(asg.scope, GlobalScope) and _global_set_elsewhere(a, asg, as_main=as_main):
         return UNKNOWN  # ``engine.DEVICE = "mps"`` in another file, or ``globals()[...] = ...``
     value = _assignment_value(a, asg)
     if value.kind is Kind.LOADER and value.fresh and loaders.reconfigured(a, asg):
@@ -272,14 +276,18 @@ def _storage_swapped(a: ModuleAnalysis) -> frozenset[str]:
     return frozenset(names)
 
 
-def _global_set_elsewhere(a: ModuleAnalysis, asg: Assignment) -> bool:
+def _global_set_elsewhere(a: ModuleAnalysis, asg: Assignment, *, as_main: bool = False) -> bool:
     """May a module-level name be rebound from outside the module's own statements: another
     project file storing ``module.name`` (a closed project's files say), or ``globals()``? A
     module bound by ``import m`` is taken to be rebound only by a store that names it: a
     ``setattr`` with a computed name (torchvision has many, on modules of a network) that
-    swaps an imported module of another file is not a thing code does."""
+    swaps an imported module of another file is not a thing code does. Read from ``as_main``
+    code (a ``__main__`` block), the module runs as ``__main__``: another file's ``import``
+    of it makes a second module, so its stores are not to these names."""
     if a.calls_named("globals"):
         return True
+    if as_main:
+        return False
     members = a.project.members if a.project is not None and a.module_name is not None else None
     computed = not isinstance(asg.node, cst.Import)
     return members is not None and members.stored(asg.name, skip=a.module_name, computed=computed)
@@ -458,12 +466,51 @@ def _call_value(a: ModuleAnalysis, call: cst.Call) -> Value:
             if func.attr.value in ("forward", "__call__"):
                 return _module_output(a, call)
             return UNKNOWN
-        if assumed_tensor(a, receiver, func.attr.value, LIKELY_TENSOR_METHODS):
+        if assumed_tensor(a, receiver, func.attr.value, LIKELY_TENSOR_METHODS) or _likely_gpu_copy(a, receiver, call):
             return _method_value(a, Value(Kind.TENSOR), func.attr.value, call)
+        applied = _likely_function_apply(a, receiver, call)
+        if applied is not None:
+            return applied
     callee = a.value(func)
     if callee.kind is Kind.MODULE:
         return _module_output(a, call)
     return UNKNOWN
+
+
+def _likely_gpu_copy(a: ModuleAnalysis, receiver: Value, call: cst.Call) -> bool:
+    """In the likely view: ``x.to("cuda")``/``x.to(device)`` of an unknown that is not used
+    as a module, to a device that is a GPU's (or the GPU when there is one): a tensor there,
+    as ``x.cuda()`` is. (A ``.to`` to the CPU or of a dtype stays unknown: modules, batch
+    objects and casts share the name.)"""
+    func = call.func
+    return (
+        assumed_tensor(a, receiver, "to", {"to"})
+        and isinstance(func, cst.Attribute)
+        and func.attr.value == "to"
+        and a.to_target(call) in (Device.CUDA, Device.CUDA_OR_CPU)
+        and not a.used_as_module(func.value)
+    )
+
+
+def _likely_function_apply(a: ModuleAnalysis, receiver: Value, call: cst.Call) -> Value | None:
+    """In the likely view: ``AllReduce.apply(loss)``, a class's ``apply`` of a tensor, is a
+    ``torch.autograd.Function``'s: a tensor, on its first tensor argument's device (ijepa's,
+    jepa's). A module's ``model.apply(init_fn)`` is called on an instance, not a class name."""
+    func = call.func
+    if not (
+        a.assume_tensors
+        and a.torch_alias is not None
+        and receiver.kind in (Kind.UNKNOWN, Kind.OTHER)  # a class, imported or defined here
+        and isinstance(func, cst.Attribute)
+        and func.attr.value == "apply"
+        and isinstance(func.value, cst.Name)
+        and func.value.value[:1].isupper()
+    ):
+        return None
+    tensors = [v for v in (a.value(arg.value) for arg in call.args if not arg.star) if v.is_tensor]
+    if not tensors:
+        return None
+    return Value(Kind.TENSOR, tensors[0].device, Memory.UNKNOWN, True, origin=tensors[0].origin)
 
 
 def _module_placement(a: ModuleAnalysis, method: str, call: cst.Call, module: Value) -> str | None:

@@ -293,3 +293,15 @@ def test_a_range_loop_inside_a_step_does_not_make_a_later_read_once_per_pass():
     )
     (f,) = [f for f in check_code(src, select=["SFX105"]) if f.line == 8]
     assert "every iteration of its loop" in f.message and "once per pass" not in f.message
+
+
+def test_a_loop_over_per_sample_losses_inside_a_step_does_not_make_a_later_read_once_per_pass():
+    # minRF's main_t2i.py: `for t, l in info["batchwise_loss"]` in the step is no pass over batches
+    src = (
+        "import torch\n\ndef fit(model, loader, bins):\n    for x in loader:\n"
+        "        loss, info = model(x)\n        batchwise_loss = info['batchwise_loss']\n"
+        "        for t, l in batchwise_loss:\n            bins[int(t * 10)] += l\n"
+        "        print(loss.item())\n"
+    )
+    (f,) = [f for f in check_code(src, select=["SFX105"]) if f.line == 9]
+    assert "every iteration of its loop" in f.message and "once per pass" not in f.message
