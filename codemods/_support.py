@@ -595,3 +595,14 @@ def imported_modules(a: ModuleAnalysis) -> set[str]:
         ):
             found |= stored_names(stmt)
     return found
+
+
+def other_accelerator(module: str) -> str:
+    """Why a copy to a device syncfix cannot name gets no fix in a project that names another
+    accelerator (analysis/accelerators.py)."""
+    return (
+        f"the project also names an accelerator other than CUDA (here: `{module}`), where a "
+        "non-blocking copy is not proven exact; pass `non_blocking=(device.type == \"cuda\")` "
+        "yourself, or declare `devices = [\"cuda\", \"cpu\"]` in [tool.syncfix.torch] if the "
+        "project runs on nothing else"
+    )

@@ -16,7 +16,7 @@ from syncfix.analysis import (
 )
 from syncfix.rules import Fix, Invalid, Rule
 
-from ._support import reads_names_by_string
+from ._support import how_often, reads_names_by_string, runs_every_iteration
 from ._totals import (
     INTO_TENSOR_TOTAL,
     INTO_TENSOR_TOTAL_LIKELY,
@@ -145,7 +145,8 @@ class AccumulateOnDevice(Rule):
       it was. For a float total that device must be provably CUDA or the CPU (or the project
       declares its devices: `devices = ["cuda", "cpu"]` in `[tool.syncfix.torch]`): MPS has no
       float64, so there the fix is **unsafe**, and a module that mentions MPS (`"mps"`, an
-      accelerator setting that can name it) gets none;
+      accelerator setting that can name it), or one of a project whose other modules name an
+      accelerator other than CUDA, gets none;
     - `total` is a local of a function, bound only by its start value (before the loop, in an
       enclosing block: `total = 0.0`, or item by item in `total, n = 0.0, 0`) and by this
       statement; no other code in the loop (its `else` too) reads or
@@ -267,9 +268,14 @@ keeps the finding). A value handed to a meter every
             return
         if a.likely.value(read.receiver).device is Device.CPU:
             return
+        stmt = a.statement_of(node)
+        # under ``if iteration % 10 == 0:`` it syncs as often as the ``if`` lets it
+        head = self.MESSAGE if stmt is not None and runs_every_iteration(a, stmt) else (
+            f"Running total of GPU values read to the host: one sync {how_often(a, node)}"
+        )
         self.report(
             first,
-            f"{self.MESSAGE}; no fix: the value goes to a meter (`.update`), whose running sum "
+            f"{head}; no fix: the value goes to a meter (`.update`), whose running sum "
             "lives on the host; keep a device sum in the meter (`self.sum += val.detach() * n`) "
             "and read it only where it is shown",
         )
@@ -444,10 +450,13 @@ keeps the finding). A value handed to a meter every
         if kind == "float" and not (
             a.cuda_or_cpu_only or a.value(receiver).device in (Device.CUDA, Device.CPU, Device.CUDA_OR_CPU)
         ):
-            if _MENTIONS_MPS.search(a.code):
+            if _MENTIONS_MPS.search(a.code) or a.other_accelerator:
+                where = "this module mentions MPS" if _MENTIONS_MPS.search(a.code) else (
+                    f"the project names an accelerator other than CUDA (here: `{a.other_accelerator}`)"
+                )
                 acc.why_not = (
-                    "the float64 accumulator would be made on the summand's device, and this module "
-                    "mentions MPS, which has no float64; declare `devices` in [tool.syncfix.torch] "
+                    f"the float64 accumulator would be made on the summand's device, and {where}; "
+                    "MPS has no float64; declare `devices` in [tool.syncfix.torch] "
                     "if the project runs only on CUDA and the CPU"
                 )
                 return

@@ -21,7 +21,7 @@ from syncfix.model import Applicability
 from syncfix.rules import Fix, Invalid, Rule
 
 from ._memory import PASSED_ON, non_blocking_flag, source_may_change
-from ._support import append_kwarg, kwarg
+from ._support import append_kwarg, kwarg, other_accelerator
 
 
 class BlockingHostToDevice(Rule):
@@ -171,7 +171,9 @@ class BlockingHostToDevice(Rule):
     - **A device syncfix cannot name is CUDA or the CPU** (`args.device`,
       `torch.accelerator.current_accelerator()`), for a source provably on the CPU: exact on
       both; other accelerators (MPS, XLA...) have their own copy rules, which syncfix does not
-      prove.
+      prove. Where a module of the project (not a test) names one (`"mps"`, `"xla:0"`,
+      `torch.backends.mps`, `import torch_xla`), the fact is not assumed: such copies get a
+      finding that names the module, and no fix.
 
     To make these fixes safe: declare that your loaders never refill pinned buffers with
     `extend-safe-fixes = ["SFX101"]` in `[tool.syncfix]`; declare that the project runs on CUDA
@@ -344,6 +346,9 @@ class BlockingHostToDevice(Rule):
             return
         # to a device syncfix cannot name, the copy waits only if it is a GPU's
         headline = _MAYBE_GPU if target is Device.UNKNOWN else self.MESSAGE
+        if target is Device.UNKNOWN and a.other_accelerator and not a.cuda_or_cpu_only:
+            self.report(node, f"{headline} ({other_accelerator(a.other_accelerator)}: no fix)")
+            return
         if whole_batch:
             why = _WRITTEN if source_may_change(a, node, passed_on=False) else _WHOLE_BATCH
             self.report(node, f"{headline} ({why}: no fix)")

@@ -13,6 +13,7 @@ from ._support import (
     comma,
     int_like,
     kwarg,
+    other_accelerator,
     unplaced_tensor,
 )
 
@@ -104,7 +105,9 @@ class TensorCreationOnDevice(Rule):
       `self.device`, `args.device`): the same form is **unsafe**: it rests on the likely fact
       that the device is CUDA or the CPU (other accelerators have their own copy rules; with
       `devices = ["cuda", "cpu"]` declared in `[tool.syncfix.torch]`, a device object of unknown
-      type is one of the two, and the fix is safe). A device
+      type is one of the two, and the fix is safe). Where a module of the project (not a test)
+      names another accelerator (`"mps"`, `torch.backends.mps`, `import torch_xla`), the fact
+      is not assumed and the copy form is not offered. A device
       held by a name gets the fix only in a loop or a step-like function; a helper that is hot
       only because another file calls a function of its name from a loop keeps the finding
       without it (such a call may be one-time code). In this tier the data may also be a list
@@ -186,11 +189,17 @@ class TensorCreationOnDevice(Rule):
             if not held.is_tensor and held.kind is not Kind.MODULE:
                 data = args[0].value
                 fix = None
+                elsewhere = a.other_accelerator and not a.cuda_or_cpu_only  # not only CUDA or the CPU
                 if _tensor_device(a, dev.value) or a.repeats_here(node):  # not a helper hot only by name
                     # a Python number is filled there, with no copy; other data copied pageable
-                    fix = self._scalar_fill(node, data, dev.value) or self._pageable_fix(node, data, dev.value, safe=False)
+                    fix = self._scalar_fill(node, data, dev.value)
+                    if fix is None and not elsewhere:
+                        fix = self._pageable_fix(node, data, dev.value, safe=False)
                 known = a.is_host_data(data) or _likely_numbers(a, data)
-                why = _CAUGHT if a.caught_by_handler(node) else _UNPLACED_DEVICE if known else _UNKNOWN_DATA
+                unplaced = _UNPLACED_DEVICE
+                if elsewhere:
+                    unplaced = f" (if the device is a GPU's, which syncfix cannot tell; {other_accelerator(a.other_accelerator)}: no fix)"
+                why = _CAUGHT if a.caught_by_handler(node) else unplaced if known else _UNKNOWN_DATA
                 self.report(node, self.MESSAGE if fix else self.MESSAGE + why, fix=fix)
             return
         if device not in (Device.CUDA, Device.CUDA_OR_CPU):

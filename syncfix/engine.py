@@ -236,6 +236,7 @@ def analyze(
         later_syncs_around=context.later_syncs_around if context else False,
         defaults_changed=context.defaults_changed if context else frozenset(),
         datasets_placed=context.datasets_placed if context else False,
+        other_accelerator=context.other_accelerator if context else "",
         source=source,
     )
     visitors = [rule(analysis) for rule in rules]

@@ -19,6 +19,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from .analysis.accelerators import names_other_accelerator
 from .analysis.async_copies import counts_on_later_syncs, uses_streams
 from .analysis.hotness import FileCalls, file_calls, one_time
 from .analysis.hotness import hot_functions as hot_functions_of
@@ -174,6 +175,14 @@ class Project:
             for program in {placing} | self.importer_closure(placing):
                 self.datasets_placed |= {program, *(m.name for m in self.closure(program))}
 
+        # a device picked in one module may reach any module of a program that includes it (as
+        # a placing dataset does): each module with one such naming module
+        self.other_accelerator: dict[str, str] = {}
+        for naming in sorted(n for n in programs if names_other_accelerator(sources[n][1])):
+            for program in {naming} | self.importer_closure(naming):
+                for m in (program, *(f.name for f in self.closure(program))):
+                    self.other_accelerator.setdefault(m, naming)
+
     def imports_of(self, name: str) -> set[str]:
         """The project modules ``name`` imports directly."""
         found = {self.resolve.get(t) for t in self.index.targets.get(name, ())}
@@ -227,6 +236,7 @@ class Project:
             name in self.later_syncs_around,
             frozenset(self.defaults_changed.get(name, ())),
             name in self.datasets_placed,
+            self.other_accelerator.get(name, ""),
             name in self.one_time,
         )
 

@@ -164,6 +164,11 @@ class ModuleContext:
     #: in a program that runs this module (one that imports it, or what such a program
     #: imports): a DataLoader's batches are then not provably on the CPU
     datasets_placed: bool = False
+    #: a project module (not a test) that names an accelerator other than CUDA (``"mps"``,
+    #: ``torch.backends.mps``, ``torch_xla``: analysis/accelerators.py) in a program that runs
+    #: this module (as for ``datasets_placed``), or "": a device syncfix cannot name may then be
+    #: that accelerator, not only CUDA or the CPU
+    other_accelerator: str = ""
     #: all of it is one-time code (no loop, no step-like function, none that other files call
     #: from repeating code: analysis/hotness.py ``one_time``); the rules reported only where
     #: syncs repeat are not run on it
@@ -183,6 +188,7 @@ class ModuleContext:
                 str(self.later_syncs_around),
                 ",".join(sorted(self.defaults_changed)),
                 str(self.datasets_placed),
+                self.other_accelerator,
                 str(self.one_time),
                 ",".join(
                     sorted(

@@ -133,3 +133,14 @@ def test_a_with_that_may_swallow_an_error_keeps_the_total_on_the_host():
     assert "might suppress an exception" in f.message
     with_bar = src.replace("contextlib.suppress(StopIteration)", "contextlib.nullcontext()")
     assert fix_code(with_bar, select=["SFX302"], unsafe_fixes=True) != with_bar
+
+
+def test_a_meter_updated_under_an_if_is_said_to_sync_as_often_as_the_if_lets_it():
+    from pathlib import Path
+
+    src = (Path(__file__).parent / "fixtures/meter_untouched.in.py").read_text()
+    lines = src.splitlines()
+    messages = {lines[f.line - 1].strip(): f.message for f in check_code(src, select=["SFX302"])}
+    assert "every iteration" in messages["losses.update(loss.item(), images.size(0))  # expect: SFX302"]
+    logged = messages["logger.update(loss=loss.item())  # expect: SFX302"]
+    assert "one sync each time its `if` lets it run" in logged and "every iteration" not in logged
