@@ -154,10 +154,12 @@ class AssertOnGpuValue(Rule):
         return f"{torch}._assert_async({cond}, {msg})" if msg else f"{torch}._assert_async({cond})"
 
     def _fix(self, node: cst.CSTNode, new: cst.CSTNode) -> Fix:
+        # ``python -O`` drops an ``assert``, not the call that replaces it
+        also = "; and unlike `assert`, it runs under `python -O`" if isinstance(node, cst.Assert) else ""
         return self.unsafe_fix(
             {node: new},
             "Check on the device with torch._assert_async (unsafe: a failure surfaces later, as a "
-            "device-side assert, not as this exception)",
+            f"device-side assert, not as this exception{also})",
         )
 
 

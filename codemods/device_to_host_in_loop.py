@@ -160,9 +160,10 @@ class DeviceToHostInLoop(Rule):
     every iteration of its loop, and not under `if step % 100 == 0:`), a branch or check
     (SFX201-SFX206), a comprehension (SFX303), or reads
     in a row that SFX301 can merge (of reads it cannot, one finding per statement). So is
-    `float(t)` / `int(t)` of a tensor, or of a tensor op's result (`float(preds.eq(y).sum())`),
-    without a fix: `float(x)` of a value syncfix cannot name is as often a number's or a numpy
-    value's. A part of a batch from a loader named as such (`data_loader`, `self.train_loader`)
+    `float(t)` / `int(t)` of a tensor, or of a tensor op's result (`float(preds.eq(y).sum())`,
+    an element of one: `int(nlabel[i])` of `nlabel = (labels > 0).sum(1)`, or an autograd
+    Function's result: `float(AllReduce.apply(loss))`), without a fix: `float(x)` of a value
+    syncfix cannot name is as often a number's or a numpy value's. A part of a batch from a loader named as such (`data_loader`, `self.train_loader`)
     that the code never copies is, by SFX101's likely fact, a CPU tensor: its reads are not
     reported (unless accelerate placed the loader's batches on its device).
 
@@ -348,13 +349,16 @@ class DeviceToHostInLoop(Rule):
             return
         if read.form in ("float", "int"):
             # ``float(x)`` is as often of a number, a string or a numpy value: only of a tensor,
-            # or of a tensor op's result in the likely view (``float(preds.eq(y).sum())``; not
-            # ``int(kpts[i, 0])`` of an array that only has a ``.shape``), and without a fix (the
-            # fixes below rewrite ``.item()``)
+            # or of a tensor op's result in the likely view (``float(preds.eq(y).sum())``, and an
+            # element or a name of one: YOLOX's ``int(nlabel[i])`` of ``nlabel = (...).sum(1)``;
+            # not ``int(kpts[i, 0])`` of an array that only has a ``.shape``), and without a fix
+            # (the fixes below rewrite ``.item()``)
             receiver = read.receiver
             if not (
                 a.value(receiver).is_tensor
-                or isinstance(receiver, cst.Call) and not read_as_tensor and a.likely.value(receiver).is_tensor
+                or isinstance(receiver, (cst.Call, cst.Subscript, cst.Name))
+                and not read_as_tensor
+                and a.likely.value(receiver).is_tensor
             ):
                 return
             self._reported_read(node, read, read_as_tensor, fixes=False)

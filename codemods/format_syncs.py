@@ -1,4 +1,4 @@
-"""SFX403: formatting a CUDA tensor (``f"{loss}"``, ``"%s" % t``) reads it to the host."""
+"""SFX403: formatting a CUDA tensor (``f"{loss}"``, ``"%s" % t``, ``print(t)``) reads it to the host."""
 
 from __future__ import annotations
 
@@ -10,12 +10,18 @@ from syncfix.rules import Invalid, Rule
 from ._memory import aliases_in
 from ._support import runs_every_iteration, unplaced_message, unplaced_tensor
 
+# Builtins that turn their tensor arguments into text (``str(t)`` walks every element).
+_PRINTING = {"builtins.print": "printed", "builtins.str": "`str`", "builtins.repr": "`repr`"}
+_PRINT_LESS = "format it less often (every N steps), or keep the tensors and format them after the loop"
+
 
 class FormatSyncs(Rule):
     """
     ## What it finds
     A CUDA tensor formatted into text: an f-string field (`f"loss {loss}"`,
-    `logger.debug(f"{t}")`), a `%` format (`"%s" % t`, `"%.3f" % loss`) or `str.format`.
+    `logger.debug(f"{t}")`), a `%` format (`"%s" % t`, `"%.3f" % loss`), `str.format`, or
+    a tensor printed or made text (`print(loss)`, `print("x", x)`, `str(t)`, `repr(t)`: no
+    fix, there is no sync-free way to print a GPU tensor's values).
     A tensor whose device syncfix cannot name (the loss of a model passed in as a parameter) is
     reported, without a fix, where it is formatted on every iteration of a loop: it syncs there
     if it is on a GPU. Under `if step % 100 == 0:` it is formatted once per hundred steps, and
@@ -61,7 +67,7 @@ class FormatSyncs(Rule):
     MESSAGE = "A CUDA tensor is formatted into text: every format reads it to the host"
     FIX = "sometimes"
     SAFETY = ("safe", "unsafe")
-    TRIGGERS = ("{", "%", ".format(")
+    TRIGGERS = ("{", "%", ".format(", "print(", "str(", "repr(")
     VALID = [
         # an explicit read: SFX301's business
         "import torch\nloss = torch.ones(3, device='cuda').mean()\nprint(f'{loss.item():.3f}')\n",
@@ -118,6 +124,20 @@ class FormatSyncs(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        callee = self.analysis.callee(node)
+        if callee in _PRINTING:
+            # ``print(loss)``, ``str(t)``: the tensor's text, every element read to the host
+            shown = [arg.value for arg in node.args if arg.keyword is None and not arg.star]
+            if callee != "builtins.print" and len(shown) != 1:
+                return
+            form = _PRINTING[callee]
+            for expr in shown:
+                if self._gpu_tensor(expr):
+                    shown_expr = self.analysis.module.code_for_node(expr)
+                    self.report(expr, f"{self.MESSAGE} ({form} `{shown_expr}`); no fix: {_PRINT_LESS}")
+                    return
+            self._report_unplaced(shown, form)
+            return
         if (
             isinstance(func, cst.Attribute)
             and func.attr.value == "format"
@@ -144,8 +164,7 @@ class FormatSyncs(Rule):
         self.report(
             found,
             f"A tensor is formatted into text: every format reads it to the host ({form} `{shown}`)"
-            f"{unplaced_message(a, found)}; no fix: format it less often (every N steps), or keep "
-            "the tensors and format them after the loop",
+            f"{unplaced_message(a, found)}; no fix: {_PRINT_LESS}",
         )
 
     def _gpu_tensor(self, expr: cst.BaseExpression) -> bool:

@@ -196,7 +196,7 @@ ACCELERATOR = (
     "def train(steps: int):\n"
     "    for _ in range(steps):\n"
     "        x = (torch.randn(8) * 2).to(device)\n"
-    "        print(x.sum())\n"
+    "        print(x.shape)\n"
 )
 
 

@@ -29,3 +29,12 @@ def test_a_fixed_check_states_no_reason():
     source = HEAD + '        assert y.sum() > 0, "negative"\n'
     (found,) = [f for f in check_code(source, path="train.py", unsafe_fixes=True) if f.code == "SFX203"]
     assert found.fix is not None and "no fix" not in found.message
+
+
+def test_an_assert_fix_says_it_now_runs_under_python_O():
+    source = HEAD + '        assert y.sum() > 0, "negative"\n'
+    (found,) = [f for f in check_code(source, path="train.py", unsafe_fixes=True) if f.code == "SFX203"]
+    assert "runs under `python -O`" in found.fix.description
+    raised = HEAD + '        if y.sum() > 0:\n            raise ValueError("big")\n'
+    (found,) = [f for f in check_code(raised, path="train.py", unsafe_fixes=True) if f.code == "SFX203"]
+    assert found.fix is not None and "python -O" not in found.fix.description
