@@ -130,8 +130,18 @@ class AssertOnGpuValue(Rule):
                 fix = self._fix(node, stmt)
         self._report(node, unplaced, fix, why)
 
-    def _why_not(self, node: cst.CSTNode, cond: Condition | None) -> str | None:
+    def _why_not(self, node: cst.Assert | cst.If, cond: Condition | None) -> str | None:
         """What keeps the check from moving to the device, in words a user can act on."""
+        a = self.analysis
+        # explicit reads (``.item()``, ``float(t)``), not the truth of an ``and``'s operand
+        inner = [n for n in a.likely.host_read_syncs(node.test, any_device=True) if isinstance(n, cst.Call)]
+        if inner:
+            # ``assert torch.all(rates == rates[0].item())``: the moved check would still read
+            shown = a.module.code_for_node(inner[0])
+            return (
+                f"the test reads a value on the host itself (`{shown}`), so the check would still "
+                "sync there; compare tensors on the device instead (`t == t[0]`, not `t[0].item()`)"
+            )
         if cond is None or not cond.exact:
             return (
                 "the test has no exact tensor form (a Python value, a chained comparison or a call "

@@ -17,6 +17,8 @@ HEAD = "import torch\n\ndef step(x: torch.Tensor, name: str):\n    for i in rang
         ('if y.sum() > 0 and i > 1:\n            raise ValueError("big")', "no exact tensor form"),
         ('if 0 < y.sum() < 1:\n            raise ValueError("chained")', "no exact tensor form"),
         ('assert y > 0, "not 0-d"', "not provably one-element"),
+        # audiocraft's metrics: the moved check would still read `y[0]` on the host
+        ('assert torch.all(y == y[0].item()), "differ"', "reads a value on the host itself (`y[0].item()`)"),
     ],
 )
 def test_a_check_without_a_fix_says_why(check, reason):
