@@ -294,3 +294,48 @@ def test_calls_in_a_loop_that_waits_for_input_are_not_made_in_a_loop():
         ("input", False), ("answer", False),  # under ``try``: every time round
         ("range", True), ("input", True), ("answer", True),
     ]
+
+
+SOLVER = """
+class StandardSolver:
+    def run_epoch(self, loader):
+        for idx, batch in enumerate(self.log_progress(loader)):
+            metrics = self.run_step(idx, batch)
+
+    def run_step(self, idx, batch):
+        raise NotImplementedError
+
+    def build(self, names):
+        for name in names:  # a loop over names: no step
+            self.make(name)
+
+    def make(self, name):
+        pass
+"""
+MUSICGEN = """
+from pkg.base import StandardSolver
+
+
+class MusicGenSolver(StandardSolver):
+    def run_step(self, idx, batch):
+        return self.loss(batch)
+
+    def loss(self, batch):
+        return batch
+
+    def make(self, name):
+        return name
+"""
+
+
+def test_a_self_call_in_a_loop_over_batches_reaches_overrides_in_other_files():
+    """audiocraft: ``StandardSolver`` calls ``self.run_step`` for each batch; ``MusicGenSolver``
+    (another file) overrides it, so its step runs there; a loop over names is no step."""
+    resolve = {m: m for m in ("pkg.base", "pkg.musicgen")}
+    files = [
+        file_calls("pkg.base", SOLVER.encode(), ["forward"], resolve),
+        file_calls("pkg.musicgen", MUSICGEN.encode(), ["forward"], resolve),
+    ]
+    hot = hot_functions(files)
+    assert hot["pkg.musicgen"] == {"run_step", "loss"}
+    assert {"run_step", "make"} <= hot["pkg.base"]

@@ -12,7 +12,6 @@ the code does not construct is a fresh CPU tensor (:func:`is_likely_batch_item`)
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -24,6 +23,7 @@ from . import callgraph
 from .attributes import likely_attribute_values
 from .bindings import fact_of_name, single_valued
 from .dtypes import is_dtype
+from .loader_names import loader_like
 from .navigation import target_path
 from .syntax import keyword, positional
 from .torch_api import (
@@ -594,7 +594,7 @@ def _yields_batches(a: ModuleAnalysis, iterable: cst.BaseExpression, path: list[
             if bound is not None and _yields_batches(a, bound, path):
                 return True  # ``loop = tqdm(loader)``
         name = iterable.value if isinstance(iterable, cst.Name) else iterable.attr.value
-        return _loader_like(name) or is_likely_batch_item(a, iterable)
+        return loader_like(name) or is_likely_batch_item(a, iterable)
     return False
 
 
@@ -623,30 +623,6 @@ def _bound_once(a: ModuleAnalysis, name: cst.Name) -> cst.BaseExpression | None:
     return value if isinstance(value, cst.Call) else None
 
 
-# Parts of the names loaders, datasets, their progress bars and batches go by, and of names that
-# say the items are something else (model outputs, features, parameters...).
-_LOADER_WORDS = ("loader", "data", "batch", "pbar", "prefetch", "sampler")
-_LOADER_TOKENS = frozenset({
-    "dl", "dls", "ds", "it", "iter", "iterator", "bar", "tbar", "gen", "generator", "set", "trainset",
-    "testset", "valset", "train", "val", "valid", "test", "eval", "epoch", "tepoch",
-})
-_NOT_LOADER_TOKENS = frozenset({
-    "out", "outs", "output", "outputs", "pred", "preds", "prediction", "predictions", "result",
-    "results", "gpu", "cuda", "feat", "feats", "feature", "features", "logit", "logits", "grad",
-    "grads", "param", "params", "weight", "weights", "module", "modules", "layer", "layers",
-    "model", "models", "hidden", "cache", "args", "kwargs", "loss", "losses",
-})
-_NAME_PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
-
-
-def _loader_like(name: str) -> bool:
-    """Does ``name`` read as a loader's (``train_loader``, ``self.data``, ``pbar``, ``trainDL``)
-    and not as model outputs' (``batch_outputs``, ``gpu_data``)?"""
-    parts = {p.lower() for p in _NAME_PARTS.findall(name)}
-    if parts & _NOT_LOADER_TOKENS:
-        return False
-    lowered = name.lower()
-    return any(w in lowered for w in _LOADER_WORDS) or bool(parts & _LOADER_TOKENS)
 
 
 def string_device(expr: cst.BaseExpression) -> Value:

@@ -26,6 +26,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+from .loader_names import loader_like
 from .torch_api import METHOD_HOOKS
 
 # A call, resolved as far as one file can: (module, function) with module "" for the file itself
@@ -61,6 +62,9 @@ class FileCalls:
     calls: dict[str, list[tuple[Callee, bool]]] = field(default_factory=dict)
     classes: set[str] = field(default_factory=set)  # the classes it defines
     bases: set[str] = field(default_factory=set)  # the names they derive from (last part)
+    # methods called through ``self`` in a loop over batches (``for idx, batch in
+    # enumerate(loader): self.run_step(...)``): a subclass's override in another file runs there
+    batch_calls: set[str] = field(default_factory=set)
 
 
 def file_calls(
@@ -181,6 +185,8 @@ class _Collector:
                 if callee is not None:
                     out.calls.setdefault(function, [])
                     made.append((function, callee, loop))
+                    if callee[0] == SELF and loop is not None and every_time and _over_batches(loop):
+                        out.batch_calls.add(callee[1])
             sometimes = _SOMETIMES.get(kind, ())
             children: list[tuple[ast.AST, str, ast.AST | None, bool]] = []
             for attr in kind._fields:
@@ -209,6 +215,20 @@ class _Collector:
         if isinstance(func, ast.Attribute) and func.attr not in _COMMON and not func.attr.startswith("__"):
             return (ANY, func.attr)  # ``self.sampler.update_with_local_losses(...)``
         return None
+
+
+def _over_batches(loop: ast.AST) -> bool:
+    """A ``for`` whose targets or iterable read as a loader's batches (``for idx, batch in
+    enumerate(lp)``, ``for x in train_loader``), not a loop over layers, keys or modules."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return False
+    names = [n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)]
+    it = loop.iter
+    while isinstance(it, ast.Call) and it.args:  # enumerate(...), tqdm(...), iter(...)
+        it = it.args[0]
+    if isinstance(it, (ast.Name, ast.Attribute)):
+        names.append(it.id if isinstance(it, ast.Name) else it.attr)
+    return any(loader_like(n) for n in names)
 
 
 def _last_name(base: ast.expr) -> str:
@@ -259,7 +279,9 @@ def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
     for f in by_module.values():
         for calls in f.calls.values():
             for callee, in_loop in calls:
-                for target in targets(callee, f.module) if in_loop else ():
+                # a step loop's ``self.run_step(...)``: the overrides in other files too
+                across = callee[0] == SELF and callee[1] in f.batch_calls
+                for target in targets(callee, f.module, across) if in_loop else ():
                     if target not in hot:
                         hot.add(target)
                         work.append(target)
