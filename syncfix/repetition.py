@@ -3,7 +3,8 @@
 A sync costs once per execution, so a fix pays only where the code runs again and again: loop
 bodies, step-like functions (``forward``, ``training_step``... the ``hot-functions`` setting),
 and functions this file calls from such code. One-time code is quiet by default: the module's
-top level outside loops (``if __name__ == "__main__":`` included), ``__init__``, and test code
+top level outside loops (``if __name__ == "__main__":`` included), ``__init__``, an attribute
+made on first use (``if not hasattr(self, "x"): self.x = ...``, ``if self.x is None:``), and test code
 (files under ``tests/``, ``test_*.py`` holding tests, ``*_test.py``, ``conftest.py``: a ``test()`` function in
 a training script is the evaluation loop, not a test), where nothing waits on the GPU; and a
 loop that calls ``input()``, which waits for a person each time round (a loop inside it repeats). ``--include-cold`` (``include-cold = true``) shows everything.
@@ -44,6 +45,71 @@ _HOLDS_TESTS = re.compile(r"^\s*(?:async\s+def\s+test_|def\s+test_|class\s+Test|
 _STARTS_REPEATING = frozenset({cst.For, cst.While, cst.FunctionDef, cst.ClassDef})
 
 
+def lazy_init(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
+    """Is ``node`` in the body of an ``if`` of its function that makes an attribute on first use
+    (``if not hasattr(self, "queue"):`` or ``if self.queue is None:``, whose body sets
+    ``self.queue``)? It runs once per object, however often the function does (BasicSR's
+    training-pair pool, made on the first step)."""
+    child = node
+    for anc in a.ancestors(node):
+        if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return False
+        if isinstance(anc, cst.If) and child is anc.body:
+            attr = _made_attribute(anc.test)
+            if attr is not None and _sets_self_attribute(anc.body, attr):
+                return True
+        child = anc
+    return False
+
+
+def _made_attribute(test: cst.BaseExpression) -> str | None:
+    """``not hasattr(self, "x")`` or ``self.x is None``: ``"x"``."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        call = test.expression
+        if (
+            isinstance(call, cst.Call)
+            and isinstance(call.func, cst.Name)
+            and call.func.value == "hasattr"
+            and len(call.args) == 2
+            and isinstance(call.args[0].value, cst.Name)
+            and call.args[0].value.value == "self"
+            and isinstance(call.args[1].value, cst.SimpleString)
+        ):
+            text = call.args[1].value.evaluated_value
+            return text if isinstance(text, str) else None
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        comp = test.comparisons[0]
+        if (
+            isinstance(comp.operator, cst.Is)
+            and isinstance(comp.comparator, cst.Name)
+            and comp.comparator.value == "None"
+            and _self_attribute(test.left) is not None
+        ):
+            return _self_attribute(test.left)
+    return None
+
+
+def _self_attribute(expr: cst.BaseExpression) -> str | None:
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        return expr.attr.value
+    return None
+
+
+def _sets_self_attribute(body: cst.BaseSuite, attr: str) -> bool:
+    """Does a statement of ``body`` itself (not a nested block) assign ``self.<attr>``?"""
+    lines = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    for line in lines:
+        smalls = line.body if isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else ()
+        for small in smalls:
+            targets = (
+                [t.target for t in small.targets] if isinstance(small, cst.Assign)
+                else [small.target] if isinstance(small, cst.AnnAssign) else []
+            )
+            if any(_self_attribute(t) == attr for t in targets):
+                return True
+    return False
+
+
 class Repetition:
     """Answers "does this node run repeatedly?" for one module."""
 
@@ -56,6 +122,8 @@ class Repetition:
         if self.test_file:
             return False
         a = self.analysis
+        if lazy_init(a, node):
+            return False
         if a.repeating_loop(node) is not None:
             return True
         fn = a.enclosing_function(node)

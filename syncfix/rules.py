@@ -191,7 +191,8 @@ class Rule(cst.BatchableCSTVisitor):
         body = textwrap.dedent(inspect.getdoc(cls) or "").strip()
         where = (
             " Reported only where the sync repeats (loop bodies, step-like functions and what they"
-            " call); one-time code and test files are quiet unless `--include-cold`."
+            " call); one-time code (set-up, an attribute made on first use under"
+            " `if not hasattr(self, ...)`) and test files are quiet unless `--include-cold`."
             if cls.ONLY_WHERE_REPEATED
             else ""
         )

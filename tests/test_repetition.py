@@ -307,3 +307,25 @@ def test_a_loop_that_asks_for_input_only_sometimes_still_repeats():
     # (printing the CUDA tensor is a sync of its own: SFX403)
     assert codes(src) == [("SFX101", 7), ("SFX403", 7)]
     assert codes(src, include_cold=True) == [("SFX101", 7), ("SFX403", 7), ("SFX101", 13), ("SFX403", 13)]
+
+
+def test_an_attribute_made_on_first_use_is_one_time_code():
+    # BasicSR's training-pair pool: made under `if not hasattr(self, ...)` on the first step
+    src = """\
+    import torch
+
+    class Model:
+        def forward(self, x):
+            if not hasattr(self, "queue"):
+                self.queue = torch.zeros(8).cuda()
+                self.ptr = 0
+            if self.cache is None:
+                self.cache = torch.ones(3).cuda()
+            if self.flag:
+                y = torch.ones(3).cuda()
+            if self.other is None:
+                z = torch.ones(3).cuda()
+            return x
+    """
+    assert codes(src) == [("SFX101", 11), ("SFX101", 13)]
+    assert codes(src, include_cold=True) == [("SFX101", 6), ("SFX101", 9), ("SFX101", 11), ("SFX101", 13)]
