@@ -178,7 +178,7 @@ class Project:
         # a device picked in one module may reach any module of a program that includes it (as
         # a placing dataset does): each module with one such naming module
         self.other_accelerator: dict[str, str] = {}
-        for naming in sorted(n for n in programs if names_other_accelerator(sources[n][1])):
+        for naming in sorted(f.module for f in calls if f.other_accelerator):
             for program in {naming} | self.importer_closure(naming):
                 for m in (program, *(f.name for f in self.closure(program))):
                     self.other_accelerator.setdefault(m, naming)
@@ -261,6 +261,8 @@ def file_summary(item: Item, hot_functions: tuple[str, ...], resolve: Mapping[st
     tree = _parsed(data)
     # an unparsable file: ``file_calls`` fails to read it too, and says so (not ``parsed``)
     called = file_calls(name, tree if tree is not None else data, hot_functions, resolve) if with_calls else None
+    if called is not None:
+        called.other_accelerator = names_other_accelerator(data, tree)
     used = (member_use(tree) if tree is not None else EMPTY) if with_names else None
     return called, used
 

@@ -18,20 +18,27 @@ _DEVICE_STRING = re.compile(rf"^(?:{'|'.join(OTHER_DEVICE_TYPES)})(?::\d+)?$")
 _TORCH_MODULES = frozenset({"mps", "xpu", "npu", "hpu", "mtia"})
 # Packages that add an accelerator to torch.
 _PACKAGES = frozenset({"torch_xla", "torch_npu", "habana_frameworks", "intel_extension_for_pytorch"})
-_MENTION = re.compile(rb"\b(?:" + b"|".join(t.encode() for t in (*OTHER_DEVICE_TYPES, *_PACKAGES)) + rb")\b")
+# What the text must hold for the code to name one (checked on the parse after): a quoted
+# device type, torch's API for one, or an import of a package.
+_MENTION = re.compile(
+    rb"[\"'](?:" + "|".join(OTHER_DEVICE_TYPES).encode() + rb")(?::\d+)?[\"']"
+    rb"|\.(?:" + "|".join(sorted(_TORCH_MODULES)).encode() + rb")\b"
+    rb"|\b(?:" + "|".join(sorted(_PACKAGES)).encode() + rb")\b"
+)
 
 
-def names_other_accelerator(data: bytes) -> bool:
+def names_other_accelerator(data: bytes, tree: ast.Module | None = None) -> bool:
     """Does the code (not its comments) name an accelerator other than CUDA: a string that is
     such a device (``"mps"``, ``"xla:0"``), torch's API for one (``torch.backends.mps``,
-    ``torch.xpu``), or a package that adds one (``import torch_xla``)? Text that does not parse
-    is read as text."""
+    ``torch.xpu``), or a package that adds one (``import torch_xla``)? ``tree``: Python's parse of
+    ``data``, where the caller has it. Text that does not parse is read as text."""
     if not _MENTION.search(data):
         return False
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError):
-        return True
+    if tree is None:
+        try:
+            tree = ast.parse(data)
+        except (SyntaxError, ValueError):
+            return True
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             if _DEVICE_STRING.match(node.value):

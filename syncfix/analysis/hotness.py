@@ -65,6 +65,8 @@ class FileCalls:
     # methods called through ``self`` in a loop over batches (``for idx, batch in
     # enumerate(loader): self.run_step(...)``): a subclass's override in another file runs there
     batch_calls: set[str] = field(default_factory=set)
+    # it names an accelerator other than CUDA (accelerators.py): for the copy rules' device fact
+    other_accelerator: bool = False
 
 
 def file_calls(
