@@ -133,8 +133,8 @@ class AssertOnGpuValue(Rule):
     def _why_not(self, node: cst.Assert | cst.If, cond: Condition | None) -> str | None:
         """What keeps the check from moving to the device, in words a user can act on."""
         a = self.analysis
-        # explicit reads (``.item()``, ``float(t)``), not the truth of an ``and``'s operand
-        inner = [n for n in a.likely.host_read_syncs(node.test, any_device=True) if isinstance(n, cst.Call)]
+        # explicit reads (``.item()``, ``float(t)``), not the truth of the test or its operands
+        inner = [n for n in a.likely.host_read_syncs(node.test, any_device=True) if _explicit_read(a, n)]
         if inner:
             # ``assert torch.all(rates == rates[0].item())``: the moved check would still read
             shown = a.module.code_for_node(inner[0])
@@ -171,6 +171,16 @@ class AssertOnGpuValue(Rule):
             "Check on the device with torch._assert_async (unsafe: a failure surfaces later, as a "
             f"device-side assert, not as this exception{also})",
         )
+
+
+def _explicit_read(a, node: cst.CSTNode) -> bool:
+    """``t.item()``, ``t.tolist()``, ``bool/int/float(t)``: a read written in the test."""
+    if not isinstance(node, cst.Call):
+        return False
+    func = node.func
+    if isinstance(func, cst.Attribute) and func.attr.value in ("item", "tolist"):
+        return True
+    return a.callee(node) in ("builtins.bool", "builtins.int", "builtins.float")
 
 
 def _only_raise(body: cst.BaseSuite) -> cst.Raise | None:
