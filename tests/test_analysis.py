@@ -692,3 +692,32 @@ def test_a_class_apply_of_a_tensor_is_a_tensor_in_the_likely_view_only():
     assert analysis.likely.value(values["a"]).is_tensor
     assert not analysis.likely.value(values["b"]).is_tensor
     assert not analysis.likely.value(values["c"]).is_tensor
+
+
+def test_a_parameter_or_buffer_of_a_module_is_on_whatever_device_the_module_was_moved_to():
+    # ``model.cuda()`` moves parameters and buffers, not plain tensor attributes: a parameter
+    # made from a CPU tensor is no CPU tensor in ``forward``; a registered buffer is a tensor
+    # there (likely: ``None`` may be registered)
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper
+
+    from syncfix.analysis import Device, Kind, ModuleAnalysis
+
+    src = (
+        "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.w = nn.Parameter(torch.zeros(3))\n"
+        "        self.t = torch.zeros(3)\n        self.register_buffer('initted', torch.zeros(()))\n\n"
+        "    def forward(self, x):\n        a = self.w\n        b = self.t\n        c = self.initted\n        return x\n"
+    )
+    analysis = ModuleAnalysis(MetadataWrapper(cst.parse_module(src), unsafe_skip_copy=True), source=src)
+    values = {
+        analysis.module.code_for_node(n.targets[0].target): n.value
+        for n in analysis.structure.of_type(cst.Assign)
+        if isinstance(n, cst.Assign)
+    }
+    w = analysis.value(values["a"])
+    assert w.kind is Kind.TENSOR and w.device is Device.UNKNOWN
+    assert analysis.value(values["b"]).device is Device.CPU
+    assert analysis.value(values["c"]).kind is Kind.UNKNOWN
+    assert analysis.likely.value(values["c"]).kind is Kind.TENSOR
+    assert analysis.likely.value(values["c"]).device is Device.UNKNOWN

@@ -21,7 +21,7 @@ from .torch_api import (
     TENSOR_ATTR_NON_TENSOR,
     TENSOR_ATTR_TENSOR,
 )
-from .values import NUMBER, OTHER, UNKNOWN, Kind, TupleValue, Value, join_all
+from .values import NUMBER, OTHER, UNKNOWN, Device, Kind, Memory, TupleValue, Value, join_all
 
 if TYPE_CHECKING:
     from .module import ModuleAnalysis
@@ -78,8 +78,39 @@ def _self_attribute(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
     ``self._traj_id = torch.zeros((), device="cpu")`` of a class other files import)."""
     bound = likely_attribute_values(a, expr) if a.assume_tensors else self_attribute_values(a, expr)
     if bound is None:
-        return UNKNOWN
-    return join_all(a.value(v) for v in bound)
+        # ``self.register_buffer("initted", t)``: a tensor (likely; ``None`` may be registered)
+        return Value(Kind.TENSOR) if a.assume_tensors and _registered(a, expr) else UNKNOWN
+    # a parameter moves with its module (``model.cuda()``): where it was made says nothing
+    return join_all(
+        replace(a.value(v), device=Device.UNKNOWN, memory=Memory.UNKNOWN, origin=None)
+        if _makes_parameter(a, v) else a.value(v)
+        for v in bound
+    )
+
+
+def _makes_parameter(a: ModuleAnalysis, value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.Call) and a.callee(value) in ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
+
+
+def _registered(a: ModuleAnalysis, expr: cst.Attribute) -> bool:
+    """Does the class of ``self.<attr>`` register it as a buffer or parameter
+    (``self.register_buffer("<attr>", ...)``)?"""
+    cls = next((anc for anc in a.ancestors(expr) if isinstance(anc, cst.ClassDef)), None)
+    if cls is None:
+        return False
+    for call in a.nodes_within(cls.body, cst.Call):
+        func = call.func  # type: ignore[attr-defined]
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in ("register_buffer", "register_parameter")
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+            and call.args  # type: ignore[attr-defined]
+            and isinstance(call.args[0].value, cst.SimpleString)  # type: ignore[attr-defined]
+            and call.args[0].value.evaluated_value == expr.attr.value  # type: ignore[attr-defined]
+        ):
+            return True
+    return False
 
 
 def self_attribute_values(a: ModuleAnalysis, expr: cst.Attribute) -> list[cst.BaseExpression] | None:
