@@ -329,3 +329,26 @@ def test_an_attribute_made_on_first_use_is_one_time_code():
     """
     assert codes(src) == [("SFX101", 11), ("SFX101", 13)]
     assert codes(src, include_cold=True) == [("SFX101", 6), ("SFX101", 9), ("SFX101", 11), ("SFX101", 13)]
+
+
+def test_a_loop_over_one_item_runs_once():
+    # yolov7's detect.py: `for opt.weights in ['yolov7.pt']: detect()` runs detect() once;
+    # a loop around the one-item loop still repeats
+    src = """\
+    import torch
+
+    def detect(weights):
+        model = torch.ones(3).cuda()
+        return model
+
+    if __name__ == "__main__":
+        for w in ["yolov7.pt"]:
+            detect(w)
+
+    def main(epochs):
+        for epoch in range(epochs):
+            for w in ("a",):
+                x = torch.ones(3).cuda()
+    """
+    assert codes(src) == [("SFX101", 14)]
+    assert codes(src, include_cold=True) == [("SFX101", 4), ("SFX101", 14)]

@@ -176,7 +176,7 @@ class _Collector:
             if kind is ast.ClassDef:
                 out.classes.add(node.name)  # type: ignore[attr-defined]
                 out.bases.update(_last_name(b) for b in node.bases)  # type: ignore[attr-defined]
-            if kind in _LOOPS:
+            if kind in _LOOPS and not _runs_once(node):
                 out.loops = True
                 loop, every_time = node, True
             elif kind is ast.Call:
@@ -217,6 +217,13 @@ class _Collector:
         if isinstance(func, ast.Attribute) and func.attr not in _COMMON and not func.attr.startswith("__"):
             return (ANY, func.attr)  # ``self.sampler.update_with_local_losses(...)``
         return None
+
+
+def _runs_once(loop: ast.AST) -> bool:
+    """A ``for`` over a one-item display (``for w in ['yolov7.pt']:``): its body runs once, as
+    ``navigation.runs_once`` says of LibCST's tree."""
+    it = getattr(loop, "iter", None)
+    return isinstance(it, (ast.List, ast.Tuple, ast.Set)) and len(it.elts) == 1 and not isinstance(it.elts[0], ast.Starred)
 
 
 def _over_batches(loop: ast.AST) -> bool:

@@ -94,9 +94,23 @@ def enclosing_loop(a: ModuleAnalysis, node: cst.CSTNode) -> cst.For | cst.While 
 def repeating_loop(a: ModuleAnalysis, node: cst.CSTNode) -> cst.For | cst.While | None:
     """:func:`enclosing_loop`, unless that loop calls ``input(...)``: it then waits for a
     person each time round, and a sync in it costs nothing anyone waits for (a chat or
-    translation prompt). A loop nested in it repeats as any loop does."""
+    translation prompt). A loop nested in it repeats as any loop does. A ``for`` over a
+    one-item display (yolov7's ``for opt.weights in ['yolov7.pt']:``) runs its body once: the
+    loop around it decides."""
     loop = enclosing_loop(a, node)
+    while loop is not None and runs_once(loop):
+        loop = enclosing_loop(a, loop)
     return None if loop is not None and loop in interactive_loops(a) else loop
+
+
+def runs_once(loop: cst.CSTNode) -> bool:
+    """A ``for`` over a list, tuple or set display of one item (no ``*``)."""
+    it = loop.iter if isinstance(loop, cst.For) else None
+    return (
+        isinstance(it, (cst.List, cst.Tuple, cst.Set))
+        and len(it.elements) == 1
+        and not isinstance(it.elements[0], cst.StarredElement)
+    )
 
 
 def interactive_loops(a: ModuleAnalysis) -> frozenset[cst.CSTNode]:
