@@ -220,7 +220,8 @@ def _visitor_calls(tree, hot):
             for stmt in node.body:
                 visit(stmt, node.name, None, False)
             return
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+        one_item = isinstance(getattr(node, "iter", None), (ast.List, ast.Tuple, ast.Set)) and len(node.iter.elts) == 1
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and not one_item:  # one item: runs once
             out.loops = True
             loop, every = node, True
         if isinstance(node, ast.Call):
