@@ -12,6 +12,7 @@ from ._support import runs_every_iteration, unplaced_message, unplaced_tensor
 
 # Builtins that turn their tensor arguments into text (``str(t)`` walks every element).
 _PRINTING = {"builtins.print": "printed", "builtins.str": "`str`", "builtins.repr": "`repr`"}
+_PRINTED_NAMES = frozenset(name.rpartition(".")[2] for name in _PRINTING)
 _PRINT_LESS = "format it less often (every N steps), or keep the tensors and format them after the loop"
 
 
@@ -124,7 +125,8 @@ class FormatSyncs(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        callee = self.analysis.callee(node)
+        # ``print``/``str``/``repr`` by name (not rebound): resolved only for those names
+        callee = self.analysis.callee(node) if isinstance(func, cst.Name) and func.value in _PRINTED_NAMES else None
         if callee in _PRINTING:
             # ``print(loss)``, ``str(t)``: the tensor's text, every element read to the host
             shown = [arg.value for arg in node.args if arg.keyword is None and not arg.star]

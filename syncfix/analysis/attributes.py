@@ -98,19 +98,22 @@ def _registered(a: ModuleAnalysis, expr: cst.Attribute) -> bool:
     cls = next((anc for anc in a.ancestors(expr) if isinstance(anc, cst.ClassDef)), None)
     if cls is None:
         return False
-    for call in a.nodes_within(cls.body, cst.Call):
-        func = call.func  # type: ignore[attr-defined]
-        if (
-            isinstance(func, cst.Attribute)
-            and func.attr.value in ("register_buffer", "register_parameter")
-            and isinstance(func.value, cst.Name)
-            and func.value.value == "self"
-            and call.args  # type: ignore[attr-defined]
-            and isinstance(call.args[0].value, cst.SimpleString)  # type: ignore[attr-defined]
-            and call.args[0].value.evaluated_value == expr.attr.value  # type: ignore[attr-defined]
-        ):
-            return True
-    return False
+    names = a.cache.registered.get(cls)
+    if names is None:
+        found = set()
+        for call in a.nodes_within(cls.body, cst.Call):
+            func = call.func  # type: ignore[attr-defined]
+            if (
+                isinstance(func, cst.Attribute)
+                and func.attr.value in ("register_buffer", "register_parameter")
+                and isinstance(func.value, cst.Name)
+                and func.value.value == "self"
+                and call.args  # type: ignore[attr-defined]
+                and isinstance(call.args[0].value, cst.SimpleString)  # type: ignore[attr-defined]
+            ):
+                found.add(call.args[0].value.evaluated_value)  # type: ignore[attr-defined]
+        names = a.cache.registered[cls] = frozenset(n for n in found if isinstance(n, str))
+    return expr.attr.value in names
 
 
 def self_attribute_values(a: ModuleAnalysis, expr: cst.Attribute) -> list[cst.BaseExpression] | None:

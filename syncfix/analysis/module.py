@@ -94,7 +94,8 @@ class Caches:
     unseen: frozenset[str] | None = None  # bindings.unseen_names
     star_bound: tuple[frozenset[str] | None] | None = None  # ModuleAnalysis._star_binds
     unseen_bindings: dict[tuple[Scope, str], BaseAssignment] = field(default_factory=dict)
-    main_blocks: tuple[cst.If, ...] | None = None  # navigation.in_main_block
+    main_blocks: tuple[tuple[int, int], ...] | None = None  # navigation.in_main_block
+    registered: dict[cst.ClassDef, frozenset[str]] = field(default_factory=dict)  # attributes._registered
 
 
 class ModuleAnalysis:

@@ -408,8 +408,20 @@ def in_main_block(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
     """Is ``node`` in the body of a top-level ``if __name__ == "__main__":``? That code runs
     only as ``__main__``, whose globals no other file's ``import`` reaches."""
     if a.cache.main_blocks is None:
-        a.cache.main_blocks = tuple(s for s in a.module.body if isinstance(s, cst.If) and _is_main_block(s))
+        # each block with the pre-order numbers of its subtree (the next top-level statement's
+        # number bounds it), so most nodes are answered without a walk up
+        order = a.structure.order
+        body = list(a.module.body)
+        blocks = []
+        for i, s in enumerate(body):
+            if isinstance(s, cst.If) and _is_main_block(s):
+                end = order[body[i + 1]] if i + 1 < len(body) else len(order)
+                blocks.append((order[s], end))
+        a.cache.main_blocks = tuple(blocks)
     if not a.cache.main_blocks:
+        return False
+    at = a.structure.order.get(node)
+    if at is not None and not any(start < at < end for start, end in a.cache.main_blocks):
         return False
     top = None
     for anc in a.ancestors(node):
