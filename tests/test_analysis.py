@@ -638,14 +638,27 @@ def test_a_parameter_annotated_as_a_numpy_array_is_one():
     assert a.value(total).kind is Kind.NDARRAY
 
 
+def _assigned(src: str):
+    """The analysis of ``src`` and, by the name each ``name = value`` line assigns, its value."""
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper
+
+    from syncfix.analysis import ModuleAnalysis
+
+    analysis = ModuleAnalysis(MetadataWrapper(cst.parse_module(src), unsafe_skip_copy=True), source=src)
+    values = {
+        analysis.module.code_for_node(n.targets[0].target): n.value
+        for n in analysis.structure.of_type(cst.Assign)
+        if isinstance(n, cst.Assign)
+    }
+    return analysis, values
+
+
 def test_a_copy_to_a_gpu_of_an_unknown_is_a_cuda_tensor_in_the_likely_view_only():
     # ``x = x.to("cuda")`` of a batch item: a CUDA tensor if it is a tensor at all, as
     # ``x.cuda()`` is; a ``.to`` to the CPU, of a dtype, or of a name also used as a module stays
     # unknown (modules and batch objects have ``.to`` too)
-    import libcst as cst
-    from libcst.metadata import MetadataWrapper
-
-    from syncfix.analysis import Device, Kind, ModuleAnalysis
+    from syncfix.analysis import Device, Kind
 
     src = (
         "import torch\ndef f(x, m, dev):\n"
@@ -653,41 +666,28 @@ def test_a_copy_to_a_gpu_of_an_unknown_is_a_cuda_tensor_in_the_likely_view_only(
         "    d = m.to('cuda')\n    m.eval()\n    e = x.to(torch.device('cuda', 0))\n    g = x.to(dev)\n"
         "    h = '%s' % x\n"
     )
-    analysis = ModuleAnalysis(MetadataWrapper(cst.parse_module(src), unsafe_skip_copy=True), source=src)
-    values = {
-        analysis.module.code_for_node(n.value): n.value
-        for n in analysis.structure.of_type(cst.Assign)
-        if isinstance(n, cst.Assign)
-    }
+    analysis, values = _assigned(src)
     proof, likely = analysis, analysis.likely
-    for code in ("x.to('cuda', non_blocking=True)", "x.to(torch.device('cuda', 0))"):
-        assert proof.value(values[code]).kind is Kind.UNKNOWN
-        assert likely.value(values[code]).is_tensor and likely.value(values[code]).device is Device.CUDA
-    for code in ("x.to('cpu')", "x.to(torch.float16)", "m.to('cuda')", "x.to(dev)"):
-        v = likely.value(values[code])
-        assert not (v.is_tensor and v.device in (Device.CUDA, Device.CUDA_OR_CPU)), code
-    assert likely.value(values["'%s' % x"]).kind is Kind.OTHER
+    for name in ("a", "e"):  # to "cuda", to torch.device("cuda", 0)
+        assert proof.value(values[name]).kind is Kind.UNKNOWN
+        assert likely.value(values[name]).is_tensor and likely.value(values[name]).device is Device.CUDA
+    for name in ("b", "c", "d", "g"):  # to the CPU, a dtype, a module's, an unknown device
+        v = likely.value(values[name])
+        assert not (v.is_tensor and v.device in (Device.CUDA, Device.CUDA_OR_CPU)), name
+    assert likely.value(values["h"]).kind is Kind.OTHER
 
 
 def test_a_class_apply_of_a_tensor_is_a_tensor_in_the_likely_view_only():
     # ijepa's ``loss = AllReduce.apply(F.smooth_l1_loss(z, h))``: an autograd Function's apply;
     # ``model.apply(init)`` of an instance, or a class's apply of no tensor, stays unknown
-    import libcst as cst
-    from libcst.metadata import MetadataWrapper
-
-    from syncfix.analysis import Kind, ModuleAnalysis
+    from syncfix.analysis import Kind
 
     src = (
         "import torch\nimport torch.nn.functional as F\nfrom dist import AllReduce\n"
         "def f(z, h, model, init):\n    a = AllReduce.apply(F.mse_loss(z, h))\n    b = model.apply(init)\n"
         "    c = AllReduce.apply(z)\n"
     )
-    analysis = ModuleAnalysis(MetadataWrapper(cst.parse_module(src), unsafe_skip_copy=True), source=src)
-    values = {
-        analysis.module.code_for_node(n.targets[0].target): n.value
-        for n in analysis.structure.of_type(cst.Assign)
-        if isinstance(n, cst.Assign)
-    }
+    analysis, values = _assigned(src)
     assert analysis.value(values["a"]).kind is not Kind.TENSOR
     assert analysis.likely.value(values["a"]).is_tensor
     assert not analysis.likely.value(values["b"]).is_tensor
@@ -698,10 +698,7 @@ def test_a_parameter_or_buffer_of_a_module_is_on_whatever_device_the_module_was_
     # ``model.cuda()`` moves parameters and buffers, not plain tensor attributes: a parameter
     # made from a CPU tensor is no CPU tensor in ``forward``; a registered buffer is a tensor
     # there (likely: ``None`` may be registered)
-    import libcst as cst
-    from libcst.metadata import MetadataWrapper
-
-    from syncfix.analysis import Device, Kind, ModuleAnalysis
+    from syncfix.analysis import Device, Kind
 
     src = (
         "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def __init__(self):\n"
@@ -709,12 +706,7 @@ def test_a_parameter_or_buffer_of_a_module_is_on_whatever_device_the_module_was_
         "        self.t = torch.zeros(3)\n        self.register_buffer('initted', torch.zeros(()))\n\n"
         "    def forward(self, x):\n        a = self.w\n        b = self.t\n        c = self.initted\n        return x\n"
     )
-    analysis = ModuleAnalysis(MetadataWrapper(cst.parse_module(src), unsafe_skip_copy=True), source=src)
-    values = {
-        analysis.module.code_for_node(n.targets[0].target): n.value
-        for n in analysis.structure.of_type(cst.Assign)
-        if isinstance(n, cst.Assign)
-    }
+    analysis, values = _assigned(src)
     w = analysis.value(values["a"])
     assert w.kind is Kind.TENSOR and w.device is Device.UNKNOWN
     assert analysis.value(values["b"]).device is Device.CPU

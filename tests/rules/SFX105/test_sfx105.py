@@ -284,24 +284,26 @@ def test_a_read_after_an_early_return_runs_only_when_the_if_lets_it():
     assert "each time `train_step` runs" in g.message
 
 
-def test_a_range_loop_inside_a_step_does_not_make_a_later_read_once_per_pass():
-    # minimind's train_agent: a `for i in range(...)` of debug prints inside the step
-    src = (
-        "import torch\n\ndef fit(model, loader, opt, n):\n    for x, y in loader:\n"
-        "        out = model(x)\n        for i in range(n):\n            print(i)\n"
-        "        v = out.sum().item()\n        opt.step()\n        print(v)\n"
-    )
-    (f,) = [f for f in check_code(src, select=["SFX105"]) if f.line == 8]
-    assert "every iteration of its loop" in f.message and "once per pass" not in f.message
-
-
-def test_a_loop_over_per_sample_losses_inside_a_step_does_not_make_a_later_read_once_per_pass():
-    # minRF's main_t2i.py: `for t, l in info["batchwise_loss"]` in the step is no pass over batches
-    src = (
-        "import torch\n\ndef fit(model, loader, bins):\n    for x in loader:\n"
-        "        loss, info = model(x)\n        batchwise_loss = info['batchwise_loss']\n"
-        "        for t, l in batchwise_loss:\n            bins[int(t * 10)] += l\n"
-        "        print(loss.item())\n"
-    )
-    (f,) = [f for f in check_code(src, select=["SFX105"]) if f.line == 9]
+@pytest.mark.parametrize(
+    ("src", "line"),
+    [
+        # minimind's train_agent: a `for i in range(...)` of debug prints inside the step
+        (
+            "import torch\n\ndef fit(model, loader, opt, n):\n    for x, y in loader:\n"
+            "        out = model(x)\n        for i in range(n):\n            print(i)\n"
+            "        v = out.sum().item()\n        opt.step()\n        print(v)\n",
+            8,
+        ),
+        # minRF's main_t2i.py: `for t, l in info["batchwise_loss"]` in the step is no pass over batches
+        (
+            "import torch\n\ndef fit(model, loader, bins):\n    for x in loader:\n"
+            "        loss, info = model(x)\n        batchwise_loss = info['batchwise_loss']\n"
+            "        for t, l in batchwise_loss:\n            bins[int(t * 10)] += l\n"
+            "        print(loss.item())\n",
+            9,
+        ),
+    ],
+)
+def test_an_inner_loop_inside_a_step_does_not_make_a_later_read_once_per_pass(src, line):
+    (f,) = [f for f in check_code(src, select=["SFX105"]) if f.line == line]
     assert "every iteration of its loop" in f.message and "once per pass" not in f.message
