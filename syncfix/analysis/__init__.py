@@ -35,6 +35,9 @@ Which names may ``from module import *`` bind (so which     ``star_imports``
 names are still builtins)?
 Which functions do other files call from repeating code?    ``hotness``
 Which device expression placed this tensor?                 ``devices``
+Does a file name an accelerator other than CUDA (``"mps"``,  ``accelerators``
+``torch_xla``)?
+Does a name read as a loader's or a batch's?                ``loader_names``
 Which dtype (exact, or its kind)?                           ``dtypes``
 Which shape: one shape, 0-d, one element, 1-D?              ``shapes``
 Is a list built here of alike tensors, or of scalars?       ``containers``
