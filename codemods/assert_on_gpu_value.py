@@ -41,7 +41,8 @@ class AssertOnGpuValue(Rule):
     later sync, and on CUDA the context is unusable afterwards). An `assert` removed by
     `python -O` now always runs. The fix is offered only when the condition converts exactly
     (same decision as the Python test, 0-d), and the message is a string literal (an f-string
-    could itself read the GPU). `torch._assert_async` is a private API of PyTorch (stable since
+    could itself read the GPU). A test that itself reads a value on the host
+    (`t == t[0].item()`) gets no fix: the moved check would still sync there. `torch._assert_async` is a private API of PyTorch (stable since
     1.x, used by PyTorch itself).
     """
 
@@ -134,7 +135,10 @@ class AssertOnGpuValue(Rule):
         """What keeps the check from moving to the device, in words a user can act on."""
         a = self.analysis
         # explicit reads (``.item()``, ``float(t)``), not the truth of the test or its operands
-        inner = [n for n in a.likely.host_read_syncs(node.test, any_device=True) if _explicit_read(a, n)]
+        inner = [
+            n for n in a.likely.host_read_syncs(node.test, any_device=True)
+            if isinstance(n, cst.Call) and a.likely.host_read(n) is not None
+        ]
         if inner:
             # ``assert torch.all(rates == rates[0].item())``: the moved check would still read
             shown = a.module.code_for_node(inner[0])
@@ -171,16 +175,6 @@ class AssertOnGpuValue(Rule):
             "Check on the device with torch._assert_async (unsafe: a failure surfaces later, as a "
             f"device-side assert, not as this exception{also})",
         )
-
-
-def _explicit_read(a, node: cst.CSTNode) -> bool:
-    """``t.item()``, ``t.tolist()``, ``bool/int/float(t)``: a read written in the test."""
-    if not isinstance(node, cst.Call):
-        return False
-    func = node.func
-    if isinstance(func, cst.Attribute) and func.attr.value in ("item", "tolist"):
-        return True
-    return a.callee(node) in ("builtins.bool", "builtins.int", "builtins.float")
 
 
 def _only_raise(body: cst.BaseSuite) -> cst.Raise | None:
