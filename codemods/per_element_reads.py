@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import libcst as cst
 
-from syncfix.analysis import Device, HostRead, Kind
+from syncfix.analysis import Device, HostRead, Kind, target_names
 from syncfix.rules import Invalid, Rule
 from syncfix.walk import walk
 
 from ._stacked_reads import dict_values, host_dict, items_loop
-from ._support import unplaced_message, unplaced_tensor
+from ._support import code, unplaced_message, unplaced_tensor
 
 
 class PerElementReads(Rule):
@@ -19,7 +21,11 @@ class PerElementReads(Rule):
     comprehension `[v.item() for v in x]`, `[float(t) for t in (loss, acc)]`, or a `for` loop
     whose body reads its loop variable with `.item()`/`float()`/`int()`/`bool()`/`.tolist()`.
     Where the code repeats, a comprehension that reads each element of values syncfix cannot name
-    with `.item()` (`[x.item() for x in gathered]`) is reported too, without a fix. So is
+    with `.item()` (`[x.item() for x in gathered]`) is reported too, without a fix, and so is
+    one that indexes each element out of one tensor and reads it alone (`[passk[k - 1].item()
+    for k in ks]`, `[float(t[i, :2].sum()) for i in idx]`): which single read replaces them
+    depends on the indices, so the message says to read the tensor once (`passk.tolist()`) and
+    index the list, or to gather the elements with one index tensor. So is
     `all(t)`/`any(t)` of a tensor, which iterates it and reads each element with `bool()` until
     the answer is known (`bool(t.all())` reads a 1-D tensor once).
 
@@ -263,6 +269,9 @@ class PerElementReads(Rule):
         if read is None and a.is_hot(node):
             # the likely view: what is read with ``.item()`` per element, every step, is a tensor
             read = a.likely.host_read(elt)
+            if read is not None and _var_of(node, read) is None:
+                self._indexed(node, read)
+                return
             if read is not None and _var_of(node, read) is not None:
                 if a.likely.value(read.receiver).device is not Device.CPU:
                     stacked = self._stacked_list(node, read) if fixable else None
@@ -280,6 +289,8 @@ class PerElementReads(Rule):
                     else:
                         self.report(node, f"{self.MESSAGE}{_MAYBE_GPU}; no fix: {_UNKNOWN_ELEMENTS}")
                 return
+        if read is not None and _var_of(node, read) is None and self._indexed(node, read):
+            return
         if read is None or not isinstance(comp.target, cst.Name):
             return
         if not _reads_var(read, comp.target.value):
@@ -424,12 +435,15 @@ class PerElementReads(Rule):
         if not a.is_hot(node):
             return
         found: list[HostRead] = []
+        indexed: list[HostRead] = []  # reads of elements indexed out of one tensor
 
         class V(cst.CSTVisitor):
             def visit_Call(self, call: cst.Call) -> None:
                 read = a.host_read(call) or a.likely.host_read(call)
                 if read is not None and _var_of(node, read) is not None:
                     found.append(read)
+                elif read is not None:
+                    indexed.append(read)
 
             def visit_Lambda(self, n: cst.Lambda) -> bool:
                 return False
@@ -438,6 +452,30 @@ class PerElementReads(Rule):
         if any(a.likely.value(r.receiver).device is not Device.CPU for r in found):
             proven = all(a.is_tensor(r.receiver) for r in found)
             self.report(node, self.MESSAGE if proven else f"{self.MESSAGE}{_MAYBE_GPU}; no fix: {_UNKNOWN_ELEMENTS}")
+            return
+        for read in indexed:
+            if self._indexed(node, read):
+                return
+
+    def _indexed(self, node, read: HostRead) -> bool:
+        """``[t[k - 1].item() for k in ks]``, ``[out[i, :3].mean().item() for i in range(n)]``:
+        each element indexed out of one tensor by the comprehension's variable and read alone.
+        Reported (no fix: which indices, and so which one read replaces them, is the author's)
+        where the tensor may be on the GPU; True when the read is of that form."""
+        a = self.analysis
+        base = _indexed_base(node, read)
+        if base is None:
+            return False
+        value = a.value(read.receiver)
+        proven = value.is_tensor and value.device in (Device.CUDA, Device.CUDA_OR_CPU)
+        if not (a.is_tensor(base) or a.is_hot(node) and a.likely.is_tensor(base)):
+            return True  # a list or a dict of tensors: no one read of it
+        if not proven and (value.device is Device.CPU or a.likely.value(read.receiver).device is Device.CPU):
+            return True
+        name = code(a, base) if len(code(a, base)) <= 40 else "the tensor"
+        where = "" if proven else _MAYBE_GPU
+        self.report(node, f"{self.MESSAGE}{where}; no fix: {_INDEXED.format(name)}")
+        return True
 
 
 _STACK_FIX = (
@@ -521,6 +559,38 @@ def _zipped_source(comp: cst.CompFor, name: str) -> cst.Name | None:
         if isinstance(element.value, cst.Name) and element.value.value == name:
             return arg.value if isinstance(arg.value, cst.Name) else None
     return None
+
+
+def _indexed_base(node, read: HostRead) -> cst.BaseExpression | None:
+    """``t`` where the read's receiver indexes ``t`` with a comprehension variable (``t[k]``,
+    ``t[i, :3].mean()``) and ``t`` itself does not depend on one; else None."""
+    names: set[str] = set()
+    comp = node.for_in
+    while comp is not None:
+        names |= {n.value for n in target_names(comp.target)}
+        comp = comp.inner_for_in
+    expr, base = read.receiver, None
+    while isinstance(expr, (cst.Attribute, cst.Subscript, cst.Call)):
+        if isinstance(expr, cst.Subscript) and _mentions(expr.slice, names):
+            base = expr.value  # the innermost such subscript's (``t`` of ``t[i][j]``)
+        expr = expr.func if isinstance(expr, cst.Call) else expr.value
+    return None if base is None or _mentions(base, names) else base
+
+
+def _mentions(node: cst.CSTNode | Sequence[cst.CSTNode], names: set[str]) -> bool:
+    """Does ``node`` (or a sequence of nodes) read one of ``names``?"""
+    if isinstance(node, Sequence):
+        return any(_mentions(n, names) for n in node)
+    if isinstance(node, cst.Name):
+        return node.value in names
+    return any(_mentions(child, names) for child in node.children)
+
+
+_INDEXED = (
+    "each element is indexed out of `{0}` and read alone; read the values once, before (e.g. "
+    "`vals = {0}.tolist()`, then `vals[...]`), or gather them with one index tensor and read that "
+    "once"
+)
 
 
 def _statements(block: cst.BaseSuite) -> list[cst.CSTNode]:
