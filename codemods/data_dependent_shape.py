@@ -7,7 +7,14 @@ import libcst as cst
 from syncfix.analysis import Device, ModuleAnalysis, keyword, positional, root_name
 from syncfix.rules import Fix, Invalid, Rule
 
-from ._support import append_kwarg, code, method_call_on, unplaced_message, unplaced_tensor
+from ._support import (
+    append_kwarg,
+    code,
+    loader_item,
+    method_call_on,
+    unplaced_message,
+    unplaced_tensor,
+)
 
 _MAYBE_CUDA = (Device.CUDA, Device.CUDA_OR_CPU)
 # Indexes that are never boolean masks (checked before any fact is asked).
@@ -142,7 +149,11 @@ class DataDependentShape(Rule):
         if op == "where" and (len(args) != 1 or len(node.args) != 1):
             return  # ``torch.where(cond, x, y)`` selects element-wise: its shape is known
         unplaced = not self._cuda(subject)
-        if unplaced and not unplaced_tensor(a, subject):
+        if unplaced and not unplaced_tensor(a, subject) and not (
+            # ``torch.nonzero(vis[0])`` takes a tensor only: where the code repeats, its result
+            # is a tensor of the argument's device (a loader's item stays on the CPU)
+            name is not None and name.startswith("torch.") and not loader_item(a, subject) and unplaced_tensor(a, node)
+        ):
             return
         if op == "histc" and _has_range(node, args):
             return
