@@ -537,10 +537,12 @@ def _arg_names(call: cst.Call):
 
 
 def measures_itself(a: ModuleAnalysis, loop: cst.For | cst.While) -> bool:
-    """Does ``loop`` read a clock or a memory counter? Then it is a benchmark, whose reads are
-    deliberate: they pin what it measures to the step (SFX105, SFX404)."""
+    """Does ``loop`` read a clock on every iteration, or a memory counter? Then it is a
+    benchmark, whose reads are deliberate: they pin what it measures to the step (SFX105,
+    SFX404). A clock read under an ``if`` (a speed estimate every 100 steps, Time-Series-Library's
+    training loops) makes no benchmark of a training loop."""
     return any(
-        a.is_clock_read(c) for s in loop.body.body for c in a.effects(s).calls
+        a.is_clock_read(c) and runs_every_iteration(a, c) for s in loop.body.body for c in a.effects(s).calls
     ) or "memory_" in a.module.code_for_node(loop)
 
 

@@ -99,15 +99,19 @@ def _owned_elsewhere(a, node: cst.Call, stmt: cst.SimpleStatementLine, proven: b
             return True
         if isinstance(anc, cst.Raise):
             return True  # the message of an error: read once, when raising
+        method = anc.func.attr.value if isinstance(anc, cst.Call) and isinstance(anc.func, cst.Attribute) else None
         if isinstance(anc, cst.Call) and anc is not node and (
             # SFX401-403 move or defer log lines of what is provably a CUDA tensor; a log line
             # of a tensor whose device syncfix cannot name (a loss of a model passed in), or of
             # a value only the likely view takes for one, is reported here, where it runs every
-            # iteration
-            a.is_logging_call(anc) and (proven or not runs_every_iteration(a, stmt))
-            or (isinstance(anc.func, cst.Attribute) and anc.func.attr.value in ("update", "add_scalar"))
+            # iteration (a metric written with ``add_scalar``, whatever writes it: co-tracker's
+            # ``logger.writer.add_scalar(..., loss.item(), step)``)
+            (a.is_logging_call(anc) or method in ("add_scalar", "add_scalars"))
+            and (proven or not runs_every_iteration(a, stmt))
+            # a meter's update: SFX302's
+            or method == "update"
             # SFX404 reads a list's values after the loop, for tensors it can place on CUDA
-            or (proven and isinstance(anc.func, cst.Attribute) and anc.func.attr.value == "append")
+            or (proven and method == "append")
         ):
             return True
     if per_element_read(a, node):
