@@ -64,8 +64,18 @@ def test_no_fix_where_a_handler_sees_the_wait(opening, closing):
     assert "inside a try whose handler catches its error" in finding.message
 
 
-def test_a_handler_that_cannot_catch_runtime_errors_keeps_the_fix():
-    src = BRANCH.format(open="try:", close="except (KeyError, ValueError):\n            pass")
+@pytest.mark.parametrize(
+    "handler",
+    [
+        "except (KeyError, ValueError):",
+        # an out-of-memory error is raised where memory is allocated, never at a later wait
+        # (Pytorch-UNet's train.py retries its whole training on one)
+        "except torch.cuda.OutOfMemoryError:",
+        "except torch.OutOfMemoryError:",
+    ],
+)
+def test_a_handler_that_cannot_catch_what_a_wait_raises_keeps_the_fix(handler):
+    src = BRANCH.format(open="try:", close=f"{handler}\n            pass")
     assert _fixable(src, "SFX201") == [True]
 
 

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from .module import ModuleAnalysis
 
 # Handlers that cannot catch a RuntimeError (or its subclasses). Anything else may.
+# OutOfMemoryError is a RuntimeError, but one raised where memory is allocated: a wait that a
+# fix stops or moves raises a fault of queued work, never it.
 # (AssertionError is not among them: a build without CUDA raises "Torch not compiled with CUDA
 # enabled" as an AssertionError where CUDA is first used, and a rewrite may raise another error.)
 _NOT_RUNTIME_ERRORS = {
@@ -38,6 +40,7 @@ _NOT_RUNTIME_ERRORS = {
     "OSError", "IOError", "OverflowError", "StopAsyncIteration", "StopIteration", "SyntaxError",
     "SystemExit", "TypeError", "UnicodeDecodeError", "UnicodeEncodeError", "UnicodeError",
     "ValueError", "ZeroDivisionError", "PermissionError", "TimeoutError", "ConnectionError",
+    "OutOfMemoryError",
 }
 
 
