@@ -171,8 +171,8 @@ class BlockingHostToDevice(Rule):
     - **A device syncfix cannot name is CUDA or the CPU** (`args.device`,
       `torch.accelerator.current_accelerator()`), for a source provably on the CPU: exact on
       both; other accelerators (MPS, XLA...) have their own copy rules, which syncfix does not
-      prove. Where a module of the project (not a test) names one (`"mps"`, `"xla:0"`,
-      `torch.backends.mps`, `import torch_xla`), the fact is not assumed: such copies get a
+      prove. Where a module of the project (not a test) names one (`"mps"`, `"xla:0"`, a
+      device option's help `"cpu|cuda|mps"`, `torch.backends.mps`, `import torch_xla`), the fact is not assumed: such copies get a
       finding that names the module, and no fix.
 
     To make these fixes safe: declare that your loaders never refill pinned buffers with

@@ -106,7 +106,8 @@ class TensorCreationOnDevice(Rule):
       that the device is CUDA or the CPU (other accelerators have their own copy rules; with
       `devices = ["cuda", "cpu"]` declared in `[tool.syncfix.torch]`, a device object of unknown
       type is one of the two, and the fix is safe). Where a module of the project (not a test)
-      names another accelerator (`"mps"`, `torch.backends.mps`, `import torch_xla`), the fact
+      names another accelerator (`"mps"`, a device option's help `"cpu|cuda|mps"`,
+      `torch.backends.mps`, `import torch_xla`), the fact
       is not assumed and the copy form is not offered. A device
       held by a name gets the fix only in a loop or a step-like function; a helper that is hot
       only because another file calls a function of its name from a loop keeps the finding

@@ -176,11 +176,14 @@ class Project:
                 self.datasets_placed |= {program, *(m.name for m in self.closure(program))}
 
         # a device picked in one module may reach any module of a program that includes it (as
-        # a placing dataset does): each module with one such naming module
+        # a placing dataset does): each module with one such naming module; a program that
+        # imports by a computed name may include any module
         self.other_accelerator: dict[str, str] = {}
+        dynamic = {f.module for f in calls if f.dynamic_imports}
         for naming in sorted(f.module for f in calls if f.other_accelerator):
             for program in {naming} | self.importer_closure(naming):
-                for m in (program, *(f.name for f in self.closure(program))):
+                reached = {program, *(f.name for f in self.closure(program))}
+                for m in sorted(programs if reached & dynamic else reached):
                     self.other_accelerator.setdefault(m, naming)
 
     def imports_of(self, name: str) -> set[str]:
@@ -263,8 +266,26 @@ def file_summary(item: Item, hot_functions: tuple[str, ...], resolve: Mapping[st
     called = file_calls(name, tree if tree is not None else data, hot_functions, resolve) if with_calls else None
     if called is not None:
         called.other_accelerator = names_other_accelerator(data, tree)
+        called.dynamic_imports = tree is not None and imports_dynamically(data, tree)
     used = (member_use(tree) if tree is not None else EMPTY) if with_names else None
     return called, used
+
+
+_DYNAMIC_IMPORT = re.compile(rb"\bimport_module\b|\b__import__\b")
+
+
+def imports_dynamically(data: bytes, tree: ast.Module) -> bool:
+    """Does the module import by a computed name (``importlib.import_module(module_path)``,
+    ``__import__(name)``)? Time-Series-Library loads each model module so."""
+    if not _DYNAMIC_IMPORT.search(data):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args and not isinstance(node.args[0], ast.Constant):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name in ("import_module", "__import__"):
+                return True
+    return False
 
 
 def summarize_here(items: Sequence[Item], hot_functions: tuple[str, ...], resolve: Mapping[str, str]) -> list[Summary]:

@@ -25,6 +25,10 @@ from syncfix.cli import cli
         "import torch_xla.core.xla_model as xm\n",
         "from torch_npu import npu\n",
         'parser.add_argument("--device", choices=["cuda", "cpu", "mps"])\n',
+        # a device option's help: the user may pass it on (makemore)
+        'parser.add_argument("--device", help="cuda, cpu or mps")\n',
+        "p.add_argument('--device', help='examples: cpu|cuda|cuda:2|mps')\n",
+        "s = 'run on xla:0 or cuda'\n",
         "def f(:\n    'mps'\n",  # does not parse: read as text that may name it
     ],
 )
@@ -37,7 +41,7 @@ def test_code_that_names_another_accelerator(code):
     [
         'device = "cuda" if torch.cuda.is_available() else "cpu"\n',
         "# runs on mps too, some day\nx = 1\n",
-        'parser.add_argument("--device", help="cuda, cpu or mps")\n',
+        '"timestamps", "num_mps", "torch.mps.foo"\n',
         "timestamps = [1, 2]\nmps_count = 3\n",
         "import torch\ntorch.cuda.synchronize()\n",
     ],
@@ -102,6 +106,16 @@ def test_copies_to_an_unnamed_device_get_no_fix_where_the_project_names_mps(tmp_
     # name one: train.py's device is not picked there
     (tmp_path / "d").mkdir()
     root = _project(tmp_path / "d", {"train.py": TRAIN, "common.py": "X = 1\n", "demo.py": COMMON})
+    assert all(f["fix"] is not None for f in _findings(root).values())
+
+    # a program that imports modules by a computed name may include any module: the device
+    # picked where it does (Time-Series-Library's models, loaded by importlib) reaches train.py
+    (tmp_path / "e").mkdir()
+    loader = "import importlib\nimport common\n\ndef load(name):\n    return importlib.import_module(name)\n"
+    root = _project(tmp_path / "e", {"train.py": TRAIN.replace("import common\n", ""), "common.py": COMMON, "run.py": loader})
+    assert all(f["fix"] is None and "(here: `common`)" in f["message"] for f in _findings(root).values())
+    # a literal name is an import like any other: train.py is not in that program
+    root = _project(tmp_path / "e", {"run.py": loader.replace("import_module(name)", 'import_module("json")')})
     assert all(f["fix"] is not None for f in _findings(root).values())
 
     # declared: the project runs on CUDA and the CPU only, whatever else its code names

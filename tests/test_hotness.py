@@ -340,3 +340,28 @@ def test_a_self_call_in_a_loop_over_batches_reaches_overrides_in_other_files():
     hot = hot_functions(files)
     assert hot["pkg.musicgen"] == {"run_step", "loss"}
     assert {"run_step", "make"} <= hot["pkg.base"]
+
+
+def test_a_name_a_star_import_binds_resolves_to_the_module_that_defines_it():
+    """a-PyTorch-Tutorial-to-Image-Captioning: train.py does ``from utils import *`` and calls
+    ``accuracy(...)`` every step; the ``.item()`` in utils.accuracy repeats."""
+    resolve = {m: m for m in ("utils", "train", "other")}
+    utils = (
+        "def accuracy(s, t):\n    return s.eq(t).sum().item()\n\ndef _private(x):\n    return x\n"
+    )
+    other = "def accuracy(s, t):\n    return 0\n"
+    train = (
+        "from other import *\nfrom utils import *\n\n"
+        "def main(loader):\n    for s, t in loader:\n        accuracy(s, t)\n        _private(s)\n"
+    )
+    files = [
+        file_calls(m, src.encode(), ["forward"], resolve)
+        for m, src in (("utils", utils), ("other", other), ("train", train))
+    ]
+    hot = hot_functions(files)
+    # the last star import that defines the name binds it; an underscored name is not exported
+    assert hot.get("utils") == {"accuracy"} and not hot.get("other")
+    # a function of the module's own is its own
+    own = train + "\ndef accuracy(s, t):\n    return s\n"
+    files[2] = file_calls("train", own.encode(), ["forward"], resolve)
+    assert not hot_functions(files).get("utils")

@@ -14,14 +14,17 @@ import re
 # Device types of other accelerators, as ``torch.device`` strings start (``"mps"``, ``"xla:0"``).
 OTHER_DEVICE_TYPES = ("mps", "xpu", "xla", "hpu", "npu", "mtia", "privateuseone")
 _DEVICE_STRING = re.compile(rf"^(?:{'|'.join(OTHER_DEVICE_TYPES)})(?::\d+)?$")
+# One named as a word of a longer string: a ``--device`` option's help, ``"cpu|cuda|mps"``
+# (makemore), which the user may pass on.
+_DEVICE_WORD = re.compile(rf"(?<![\w.])(?:{'|'.join(OTHER_DEVICE_TYPES)})(?::\d+)?(?!\w)")
 # ``torch.backends.mps``, ``torch.mps``, ``torch.xpu``...: the accelerator's own torch API.
 _TORCH_MODULES = frozenset({"mps", "xpu", "npu", "hpu", "mtia"})
 # Packages that add an accelerator to torch.
 _PACKAGES = frozenset({"torch_xla", "torch_npu", "habana_frameworks", "intel_extension_for_pytorch"})
-# What the text must hold for the code to name one (checked on the parse after): a quoted
-# device type, torch's API for one, or an import of a package.
+# What the text must hold for the code to name one (checked on the parse after): a device
+# type as a word, torch's API for one, or an import of a package.
 _MENTION = re.compile(
-    rb"[\"'](?:" + "|".join(OTHER_DEVICE_TYPES).encode() + rb")(?::\d+)?[\"']"
+    rb"(?<![\w.])(?:" + "|".join(OTHER_DEVICE_TYPES).encode() + rb")(?::\d+)?(?!\w)"
     rb"|\.(?:" + "|".join(sorted(_TORCH_MODULES)).encode() + rb")\b"
     rb"|\b(?:" + "|".join(sorted(_PACKAGES)).encode() + rb")\b"
 )
@@ -29,7 +32,7 @@ _MENTION = re.compile(
 
 def names_other_accelerator(data: bytes, tree: ast.Module | None = None) -> bool:
     """Does the code (not its comments) name an accelerator other than CUDA: a string that is
-    such a device (``"mps"``, ``"xla:0"``), torch's API for one (``torch.backends.mps``,
+    such a device (``"mps"``, ``"xla:0"``) or names one as a word (``help="cpu|cuda|mps"``), torch's API for one (``torch.backends.mps``,
     ``torch.xpu``), or a package that adds one (``import torch_xla``)? ``tree``: Python's parse of
     ``data``, where the caller has it. Text that does not parse is read as text."""
     if not _MENTION.search(data):
@@ -41,7 +44,7 @@ def names_other_accelerator(data: bytes, tree: ast.Module | None = None) -> bool
             return True
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if _DEVICE_STRING.match(node.value):
+            if _DEVICE_STRING.match(node.value) or _DEVICE_WORD.search(node.value):
                 return True
         elif isinstance(node, ast.Attribute):
             if node.attr in _TORCH_MODULES and _torch_or_backends(node.value):

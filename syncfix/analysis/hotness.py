@@ -67,6 +67,11 @@ class FileCalls:
     batch_calls: set[str] = field(default_factory=set)
     # it names an accelerator other than CUDA (accelerators.py): for the copy rules' device fact
     other_accelerator: bool = False
+    # it imports modules by a computed name (``importlib.import_module(path)``): any project
+    # module may be part of its programs
+    dynamic_imports: bool = False
+    # the project modules it imports with ``from m import *``, in order
+    stars: list[str] = field(default_factory=list)
 
 
 def file_calls(
@@ -90,6 +95,8 @@ def file_calls(
             for alias in node.names:
                 local = alias.asname or alias.name
                 target = resolve.get(base or "")
+                if local == "*" and target is not None:
+                    out.stars.append(target)
                 if target is not None:
                     names[local] = (target, alias.name)
                 sub = resolve.get(f"{base}.{alias.name}" if base else alias.name)
@@ -280,6 +287,11 @@ def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
             ]
             return [(caller, callee[1]), *((m, callee[1]) for m in related)]
         target = (callee[0] or caller, callee[1])
+        if not callee[0] and callee[1] not in by_module[caller].calls and not callee[1].startswith("_"):
+            # a name a star import binds (``from utils import *``): the last such module to define it
+            for m in reversed(by_module[caller].stars):
+                if m in by_module and callee[1] in by_module[m].calls:
+                    return [(m, callee[1])]
         return [target] if target[0] in by_module else []
 
     hot: set[tuple[str, str]] = {(f.module, n) for f in by_module.values() for n in f.hot_names}
