@@ -377,6 +377,11 @@ def _inner_loops_before(a: ModuleAnalysis, node: cst.CSTNode) -> list[cst.CSTNod
 def _loop_of_batches(a: ModuleAnalysis, loop: cst.CSTNode) -> bool:
     if not isinstance(loop, cst.For):
         return False
+    source = loop.iter
+    while isinstance(source, cst.Call) and source.args:  # enumerate(...), tqdm(...), zip(...)
+        source = source.args[0].value
+    if a.is_likely_batch_item(source):
+        return False  # over the images of one batch (na_vit's ``for image in images``): inside a step
     # a use of a name the loop binds (the target itself is a store): a batch, or a part of one
     # from a loader the code does not construct
     targets = {n.value for n in a.nodes_within(loop.target, cst.Name)}  # type: ignore[attr-defined]

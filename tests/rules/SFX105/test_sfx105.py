@@ -268,6 +268,14 @@ def test_a_read_after_an_inner_loop_of_steps_says_once_per_pass():
     )
     (g,) = [f for f in check_code(step, select=["SFX105"]) if f.line == 8]
     assert "every iteration of its loop" in g.message and "once per pass" not in g.message
+    # nor is a loop over the images of one batch (vit-pytorch's na_vit forward)
+    images = (
+        "import torch\n\ndef fit(model, batched_images, totals):\n    for images in batched_images:\n"
+        "        for image in images:\n            model(image)\n"
+        "        totals[0] += model(images).sum().item()\n"
+    )
+    (h,) = [f for f in check_code(images, select=["SFX105"]) if f.line == 7]
+    assert "every iteration of its loop" in h.message and "once per pass" not in h.message
 
 
 def test_a_read_after_an_early_return_runs_only_when_the_if_lets_it():
