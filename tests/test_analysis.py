@@ -713,3 +713,40 @@ def test_a_parameter_or_buffer_of_a_module_is_on_whatever_device_the_module_was_
     assert analysis.value(values["c"]).kind is Kind.UNKNOWN
     assert analysis.likely.value(values["c"]).kind is Kind.TENSOR
     assert analysis.likely.value(values["c"]).device is Device.UNKNOWN
+
+
+SPLIT = '''
+from typing import Tuple
+
+import torch
+
+
+class Split(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, Tuple[int, int]]:
+        return x, (x.shape[0], x.shape[1])
+
+
+class Patches(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.splitter = Split()
+
+    def forward(self, x):
+        patches, grid = self.splitter(x)
+        if grid == (1, 1):
+            return patches
+        return patches * 2
+'''
+
+
+def test_a_module_call_returns_what_its_forward_declares():
+    """nanoVLM's ``GlobalAndSplitImages``: the splitter's ``forward`` returns a tensor and a tuple
+    of ints, so ``grid == (1, 1)`` reads no GPU value; undeclared, a module's output is taken
+    for a tensor."""
+    from syncfix import check_code
+
+    assert check_code(SPLIT, select=["SFX206"]) == []
+    undeclared = SPLIT.replace(" -> Tuple[torch.Tensor, Tuple[int, int]]", "")
+    assert [f.code for f in check_code(undeclared, select=["SFX206"])] == ["SFX206"]
+    as_dict = SPLIT.replace("Tuple[torch.Tensor, Tuple[int, int]]", "dict").replace("return x, (", "return dict(a=x, b=(").replace("[1])", "[1]))")
+    assert check_code(as_dict, select=["SFX206"]) == []

@@ -11,6 +11,7 @@ import libcst as cst
 from libcst.metadata import ExpressionContext, ExpressionContextProvider
 
 from . import callgraph
+from .annotations import annotation_value
 from .project import ALL
 from .torch_api import (
     FLOAT_CONSTANTS,
@@ -246,6 +247,40 @@ def _imported_module_class(a: ModuleAnalysis, node: cst.BaseExpression) -> bool:
         return False
     name = a.qualname(node)
     return name is not None and a.project.is_module_class(name, a.package)
+
+
+def declared_forward(a: ModuleAnalysis, func: cst.BaseExpression) -> Value | None:
+    """What ``self.<attr>(...)`` returns by its class's ``forward`` annotation, where the
+    attribute holds only instances of one class of this module that declares a container:
+    nanoVLM's ``-> Tuple[torch.Tensor, Tuple[int, int]]`` (its second item is no tensor), or
+    ``-> dict``/``-> list`` (UNKNOWN). None where nothing says (a module call's output is then a
+    tensor)."""
+    if not isinstance(func, cst.Attribute):
+        return None
+    # what this class assigns, even where a subclass elsewhere might rebind it: the annotation
+    # only narrows the tensor a module call is otherwise taken for
+    values = likely_attribute_values(a, func)
+    classes = {v.func.value for v in values or () if isinstance(v, cst.Call) and isinstance(v.func, cst.Name)}
+    if not values or len(classes) != 1 or len(values) != sum(isinstance(v, cst.Call) for v in values):
+        return None
+    cls = _local_class(a, classes.pop())
+    forward = next(
+        (s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "forward"), None
+    ) if cls is not None and isinstance(cls.body, cst.IndentedBlock) else None
+    if forward is None or forward.returns is None:
+        return None
+    declared = annotation_value(a, forward.returns)
+    if isinstance(declared, TupleValue):
+        return declared
+    ann = forward.returns.annotation
+    name = a.qualname(ann.value if isinstance(ann, cst.Subscript) else ann)
+    return UNKNOWN if name in _CONTAINERS else None
+
+
+_CONTAINERS = {
+    "builtins.dict", "typing.Dict", "builtins.list", "typing.List", "builtins.tuple", "typing.Tuple",
+    "typing.Mapping", "collections.abc.Mapping", "typing.Sequence", "collections.abc.Sequence",
+}
 
 
 def _local_class(a: ModuleAnalysis, name: str) -> cst.ClassDef | None:

@@ -23,7 +23,7 @@ from libcst.metadata.scope_provider import BaseAssignment
 
 from . import callgraph, loaders
 from .annotations import annotation_value
-from .attributes import assumed_tensor, attribute_value, is_module_class
+from .attributes import assumed_tensor, attribute_value, declared_forward, is_module_class
 from .bindings import assignment_order, fact_of_name
 from .devices import fstring_device, origin_code, string_device
 from .dtypes import dtype_kw, is_dtype
@@ -549,7 +549,11 @@ def _module_output(a: ModuleAnalysis, call: cst.Call) -> Value:
     tensors = [v for v in args if v.is_tensor]
     device = tensor_device(tensors) if tensors else Device.UNKNOWN
     # a layer's output is on its input's device (its weights must be there too)
-    return Value(Kind.TENSOR, device, Memory.UNKNOWN, False, origin=tensor_origin(tensors))
+    output = Value(Kind.TENSOR, device, Memory.UNKNOWN, False, origin=tensor_origin(tensors))
+    declared = declared_forward(a, call.func)  # ``-> Tuple[Tensor, Tuple[int, int]]``
+    if isinstance(declared, TupleValue):
+        return TupleValue(tuple(output if v.is_tensor else v for v in declared.items))
+    return output if declared is None else declared
 
 
 def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | None:
