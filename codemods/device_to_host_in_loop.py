@@ -89,6 +89,12 @@ def _in_arithmetic(a, node: cst.CSTNode, term: cst.BaseExpression) -> bool:
     return False
 
 
+def _in_log(a, call: cst.Call) -> bool:
+    """Does ``call`` write a log line or a metric (``writer.add_scalar`` whatever the writer)?"""
+    func = call.func
+    return a.is_logging_call(call) or isinstance(func, cst.Attribute) and func.attr.value in ("add_scalar", "add_scalars")
+
+
 def _owned_elsewhere(a, node: cst.Call, stmt: cst.SimpleStatementLine, proven: bool) -> bool:
     """Is this read in a context another rule reports (see ``_scalar_read``)? SFX301 merges
     reads it can prove (``proven``); of reads it cannot, only the statement's first is reported."""
@@ -101,13 +107,13 @@ def _owned_elsewhere(a, node: cst.Call, stmt: cst.SimpleStatementLine, proven: b
             return True  # the message of an error: read once, when raising
         method = anc.func.attr.value if isinstance(anc, cst.Call) and isinstance(anc.func, cst.Attribute) else None
         if isinstance(anc, cst.Call) and anc is not node and (
-            # SFX401-403 move or defer log lines of what is provably a CUDA tensor; a log line
-            # of a tensor whose device syncfix cannot name (a loss of a model passed in), or of
-            # a value only the likely view takes for one, is reported here, where it runs every
-            # iteration (a metric written with ``add_scalar``, whatever writes it: co-tracker's
-            # ``logger.writer.add_scalar(..., loss.item(), step)``)
-            (a.is_logging_call(anc) or method in ("add_scalar", "add_scalars"))
-            and (proven or not runs_every_iteration(a, stmt))
+            # a log line is reported here where it runs every iteration (a metric written with
+            # ``add_scalar``, whatever writes it: co-tracker's ``logger.writer.add_scalar(...,
+            # loss.item(), step)``), with no fix: SFX401/SFX402 move or defer those of tensors
+            # provably on CUDA, and where they report the read this finding gives way
+            # (DEFERS_TO); cleanrl's five ``writer.add_scalar(..., v_loss.item(), ...)`` at the
+            # end of each iteration neither moves nor defers
+            _in_log(a, anc) and not runs_every_iteration(a, stmt)
             # a meter's update: SFX302's
             or method == "update"
             # SFX404 reads a list's values after the loop, for tensors it can place on CUDA
@@ -131,11 +137,19 @@ def _owned_elsewhere(a, node: cst.Call, stmt: cst.SimpleStatementLine, proven: b
     if not proven:
         return False
     reads = a.host_read_syncs
-    neighbours = [*(a.statements_before(stmt) or [])[:1], *(a.statements_after(stmt) or [])[:1]]
-    for other in neighbours:
-        if isinstance(other, cst.SimpleStatementLine) and reads(other, any_device=True):
-            return True  # reads in a row: SFX301 merges them
+    # reads in a row: SFX301 merges them, in a run it can read as one (the earlier of two
+    # lines calls nothing that may write a tensor: not cleanrl's ``writer.add_scalar(...)``)
+    pairs = [*((b, b) for b in (a.statements_before(stmt) or [])[:1]), *((n, stmt) for n in (a.statements_after(stmt) or [])[:1])]
+    for other, earlier in pairs:
+        if isinstance(other, cst.SimpleStatementLine) and reads(other, any_device=True) and _quiet(a, earlier):
+            return True
     return False
+
+
+def _quiet(a, stmt: cst.CSTNode) -> bool:
+    """Can ``stmt`` neither exit nor run code that may write a tensor (SFX301's run)?"""
+    fx = a.effects(stmt)
+    return not fx.exits and not fx.may_mutate_anything
 
 
 # What a copy outside a loop, in a step function or one called from a loop, is said to be.
@@ -159,11 +173,12 @@ class DeviceToHostInLoop(Rule):
     Where the code repeats, a scalar read `v = t.item()` (or `t.item()` passed to a call, used
     in a slice, added to a total kept in a container: `counts["raw"] += t.sum().item()`) is
     reported as well, unless another rule owns it: a running total in a name (SFX302), a log
-    line of a tensor provably on CUDA (SFX401/SFX402; a log line that reads one of a device
-    syncfix cannot name, such as a loss of a model passed in, is reported here where it runs on
-    every iteration of its loop, and not under `if step % 100 == 0:`), a branch or check
-    (SFX201-SFX206), a comprehension (SFX303), or reads
-    in a row that SFX301 can merge (of reads it cannot, one finding per statement). So is
+    line that SFX401 moves or SFX402 defers (another log line, or a metric written with
+    `add_scalar`, is reported here, without a fix, where it runs on every iteration of its loop,
+    and not under `if step % 100 == 0:`), a branch or check (SFX201-SFX206), a comprehension
+    (SFX303), or reads in a row that SFX301 can merge (of reads it cannot, one finding per
+    statement; lines that call a writer, as cleanrl's `writer.add_scalar(..., v_loss.item(),
+    step)` lines do, are no run it merges). So is
     `float(t)` / `int(t)` of a tensor, or of a tensor op's result (`float(preds.eq(y).sum())`,
     an element of one: `int(nlabel[i])` of `nlabel = (labels > 0).sum(1)`, or an autograd
     Function's result: `float(AllReduce.apply(loss))`), without a fix: `float(x)` of a value
@@ -264,7 +279,7 @@ class DeviceToHostInLoop(Rule):
     TRIGGERS = (".cpu(", ".tolist(", ".to(", ".item(", "float(", "int(")
     # reads in a row (SFX301), a value read only for a later log line (SFX401) and values
     # collected to be read after the loop (SFX404) are theirs
-    DEFERS_TO = ("SFX301", "SFX401", "SFX404")
+    DEFERS_TO = ("SFX301", "SFX401", "SFX402", "SFX404")
     VALID = [
         # not in a loop
         "import torch\nx = torch.ones(3, device='cuda')\ny = x.cpu()\n",
@@ -394,7 +409,8 @@ class DeviceToHostInLoop(Rule):
         again = read_again_in(a, loop, node, read.receiver) if appended and loop is not None else None
         if again is not None:
             hint = _READ_TWICE.format(dotted_name(read.receiver), again)
-        if not fixes:
+        logged = proven and any(isinstance(n, cst.Call) and _in_log(a, n) for n in _ancestors_in(a, node, stmt))
+        if not fixes or logged:  # a log line of a CUDA tensor: SFX401/SFX402 rewrite those
             self.report(node, _SCALAR + where + hint)
             return
         if total:
@@ -547,6 +563,16 @@ class DeviceToHostInLoop(Rule):
             f"Take the value from the host list: `{builtin}({host})` (unsafe: an empty list raises "
             f"ValueError instead of RuntimeError; elements such as `x.shape[i]` are taken to be ints)",
         )
+
+def _ancestors_in(a, node: cst.CSTNode, stmt: cst.CSTNode) -> list[cst.CSTNode]:
+    """``node``'s ancestors up to (not including) its statement ``stmt``."""
+    found = []
+    for anc in a.ancestors(node):
+        if anc is stmt:
+            break
+        found.append(anc)
+    return found
+
 
 def _reads_of(a, region: cst.CSTNode, name: str) -> list[cst.Call]:
     """``name.item()`` calls in ``region`` that always run when it does (not under a condition,

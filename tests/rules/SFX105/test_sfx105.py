@@ -315,3 +315,35 @@ def test_a_read_after_an_early_return_runs_only_when_the_if_lets_it():
 def test_an_inner_loop_inside_a_step_does_not_make_a_later_read_once_per_pass(src, line):
     (f,) = [f for f in check_code(src, select=["SFX105"]) if f.line == line]
     assert "every iteration of its loop" in f.message and "once per pass" not in f.message
+
+
+CUDA_LOGS = """
+import torch
+
+
+def train(opt, writer, steps):
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    for step in range(steps):
+        v_loss = torch.randn(8, device=device).mean()
+        pg_loss = torch.randn(8, device=device).mean()
+        opt.step()
+        writer.add_scalar("losses/value_loss", v_loss.item(), step)
+        writer.add_scalar("losses/policy_loss", pg_loss.item(), step)
+        if step % 100 == 0:
+            print(v_loss.item())
+"""
+
+
+def test_log_lines_of_cuda_tensors_no_logging_rule_takes_are_reported_here():
+    """cleanrl's ppo.py: a metric per line at the end of each iteration. SFX401 has nothing to
+    move them past, SFX402 no single log line to defer, SFX301 no quiet run to merge (each line
+    calls the writer): each read is reported here, without a fix."""
+    found = [(f.line, f.code, f.fix) for f in check_code(CUDA_LOGS, select=["SFX105", "SFX301", "SFX401", "SFX402"], unsafe_fixes=True)]
+    assert found == [(11, "SFX105", None), (12, "SFX105", None)]
+    # a log line SFX401 moves after the iteration's GPU work is its finding alone
+    before = CUDA_LOGS.replace("        opt.step()\n", "").replace(
+        '        writer.add_scalar("losses/policy_loss", pg_loss.item(), step)\n',
+        '        writer.add_scalar("losses/policy_loss", pg_loss.item(), step)\n        opt.step()\n',
+    )
+    codes = sorted((f.line, f.code) for f in check_code(before, select=["SFX105", "SFX401"]))
+    assert (10, "SFX401") in codes and (10, "SFX105") not in codes
