@@ -180,11 +180,17 @@ class Project:
         # imports by a computed name may include any module
         self.other_accelerator: dict[str, str] = {}
         dynamic = {f.module for f in calls if f.dynamic_imports}
+        loads_any: list[str] = []  # naming modules of a program that imports by a computed name
         for naming in sorted(f.module for f in calls if f.other_accelerator):
             for program in {naming} | self.importer_closure(naming):
                 reached = {program, *(f.name for f in self.closure(program))}
-                for m in sorted(programs if reached & dynamic else reached):
+                if reached & dynamic:
+                    loads_any.append(naming)
+                for m in sorted(reached):
                     self.other_accelerator.setdefault(m, naming)
+        for naming in loads_any:  # after the others: a module is named with one it imports
+            for m in sorted(programs):
+                self.other_accelerator.setdefault(m, naming)
 
     def imports_of(self, name: str) -> set[str]:
         """The project modules ``name`` imports directly."""
