@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -613,3 +614,34 @@ def other_accelerator(module: str) -> str:
         "yourself, or declare `devices = [\"cuda\", \"cpu\"]` in [tool.syncfix.torch] if the "
         "project runs on nothing else"
     )
+
+
+# ---- elements indexed out of one tensor -------------------------------------------------------
+
+def indexed_base(expr: cst.BaseExpression, names: set[str]) -> cst.BaseExpression | None:
+    """``t`` where ``expr`` indexes ``t`` with one of ``names`` (a loop's or a comprehension's
+    variables: ``t[k]``, ``t[i, :3].mean()``, ``t[i][j]``) and ``t`` itself does not depend on
+    them; else None."""
+    base = None
+    while isinstance(expr, (cst.Attribute, cst.Subscript, cst.Call)):
+        if isinstance(expr, cst.Subscript) and _mentions(expr.slice, names):
+            base = expr.value  # the innermost such subscript's (``t`` of ``t[i][j]``)
+        expr = expr.func if isinstance(expr, cst.Call) else expr.value
+    return None if base is None or _mentions(base, names) else base
+
+
+def _mentions(node: cst.CSTNode | Sequence[cst.CSTNode], names: set[str]) -> bool:
+    """Does ``node`` (or a sequence of nodes) read one of ``names``?"""
+    if isinstance(node, Sequence):
+        return any(_mentions(n, names) for n in node)
+    if isinstance(node, cst.Name):
+        return node.value in names
+    return any(_mentions(child, names) for child in node.children)
+
+
+#: What to do where each element is indexed out of one tensor and read alone (SFX303, SFX105).
+INDEXED_ELEMENTS = (
+    "each element is indexed out of `{0}` and read alone; read the values once, before (e.g. "
+    "`vals = {0}.tolist()`, then `vals[...]`), or gather them with one index tensor and read that "
+    "once"
+)

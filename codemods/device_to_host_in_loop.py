@@ -5,14 +5,17 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import BuiltinAssignment
 
-from syncfix.analysis import Device, HostRead, Kind, dotted_name, keyword
+from syncfix.analysis import Device, HostRead, Kind, dotted_name, keyword, target_names
 from syncfix.rules import Fix, Invalid, Rule
 
 from ._collected_copies import collected, collected_for_joining, read_again_in
 from ._stacked_reads import stacked_read
 from ._support import (
+    INDEXED_ELEMENTS,
     ReplaceNodes,
+    code,
     how_often,
+    indexed_base,
     int_like,
     loader_item,
     measures_itself,
@@ -409,6 +412,11 @@ class DeviceToHostInLoop(Rule):
         again = read_again_in(a, loop, node, read.receiver) if appended and loop is not None else None
         if again is not None:
             hint = _READ_TWICE.format(dotted_name(read.receiver), again)
+        elif not total and isinstance(loop, cst.For):
+            # ``for i in range(top_k): ... int(index[i])``: one read of ``index`` before the loop
+            base = indexed_base(read.receiver, {n.value for n in target_names(loop.target)})
+            if base is not None and (a.is_tensor(base) or a.likely.is_tensor(base)) and len(code(a, base)) <= 40:
+                hint = "; no fix: " + INDEXED_ELEMENTS.format(code(a, base))
         logged = proven and any(isinstance(n, cst.Call) and _in_log(a, n) for n in _ancestors_in(a, node, stmt))
         if not fixes or logged:  # a log line of a CUDA tensor: SFX401/SFX402 rewrite those
             self.report(node, _SCALAR + where + hint)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import libcst as cst
 
 from syncfix.analysis import Device, HostRead, Kind, target_names
@@ -11,7 +9,7 @@ from syncfix.rules import Invalid, Rule
 from syncfix.walk import walk
 
 from ._stacked_reads import dict_values, host_dict, items_loop
-from ._support import code, unplaced_message, unplaced_tensor
+from ._support import INDEXED_ELEMENTS, code, indexed_base, unplaced_message, unplaced_tensor
 
 
 class PerElementReads(Rule):
@@ -474,7 +472,7 @@ class PerElementReads(Rule):
             return True
         name = code(a, base) if len(code(a, base)) <= 40 else "the tensor"
         where = "" if proven else _MAYBE_GPU
-        self.report(node, f"{self.MESSAGE}{where}; no fix: {_INDEXED.format(name)}")
+        self.report(node, f"{self.MESSAGE}{where}; no fix: {INDEXED_ELEMENTS.format(name)}")
         return True
 
 
@@ -562,35 +560,13 @@ def _zipped_source(comp: cst.CompFor, name: str) -> cst.Name | None:
 
 
 def _indexed_base(node, read: HostRead) -> cst.BaseExpression | None:
-    """``t`` where the read's receiver indexes ``t`` with a comprehension variable (``t[k]``,
-    ``t[i, :3].mean()``) and ``t`` itself does not depend on one; else None."""
+    """``t`` where the read's receiver indexes ``t`` with a comprehension variable."""
     names: set[str] = set()
     comp = node.for_in
     while comp is not None:
         names |= {n.value for n in target_names(comp.target)}
         comp = comp.inner_for_in
-    expr, base = read.receiver, None
-    while isinstance(expr, (cst.Attribute, cst.Subscript, cst.Call)):
-        if isinstance(expr, cst.Subscript) and _mentions(expr.slice, names):
-            base = expr.value  # the innermost such subscript's (``t`` of ``t[i][j]``)
-        expr = expr.func if isinstance(expr, cst.Call) else expr.value
-    return None if base is None or _mentions(base, names) else base
-
-
-def _mentions(node: cst.CSTNode | Sequence[cst.CSTNode], names: set[str]) -> bool:
-    """Does ``node`` (or a sequence of nodes) read one of ``names``?"""
-    if isinstance(node, Sequence):
-        return any(_mentions(n, names) for n in node)
-    if isinstance(node, cst.Name):
-        return node.value in names
-    return any(_mentions(child, names) for child in node.children)
-
-
-_INDEXED = (
-    "each element is indexed out of `{0}` and read alone; read the values once, before (e.g. "
-    "`vals = {0}.tolist()`, then `vals[...]`), or gather them with one index tensor and read that "
-    "once"
-)
+    return indexed_base(read.receiver, names)
 
 
 def _statements(block: cst.BaseSuite) -> list[cst.CSTNode]:

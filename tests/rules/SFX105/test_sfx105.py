@@ -347,3 +347,18 @@ def test_log_lines_of_cuda_tensors_no_logging_rule_takes_are_reported_here():
     )
     codes = sorted((f.line, f.code) for f in check_code(before, select=["SFX105", "SFX401"]))
     assert (10, "SFX401") in codes and (10, "SFX105") not in codes
+
+
+def test_an_element_indexed_by_the_loop_variable_says_to_read_the_tensor_once():
+    """Time-Series-Library's AutoCorrelation: ``-int(index[i])`` for each of ``top_k`` delays."""
+    src = (
+        "import torch\n\ndef corr(values, top_k, delays):\n    for b in range(3):\n"
+        "        weights, index = torch.topk(values, top_k, dim=-1)\n"
+        "        for i in range(top_k):\n"
+        "            delays.append(torch.roll(values, -int(index[i]), -1))\n"
+    )
+    (f,) = check_code(src, select=["SFX105"])
+    assert "indexed out of `index`" in f.message and "index.tolist()" in f.message
+    # an element the loop reads at a fixed place is no such read
+    (g,) = check_code(src.replace("index[i]", "index[0]"), select=["SFX105"])
+    assert "indexed out of" not in g.message
