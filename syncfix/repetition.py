@@ -4,7 +4,8 @@ A sync costs once per execution, so a fix pays only where the code runs again an
 bodies, step-like functions (``forward``, ``training_step``... the ``hot-functions`` setting),
 and functions this file calls from such code. One-time code is quiet by default: the module's
 top level outside loops (``if __name__ == "__main__":`` included), ``__init__``, an attribute
-made on first use (``if not hasattr(self, "x"): self.x = ...``, ``if self.x is None:``), and test code
+made on first use (``if not hasattr(self, "x"): self.x = ...``, ``if self.x is None:``), a value
+made once per key of a cache (``if key not in cache: cache[key] = ...``), and test code
 (files under ``tests/``, ``test_*.py`` holding tests, ``*_test.py``, ``conftest.py``: a ``test()`` function in
 a training script is the evaluation loop, not a test), where nothing waits on the GPU; and a
 loop that calls ``input()``, which waits for a person each time round (a loop inside it repeats). ``--include-cold`` (``include-cold = true``) shows everything.
@@ -17,7 +18,7 @@ from pathlib import PurePath
 
 import libcst as cst
 
-from .analysis import ModuleAnalysis
+from .analysis import ModuleAnalysis, dotted_name, stored_names
 
 
 def is_test_path(path: str, source: str | bytes | None = None) -> bool:
@@ -58,8 +59,51 @@ def lazy_init(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
             attr = _made_attribute(anc.test)
             if attr is not None and _sets_self_attribute(anc.body, attr):
                 return True
+            if _fills_cache(a, anc):
+                return True
         child = anc
     return False
+
+
+def _fills_cache(a: ModuleAnalysis, branch: cst.If) -> bool:
+    """``if key not in cache:`` whose body stores ``cache[key]``, or ``if t is None:`` after
+    ``t = cache.get(key)`` whose body stores ``cache[...] = t`` (edm2's ``misc.constant``): the
+    body runs once per key, as a memoized function's does."""
+    test = branch.test
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return False
+    op, right = test.comparisons[0].operator, test.comparisons[0].comparator
+    stores = _subscript_stores(branch.body)
+    if isinstance(op, cst.NotIn):
+        cache = dotted_name(right)
+        return cache is not None and any(c == cache and a.module.code_for_node(k) == a.module.code_for_node(test.left) for c, k, _ in stores)
+    if isinstance(op, cst.Is) and isinstance(right, cst.Name) and right.value == "None" and isinstance(test.left, cst.Name):
+        name = test.left.value
+        for before in a.statements_before(branch) or ():
+            if name not in stored_names(before):
+                continue
+            small = before.body[0] if isinstance(before, cst.SimpleStatementLine) and len(before.body) == 1 else None
+            value = small.value if isinstance(small, cst.Assign) else None
+            if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "get"):
+                return False
+            cache = dotted_name(value.func.value)
+            return cache is not None and any(
+                c == cache and isinstance(v, cst.Name) and v.value == name for c, _, v in stores
+            )
+    return False
+
+
+def _subscript_stores(body: cst.BaseSuite) -> list[tuple[str | None, cst.BaseExpression, cst.BaseExpression]]:
+    """(container, key, value) of each ``container[key] = value`` statement of ``body`` itself."""
+    found = []
+    lines = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    for line in lines:
+        for small in line.body if isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else ():
+            if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                target = small.targets[0].target
+                if isinstance(target, cst.Subscript) and len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index):
+                    found.append((dotted_name(target.value), target.slice[0].slice.value, small.value))
+    return found
 
 
 def _made_attribute(test: cst.BaseExpression) -> str | None:

@@ -192,7 +192,8 @@ class Rule(cst.BatchableCSTVisitor):
         where = (
             " Reported only where the sync repeats (loop bodies, step-like functions and what they"
             " call); one-time code (set-up, an attribute made on first use under"
-            " `if not hasattr(self, ...)`) and test files are quiet unless `--include-cold`."
+            " `if not hasattr(self, ...)`, a value made once per key of a cache) and test files"
+            " are quiet unless `--include-cold`."
             if cls.ONLY_WHERE_REPEATED
             else ""
         )

@@ -331,6 +331,35 @@ def test_an_attribute_made_on_first_use_is_one_time_code():
     assert codes(src, include_cold=True) == [("SFX101", 6), ("SFX101", 9), ("SFX101", 11), ("SFX101", 13)]
 
 
+def test_a_value_made_once_per_key_of_a_cache_is_one_time_code():
+    # edm2's torch_utils/misc.constant: made on a cache miss, then reused for that key
+    src = """\
+    import torch
+
+    _cache = {}
+
+    class Model:
+        def forward(self, x, key):
+            t = _cache.get(key, None)
+            if t is None:
+                t = torch.ones(3).cuda()
+                _cache[key] = t
+            if key not in _cache:
+                _cache[key] = torch.zeros(3).cuda()
+            u = _cache.get(key)
+            if u is None:
+                u = torch.ones(3).cuda()
+            if key not in self.other:
+                _cache[key] = torch.zeros(3).cuda()
+            return x + t
+    """
+    # stored nowhere, or under another cache: each call makes it again
+    assert codes(src) == [("SFX101", 15), ("SFX101", 17)]
+    assert [c for c in codes(src, include_cold=True) if c[0] == "SFX101"] == [
+        ("SFX101", 9), ("SFX101", 12), ("SFX101", 15), ("SFX101", 17),
+    ]
+
+
 def test_a_loop_over_one_item_runs_once():
     # yolov7's detect.py: `for opt.weights in ['yolov7.pt']: detect()` runs detect() once;
     # a loop around the one-item loop still repeats
