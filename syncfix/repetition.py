@@ -5,7 +5,8 @@ bodies, step-like functions (``forward``, ``training_step``... the ``hot-functio
 and functions this file calls from such code. One-time code is quiet by default: the module's
 top level outside loops (``if __name__ == "__main__":`` included), ``__init__``, an attribute
 made on first use (``if not hasattr(self, "x"): self.x = ...``, ``if self.x is None:``), a value
-made once per key of a cache (``if key not in cache: cache[key] = ...``), and test code
+made once per key of a cache (``if key not in cache: cache[key] = ...``), a branch taken once
+per pass of its loop (``if i == n - 1:`` on the loop's counter), and test code
 (files under ``tests/``, ``test_*.py`` holding tests, ``*_test.py``, ``conftest.py``: a ``test()`` function in
 a training script is the evaluation loop, not a test), where nothing waits on the GPU; and a
 loop that calls ``input()``, which waits for a person each time round (a loop inside it repeats). ``--include-cold`` (``include-cold = true``) shows everything.

@@ -360,6 +360,34 @@ def test_a_value_made_once_per_key_of_a_cache_is_one_time_code():
     ]
 
 
+def test_what_runs_when_the_counter_equals_a_fixed_value_runs_once_per_pass():
+    # edm2's calculate_metrics: `if batch_idx == num_batches - 1:` closes the statistics once
+    src = """\
+    import torch
+
+    def stats(batches, n, fit):
+        for i, x in enumerate(batches):
+            if i == n - 1:
+                w = torch.ones(3).cuda()
+            if i == 0:
+                w = torch.ones(3).cuda()
+            if i == x:
+                w = torch.ones(3).cuda()
+            if i > 0:
+                w = torch.ones(3).cuda()
+        for epoch in range(n):
+            for j in range(8):
+                if j == 7:
+                    w = torch.ones(3).cuda()
+            fit()
+    """
+    # compared with what the loop changes, or not an equality: every step may run it
+    assert codes(src) == [("SFX101", 10), ("SFX101", 12), ("SFX101", 16)]
+    assert [c for c in codes(src, include_cold=True) if c[0] == "SFX101"] == [
+        ("SFX101", 6), ("SFX101", 8), ("SFX101", 10), ("SFX101", 12), ("SFX101", 16),
+    ]
+
+
 def test_a_loop_over_one_item_runs_once():
     # yolov7's detect.py: `for opt.weights in ['yolov7.pt']: detect()` runs detect() once;
     # a loop around the one-item loop still repeats

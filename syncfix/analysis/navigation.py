@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.metadata import GlobalScope
 
-from .syntax import dotted_name, target_names
+from .syntax import dotted_name, stored_names, target_names
 from .torch_api import METHOD_HOOKS, STREAM_APIS, STREAM_METHODS, STREAM_WORDS
 
 if TYPE_CHECKING:
@@ -95,12 +95,60 @@ def repeating_loop(a: ModuleAnalysis, node: cst.CSTNode) -> cst.For | cst.While 
     """:func:`enclosing_loop`, unless that loop calls ``input(...)``: it then waits for a
     person each time round, and a sync in it costs nothing anyone waits for (a chat or
     translation prompt). A loop nested in it repeats as any loop does. A ``for`` over a
-    one-item display (yolov7's ``for opt.weights in ['yolov7.pt']:``) runs its body once: the
-    loop around it decides."""
+    one-item display (yolov7's ``for opt.weights in ['yolov7.pt']:``) runs its body once, and
+    a branch ``if i == last:`` on the loop's counter once per pass: the loop around it decides."""
     loop = enclosing_loop(a, node)
-    while loop is not None and runs_once(loop):
-        loop = enclosing_loop(a, loop)
+    while loop is not None and (runs_once(loop) or _once_per_pass(a, node, loop)):
+        node, loop = loop, enclosing_loop(a, loop)
     return None if loop is not None and loop in interactive_loops(a) else loop
+
+
+def _once_per_pass(a: ModuleAnalysis, node: cst.CSTNode, loop: cst.For | cst.While) -> bool:
+    """Is ``node`` under an ``if i == last:`` of ``loop``, whose counter ``i`` (``for i in
+    range(n)``, ``for i, x in enumerate(xs)``) the body never rebinds, compared with a value
+    the body does not change (edm2's ``if batch_idx == num_batches - 1:``)? Then it runs at most
+    once per pass of the loop."""
+    if not isinstance(loop, cst.For) or not isinstance(loop.iter, cst.Call):
+        return False
+    func = loop.iter.func
+    if not (isinstance(func, cst.Name) and func.value in ("range", "enumerate")):
+        return False
+    target: cst.BaseExpression | None = loop.target
+    if func.value == "enumerate":
+        whole = loop.target
+        target = whole.elements[0].value if isinstance(whole, cst.Tuple) and whole.elements else None
+    if not isinstance(target, cst.Name):
+        return False
+    stored = set().union(*(stored_names(s) for s in loop.body.body)) if isinstance(loop.body, cst.IndentedBlock) else None
+    if stored is None or target.value in stored:
+        return False
+    child = node
+    for anc in a.ancestors(node):
+        if anc is loop:
+            return False
+        if isinstance(anc, cst.If) and child is anc.body and _counter_equals(anc.test, target.value, stored | {n.value for n in target_names(loop.target)}):
+            return True
+        child = anc
+    return False
+
+
+def _counter_equals(test: cst.BaseExpression, counter: str, changing: set[str]) -> bool:
+    """``counter == e`` or ``e == counter``, ``e`` reading none of ``changing``."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, cst.Equal)):
+        return False
+    left, right = test.left, test.comparisons[0].comparator
+    if isinstance(right, cst.Name) and right.value == counter:
+        left, right = right, left
+    if not (isinstance(left, cst.Name) and left.value == counter):
+        return False
+    return not any(isinstance(n, cst.Name) and n.value in changing for n in _names_in(right))
+
+
+def _names_in(node: cst.CSTNode) -> list[cst.CSTNode]:
+    found: list[cst.CSTNode] = [node] if isinstance(node, cst.Name) else []
+    for child in node.children:
+        found.extend(_names_in(child))
+    return found
 
 
 def runs_once(loop: cst.CSTNode) -> bool:
