@@ -124,13 +124,21 @@ class _HostReads(cst.CSTVisitor):
                 self.any_device and a.value(func.value).kind is Kind.UNKNOWN and host_read(a, node) is not None
             ):
                 self.found.append(node)
-        elif a.callee(node) in ("builtins.bool", "builtins.int", "builtins.float"):
+        elif a.callee(node) in _CONVERTING_CALLS:
+            # ``math.isnan(loss)`` converts the tensor with ``float()`` first (SlowFast's
+            # per-step NaN check)
             args = positional(node)
             if len(args) == 1 and self.maybe_cuda(args[0].value):
                 self.found.append(node)
 
     def visit_Lambda(self, node: cst.Lambda) -> bool:
         return False
+
+
+# Calls that read one tensor argument on the host as a Python number.
+_CONVERTING_CALLS = frozenset({
+    "builtins.bool", "builtins.int", "builtins.float", "math.isnan", "math.isinf", "math.isfinite",
+})
 
 
 def flows_to_host(a: ModuleAnalysis, name: str, after: cst.CSTNode) -> bool:
