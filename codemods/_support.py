@@ -605,14 +605,19 @@ def imported_modules(a: ModuleAnalysis) -> set[str]:
     return found
 
 
-def other_accelerator(module: str) -> str:
+def other_accelerator(module: str, *, built: bool = False) -> str:
     """Why a copy to a device syncfix cannot name gets no fix in a project that names another
-    accelerator (analysis/accelerators.py)."""
+    accelerator (analysis/accelerators.py); ``built``: of a tensor built with ``device=``
+    (SFX102), which takes no ``non_blocking``."""
+    how = (
+        "build it without `device=` and copy it with `.to(device, non_blocking=(device.type == \"cuda\"))`"
+        if built
+        else "pass `non_blocking=(device.type == \"cuda\")` yourself"
+    )
     return (
         f"the project also names an accelerator other than CUDA (here: `{module}`), where a "
-        "non-blocking copy is not proven exact; pass `non_blocking=(device.type == \"cuda\")` "
-        "yourself, or declare `devices = [\"cuda\", \"cpu\"]` in [tool.syncfix.torch] if the "
-        "project runs on nothing else"
+        f"non-blocking copy is not proven exact; {how}, or declare `devices = [\"cuda\", \"cpu\"]` "
+        "in [tool.syncfix.torch] if the project runs on nothing else"
     )
 
 

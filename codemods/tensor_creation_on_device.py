@@ -199,7 +199,7 @@ class TensorCreationOnDevice(Rule):
                 known = a.is_host_data(data) or _likely_numbers(a, data)
                 unplaced = _UNPLACED_DEVICE
                 if elsewhere:
-                    unplaced = f" (if the device is a GPU's, which syncfix cannot tell; {other_accelerator(a.other_accelerator)}: no fix)"
+                    unplaced = f" (if the device is a GPU's, which syncfix cannot tell; {other_accelerator(a.other_accelerator, built=True)}: no fix)"
                 why = _CAUGHT if a.caught_by_handler(node) else unplaced if known else _UNKNOWN_DATA
                 self.report(node, self.MESSAGE if fix else self.MESSAGE + why, fix=fix)
             return

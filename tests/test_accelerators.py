@@ -101,6 +101,9 @@ def test_copies_to_an_unnamed_device_get_no_fix_where_the_project_names_mps(tmp_
     for f in found.values():
         assert f["fix"] is None
         assert "(here: `common`)" in f["message"] and 'non_blocking=(device.type == "cuda")' in f["message"]
+    # a tensor built with device= takes no non_blocking: it is built first, then copied
+    assert "build it without `device=`" in found[(7, "SFX102")]["message"]
+    assert "build it without" not in found[(6, "SFX101")]["message"]
 
     # another program of the project (one train.py neither imports nor is imported by) may
     # name one: train.py's device is not picked there
