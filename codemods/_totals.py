@@ -180,7 +180,13 @@ def start_value(
         return None, False
     starts: list[cst.CSTNode] = []
     order = a.structure.order
-    outer_loops = {id(n) for n in a.ancestors(loop) if isinstance(n, (cst.For, cst.While))}
+    # loops around ``loop`` that may carry a binding after it back to it: not one whose every
+    # pass binds the total again before ``loop`` (``for epoch ...: epoch_loss = 0.0``, then
+    # ``for batch ...: epoch_loss += ...``, then ``epoch_loss /= n``: e2-tts's trainer)
+    outer_loops = {
+        id(n) for n in a.ancestors(loop)
+        if isinstance(n, (cst.For, cst.While)) and not _restarts_before(a, n, loop, total)
+    }
 
     def after_the_loop(stmt: cst.CSTNode) -> bool:
         ancestors = list(a.ancestors(stmt))
@@ -238,6 +244,26 @@ def start_value(
             return None, False  # torch.full would not take it as int64
         return kind, abs(int(text, 0)) <= EXACT_FLOAT_INT
     return kind, False
+
+
+def _restarts_before(a, outer: cst.CSTNode, loop: cst.CSTNode, total: str) -> bool:
+    """Does a plain ``total = <number literal>`` run on every pass of ``outer`` before
+    ``loop``: a statement before it in its block, or in a block around it within ``outer``?"""
+    node: cst.CSTNode = loop
+    while node is not outer:
+        for before in a.statements_before(node) or ():
+            small = before.body[0] if isinstance(before, cst.SimpleStatementLine) and len(before.body) == 1 else None
+            if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                target = small.targets[0].target
+                if isinstance(target, cst.Name) and target.value == total and literal_kind(small.value) is not None:
+                    return True
+        parent = a.parent(node)
+        while parent is not None and parent is not outer and not isinstance(parent, cst.BaseStatement):
+            parent = a.parent(parent)
+        if parent is None or isinstance(parent, (cst.If, cst.Try, cst.With)) and parent is not outer:
+            return False  # under a branch the pass may skip
+        node = parent
+    return False
 
 
 def _assigned_to(assign: cst.Assign, name: str) -> cst.BaseExpression | None:
