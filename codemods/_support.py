@@ -30,9 +30,12 @@ from syncfix.analysis import (
     Device,
     Kind,
     ModuleAnalysis,
+    dotted_name,
     last_name,
     literal_number,
+    root_name,
     stored_names,
+    target_names,
 )
 
 from ._stacked_reads import stacked_read
@@ -289,7 +292,6 @@ def how_often(a: ModuleAnalysis, node: cst.CSTNode) -> str:
     return``), each time the ``if`` lets it; outside a loop, as often as its function runs
     (``evaluate`` may be called every N steps); after an inner loop over a loader's batches,
     once per pass."""
-    conditional = False
     handler = False  # in an ``except`` of its function: runs on an error only
     for anc in a.ancestors(node):
         if isinstance(anc, cst.FunctionDef):
@@ -297,17 +299,23 @@ def how_often(a: ModuleAnalysis, node: cst.CSTNode) -> str:
         handler = handler or isinstance(anc, cst.ExceptHandler)
     often = "every iteration of its loop"
     child = node
+    guards: list[cst.If] = []  # the ``if`` statements it sits under (body or ``else``)
+    skipped = False
     for anc in a.ancestors(node):
         if isinstance(anc, (cst.For, cst.While)):
+            # ``if rank == 0:``, a test the loop does not change: every iteration where it holds
+            if guards and _loop_invariant(a, [g.test for g in guards], anc):
+                guards = []
             break
         if isinstance(anc, cst.FunctionDef):
             often = f"each time `{anc.name.value}` runs"
             break
         if isinstance(anc, cst.If) and child is not anc.test:  # its test runs every time
-            conditional = True
+            guards.append(anc)
         if isinstance(anc, cst.IndentedBlock) and _skipped_early(anc, child):
-            conditional = True  # ``if not should_log: return`` before it (torchtitan's train_step)
+            skipped = True  # ``if not should_log: return`` before it (torchtitan's train_step)
         child = anc
+    conditional = bool(guards) or skipped
     if handler:
         often = "each time its `except` handles an error"
     elif conditional:
@@ -585,13 +593,55 @@ def per_element_read(a: ModuleAnalysis, call: cst.Call) -> bool:
 
 def runs_every_iteration(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
     """Does ``node`` run on every iteration of its loop (no ``if`` or ``try`` between)? A log
-    line under ``if step % 100 == 0:`` runs once per hundred steps."""
+    line under ``if step % 100 == 0:`` runs once per hundred steps; one under ``if rank == 0:``,
+    a test the loop does not change, runs on every step of the process it is true for
+    (tacotron2's per-step ``print`` of ``grad_norm``)."""
+    ifs: list[cst.If] = []
+    child: cst.CSTNode = node
     for anc in a.ancestors(node):
         if isinstance(anc, (cst.For, cst.While)):
-            return True
-        if isinstance(anc, (cst.If, cst.Try, cst.TryStar, cst.FunctionDef)):
-            return False
+            return not ifs or _loop_invariant(a, [i.test for i in ifs], anc)
+        if isinstance(anc, cst.If) and child is anc.body:
+            ifs.append(anc)
+        elif isinstance(anc, (cst.If, cst.Try, cst.TryStar, cst.FunctionDef)):
+            return False  # an ``else``, or a handler
+        child = anc
     return False
+
+
+def _loop_invariant(a: ModuleAnalysis, tests: list[cst.BaseExpression], loop: cst.For | cst.While) -> bool:
+    """Are ``tests`` made of names (``rank``, ``args.local_rank``), literals and operators only,
+    none of the names bound in ``loop``?"""
+    bound = set(stored_names(loop.body))
+    if isinstance(loop, cst.For):
+        bound |= {n.value for n in target_names(loop.target)}
+    bound |= {  # attributes the loop sets (``self.step += 1``)
+        dotted_name(t) or "" for n in _nodes_of(loop.body)
+        for t in ([x.target for x in n.targets] if isinstance(n, cst.Assign) else [n.target] if isinstance(n, (cst.AugAssign, cst.AnnAssign)) else [])
+        if isinstance(t, cst.Attribute)
+    }
+    for test in tests:
+        for n in _nodes_of(test):
+            if not isinstance(n, _INVARIANT_PARTS):
+                return False
+            if isinstance(n, (cst.Name, cst.Attribute)) and (root_name(n) in bound or dotted_name(n) in bound):
+                return False
+    return True
+
+
+_INVARIANT_PARTS = (
+    cst.Name, cst.Attribute, cst.Comparison, cst.ComparisonTarget, cst.BooleanOperation,
+    cst.UnaryOperation, cst.Integer, cst.SimpleString, cst.BaseCompOp, cst.BaseBooleanOp,
+    cst.BaseUnaryOp, cst.LeftParen, cst.RightParen, cst.BaseParenthesizableWhitespace,
+    cst.Dot,
+)
+
+
+def _nodes_of(node: cst.CSTNode) -> list[cst.CSTNode]:
+    found = [node]
+    for child in node.children:
+        found.extend(_nodes_of(child))
+    return found
 
 
 def imported_modules(a: ModuleAnalysis) -> set[str]:
