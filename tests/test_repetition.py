@@ -388,6 +388,26 @@ def test_what_runs_when_the_counter_equals_a_fixed_value_runs_once_per_pass():
     ]
 
 
+def test_a_loop_whose_body_ends_in_break_runs_once():
+    # vits's evaluate: one batch from the loader, then `break`; a `continue` may skip the break
+    src = """\
+    import torch
+
+    def evaluate(loader):
+        for x in loader:
+            y = torch.ones(3).cuda()
+            break
+
+    def evaluate_valid(loader):
+        for x in loader:
+            if x is None:
+                continue
+            y = torch.ones(3).cuda()
+            break
+    """
+    assert codes(src) == [("SFX101", 12)]
+
+
 def test_a_loop_over_one_item_runs_once():
     # yolov7's detect.py: `for opt.weights in ['yolov7.pt']: detect()` runs detect() once;
     # a loop around the one-item loop still repeats

@@ -227,10 +227,16 @@ class _Collector:
 
 
 def _runs_once(loop: ast.AST) -> bool:
-    """A ``for`` over a one-item display (``for w in ['yolov7.pt']:``): its body runs once, as
-    ``navigation.runs_once`` says of LibCST's tree."""
+    """A ``for`` over a one-item display (``for w in ['yolov7.pt']:``), or a loop whose body
+    ends in a ``break`` no ``continue`` skips: its body runs once, as ``navigation.runs_once``
+    says of LibCST's tree."""
     it = getattr(loop, "iter", None)
-    return isinstance(it, (ast.List, ast.Tuple, ast.Set)) and len(it.elts) == 1 and not isinstance(it.elts[0], ast.Starred)
+    if isinstance(it, (ast.List, ast.Tuple, ast.Set)) and len(it.elts) == 1 and not isinstance(it.elts[0], ast.Starred):
+        return True
+    body = getattr(loop, "body", None) or []
+    return bool(body) and isinstance(body[-1], ast.Break) and not any(
+        isinstance(n, ast.Continue) for stmt in body for n in ast.walk(stmt)
+    )
 
 
 def _over_batches(loop: ast.AST) -> bool:

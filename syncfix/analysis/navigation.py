@@ -152,13 +152,29 @@ def _names_in(node: cst.CSTNode) -> list[cst.CSTNode]:
 
 
 def runs_once(loop: cst.CSTNode) -> bool:
-    """A ``for`` over a list, tuple or set display of one item (no ``*``)."""
+    """A ``for`` over a list, tuple or set display of one item (no ``*``), or a loop whose body
+    ends in a ``break`` that no ``continue`` skips (vits's ``evaluate``: one batch, then
+    ``break``)."""
     it = loop.iter if isinstance(loop, cst.For) else None
-    return (
+    if (
         isinstance(it, (cst.List, cst.Tuple, cst.Set))
         and len(it.elements) == 1
         and not isinstance(it.elements[0], cst.StarredElement)
+    ):
+        return True
+    body = getattr(loop, "body", None)
+    if not isinstance(body, cst.IndentedBlock) or not body.body:
+        return False
+    last = body.body[-1]
+    return (
+        isinstance(last, cst.SimpleStatementLine)
+        and isinstance(last.body[-1], cst.Break)
+        and not _holds(body, cst.Continue)
     )
+
+
+def _holds(node: cst.CSTNode, kind: type) -> bool:
+    return isinstance(node, kind) or any(_holds(child, kind) for child in node.children)
 
 
 def interactive_loops(a: ModuleAnalysis) -> frozenset[cst.CSTNode]:
