@@ -73,11 +73,16 @@ def _fills_cache(a: ModuleAnalysis, branch: cst.If) -> bool:
     test = branch.test
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
         return False
+    fn = a.enclosing_function(branch)
+    local = stored_names(fn) | {p.name.value for p in fn.params.params} if fn is not None else set()
+
+    def lasting(cache: str | None) -> bool:  # a global's or an object's: not made per call
+        return cache is not None and ("." in cache or cache not in local)
     op, right = test.comparisons[0].operator, test.comparisons[0].comparator
     stores = _subscript_stores(branch.body)
     if isinstance(op, cst.NotIn):
         cache = dotted_name(right)
-        return cache is not None and any(c == cache and a.module.code_for_node(k) == a.module.code_for_node(test.left) for c, k, _ in stores)
+        return lasting(cache) and any(c == cache and a.module.code_for_node(k) == a.module.code_for_node(test.left) for c, k, _ in stores)
     if isinstance(op, cst.Is) and isinstance(right, cst.Name) and right.value == "None" and isinstance(test.left, cst.Name):
         name = test.left.value
         for before in a.statements_before(branch) or ():
@@ -88,7 +93,7 @@ def _fills_cache(a: ModuleAnalysis, branch: cst.If) -> bool:
             if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "get"):
                 return False
             cache = dotted_name(value.func.value)
-            return cache is not None and any(
+            return lasting(cache) and any(
                 c == cache and isinstance(v, cst.Name) and v.value == name for c, _, v in stores
             )
     return False

@@ -351,12 +351,18 @@ def test_a_value_made_once_per_key_of_a_cache_is_one_time_code():
                 u = torch.ones(3).cuda()
             if key not in self.other:
                 _cache[key] = torch.zeros(3).cuda()
+            if key not in self.memo:
+                self.memo[key] = torch.zeros(3).cuda()
+            local = {}
+            if key not in local:
+                local[key] = torch.zeros(3).cuda()
             return x + t
     """
-    # stored nowhere, or under another cache: each call makes it again
-    assert codes(src) == [("SFX101", 15), ("SFX101", 17)]
+    # stored nowhere, under another cache, or in a cache made afresh by each call (peft's
+    # per-forward `cached_invocation_tensors`): each call makes it again
+    assert codes(src) == [("SFX101", 15), ("SFX101", 17), ("SFX101", 22)]
     assert [c for c in codes(src, include_cold=True) if c[0] == "SFX101"] == [
-        ("SFX101", 9), ("SFX101", 12), ("SFX101", 15), ("SFX101", 17),
+        ("SFX101", 9), ("SFX101", 12), ("SFX101", 15), ("SFX101", 17), ("SFX101", 19), ("SFX101", 22),
     ]
 
 
