@@ -92,6 +92,27 @@ def _in_arithmetic(a, node: cst.CSTNode, term: cst.BaseExpression) -> bool:
     return False
 
 
+def _read_as_array(a, node: cst.Call) -> bool:
+    """``x.cpu().numpy()`` (``.tolist()``, ``.item()``) of a value syncfix cannot name, where code
+    repeats: a module's ``.cpu()`` has no ``.numpy()``, so ``x`` is a tensor, on a device
+    syncfix cannot name (vits's ``neg_cent.data.cpu().numpy()`` in ``maximum_path``, each step);
+    not a loader's CPU item."""
+    func = node.func
+    parent = a.parent(node)
+    return (
+        isinstance(func, cst.Attribute)
+        and func.attr.value == "cpu"
+        and not node.args
+        and isinstance(parent, cst.Attribute)
+        and parent.attr.value in ("numpy", "tolist", "item")
+        and isinstance(a.parent(parent), cst.Call)
+        and a.likely.value(func.value).kind is Kind.UNKNOWN
+        and a.is_hot(node)
+        and not a.used_as_module(func.value)
+        and not loader_item(a, func.value)
+    )
+
+
 def _in_log(a, call: cst.Call) -> bool:
     """Does ``call`` write a log line or a metric (``writer.add_scalar`` whatever the writer)?"""
     func = call.func
@@ -171,7 +192,8 @@ class DeviceToHostInLoop(Rule):
     Where the code repeats (a loop body, a step-like function or a function called from one), a
     tensor whose device syncfix cannot name (a parameter's `.grad`, a model output passed in) is
     reported too, as likely on the GPU, with no fix: the message says the device is unknown. So
-    is `feats.append(out.cpu())` where the function joins `feats` with `torch.cat`/`torch.stack`
+    is `x.cpu().numpy()` of a value syncfix cannot name (a module's `.cpu()` has no `.numpy()`),
+    and `feats.append(out.cpu())` where the function joins `feats` with `torch.cat`/`torch.stack`
     (only tensors can be joined; a module's `.cpu()` returns the module).
     Where the code repeats, a scalar read `v = t.item()` (or `t.item()` passed to a call, used
     in a slice, added to a total kept in a container: `counts["raw"] += t.sum().item()`) is
@@ -329,7 +351,7 @@ class DeviceToHostInLoop(Rule):
             return  # a value of a mapping SFX303 reads with one stack (``v.cpu().item()``)
         receiver = a.value(func.value)
         unplaced = not (receiver.is_tensor and receiver.device in (Device.CUDA, Device.CUDA_OR_CPU))
-        if unplaced and not unplaced_tensor(a, func.value) and not collected_for_joining(a, node):
+        if unplaced and not unplaced_tensor(a, func.value) and not collected_for_joining(a, node) and not _read_as_array(a, node):
             return
         method = func.attr.value
         if method == "to":
