@@ -7,7 +7,7 @@ import libcst as cst
 from syncfix.analysis import Device
 from syncfix.rules import Invalid, Rule
 
-from ._support import code
+from ._support import code, unplaced_tensor
 
 _MAYBE_CUDA = (Device.CUDA, Device.CUDA_OR_CPU)
 
@@ -16,7 +16,9 @@ class BuiltinMinMaxOnTensor(Rule):
     """
     ## What it finds
     Python's builtin `max`/`min` applied to CUDA tensors: `max(a, b)` with tensor operands, `max(t, 0.0)`
-    with a tensor and a number, and `max(t)` over a CUDA tensor.
+    with a tensor and a number, and `max(t)` over a CUDA tensor. Where the code repeats,
+    `min(t)` over a tensor whose device syncfix cannot name (`min(start_ids)` of a `nonzero` in a
+    decoding loop) is reported too, without a fix: the message says the device is unknown.
 
     ## Why it costs
     The builtin compares with `>`, which needs a Python `bool`: one sync per comparison. `max(a, b)`
@@ -81,6 +83,16 @@ class BuiltinMinMaxOnTensor(Rule):
         fn = name.rsplit(".", 1)[-1]
         values = [a.value(arg.value) for arg in node.args]
         cuda = [v.is_tensor and v.device in _MAYBE_CUDA for v in values]
+        if len(node.args) == 1 and not any(cuda) and unplaced_tensor(a, node.args[0].value):
+            # ``min(start_ids)`` of a tensor whose device syncfix cannot name, where code repeats
+            # (parler-tts's ``generate``): as many reads, if it is on a GPU
+            self.report(
+                node,
+                f"Builtin {fn}() over a tensor iterates it and compares its elements on the host "
+                f"(N-1 syncs if it is on a GPU; syncfix cannot tell which device it is on); use "
+                f"`t.{fn}()` (a 0-d tensor; differs on NaN and is not an element view)",
+            )
+            return
         if not any(cuda):
             return
         if len(node.args) == 1:
