@@ -25,7 +25,9 @@ class TrueHostDependency(Rule):
     Python control flow that genuinely needs a GPU value on the host, so no rewrite can keep the
     meaning: `if loss.item() < best: save()`, early stopping (`break`/`return` on a GPU value),
     NaN checks that skip a step (`if torch.isnan(loss): continue`), `while` loops whose test is a
-    GPU value, and `GradScaler.step(optimizer)` with a non-fused optimizer.
+    GPU value, and `GradScaler.step(optimizer)` with a non-fused optimizer. A test reads the
+    value when it converts it (`.item()`, `float(t)`, `math.isnan(t)`), takes its truth, or asks
+    `x in t` (`Tensor.__contains__` reads `(t == x).any()`).
     Where the code repeats (a loop body, a step-like function or a function called from one), a
     tensor whose device syncfix cannot name (a parameter's `.grad`, a model output passed in) is
     reported too, as likely on the GPU, with no fix: the message says the device is unknown.

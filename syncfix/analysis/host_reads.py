@@ -115,6 +115,10 @@ class _HostReads(cst.CSTVisitor):
     def visit_Comparison(self, node: cst.Comparison) -> None:
         if len(node.comparisons) > 1:  # a chain is an ``and`` of its links
             self.truthy(node)
+        # ``x in t`` of a tensor: ``Tensor.__contains__`` reads ``(t == x).any()`` on the host
+        # (parler-tts's ``if pad_token_id in input_ids:``)
+        if any(isinstance(c.operator, (cst.In, cst.NotIn)) and self.maybe_cuda(c.comparator) for c in node.comparisons):
+            self.found.append(node)
 
     def visit_Call(self, node: cst.Call) -> None:
         a, func = self.a, node.func
