@@ -116,8 +116,11 @@ class _HostReads(cst.CSTVisitor):
         if len(node.comparisons) > 1:  # a chain is an ``and`` of its links
             self.truthy(node)
         # ``x in t`` of a tensor: ``Tensor.__contains__`` reads ``(t == x).any()`` on the host
-        # (parler-tts's ``if pad_token_id in input_ids:``)
-        if any(isinstance(c.operator, (cst.In, cst.NotIn)) and self.maybe_cuda(c.comparator) for c in node.comparisons):
+        # (parler-tts's ``if pad_token_id in input_ids:``); not in the likely view, where a
+        # dict batch or ``args.weight`` could pass for one
+        if not self.a.assume_tensors and any(
+            isinstance(c.operator, (cst.In, cst.NotIn)) and self.maybe_cuda(c.comparator) for c in node.comparisons
+        ):
             self.found.append(node)
 
     def visit_Call(self, node: cst.Call) -> None:
