@@ -612,14 +612,18 @@ def runs_every_iteration(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
 def _loop_invariant(a: ModuleAnalysis, tests: list[cst.BaseExpression], loop: cst.For | cst.While) -> bool:
     """Are ``tests`` made of names (``rank``, ``args.local_rank``), literals and operators only,
     none of the names bound in ``loop``?"""
+    for test in tests:  # the test first: most are a counter's, or call something
+        if not all(isinstance(n, _INVARIANT_PARTS) for n in _nodes_of(test)):
+            return False
     bound = set(stored_names(loop.body))
     if isinstance(loop, cst.For):
         bound |= {n.value for n in target_names(loop.target)}
-    bound |= {  # attributes the loop sets (``self.step += 1``)
-        dotted_name(t) or "" for n in _nodes_of(loop.body)
-        for t in ([x.target for x in n.targets] if isinstance(n, cst.Assign) else [n.target] if isinstance(n, (cst.AugAssign, cst.AnnAssign)) else [])
-        if isinstance(t, cst.Attribute)
-    }
+    targets = [
+        getattr(t, "target", None)
+        for kind in (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)
+        for t in a.nodes_within(loop.body, kind)
+    ]
+    bound |= {dotted_name(t) or "" for t in targets if isinstance(t, cst.Attribute)}  # ``self.step += 1``
     for test in tests:
         for n in _nodes_of(test):
             if not isinstance(n, _INVARIANT_PARTS):

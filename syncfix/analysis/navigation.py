@@ -119,15 +119,14 @@ def _once_per_pass(a: ModuleAnalysis, node: cst.CSTNode, loop: cst.For | cst.Whi
         target = whole.elements[0].value if isinstance(whole, cst.Tuple) and whole.elements else None
     if not isinstance(target, cst.Name):
         return False
-    stored = set().union(*(stored_names(s) for s in loop.body.body)) if isinstance(loop.body, cst.IndentedBlock) else None
-    if stored is None or target.value in stored:
-        return False
     child = node
     for anc in a.ancestors(node):
         if anc is loop:
             return False
-        if isinstance(anc, cst.If) and child is anc.body and _counter_equals(anc.test, target.value, stored | {n.value for n in target_names(loop.target)}):
-            return True
+        if isinstance(anc, cst.If) and child is anc.body and _counter_equals(anc.test, target.value, set()):
+            # the counter compared with a value: neither may change in the loop
+            stored = stored_names(loop.body) | {n.value for n in target_names(loop.target)}
+            return target.value not in stored_names(loop.body) and _counter_equals(anc.test, target.value, stored - {target.value})
         child = anc
     return False
 
