@@ -9,6 +9,7 @@ from syncfix.analysis import Device, HostRead, Kind, dotted_name, keyword, targe
 from syncfix.rules import Fix, Invalid, Rule
 
 from ._collected_copies import collected, collected_for_joining, read_again_in
+from ._owned_reads import ancestors_in, in_log, owned_elsewhere
 from ._stacked_reads import stacked_read
 from ._support import (
     INDEXED_ELEMENTS,
@@ -20,12 +21,10 @@ from ._support import (
     loader_item,
     measures_itself,
     method_call_on,
-    per_element_read,
-    runs_every_iteration,
     unplaced_message,
     unplaced_tensor,
 )
-from ._totals import INTO_TENSOR_TOTAL, INTO_TENSOR_TOTAL_LIKELY, added_to_total, into_tensor_total
+from ._totals import INTO_TENSOR_TOTAL, INTO_TENSOR_TOTAL_LIKELY, into_tensor_total
 
 _SCALAR = "GPU value read on the host where code repeats: the CPU waits for all queued GPU work"
 _TOTAL_HINT = (
@@ -62,10 +61,6 @@ _ONCE_SKIP = frozenset({
 _HOST_REDUCTIONS = {"amax": "max", "max": "max", "amin": "min", "min": "min"}
 # dtypes that hold a list of Python ints exactly (an int out of range raises at creation)
 _INT_DTYPES = frozenset({"torch.int64", "torch.long", "torch.int32", "torch.int"})
-_HANDLED_CONTEXTS = (
-    cst.If, cst.While, cst.Assert, cst.IfExp, cst.BooleanOperation, cst.ListComp, cst.SetComp,
-    cst.DictComp, cst.GeneratorExp, cst.Lambda, cst.Comparison,
-)
 
 
 def _appended(a, node: cst.Call, stmt: cst.SimpleStatementLine) -> bool:
@@ -78,17 +73,6 @@ def _appended(a, node: cst.Call, stmt: cst.SimpleStatementLine) -> bool:
         if isinstance(anc, cst.Call) and isinstance(anc.func, cst.Attribute) and anc.func.attr.value == "append":
             return child is not anc.func
         child = anc
-    return False
-
-
-def _in_arithmetic(a, node: cst.CSTNode, term: cst.BaseExpression) -> bool:
-    """Is ``node`` ``term`` itself or a number in its arithmetic (not an item of a tuple added to
-    a tuple: ``out = out + (t.item(), ...)``)?"""
-    for anc in (node, *a.ancestors(node)):
-        if anc is term:
-            return True
-        if anc is not node and not isinstance(anc, (cst.BinaryOperation, cst.UnaryOperation)):
-            return False
     return False
 
 
@@ -106,6 +90,7 @@ def _read_as_array(a, node: cst.Call) -> bool:
         and isinstance(parent, cst.Attribute)
         and parent.attr.value in ("numpy", "tolist", "item")
         and isinstance(a.parent(parent), cst.Call)
+        and a.torch_alias is not None  # torch code: not another library's ``.cpu()``
         and a.likely.value(func.value).kind is Kind.UNKNOWN
         and a.is_hot(node)
         and not a.used_as_module(func.value)
@@ -113,70 +98,6 @@ def _read_as_array(a, node: cst.Call) -> bool:
     )
 
 
-def _in_log(a, call: cst.Call) -> bool:
-    """Does ``call`` write a log line or a metric (``writer.add_scalar`` whatever the writer)?"""
-    func = call.func
-    return a.is_logging_call(call) or isinstance(func, cst.Attribute) and func.attr.value in ("add_scalar", "add_scalars")
-
-
-def _owned_elsewhere(a, node: cst.Call, stmt: cst.SimpleStatementLine, proven: bool) -> bool:
-    """Is this read in a context another rule reports (see ``_scalar_read``)? SFX301 merges
-    reads it can prove (``proven``); of reads it cannot, only the statement's first is reported."""
-    for anc in a.ancestors(node):
-        if anc is stmt:
-            break
-        if isinstance(anc, _HANDLED_CONTEXTS):
-            return True
-        if isinstance(anc, cst.Raise):
-            return True  # the message of an error: read once, when raising
-        method = anc.func.attr.value if isinstance(anc, cst.Call) and isinstance(anc.func, cst.Attribute) else None
-        if isinstance(anc, cst.Call) and anc is not node and (
-            # a log line is reported here where it runs every iteration (a metric written with
-            # ``add_scalar``, whatever writes it: co-tracker's ``logger.writer.add_scalar(...,
-            # loss.item(), step)``), with no fix: SFX401/SFX402 move or defer those of tensors
-            # provably on CUDA, and where they report the read this finding gives way
-            # (DEFERS_TO); cleanrl's five ``writer.add_scalar(..., v_loss.item(), ...)`` at the
-            # end of each iteration neither moves nor defers
-            _in_log(a, anc) and not runs_every_iteration(a, stmt)
-            # a meter's update: SFX302's
-            or method == "update"
-            # SFX404 reads a list's values after the loop, for tensors it can place on CUDA
-            or (proven and method == "append")
-        ):
-            return True
-    if per_element_read(a, node):
-        return True  # the element of a loop over a tensor: SFX303's
-    small = stmt.body[0]
-    if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name):
-        return True  # a running total in a name: SFX302's
-    added = added_to_total(small)
-    if added is not None and _in_arithmetic(a, node, added[1]):
-        return True  # ``total = total + t.item()``: the same running total, SFX302's
-    in_stmt = a.likely.host_read_syncs(stmt, any_device=True)
-    if len(in_stmt) > 1:
-        if proven:
-            return True  # several reads in one statement: SFX301's
-        first = min(in_stmt, key=lambda n: a.structure.order.get(n, -1))
-        return first is not node  # one finding for the statement
-    if not proven:
-        return False
-    reads = a.host_read_syncs
-    # reads in a row: SFX301 merges them, in a run it can read as one (the earlier of two
-    # lines calls nothing that may write a tensor: not cleanrl's ``writer.add_scalar(...)``)
-    pairs = [*((b, b) for b in (a.statements_before(stmt) or [])[:1]), *((n, stmt) for n in (a.statements_after(stmt) or [])[:1])]
-    for other, earlier in pairs:
-        if isinstance(other, cst.SimpleStatementLine) and reads(other, any_device=True) and _quiet(a, earlier):
-            return True
-    return False
-
-
-def _quiet(a, stmt: cst.CSTNode) -> bool:
-    """Can ``stmt`` neither exit nor run code that may write a tensor (SFX301's run)?"""
-    fx = a.effects(stmt)
-    return not fx.exits and not fx.may_mutate_anything
-
-
-# What a copy outside a loop, in a step function or one called from a loop, is said to be.
 _COPY_WHERE_REPEATS = "Blocking device-to-host copy where code repeats: the CPU waits for all queued GPU work"
 
 
@@ -420,7 +341,7 @@ class DeviceToHostInLoop(Rule):
         ):
             return
         stmt = a.statement_of(node)
-        if stmt is None or not isinstance(stmt, cst.SimpleStatementLine) or _owned_elsewhere(a, node, stmt, proven):
+        if stmt is None or not isinstance(stmt, cst.SimpleStatementLine) or owned_elsewhere(a, node, stmt, proven):
             return
         if _accumulator_read_back(a, node, stmt):
             return  # SFX302's ``if total_acc is not None: total = total_acc.item()``, where shown
@@ -439,7 +360,7 @@ class DeviceToHostInLoop(Rule):
             base = indexed_base(read.receiver, {n.value for n in target_names(loop.target)})
             if base is not None and (a.is_tensor(base) or a.likely.is_tensor(base)) and len(code(a, base)) <= 40:
                 hint = "; no fix: " + INDEXED_ELEMENTS.format(code(a, base))
-        logged = proven and any(isinstance(n, cst.Call) and _in_log(a, n) for n in _ancestors_in(a, node, stmt))
+        logged = proven and any(isinstance(n, cst.Call) and in_log(a, n) for n in ancestors_in(a, node, stmt))
         if not fixes or logged:  # a log line of a CUDA tensor: SFX401/SFX402 rewrite those
             self.report(node, _SCALAR + where + hint)
             return
@@ -593,16 +514,6 @@ class DeviceToHostInLoop(Rule):
             f"Take the value from the host list: `{builtin}({host})` (unsafe: an empty list raises "
             f"ValueError instead of RuntimeError; elements such as `x.shape[i]` are taken to be ints)",
         )
-
-def _ancestors_in(a, node: cst.CSTNode, stmt: cst.CSTNode) -> list[cst.CSTNode]:
-    """``node``'s ancestors up to (not including) its statement ``stmt``."""
-    found = []
-    for anc in a.ancestors(node):
-        if anc is stmt:
-            break
-        found.append(anc)
-    return found
-
 
 def _reads_of(a, region: cst.CSTNode, name: str) -> list[cst.Call]:
     """``name.item()`` calls in ``region`` that always run when it does (not under a condition,

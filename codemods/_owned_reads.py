@@ -1,0 +1,103 @@
+"""Which reads of a GPU value another rule reports (SFX105 leaves them to it): a total kept in a
+name (SFX302), a log line SFX401/SFX402 take, a branch or check (SFX2xx), a comprehension or an
+element of a loop over a tensor (SFX303), reads in a row SFX301 merges, a list read after the
+loop (SFX404)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ._support import per_element_read, runs_every_iteration
+from ._totals import added_to_total
+
+_HANDLED_CONTEXTS = (
+    cst.If, cst.While, cst.Assert, cst.IfExp, cst.BooleanOperation, cst.ListComp, cst.SetComp,
+    cst.DictComp, cst.GeneratorExp, cst.Lambda, cst.Comparison,
+)
+
+
+def _in_arithmetic(a, node: cst.CSTNode, term: cst.BaseExpression) -> bool:
+    """Is ``node`` ``term`` itself or a number in its arithmetic (not an item of a tuple added to
+    a tuple: ``out = out + (t.item(), ...)``)?"""
+    for anc in (node, *a.ancestors(node)):
+        if anc is term:
+            return True
+        if anc is not node and not isinstance(anc, (cst.BinaryOperation, cst.UnaryOperation)):
+            return False
+    return False
+
+
+def in_log(a, call: cst.Call) -> bool:
+    """Does ``call`` write a log line or a metric (``writer.add_scalar`` whatever the writer)?"""
+    func = call.func
+    return a.is_logging_call(call) or isinstance(func, cst.Attribute) and func.attr.value in ("add_scalar", "add_scalars")
+
+
+def owned_elsewhere(a, node: cst.Call, stmt: cst.SimpleStatementLine, proven: bool) -> bool:
+    """Is this read in a context another rule reports (see ``_scalar_read``)? SFX301 merges
+    reads it can prove (``proven``); of reads it cannot, only the statement's first is reported."""
+    for anc in a.ancestors(node):
+        if anc is stmt:
+            break
+        if isinstance(anc, _HANDLED_CONTEXTS):
+            return True
+        if isinstance(anc, cst.Raise):
+            return True  # the message of an error: read once, when raising
+        method = anc.func.attr.value if isinstance(anc, cst.Call) and isinstance(anc.func, cst.Attribute) else None
+        if isinstance(anc, cst.Call) and anc is not node and (
+            # a log line is reported here where it runs every iteration (a metric written with
+            # ``add_scalar``, whatever writes it: co-tracker's ``logger.writer.add_scalar(...,
+            # loss.item(), step)``), with no fix: SFX401/SFX402 move or defer those of tensors
+            # provably on CUDA, and where they report the read this finding gives way
+            # (DEFERS_TO); cleanrl's five ``writer.add_scalar(..., v_loss.item(), ...)`` at the
+            # end of each iteration neither moves nor defers
+            in_log(a, anc) and not runs_every_iteration(a, stmt)
+            # a meter's update: SFX302's
+            or method == "update"
+            # SFX404 reads a list's values after the loop, for tensors it can place on CUDA
+            or (proven and method == "append")
+        ):
+            return True
+    if per_element_read(a, node):
+        return True  # the element of a loop over a tensor: SFX303's
+    small = stmt.body[0]
+    if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name):
+        return True  # a running total in a name: SFX302's
+    added = added_to_total(small)
+    if added is not None and _in_arithmetic(a, node, added[1]):
+        return True  # ``total = total + t.item()``: the same running total, SFX302's
+    in_stmt = a.likely.host_read_syncs(stmt, any_device=True)
+    if len(in_stmt) > 1:
+        if proven:
+            return True  # several reads in one statement: SFX301's
+        first = min(in_stmt, key=lambda n: a.structure.order.get(n, -1))
+        return first is not node  # one finding for the statement
+    if not proven:
+        return False
+    reads = a.host_read_syncs
+    # reads in a row: SFX301 merges them, in a run it can read as one (the earlier of two
+    # lines calls nothing that may write a tensor: not cleanrl's ``writer.add_scalar(...)``)
+    pairs = [*((b, b) for b in (a.statements_before(stmt) or [])[:1]), *((n, stmt) for n in (a.statements_after(stmt) or [])[:1])]
+    for other, earlier in pairs:
+        if isinstance(other, cst.SimpleStatementLine) and reads(other, any_device=True) and _quiet(a, earlier):
+            return True
+    return False
+
+
+def _quiet(a, stmt: cst.CSTNode) -> bool:
+    """Can ``stmt`` neither exit nor run code that may write a tensor (SFX301's run)?"""
+    fx = a.effects(stmt)
+    return not fx.exits and not fx.may_mutate_anything
+
+
+# What a copy outside a loop, in a step function or one called from a loop, is said to be.
+
+
+def ancestors_in(a, node: cst.CSTNode, stmt: cst.CSTNode) -> list[cst.CSTNode]:
+    """``node``'s ancestors up to (not including) its statement ``stmt``."""
+    found = []
+    for anc in a.ancestors(node):
+        if anc is stmt:
+            break
+        found.append(anc)
+    return found
