@@ -90,9 +90,6 @@ def _quiet(a, stmt: cst.CSTNode) -> bool:
     return not fx.exits and not fx.may_mutate_anything
 
 
-# What a copy outside a loop, in a step function or one called from a loop, is said to be.
-
-
 def ancestors_in(a, node: cst.CSTNode, stmt: cst.CSTNode) -> list[cst.CSTNode]:
     """``node``'s ancestors up to (not including) its statement ``stmt``."""
     found = []

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -612,9 +611,9 @@ def runs_every_iteration(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
 def _loop_invariant(a: ModuleAnalysis, tests: list[cst.BaseExpression], loop: cst.For | cst.While) -> bool:
     """Are ``tests`` made of names (``rank``, ``args.local_rank``), literals and operators only,
     none of the names bound in ``loop``?"""
-    for test in tests:  # the test first: most are a counter's, or call something
-        if not all(isinstance(n, _INVARIANT_PARTS) for n in _nodes_of(test)):
-            return False
+    parts = [n for test in tests for n in _nodes_of(test)]
+    if not all(isinstance(n, _INVARIANT_PARTS) for n in parts):
+        return False  # the test first: most are a counter's, or call something
     bound = set(stored_names(loop.body))
     if isinstance(loop, cst.For):
         bound |= {n.value for n in target_names(loop.target)}
@@ -624,13 +623,10 @@ def _loop_invariant(a: ModuleAnalysis, tests: list[cst.BaseExpression], loop: cs
         for t in a.nodes_within(loop.body, kind)
     ]
     bound |= {dotted_name(t) or "" for t in targets if isinstance(t, cst.Attribute)}  # ``self.step += 1``
-    for test in tests:
-        for n in _nodes_of(test):
-            if not isinstance(n, _INVARIANT_PARTS):
-                return False
-            if isinstance(n, (cst.Name, cst.Attribute)) and (root_name(n) in bound or dotted_name(n) in bound):
-                return False
-    return True
+    return not any(
+        isinstance(n, (cst.Name, cst.Attribute)) and (root_name(n) in bound or dotted_name(n) in bound)
+        for n in parts
+    )
 
 
 _INVARIANT_PARTS = (
@@ -677,25 +673,20 @@ def other_accelerator(module: str, *, built: bool = False) -> str:
 
 # ---- elements indexed out of one tensor -------------------------------------------------------
 
-def indexed_base(expr: cst.BaseExpression, names: set[str]) -> cst.BaseExpression | None:
+def indexed_base(a: ModuleAnalysis, expr: cst.BaseExpression, names: set[str]) -> cst.BaseExpression | None:
     """``t`` where ``expr`` indexes ``t`` with one of ``names`` (a loop's or a comprehension's
     variables: ``t[k]``, ``t[i, :3].mean()``, ``t[i][j]``) and ``t`` itself does not depend on
     them; else None."""
+
+    def mentions(node: cst.CSTNode) -> bool:
+        return any(n.value in names for n in a.nodes_within(node, cst.Name))  # type: ignore[attr-defined]
+
     base = None
     while isinstance(expr, (cst.Attribute, cst.Subscript, cst.Call)):
-        if isinstance(expr, cst.Subscript) and _mentions(expr.slice, names):
+        if isinstance(expr, cst.Subscript) and any(mentions(el) for el in expr.slice):
             base = expr.value  # the innermost such subscript's (``t`` of ``t[i][j]``)
         expr = expr.func if isinstance(expr, cst.Call) else expr.value
-    return None if base is None or _mentions(base, names) else base
-
-
-def _mentions(node: cst.CSTNode | Sequence[cst.CSTNode], names: set[str]) -> bool:
-    """Does ``node`` (or a sequence of nodes) read one of ``names``?"""
-    if isinstance(node, Sequence):
-        return any(_mentions(n, names) for n in node)
-    if isinstance(node, cst.Name):
-        return node.value in names
-    return any(_mentions(child, names) for child in node.children)
+    return None if base is None or mentions(base) else base
 
 
 #: What to do where each element is indexed out of one tensor and read alone (SFX303, SFX105).

@@ -98,6 +98,7 @@ def _read_as_array(a, node: cst.Call) -> bool:
     )
 
 
+# What a copy outside a loop, in a step function or one called from a loop, is said to be.
 _COPY_WHERE_REPEATS = "Blocking device-to-host copy where code repeats: the CPU waits for all queued GPU work"
 
 
@@ -357,7 +358,7 @@ class DeviceToHostInLoop(Rule):
             hint = _READ_TWICE.format(dotted_name(read.receiver), again)
         elif not total and isinstance(loop, cst.For):
             # ``for i in range(top_k): ... int(index[i])``: one read of ``index`` before the loop
-            base = indexed_base(read.receiver, {n.value for n in target_names(loop.target)})
+            base = indexed_base(a, read.receiver, {n.value for n in target_names(loop.target)})
             if base is not None and (a.is_tensor(base) or a.likely.is_tensor(base)) and len(code(a, base)) <= 40:
                 hint = "; no fix: " + INDEXED_ELEMENTS.format(code(a, base))
         logged = proven and any(isinstance(n, cst.Call) and in_log(a, n) for n in ancestors_in(a, node, stmt))

@@ -461,7 +461,7 @@ class PerElementReads(Rule):
         Reported (no fix: which indices, and so which one read replaces them, is the author's)
         where the tensor may be on the GPU; True when the read is of that form."""
         a = self.analysis
-        base = _indexed_base(node, read)
+        base = _indexed_base(a, node, read)
         if base is None:
             return False
         value = a.value(read.receiver)
@@ -559,14 +559,14 @@ def _zipped_source(comp: cst.CompFor, name: str) -> cst.Name | None:
     return None
 
 
-def _indexed_base(node, read: HostRead) -> cst.BaseExpression | None:
+def _indexed_base(a, node, read: HostRead) -> cst.BaseExpression | None:
     """``t`` where the read's receiver indexes ``t`` with a comprehension variable."""
     names: set[str] = set()
     comp = node.for_in
     while comp is not None:
         names |= {n.value for n in target_names(comp.target)}
         comp = comp.inner_for_in
-    return indexed_base(read.receiver, names)
+    return indexed_base(a, read.receiver, names)
 
 
 def _statements(block: cst.BaseSuite) -> list[cst.CSTNode]:

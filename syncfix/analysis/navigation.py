@@ -98,7 +98,7 @@ def repeating_loop(a: ModuleAnalysis, node: cst.CSTNode) -> cst.For | cst.While 
     one-item display (yolov7's ``for opt.weights in ['yolov7.pt']:``) runs its body once, and
     a branch ``if i == last:`` on the loop's counter once per pass: the loop around it decides."""
     loop = enclosing_loop(a, node)
-    while loop is not None and (runs_once(loop) or _once_per_pass(a, node, loop)):
+    while loop is not None and (runs_once(a, loop) or _once_per_pass(a, node, loop)):
         node, loop = loop, enclosing_loop(a, loop)
     return None if loop is not None and loop in interactive_loops(a) else loop
 
@@ -123,15 +123,15 @@ def _once_per_pass(a: ModuleAnalysis, node: cst.CSTNode, loop: cst.For | cst.Whi
     for anc in a.ancestors(node):
         if anc is loop:
             return False
-        if isinstance(anc, cst.If) and child is anc.body and _counter_equals(anc.test, target.value, set()):
+        if isinstance(anc, cst.If) and child is anc.body and _counter_equals(a, anc.test, target.value, set()):
             # the counter compared with a value: neither may change in the loop
             stored = stored_names(loop.body) | {n.value for n in target_names(loop.target)}
-            return target.value not in stored_names(loop.body) and _counter_equals(anc.test, target.value, stored - {target.value})
+            return target.value not in stored_names(loop.body) and _counter_equals(a, anc.test, target.value, stored - {target.value})
         child = anc
     return False
 
 
-def _counter_equals(test: cst.BaseExpression, counter: str, changing: set[str]) -> bool:
+def _counter_equals(a: ModuleAnalysis, test: cst.BaseExpression, counter: str, changing: set[str]) -> bool:
     """``counter == e`` or ``e == counter``, ``e`` reading none of ``changing``."""
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, cst.Equal)):
         return False
@@ -140,17 +140,10 @@ def _counter_equals(test: cst.BaseExpression, counter: str, changing: set[str]) 
         left, right = right, left
     if not (isinstance(left, cst.Name) and left.value == counter):
         return False
-    return not any(isinstance(n, cst.Name) and n.value in changing for n in _names_in(right))
+    return not any(n.value in changing for n in a.nodes_within(right, cst.Name))  # type: ignore[attr-defined]
 
 
-def _names_in(node: cst.CSTNode) -> list[cst.CSTNode]:
-    found: list[cst.CSTNode] = [node] if isinstance(node, cst.Name) else []
-    for child in node.children:
-        found.extend(_names_in(child))
-    return found
-
-
-def runs_once(loop: cst.CSTNode) -> bool:
+def runs_once(a: ModuleAnalysis, loop: cst.CSTNode) -> bool:
     """A ``for`` over a list, tuple or set display of one item (no ``*``), or a loop whose body
     ends in a ``break`` that no ``continue`` skips (vits's ``evaluate``: one batch, then
     ``break``)."""
@@ -168,12 +161,8 @@ def runs_once(loop: cst.CSTNode) -> bool:
     return (
         isinstance(last, cst.SimpleStatementLine)
         and isinstance(last.body[-1], cst.Break)
-        and not _holds(body, cst.Continue)
+        and not a.nodes_within(body, cst.Continue)
     )
-
-
-def _holds(node: cst.CSTNode, kind: type) -> bool:
-    return isinstance(node, kind) or any(_holds(child, kind) for child in node.children)
 
 
 def interactive_loops(a: ModuleAnalysis) -> frozenset[cst.CSTNode]:
