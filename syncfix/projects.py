@@ -21,6 +21,7 @@ else:  # pragma: no cover
 
 from .analysis.accelerators import names_other_accelerator
 from .analysis.async_copies import counts_on_later_syncs, uses_streams
+from .analysis.handlers import may_catch_text
 from .analysis.hotness import FileCalls, file_calls, one_time
 from .analysis.hotness import hot_functions as hot_functions_of
 from .analysis.imported import forget
@@ -117,6 +118,15 @@ class Project:
         for name in sources:
             for target in self.imports_of(name):
                 importers.setdefault(target, set()).add(name)
+        # a module a file with a handler imports, directly or through others, or that file
+        catching = {name for name, (_, data) in sources.items() if may_catch_text(data)}
+        around = set(catching)
+        todo = list(catching)
+        while todo:
+            for m in self.imports_of(todo.pop()):
+                if m not in around:
+                    around.add(m)
+                    todo.append(m)
         candidates = _candidates(sources)
         ambiguous = {  # a name some file imports that may be either of several modules
             m
@@ -136,6 +146,7 @@ class Project:
                 tuple(sorted(importers.get(name, ()))),
                 name in ambiguous,
                 uses.get(name, EMPTY),
+                name in around,
             )
             for name, (path, data) in sources.items()
         }

@@ -241,8 +241,10 @@ def test_a_file_whose_calls_cannot_be_read_holds_the_fix_back_if_it_has_a_handle
 
 
 def test_a_file_that_cannot_hold_a_handler_is_not_parsed_for_the_question(tmp_path, monkeypatch):
-    # scripts that call the function with no `except`, `suppress`, `raises` or `retry` in their
-    # text, and that no file imports, cannot see its errors: the fix stands without parsing them
+    # files that call the function with no handler that may catch a RuntimeError in their text
+    # (no `except` but of errors torch's waits never raise, no `suppress`, `raises`, `retry`),
+    # nor in a file that imports them (through others too), cannot see its errors: the fix
+    # stands without parsing them
     from syncfix.analysis import imported
 
     loaded: list[str] = []
@@ -255,10 +257,40 @@ def test_a_file_that_cannot_hold_a_handler_is_not_parsed_for_the_question(tmp_pa
     monkeypatch.setattr(imported.ProjectModules, "_load", counted)
     scripts = {f"run{i}.py": f"from .audio import mel\n\n\ndef main{i}(xs):\n    for x in xs:\n        mel(x)\n" for i in range(3)}
     scripts["guarded.py"] = "from .audio import mel\n\n\ndef safe(x):\n    try:\n        mel(x)\n    except KeyError:\n        pass\n"
-    _fixed_with_and_without_the_handler(tmp_path, '[project]\nname = "x"\n', {"__init__.py": "", **scripts, "main.py": "from .run0 import main0\n\n\n" + CLI.replace("transcribe(p)", "main0([p])")}, "main.py")
+    # a handler that may catch, but not around the call: parsed, and the fix stands
+    scripts["caught.py"] = (
+        "from .audio import mel\n\n\ndef safe(x):\n    mel(x)\n\n\n"
+        "def other():\n    try:\n        pass\n    except (ValueError, RuntimeError) as e:\n        print(e)\n"
+    )
+    # a chain of importers none of which has a handler: not parsed, however deep
+    scripts["lib.py"] = "from .audio import mel\n\n\ndef each(xs):\n    for x in xs:\n        mel(x)\n"
+    scripts["app.py"] = "from .lib import each\n\n\ndef run(xs):\n    each(xs)\n"
+    main = "from .run0 import main0\n\n\n" + CLI.replace("transcribe(p)", "main0([p])")
+    _fixed_with_and_without_the_handler(tmp_path, '[project]\nname = "x"\n', {"__init__.py": "", **scripts, "main.py": main}, "main.py")
     parsed = {path.rsplit("/", 1)[-1] for path in loaded}
-    assert parsed.isdisjoint({"run1.py", "run2.py"})  # leaves without handler words
-    assert {"run0.py", "guarded.py"} <= parsed  # imported by main.py; holds `except`
+    assert parsed.isdisjoint({"run1.py", "run2.py", "guarded.py", "lib.py", "app.py"})
+    assert {"run0.py", "caught.py"} <= parsed  # imported by main.py, which catches; holds a handler
+
+
+@pytest.mark.parametrize(
+    ("text", "catches"),
+    [
+        (b"try:\n    f()\nexcept ImportError:\n    pass\n", False),
+        (b"try:\n    f()\nexcept (KeyError, IndexError) as e:\n    pass\n", False),
+        (b"try:\n    f()\nexcept torch.cuda.OutOfMemoryError:\n    pass\n", False),
+        (b"try:\n    f()\nexcept:\n    pass\n", True),
+        (b"try:\n    f()\nexcept Exception:\n    pass\n", True),
+        (b"try:\n    f()\nexcept (\n    KeyError,\n    MyError,\n):\n    pass\n", True),
+        (b"try:\n    f()\nexcept* RuntimeError:\n    pass\n", True),
+        (b"with contextlib.suppress(KeyError):\n    f()\n", True),  # the words alone count
+        (b"@retry\ndef f():\n    pass\n", True),
+        (b"def f():\n    return 1\n", False),
+    ],
+)
+def test_which_text_may_hold_a_handler_of_a_runtime_error(text, catches):
+    from syncfix.analysis.handlers import may_catch_text
+
+    assert may_catch_text(text) is catches
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ..fileio import read_source
 from .callgraph import attribute_refs, bound_by_import, local_function
 from .project import ModuleFile
 from .syntax import dotted_name
@@ -181,22 +180,35 @@ def _caught_in_importers(analysis: ModuleAnalysis, fn: cst.FunctionDef, seen: se
     return found
 
 
-# Words a file that catches must hold: ``except``, a catching context manager's name, or a
-# retrying decorator's (:data:`_CATCHING_DECORATORS`, ``_catching_context``).
-_CATCHING_TEXT = re.compile(rb"except|suppress|raises|Raises|retry|backoff")
+# What a file that catches must hold: an ``except`` clause that names something other than
+# :data:`_NOT_RUNTIME_ERRORS` (or nothing), or the name of a catching context manager or a
+# retrying decorator (:data:`_CATCHING_DECORATORS`, ``_catching_context``). Read off the text,
+# erring towards "may catch": a line of a string that starts with "except" counts too.
+_EXCEPT_CLAUSE = re.compile(rb"^[ \t]*except\b[ \t]*\*?[ \t]*(\([^)]*\)|[^:\n]*)", re.M)
+_CATCHING_WORDS = re.compile(rb"suppress|raises|Raises|retry|backoff")
+_AS_NAME = re.compile(rb"\s+as\s+\w+\s*$")
+
+
+def may_catch_text(data: bytes) -> bool:
+    """May a handler in this source catch a RuntimeError (judged from its text)?"""
+    if _CATCHING_WORDS.search(data):
+        return True
+    for clause in _EXCEPT_CLAUSE.finditer(data):
+        kinds = _AS_NAME.sub(b"", clause.group(1).strip(b"() \t\r\n"))
+        if not kinds.strip():
+            return True  # a bare ``except:``
+        for kind in kinds.split(b","):
+            name = kind.strip().rsplit(b".", 1)[-1].decode("ascii", "replace")
+            if name and name not in _NOT_RUNTIME_ERRORS:
+                return True
+    return False
 
 
 def _cannot_catch(importer: ModuleFile) -> bool:
     """Can no handler in ``importer`` see an error from a call it makes, nor one in a file that
-    calls into it? True for a file that no project file imports and whose text holds none of
-    the words a handler needs: it need not be parsed for the question."""
-    if importer.importers:
-        return False
-    try:
-        data = read_source(importer.path).data
-    except Exception:  # unreadable: the question is answered "no handler" below anyway
-        return False
-    return _CATCHING_TEXT.search(data) is None
+    imports it (directly or through others)? Then it need not be parsed for the question
+    (the project index read every file's text: ``ModuleFile.handlers_around``)."""
+    return not importer.handlers_around
 
 
 # Context managers that catch what their body raises: ``contextlib.suppress(E)``,

@@ -632,29 +632,53 @@ def _may_reach(importer: ModuleFile, target: ModuleFile, function: str) -> bool:
     imports ``function`` from ``target``, or ``target`` itself, or all of it (``*``): the
     import statements of :func:`calls_of`, read off Python's own parse instead of LibCST's. True
     when the file cannot be read as the index saw it (the full path then says why)."""
+    imports = _imports_of(importer)
+    if imports is None:
+        return True
+    for base, names in imports:
+        if base is None:  # ``import a, b``
+            if any(name in target.aliases for name in names):
+                return True
+            continue
+        for name in names:
+            if name == "*" and base in target.aliases:
+                return True
+            if base in target.aliases and name == function:
+                return True
+            if f"{base}.{name}" in target.aliases:
+                return True
+    return False
+
+
+# Per importer (path and digest), its import statements: (absolute base, names) of each
+# ``from`` import, (None, modules) of each ``import``; None where it cannot be read as the
+# index saw it. Read once: every question about one of its imports asks them all.
+_IMPORTS: dict[tuple[str, str], list[tuple[str | None, list[str]]] | None] = {}
+
+
+def _imports_of(importer: ModuleFile) -> list[tuple[str | None, list[str]]] | None:
+    key = (importer.path, importer.digest)
+    if key in _IMPORTS:
+        return _IMPORTS[key]
+    found: list[tuple[str | None, list[str]]] | None = []
     try:
         data = read_source(importer.path).data
         if digest(data) != importer.digest:
-            return True
-        tree = _parsed(data)[0]
+            found = None
+        else:
+            for node in ast.walk(_parsed(data)[0]):
+                if isinstance(node, ast.ImportFrom):
+                    base = _from_base(importer.package, node.level, node.module)
+                    if base is not None:
+                        found.append((base, [alias.name for alias in node.names]))
+                elif isinstance(node, ast.Import):
+                    found.append((None, [alias.name for alias in node.names]))
     except Exception:  # unreadable, unparsable: the full path gives up on it
-        return True
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            base = _from_base(importer.package, node.level, node.module)
-            if base is None:
-                continue
-            for alias in node.names:
-                if alias.name == "*" and base in target.aliases:
-                    return True
-                if base in target.aliases and alias.name == function:
-                    return True
-                if f"{base}.{alias.name}" in target.aliases:
-                    return True
-        elif isinstance(node, ast.Import):
-            if any(alias.name in target.aliases for alias in node.names):
-                return True
-    return False
+        found = None
+    if len(_IMPORTS) >= _KEEP:
+        _IMPORTS.clear()
+    _IMPORTS[key] = found
+    return found
 
 
 def portable(v: Value) -> Value:

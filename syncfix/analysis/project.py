@@ -129,6 +129,10 @@ class ModuleFile:
     ambiguous: bool = False
     #: what it does with attribute names (analysis/members.py); only in a closed project
     members: MemberUse = EMPTY
+    #: it or a project module that imports it (directly or through others) has a handler that
+    #: may catch a RuntimeError (analysis/handlers.py ``may_catch_text``): only then can a call
+    #: it makes be inside a ``try`` that sees a wait's error
+    handlers_around: bool = True
 
 
 @dataclass(frozen=True)
