@@ -342,7 +342,8 @@ def _reads_shared(
 
 def _only_read(a: ModuleAnalysis, name: cst.Name) -> bool:
     """Is ``name`` only read where it is used: the receiver of a copy or a dict view
-    (``batch["x"].to(device)``, ``batch.items()``), or the iterable of a loop or comprehension?"""
+    (``batch["x"].to(device)``, ``batch.items()``), of a size or kind (``x.size(0)``), or the
+    iterable of a loop or comprehension?"""
     child: cst.CSTNode = name
     parent = a.parent(child)
     while True:
@@ -355,6 +356,8 @@ def _only_read(a: ModuleAnalysis, name: cst.Name) -> bool:
             return (a.callee(call) or "") in _READING_BUILTINS  # ``len(loader.dataset)``
         if not (isinstance(parent, cst.Attribute) and parent.value is child):
             return False
+        if parent.attr.value in _METADATA:
+            return True  # ``x.size(0)``, ``x.shape``: sizes and kinds, none of its memory
         call = a.parent(parent)
         if not (isinstance(call, cst.Call) and call.func is parent):
             child, parent = parent, call  # an attribute read (``loader.dataset``)

@@ -117,8 +117,11 @@ class BlockingHostToDevice(Rule):
       be set after it is made is not: any `.collate_fn` store or `setattr` in the module, or the
       loader handed to code syncfix does not read) and never mutated or passed on to code that might mutate it, also
       through another name for its memory (`y = x.cpu()`, `x.to(torch.float32)`, `x.numpy()`,
-      `memoryview(...)`, `y = x if c else z`). A tensor made from a numpy array
-      (`torch.from_numpy`, `torch.as_tensor`, `torch.asarray`) shares the array's memory, which
+      `memoryview(...)`, `y = x if c else z`); its sizes and kinds passed on (`meter.update(v,
+      x.size(0))`, `x.shape[0]`, `x.dtype`) are none of its memory. A tensor made from a numpy
+      array (`torch.from_numpy`, `torch.as_tensor`, `torch.asarray`, a legacy constructor:
+      `torch.FloatTensor(buf[idx])`) shares the array's memory (a legacy constructor copies it
+      where the dtypes differ), which
       is pageable only where numpy allocated it (`np.zeros`, `np.random.*`, `np.array`,
       arithmetic, `.copy()`, `.astype()`, slices of those); an array from elsewhere, or
       `t.numpy()` of a tensor, may be a view of a pinned buffer. A pinned source that other

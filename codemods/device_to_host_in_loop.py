@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import BuiltinAssignment
 
-from syncfix.analysis import Device, HostRead, Kind, dotted_name, keyword, target_names
+from syncfix.analysis import Device, HostRead, Kind, dotted_name, keyword, math_read, target_names
 from syncfix.rules import Fix, Invalid, Rule
 
 from ._collected_copies import collected, collected_for_joining, read_again_in
@@ -45,6 +45,12 @@ _SCALAR_HINT = (
     "already has (sizes, lengths, positions it set), or keep it a tensor: if it is only logged "
     "later, read it at the log line"
 )
+_MATH_HINT = (
+    "; no fix: `{0}` reads the tensor as a Python float; the same math in torch ops{1} keeps "
+    "the result on the device"
+)
+# ``math`` functions whose torch twin has another name (none for ``gamma``, ``cbrt``).
+_TORCH_TWIN = {"fabs": "abs", "degrees": "rad2deg", "radians": "deg2rad", "gamma": "", "cbrt": ""}
 _HOST_COPY = (
     "; the value is already on the host: the fix takes it from the list the tensor was built from"
 )
@@ -129,7 +135,11 @@ class DeviceToHostInLoop(Rule):
     `float(t)` / `int(t)` of a tensor, or of a tensor op's result (`float(preds.eq(y).sum())`,
     an element of one: `int(nlabel[i])` of `nlabel = (labels > 0).sum(1)`, or an autograd
     Function's result: `float(AllReduce.apply(loss))`), without a fix: `float(x)` of a value
-    syncfix cannot name is as often a number's or a numpy value's. A part of a batch from a loader named as such (`data_loader`, `self.train_loader`)
+    syncfix cannot name is as often a number's or a numpy value's. So is a `math` function of
+    a tensor on CUDA or maybe the CPU (`math.sqrt(kl_clip / vg_sum)`, `math.isinf(g) or
+    math.isnan(g)`: each reads its argument as a Python float), one finding per statement, without
+    a fix (`torch.sqrt` keeps it on the device); not `math.floor`/`ceil`/`trunc`, which call the
+    tensor's own method, nor a check (SFX203). A part of a batch from a loader named as such (`data_loader`, `self.train_loader`)
     that the code never copies is, by SFX101's likely fact, a CPU tensor: its reads are not
     reported (unless accelerate placed the loader's batches on its device).
 
@@ -257,6 +267,9 @@ class DeviceToHostInLoop(Rule):
         ),
     ]
 
+    def visit_Module(self, node: cst.Module) -> None:
+        self._math_lines: set[cst.SimpleStatementLine] = set()  # statements with a math read reported
+
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "item" and not node.args:
@@ -264,6 +277,10 @@ class DeviceToHostInLoop(Rule):
             return
         if isinstance(func, cst.Name) and func.value in ("float", "int") and len(node.args) == 1:
             self._scalar_read(node)  # ``float(t.sum())``: the same read as ``.item()``
+            return
+        converted = math_read(self.analysis, node)
+        if converted is not None:  # ``math.sqrt(kl_clip / vg_sum)``: ``float()`` of the tensor
+            self._reported_read(node, HostRead(node, converted, "float"), False, fixes=False, math=True)
             return
         if not isinstance(func, cst.Attribute) or func.attr.value not in ("cpu", "to", "tolist"):
             return
@@ -331,8 +348,12 @@ class DeviceToHostInLoop(Rule):
             return
         self._reported_read(node, read, read_as_tensor, fixes=True)
 
-    def _reported_read(self, node: cst.Call, read: HostRead, read_as_tensor: bool, *, fixes: bool) -> None:
-        """Report a scalar read (with a fix where ``fixes`` and one applies)."""
+    def _reported_read(
+        self, node: cst.Call, read: HostRead, read_as_tensor: bool, *, fixes: bool, math: bool = False
+    ) -> None:
+        """Report a scalar read (with a fix where ``fixes`` and one applies). A ``math`` call's
+        read (``math.isinf(g) or math.isnan(g)``) no other rule reports, but a check's (SFX203):
+        one finding for its statement."""
         a = self.analysis
         receiver = a.value(read.receiver)
         proven = receiver.is_tensor and receiver.device in (Device.CUDA, Device.CUDA_OR_CPU)
@@ -342,8 +363,12 @@ class DeviceToHostInLoop(Rule):
         ):
             return
         stmt = a.statement_of(node)
-        if stmt is None or not isinstance(stmt, cst.SimpleStatementLine) or owned_elsewhere(a, node, stmt, proven):
+        if stmt is None or not isinstance(stmt, cst.SimpleStatementLine):
             return
+        if (isinstance(stmt.body[0], cst.Assert) or stmt in self._math_lines) if math else owned_elsewhere(a, node, stmt, proven):
+            return
+        if math:
+            self._math_lines.add(stmt)
         if _accumulator_read_back(a, node, stmt):
             return  # SFX302's ``if total_acc is not None: total = total_acc.item()``, where shown
         where = "" if receiver.device is Device.CUDA else (unplaced_message(a, node) if not proven else " (when the tensor is on CUDA)")
@@ -353,6 +378,10 @@ class DeviceToHostInLoop(Rule):
         if appended and loop is not None and measures_itself(a, loop):
             return  # a benchmark collecting what it measured, step by step: deliberate
         fix, hint = None, _TOTAL_HINT if total else _COLLECT_HINT if appended else _SCALAR_HINT
+        if math and hint is _SCALAR_HINT:
+            fn = (a.callee(node) or "").removeprefix("math.")
+            twin = _TORCH_TWIN.get(fn, fn)
+            hint = _MATH_HINT.format(f"math.{fn}", f" (`torch.{twin}(t)`)" if twin else "")
         again = read_again_in(a, loop, node, read.receiver) if appended and loop is not None else None
         if again is not None:
             hint = _READ_TWICE.format(dotted_name(read.receiver), again)

@@ -370,7 +370,28 @@ class TrueHostDependency(Rule):
                 "the branch has side effects that need the decision on the host. Decide every N "
                 "steps, or express the effect on the device (`torch.where`, masking)"
             )
-        return f"{self.MESSAGE}: {why}"
+        return f"{self.MESSAGE}: {why}{self._host_operand_first(node.test)}"
+
+    def _host_operand_first(self, test: cst.BaseExpression) -> str:
+        """``if torch.isnan(x).any() and DEBUG:``: the host operand, tested first, would spare the
+        read wherever it decides the test alone (a hint, not a fix: the GPU operand may raise
+        or have effects that the swap would skip)."""
+        a = self.analysis
+        if not isinstance(test, cst.BooleanOperation):
+            return ""
+        left, right = test.left, test.right
+        if not (syncs_on_gpu(a, left) or unplaced_reads(a, left)) or syncs_on_gpu(a, right) or unplaced_reads(a, right):
+            return ""
+        if not a.is_effect_free(right) or a.likely.is_tensor(right):
+            return ""
+        flag = a.module.code_for_node(right)
+        if len(flag) > 40:
+            return ""
+        word, when = ("and", "holds") if isinstance(test.operator, cst.And) else ("or", "is false")
+        return (
+            f"; or test `{flag}` first (`{flag} {word} (...)`): Python then reads the GPU value only "
+            f"where `{flag}` {when}"
+        )
 
 
 # A test of a loss or of non-finite values: skipping the step is the usual intent.

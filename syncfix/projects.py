@@ -121,12 +121,12 @@ class Project:
         # a module a file with a handler imports, directly or through others, or that file
         catching = {name for name, (_, data) in sources.items() if may_catch_text(data)}
         around = set(catching)
-        todo = list(catching)
-        while todo:
-            for m in self.imports_of(todo.pop()):
+        pending = list(catching)
+        while pending:
+            for m in self.imports_of(pending.pop()):
                 if m not in around:
                     around.add(m)
-                    todo.append(m)
+                    pending.append(m)
         candidates = _candidates(sources)
         ambiguous = {  # a name some file imports that may be either of several modules
             m

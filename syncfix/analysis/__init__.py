@@ -55,7 +55,7 @@ Device, ...``.
 """
 
 from .effects import SHARING_CALLS, Effects
-from .host_reads import HostRead
+from .host_reads import HostRead, math_read
 from .module import ModuleAnalysis
 from .syntax import (
     dotted_name,
@@ -107,6 +107,7 @@ __all__ = [
     "Device",
     "Effects",
     "HostRead",
+    "math_read",
     "Kind",
     "Memory",
     "ModuleAnalysis",

@@ -147,6 +147,29 @@ _CONVERTING_CALLS = frozenset({
     "builtins.bool", "builtins.int", "builtins.float", "math.isnan", "math.isinf", "math.isfinite",
 })
 
+# ``math`` functions that take their arguments as Python floats (``float()`` of a tensor: its
+# ``.item()``). Not ``floor``, ``ceil``, ``trunc``: they call a tensor's own ``__floor__``...
+MATH_CONVERTING = frozenset(
+    "acos acosh asin asinh atan atan2 atanh cbrt copysign cos cosh degrees erf erfc exp exp2 expm1 "
+    "fabs fmod gamma hypot isclose isfinite isinf isnan ldexp lgamma log log10 log1p log2 pow "
+    "radians remainder sin sinh sqrt tan tanh".split()
+)
+
+
+def math_read(a: ModuleAnalysis, call: cst.Call) -> cst.BaseExpression | None:
+    """The tensor, on CUDA or maybe the CPU, that a ``math.sqrt(t)``-like call reads as a Python
+    float (the first such argument), or None."""
+    func = call.func
+    short = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    if short not in MATH_CONVERTING or a.callee(call) != f"math.{short}":
+        return None
+    for arg in call.args:
+        if arg.keyword is None and not arg.star:
+            v = a.value(arg.value)
+            if v.is_tensor and v.device in (Device.CUDA, Device.CUDA_OR_CPU):
+                return arg.value
+    return None
+
 
 def flows_to_host(a: ModuleAnalysis, name: str, after: cst.CSTNode) -> bool:
     """Might the tensor bound to ``name`` be read on the host (Python control flow,

@@ -660,19 +660,19 @@ def _imports_of(importer: ModuleFile) -> list[tuple[str | None, list[str]]] | No
     key = (importer.path, importer.digest)
     if key in _IMPORTS:
         return _IMPORTS[key]
-    found: list[tuple[str | None, list[str]]] | None = []
+    found: list[tuple[str | None, list[str]]] | None = None
     try:
         data = read_source(importer.path).data
-        if digest(data) != importer.digest:
-            found = None
-        else:
+        if digest(data) == importer.digest:
+            imports: list[tuple[str | None, list[str]]] = []
             for node in ast.walk(_parsed(data)[0]):
                 if isinstance(node, ast.ImportFrom):
                     base = _from_base(importer.package, node.level, node.module)
                     if base is not None:
-                        found.append((base, [alias.name for alias in node.names]))
+                        imports.append((base, [alias.name for alias in node.names]))
                 elif isinstance(node, ast.Import):
-                    found.append((None, [alias.name for alias in node.names]))
+                    imports.append((None, [alias.name for alias in node.names]))
+            found = imports
     except Exception:  # unreadable, unparsable: the full path gives up on it
         found = None
     if len(_IMPORTS) >= _KEEP:

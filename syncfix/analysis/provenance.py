@@ -594,6 +594,12 @@ def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | N
         device = Device.UNKNOWN if a.sets_default_device else Device.CPU
         origin = '"cpu"' if device is Device.CPU else None
         return Value(Kind.TENSOR, device, Memory.PAGEABLE, True, LEGACY_CONSTRUCTORS[short], origin)
+    legacy = namespace == "torch." and short in LEGACY_CONSTRUCTORS and len(call.args) == 1 and not call.args[0].keyword
+    data = a.value(call.args[0].value) if legacy and not call.args[0].star else UNKNOWN
+    if data.kind is Kind.NDARRAY:  # ``torch.FloatTensor(buf[idx])``: in the array's memory (or a copy)
+        device = Device.UNKNOWN if a.sets_default_device else Device.CPU
+        memory = Memory.PAGEABLE if data.memory is Memory.PAGEABLE else Memory.UNKNOWN
+        return Value(Kind.TENSOR, device, memory, False, LEGACY_CONSTRUCTORS[short], '"cpu"' if device is Device.CPU else None)
     if short[:1].isupper():  # a class: nn layers are modules, anything else we do not model
         return Value(Kind.MODULE) if is_module_class(a, call.func) else UNKNOWN
     if namespace not in TENSOR_NAMESPACES or short.startswith("_") or short in TORCH_NON_TENSOR:
@@ -669,7 +675,10 @@ def torch_result_base(a: ModuleAnalysis, call: cst.Call) -> cst.BaseExpression |
     if out is not None:
         return out.value
     args = [arg.value for arg in positional(call)]
-    short = (a.callee(call) or "").rsplit(".", 1)[-1]
+    name = a.callee(call) or ""
+    short = name.rsplit(".", 1)[-1]
+    if name == f"torch.{short}" and short in LEGACY_CONSTRUCTORS and len(args) == 1:  # ``torch.FloatTensor(arr)``
+        return None if isinstance(args[0], (cst.List, cst.Tuple, cst.ListComp)) else args[0]  # a display is copied
     if short == "einsum" and args and isinstance(args[0], cst.SimpleString):
         args = args[1:]  # ``torch.einsum("ij->ji", x)``: the equation first
     if args and shares_first_argument(short, in_place_keyword(call)):

@@ -334,3 +334,26 @@ def test_an_optional_tensor_parameter_is_a_tensor_where_it_is_used():
         code = src.replace("Optional[torch.LongTensor]", ann).replace("import Optional", "import Optional, Union")
         assert [f.line for f in check_code(code, select=["SFX206"])] == [7], ann
     assert check_code(src.replace("Optional[torch.LongTensor]", "Optional[int]"), select=["SFX206"]) == []
+
+
+def test_a_host_operand_after_the_gpu_test_is_offered_first():
+    # nerf-pytorch's `if (torch.isnan(ret[k]).any() or ...) and DEBUG:`: tested first, the flag
+    # spares the read wherever it decides alone; a tensor or a call there is no such operand
+    src = (
+        "import torch\n\nDEBUG = False\n\n\n"
+        "def render(chunks, flags):\n"
+        "    for c in chunks:\n"
+        "        x = c.cuda() * 2\n"
+        "        if torch.isnan(x).any() and DEBUG:\n"
+        "            print('nan')\n"
+        "        if x.sum() > 0 or flags.verbose:\n"
+        "            print('big')\n"
+        "        if x.sum() > 0 and x.max() > 1:\n"
+        "            print('both')\n"
+        "        if x.sum() > 0 and flags.check(x):\n"
+        "            print('called')\n"
+    )
+    by_line = {f.line: f.message for f in check_code(src, select=["SFX206"])}
+    assert "test `DEBUG` first (`DEBUG and (...)`)" in by_line[9] and "only where `DEBUG` holds" in by_line[9]
+    assert "test `flags.verbose` first (`flags.verbose or (...)`)" in by_line[11]
+    assert "first (" not in by_line[13] and "first (" not in by_line[15]
