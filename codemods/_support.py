@@ -297,6 +297,7 @@ def how_often(a: ModuleAnalysis, node: cst.CSTNode) -> str:
             break
         handler = handler or isinstance(anc, cst.ExceptHandler)
     often = "every iteration of its loop"
+    in_loop = a.enclosing_loop(node) is not None
     child = node
     guards: list[cst.If] = []  # the ``if`` statements it sits under (body or ``else``)
     skipped = False
@@ -311,7 +312,7 @@ def how_often(a: ModuleAnalysis, node: cst.CSTNode) -> str:
             break
         if isinstance(anc, cst.If) and child is not anc.test:  # its test runs every time
             guards.append(anc)
-        if isinstance(anc, cst.IndentedBlock) and _skipped_early(anc, child):
+        if isinstance(anc, cst.IndentedBlock) and _skipped_early(anc, child, in_loop):
             skipped = True  # ``if not should_log: return`` before it (torchtitan's train_step)
         child = anc
     conditional = bool(guards) or skipped
@@ -327,9 +328,12 @@ def how_often(a: ModuleAnalysis, node: cst.CSTNode) -> str:
 _JUMPS = (cst.Return, cst.Continue, cst.Break, cst.Raise)
 
 
-def _skipped_early(block: cst.IndentedBlock, stmt: cst.CSTNode) -> bool:
+def _skipped_early(block: cst.IndentedBlock, stmt: cst.CSTNode, in_loop: bool = False) -> bool:
     """Does a statement before ``stmt`` in ``block`` leave it early on some condition: an ``if``
-    without ``else`` whose body ends in ``return``/``continue``/``break``/``raise``?"""
+    without ``else`` whose body ends in ``return``/``continue``/``break``/``raise``? In a loop,
+    only ``continue`` skips an iteration: the others end the loop (``if n > num_iter: break``),
+    and ``stmt`` still runs on every iteration before that."""
+    jumps = cst.Continue if in_loop else _JUMPS
     for before in block.body:
         if before is stmt:
             return False
@@ -337,7 +341,7 @@ def _skipped_early(block: cst.IndentedBlock, stmt: cst.CSTNode) -> bool:
             last: cst.CSTNode = before.body.body[-1]  # ``if c: return`` or an indented body
             if isinstance(last, cst.SimpleStatementLine):
                 last = last.body[-1]
-            if isinstance(last, _JUMPS):
+            if isinstance(last, jumps):
                 return True
     return False
 

@@ -43,6 +43,10 @@ _NO_FIX = {
     "unique_consecutive": "moving it out of the loop is the author's call",
     "repeat_interleave": "`output_size` must equal `repeats.sum()`; syncfix passes it when that total "
     "was just read on the host (`n = int(repeats.sum())`) with `repeats` unchanged since",
+    # a count needs no number: attention-is-all-you-need's ``pred.eq(gold).masked_select(mask).sum()``
+    "masked_select": "which form keeps the mask depends on how the selected values are used; a count "
+    "of a bool tensor's selected values is `(x & mask).sum()` (the same int64), a sum of other "
+    "values `torch.where(mask, x, 0).sum()` (which may round differently)",
 }
 _KEEP_THE_MASK = "keep the mask (`torch.where(mask, x, 0)`) when the result is used element-wise or reduced"
 _MASK_NO_FIX = (

@@ -5,7 +5,16 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import BuiltinAssignment
 
-from syncfix.analysis import Device, HostRead, Kind, dotted_name, keyword, math_read, target_names
+from syncfix.analysis import (
+    Device,
+    HostRead,
+    Kind,
+    ModuleAnalysis,
+    dotted_name,
+    keyword,
+    math_read,
+    target_names,
+)
 from syncfix.rules import Fix, Invalid, Rule
 
 from ._collected_copies import collected, collected_for_joining, read_again_in
@@ -21,6 +30,7 @@ from ._support import (
     loader_item,
     measures_itself,
     method_call_on,
+    runs_every_iteration,
     unplaced_message,
     unplaced_tensor,
 )
@@ -48,6 +58,10 @@ _SCALAR_HINT = (
 _MATH_HINT = (
     "; no fix: `{0}` reads the tensor as a Python float; the same math in torch ops{1} keeps "
     "the result on the device"
+)
+_WRITER_HINT = (
+    "; no fix: `add_scalar` converts the tensor on the host (`.cpu().numpy()`); write it every "
+    "N steps, or keep the tensors and write them after one read (`torch.stack(values).tolist()`)"
 )
 # ``math`` functions whose torch twin has another name (none for ``gamma``, ``cbrt``).
 _TORCH_TWIN = {"fabs": "abs", "degrees": "rad2deg", "radians": "deg2rad", "gamma": "", "cbrt": ""}
@@ -108,6 +122,22 @@ def _read_as_array(a, node: cst.Call) -> bool:
 _COPY_WHERE_REPEATS = "Blocking device-to-host copy where code repeats: the CPU waits for all queued GPU work"
 
 
+def _scalar_written(a: ModuleAnalysis, call: cst.Call) -> cst.BaseExpression | None:
+    """The tensor ``writer.add_scalar(tag, t, step)`` writes (TensorBoard's writers convert it
+    with ``.cpu().numpy()``), on CUDA or maybe the CPU, or of a device syncfix cannot name, where
+    the call runs on every iteration (a log every N steps is the advice, not a finding); None
+    otherwise."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value == "add_scalar"):
+        return None
+    value = keyword(call, "scalar_value")
+    args = [arg for arg in call.args if arg.keyword is None and not arg.star]
+    expr = value.value if value is not None else args[1].value if len(args) > 1 else None
+    if expr is None or not a.value(expr).is_tensor or not runs_every_iteration(a, call):
+        return None
+    return expr
+
+
 class DeviceToHostInLoop(Rule):
     """
     ## What it finds
@@ -139,7 +169,9 @@ class DeviceToHostInLoop(Rule):
     a tensor on CUDA or maybe the CPU (`math.sqrt(kl_clip / vg_sum)`, `math.isinf(g) or
     math.isnan(g)`: each reads its argument as a Python float), one finding per statement, without
     a fix (`torch.sqrt` keeps it on the device); not `math.floor`/`ceil`/`trunc`, which call the
-    tensor's own method, nor a check (SFX203). A part of a batch from a loader named as such (`data_loader`, `self.train_loader`)
+    tensor's own method, nor a check (SFX203). So is a tensor written with
+    `writer.add_scalar(tag, t, step)` (TensorBoard converts it with `.cpu().numpy()`) where the
+    line runs on every iteration of its loop, without a fix. A part of a batch from a loader named as such (`data_loader`, `self.train_loader`)
     that the code never copies is, by SFX101's likely fact, a CPU tensor: its reads are not
     reported (unless accelerate placed the loader's batches on its device).
 
@@ -233,7 +265,7 @@ class DeviceToHostInLoop(Rule):
     MESSAGE = "Blocking device-to-host copy in a loop: the CPU waits for all queued GPU work"
     FIX = "sometimes"
     SAFETY = ("unsafe",)
-    TRIGGERS = (".cpu(", ".tolist(", ".to(", ".item(", "float(", "int(")
+    TRIGGERS = (".cpu(", ".tolist(", ".to(", ".item(", "float(", "int(", "math", "add_scalar(")
     # reads in a row (SFX301), a value read only for a later log line (SFX401) and values
     # collected to be read after the loop (SFX404) are theirs
     DEFERS_TO = ("SFX301", "SFX401", "SFX402", "SFX404")
@@ -280,7 +312,14 @@ class DeviceToHostInLoop(Rule):
             return
         converted = math_read(self.analysis, node)
         if converted is not None:  # ``math.sqrt(kl_clip / vg_sum)``: ``float()`` of the tensor
-            self._reported_read(node, HostRead(node, converted, "float"), False, fixes=False, math=True)
+            fn = (self.analysis.callee(node) or "").removeprefix("math.")
+            twin = _TORCH_TWIN.get(fn, fn)
+            hint = _MATH_HINT.format(f"math.{fn}", f" (`torch.{twin}(t)`)" if twin else "")
+            self._reported_read(node, HostRead(node, converted, "float"), False, fixes=False, own_hint=hint)
+            return
+        scalar = _scalar_written(self.analysis, node)
+        if scalar is not None:  # ``writer.add_scalar("loss", loss, step)``: TensorBoard reads it
+            self._reported_read(node, HostRead(node, scalar, "float"), False, fixes=False, own_hint=_WRITER_HINT)
             return
         if not isinstance(func, cst.Attribute) or func.attr.value not in ("cpu", "to", "tolist"):
             return
@@ -349,11 +388,13 @@ class DeviceToHostInLoop(Rule):
         self._reported_read(node, read, read_as_tensor, fixes=True)
 
     def _reported_read(
-        self, node: cst.Call, read: HostRead, read_as_tensor: bool, *, fixes: bool, math: bool = False
+        self, node: cst.Call, read: HostRead, read_as_tensor: bool, *, fixes: bool, own_hint: str | None = None
     ) -> None:
-        """Report a scalar read (with a fix where ``fixes`` and one applies). A ``math`` call's
-        read (``math.isinf(g) or math.isnan(g)``) no other rule reports, but a check's (SFX203):
-        one finding for its statement."""
+        """Report a scalar read (with a fix where ``fixes`` and one applies). A read no other
+        rule reports but a check's (SFX203), with its own ``own_hint`` (a ``math`` call's:
+        ``math.isinf(g) or math.isnan(g)``; a tensor written with ``add_scalar``, where it runs
+        on every iteration): one finding for its statement."""
+        math = own_hint is not None
         a = self.analysis
         receiver = a.value(read.receiver)
         proven = receiver.is_tensor and receiver.device in (Device.CUDA, Device.CUDA_OR_CPU)
@@ -378,10 +419,8 @@ class DeviceToHostInLoop(Rule):
         if appended and loop is not None and measures_itself(a, loop):
             return  # a benchmark collecting what it measured, step by step: deliberate
         fix, hint = None, _TOTAL_HINT if total else _COLLECT_HINT if appended else _SCALAR_HINT
-        if math and hint is _SCALAR_HINT:
-            fn = (a.callee(node) or "").removeprefix("math.")
-            twin = _TORCH_TWIN.get(fn, fn)
-            hint = _MATH_HINT.format(f"math.{fn}", f" (`torch.{twin}(t)`)" if twin else "")
+        if own_hint is not None and hint is _SCALAR_HINT:
+            hint = own_hint
         again = read_again_in(a, loop, node, read.receiver) if appended and loop is not None else None
         if again is not None:
             hint = _READ_TWICE.format(dotted_name(read.receiver), again)

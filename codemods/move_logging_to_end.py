@@ -19,6 +19,16 @@ _PURE_FORMAT = {
 }
 
 
+def _list_append(a, call: cst.Call) -> bool:
+    """``lrs.append(v)`` onto a name bound only to list displays (``lrs = []``): it stores a
+    value in the list, and queues no work of its own."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend") and isinstance(func.value, cst.Name)):
+        return False
+    values = a.binding_values(func.value)
+    return bool(values) and all(isinstance(v, (cst.List, cst.ListComp)) for v in values)
+
+
 class MoveLoggingToEnd(Rule):
     """
     ## What it finds
@@ -279,7 +289,7 @@ class MoveLoggingToEnd(Rule):
         fx = a.effects(stmt)
         if _contains_output(a, stmt):
             return False
-        calls = [c for c in fx.calls if a.host_read(c) is None]
+        calls = [c for c in fx.calls if a.host_read(c) is None and not _list_append(a, c)]
         if fx.may_mutate_anything and calls:
             return True
         return any(

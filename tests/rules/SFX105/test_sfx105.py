@@ -292,6 +292,21 @@ def test_a_read_after_an_early_return_runs_only_when_the_if_lets_it():
     assert "each time `train_step` runs" in g.message
 
 
+def test_a_read_after_a_loop_ending_break_runs_every_iteration():
+    # pytorch-cifar100's lr_finder: `if n > args.num_iter: break` ends the loop, it skips no
+    # iteration; a `continue` does
+    src = (
+        "import torch\n\ndef fit(model, loader, opt, num_iter):\n    n = 0\n    for x in loader:\n"
+        "        if n > num_iter:\n            break\n"
+        "        loss = model(x.cuda()).mean()\n        loss.backward()\n        opt.step()\n"
+        "        v = loss.item()\n        n += 1\n        print(v)\n"
+    )
+    (f,) = check_code(src, select=["SFX105"])
+    assert "every iteration of its loop" in f.message
+    (g,) = check_code(src.replace("            break\n", "            continue\n"), select=["SFX105"])
+    assert "each time its `if` lets it run" in g.message
+
+
 @pytest.mark.parametrize(
     ("src", "line"),
     [

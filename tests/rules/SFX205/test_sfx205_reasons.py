@@ -18,6 +18,8 @@ HEAD = "import torch\n\ndef step(x: torch.Tensor, m):\n    for i in range(3):\n 
         ("c = torch.bincount(y.long())", "a number only the author knows"),
         ("d = y.nonzero()", "a number only the author knows"),
         ("e = torch.repeat_interleave(y, y.long())", "`output_size` must equal `repeats.sum()`"),
+        # a count of selected bools needs no number (attention-is-all-you-need's n_correct)
+        ("n = y.eq(1).masked_select(y > 0).sum()", "`(x & mask).sum()` (the same int64)"),
     ],
 )
 def test_a_finding_without_a_fix_says_why(line, reason):
