@@ -12,8 +12,9 @@ from syncfix.analysis import root_name
 _COLLECTORS = {"append", "extend"}
 # Joins of a list of tensors (a list of anything else raises).
 _JOINS = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack", "torch.vstack", "torch.hstack"})
-# Applied to the copy without reading its bytes (``.numpy()``/``.tolist()``/``.float()`` read them).
-_NO_READ = {"detach"}
+# Applied to the copy without reading its bytes (``.tolist()``/``.float()`` read them;
+# ``.numpy()`` is a view of them: stylegan2's ``distances.append(dist.to("cpu").numpy())``).
+_NO_READ = {"detach", "numpy"}
 
 
 def collected_for_joining(a, node: cst.Call) -> bool:

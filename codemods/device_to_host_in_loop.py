@@ -166,7 +166,7 @@ class DeviceToHostInLoop(Rule):
     an element of one: `int(nlabel[i])` of `nlabel = (labels > 0).sum(1)`, or an autograd
     Function's result: `float(AllReduce.apply(loss))`), without a fix: `float(x)` of a value
     syncfix cannot name is as often a number's or a numpy value's. So is a `math` function of
-    a tensor on CUDA or maybe the CPU (`math.sqrt(kl_clip / vg_sum)`, `math.isinf(g) or
+    a tensor not provably on the CPU (`math.sqrt(kl_clip / vg_sum)`, `math.isinf(g) or
     math.isnan(g)`: each reads its argument as a Python float), one finding per statement, without
     a fix (`torch.sqrt` keeps it on the device); not `math.floor`/`ceil`/`trunc`, which call the
     tensor's own method, nor a check (SFX203). So is a tensor written with

@@ -157,7 +157,7 @@ MATH_CONVERTING = frozenset(
 
 
 def math_read(a: ModuleAnalysis, call: cst.Call) -> cst.BaseExpression | None:
-    """The tensor, on CUDA or maybe the CPU, that a ``math.sqrt(t)``-like call reads as a Python
+    """The tensor, not provably on the CPU, that a ``math.sqrt(t)``-like call reads as a Python
     float (the first such argument), or None."""
     func = call.func
     short = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
@@ -166,7 +166,7 @@ def math_read(a: ModuleAnalysis, call: cst.Call) -> cst.BaseExpression | None:
     for arg in call.args:
         if arg.keyword is None and not arg.star:
             v = a.value(arg.value)
-            if v.is_tensor and v.device in (Device.CUDA, Device.CUDA_OR_CPU):
+            if v.is_tensor and v.device is not Device.CPU:
                 return arg.value
     return None
 

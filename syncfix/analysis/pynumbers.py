@@ -142,7 +142,7 @@ def _one_type(a: ModuleAnalysis, values: Sequence[object] | None) -> str | None:
 
 def is_host_data(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
     """Is ``expr`` provably host data and never a tensor: a provable Python number, a
-    list/tuple of such (nested), an array or numpy scalar from a numpy constructor
+    list/tuple of such (nested, or made by a comprehension or ``a if c else b`` of such), an array or numpy scalar from a numpy constructor
     (``np.array``, ``np.arange``, ``np.float32(...)``, ``np.random.*``...), a method result,
     element or arithmetic of such, or a name bound only to these? Stricter than
     ``value(expr).kind is Kind.NDARRAY``: numpy functions such as ``np.round(t)`` call the
@@ -162,6 +162,10 @@ def is_host_data(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
         return a.is_host_data(expr.value)
     if isinstance(expr, cst.BinaryOperation):
         return a.is_host_data(expr.left) and a.is_host_data(expr.right)
+    if isinstance(expr, cst.IfExp):  # ``[0.0] if done else [1.0]``: either is
+        return a.is_host_data(expr.body) and a.is_host_data(expr.orelse)
+    if isinstance(expr, cst.ListComp):  # ``[[0.0] if d else [1.0] for d in done]``
+        return a.is_host_data(expr.elt)
     if isinstance(expr, cst.Call):
         name = a.callee(expr) if dotted_name(expr.func) is not None else None
         if name is not None and name.startswith("numpy."):

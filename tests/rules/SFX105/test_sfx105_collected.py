@@ -79,3 +79,17 @@ def test_a_module_is_neither_copied_to_the_gpu_nor_back():
     assert check_code(src, path="trainer.py") == []
     tensor = src.replace("m.cpu().parameters()", "m.cpu().flatten()")
     assert {f.code for f in check_code(tensor, path="trainer.py")} == {"SFX101", "SFX105"}
+
+
+def test_an_array_view_of_the_copy_appended_is_only_collected():
+    # stylegan2's ppl.py: `distances.append(dist.to("cpu").numpy())`, joined after the loop
+    src = (
+        "import numpy as np\nimport torch\n\n\ndef ppl(batches, g):\n    distances = []\n"
+        "    for x in batches:\n        dist = g(x.cuda()).sum(1)\n"
+        "        distances.append(dist.to('cpu').numpy())\n    return np.concatenate(distances, 0)\n"
+    )
+    (found,) = [f for f in check_code(src, path="ppl.py") if f.code == "SFX105"]
+    assert "the value is only collected here" in found.message
+    read = src.replace("        distances.append(dist.to('cpu').numpy())\n", "        distances.append(dist.to('cpu').numpy().mean())\n")
+    (found,) = [f for f in check_code(read, path="ppl.py") if f.code == "SFX105"]
+    assert "only collected" not in found.message
