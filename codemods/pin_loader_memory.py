@@ -63,7 +63,9 @@ class PinLoaderMemory(Rule):
     The batches hold the same values, dtypes, shapes and (with the default `collate_fn`) the same
     container types; only their host memory becomes page-locked. The fix is **safe** when:
     - the batches go to a device that is provably CUDA (with a `cuda`-or-`cpu` device, a machine
-      without CUDA would now warn "pin_memory ... no accelerator is found": **unsafe**);
+      without CUDA would now warn "pin_memory ... no accelerator is found": **unsafe**), by
+      copies that run on every pass of the loop (a copy under `if use_cuda:` leaves a run
+      without CUDA, which would now warn too: **unsafe**);
     - there is no `collate_fn`, by keyword or as the seventh argument (pinning rebuilds custom `Mapping`/`Sequence` batch types through
       their constructor and falls back to `dict`/`list` when it fails: **unsafe**);
     - the dataset provably hands out CPU tensors: a `TensorDataset` of CPU tensors, a
@@ -186,6 +188,13 @@ class PinLoaderMemory(Rule):
                     "the device may be the CPU (pinning then warns that no accelerator is found)",
                 ),
                 (
+                    # mixup-cifar10's ``if use_cuda: inputs = inputs.cuda()``: a run that skips
+                    # the copy (no CUDA) still pins, and warns
+                    any(_guarded(a, c, loops) for c, _ in copies),
+                    "a copy runs only under a condition (`if use_cuda:`); where it does not, as on a "
+                    "machine without CUDA, pinning warns that no accelerator is found",
+                ),
+                (
                     not self._dataset_on_cpu(loader),
                     "the dataset may hand out GPU tensors, which cannot be pinned",
                 ),
@@ -306,6 +315,21 @@ class PinLoaderMemory(Rule):
 
         walk(loop.body, V())
         return found
+
+
+def _guarded(a, call: cst.Call, loops: list[cst.For]) -> bool:
+    """Does ``call`` run only under a condition inside its loop (an ``if`` body or ``else``, a
+    branch of ``a if c else b``, the right of ``and``/``or``)?"""
+    child: cst.CSTNode = call
+    for anc in a.ancestors(call):
+        if any(anc is loop for loop in loops) or isinstance(anc, cst.FunctionDef):
+            return False
+        if isinstance(anc, (cst.If, cst.IfExp)) and child is not anc.test:
+            return True
+        if isinstance(anc, cst.BooleanOperation) and child is anc.right:
+            return True
+        child = anc
+    return False
 
 
 def _where(a, copies: list[tuple[cst.Call, Device]]) -> str:
