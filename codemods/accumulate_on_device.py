@@ -218,7 +218,7 @@ keeps the finding). A value handed to a meter every
 
     CODE = "SFX302"
     NAME = "accumulate-on-device"
-    MESSAGE = "Running total of GPU values read to the host every iteration: one sync per step"
+    MESSAGE = "Running total of GPU values read to the host every iteration: one sync per iteration"
     FIX = "sometimes"
     SAFETY = ("safe", "unsafe")
     OBSERVABLE = ("floating", "one_element", "tensor", "real")

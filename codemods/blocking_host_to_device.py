@@ -492,10 +492,17 @@ _ARRAY_CALLS = {"torch.from_numpy", "torch.as_tensor", "torch.asarray"}
 
 def _from_array(a, expr: cst.BaseExpression) -> bool:
     """Is ``expr`` (through casts such as ``.float()``) a tensor made from an array
-    (``torch.from_numpy(x)``, ``torch.as_tensor(x)``, ``torch.asarray(x)``)?"""
+    (``torch.from_numpy(x)``, ``torch.as_tensor(x)``, ``torch.asarray(x)``), likely in numpy's
+    own memory? Not an array that views another framework's buffer (``t.numpy()``,
+    score_sde's ``tf_batch._numpy()``), which may be pinned and reused."""
     while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in METHOD_MAYBE_SELF:
         expr = expr.func.value
-    return isinstance(expr, cst.Call) and a.callee(expr) in _ARRAY_CALLS
+    if not (isinstance(expr, cst.Call) and a.callee(expr) in _ARRAY_CALLS):
+        return False
+    data = expr.args[0].value if expr.args else None
+    return not (
+        isinstance(data, cst.Call) and isinstance(data.func, cst.Attribute) and data.func.attr.value in ("numpy", "_numpy")
+    )
 
 
 _ESCAPED_FIX = (

@@ -20,7 +20,7 @@ from . import suppression
 from .analysis import ModuleAnalysis
 from .analysis.hotness import hot_in_file
 from .analysis.imported import ProjectModules
-from .analysis.project import ModuleContext
+from .analysis.project import ModuleContext, imports_torch
 from .cache import Cache, would_fix
 from .config import Settings
 from .deepstack import call_deep
@@ -34,7 +34,6 @@ from .rules import Fix, RawFinding, Rule, all_rules
 from .walk import Structure, replaying
 
 MAX_ROUNDS = 8  # fix rounds per file before giving up on a fixpoint
-TORCH_MARKER = b"torch"
 
 
 class InternalError(Exception):
@@ -138,44 +137,16 @@ def enabled_rules(settings: Settings, path: str | None) -> list[type[Rule]]:
     return [rules[c] for c in settings.enabled(rules, path)]
 
 
-_TORCH_IMPORT_LINE = re.compile(rb"^(?:import|from)[ \t]+torch\b", re.MULTILINE)
-
-
-def imports_torch(data: bytes) -> bool:
-    """Does any import statement of ``data`` name something with "torch" in it?
-
-    Every tensor, device and torch call the analysis can prove is rooted in such an import (an
-    unbound ``torch.randn`` proves nothing), so a rule that needs torch has nothing to find in a
-    file without one. Python's own parser answers in a fraction of LibCST's time; a file it
-    cannot parse is let through, for LibCST to judge.
-    """
-    if TORCH_MARKER not in data:
-        return False
-    if _TORCH_IMPORT_LINE.search(data):
-        return True  # the usual ``import torch`` line (in a string it only costs the analysis)
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return True
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            if any("torch" in alias.name for alias in node.names):
-                return True
-        elif isinstance(node, ast.ImportFrom):
-            if "torch" in (node.module or "") or any("torch" in alias.name for alias in node.names):
-                return True
-    return False
-
-
 # What a recorded run saw in this file and the analysed tree its spans refer to: None when no run
 # was given, or when the text was already rewritten (observations describe the recorded text).
 Seen = tuple[FileObservations, Analyzed] | None
 
 
-def prefilter(data: bytes, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
+def prefilter(data: bytes, rules: Sequence[type[Rule]], torch_by_star: bool = False) -> list[type[Rule]]:
     """The rules that could possibly fire on ``data``, judged without LibCST (substrings, and
-    for rules that need torch, the imports)."""
-    torch = imports_torch(data)
+    for rules that need torch, the imports: its own, or, with ``torch_by_star``, a star import
+    of a project module that imports torch)."""
+    torch = torch_by_star or imports_torch(data)
     return [
         r
         for r in rules
@@ -497,7 +468,7 @@ def rules_for(
     """The enabled rules that may fire on ``data`` at ``path`` (judged without parsing it): in
     a test file, or one the project index found to be one-time code throughout, not those
     reported only where syncs repeat."""
-    rules = prefilter(data, enabled_rules(settings, path))
+    rules = prefilter(data, enabled_rules(settings, path), context is not None and context.torch_by_star)
     one_time = is_test_path(path, data) or (context is not None and context.one_time)
     if one_time and skips_one_time_code(settings, rules):
         rules = [r for r in rules if not r.ONLY_WHERE_REPEATED]

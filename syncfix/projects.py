@@ -27,7 +27,7 @@ from .analysis.hotness import hot_functions as hot_functions_of
 from .analysis.imported import forget
 from .analysis.loaders import places_items
 from .analysis.members import EMPTY, MemberUse, kept, member_use
-from .analysis.project import ModuleContext, ModuleFile, ProjectIndex, digest
+from .analysis.project import ModuleContext, ModuleFile, ProjectIndex, digest, imports_torch
 from .config import DEFAULT_EXCLUDE, DEFAULT_HOT_FUNCTIONS
 from .repetition import is_test_path
 
@@ -110,6 +110,18 @@ class Project:
                 uses[name] = used
         uses = kept(uses)
         self.hot = hot_functions_of(calls)
+        # modules that star-import, directly or through others, a module importing torch
+        stars = {f.module: f.stars for f in calls}
+        self.torch_by_star: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for name, starred in stars.items():
+                if name not in self.torch_by_star and any(
+                    m in self.torch_by_star or (m in sources and imports_torch(sources[m][1])) for m in starred
+                ):
+                    self.torch_by_star.add(name)
+                    changed = True
         self.one_time = {f.module for f in calls if one_time(f, self.hot.get(f.module, frozenset()))}
         aliases: dict[str, list[str]] = {}
         for suffix, name in self.resolve.items():
@@ -258,6 +270,7 @@ class Project:
             name in self.datasets_placed,
             self.other_accelerator.get(name, ""),
             name in self.one_time,
+            name in self.torch_by_star,
         )
 
 

@@ -125,3 +125,38 @@ def test_keywords_are_never_taken_for_rebound_builtins(tmp_path):
     (finding,) = json.loads(result.output)
     assert "builtin" not in finding["message"]
     assert (finding["fix"] or {}).get("applicability") == "safe"
+
+
+LOSS = """
+from utils import *
+
+
+class MultiBoxLoss(nn.Module):
+    def forward(self, predicted, boxes, device):
+        total = 0
+        for i in range(len(boxes)):
+            priors = torch.zeros((len(boxes[i]), 4)).to("cuda")
+            total = total + predicted[i].sum() + priors.sum()
+        return total
+"""
+
+
+@pytest.mark.parametrize(
+    ("utils", "found"),
+    [
+        # the SSD tutorial: `torch` and `nn` reach model.py only through `from utils import *`
+        ("import torch\nimport torch.nn as nn\n\n\ndef helper(x):\n    return x\n", True),
+        # an `__all__` that leaves them out binds nothing of theirs
+        ("import torch\nimport torch.nn as nn\n\n__all__ = ['helper']\n\n\ndef helper(x):\n    return x\n", False),
+        # bound twice (an import that may fail): not known to be torch
+        ("try:\n    import torch\nexcept ImportError:\n    torch = None\nimport torch.nn as nn\n", False),
+    ],
+)
+def test_torch_bound_by_a_star_import_of_a_project_module_is_torch(tmp_path, utils, found):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "utils.py").write_text(utils)
+    (tmp_path / "model.py").write_text(textwrap.dedent(LOSS).lstrip())
+    result = CliRunner().invoke(
+        cli, ["check", "--no-cache", "--select", "SFX101", "-o", "json", "--exit-zero", str(tmp_path / "model.py")]
+    )
+    assert [f["code"] for f in json.loads(result.stdout)] == (["SFX101"] if found else [])

@@ -93,6 +93,7 @@ class Caches:
     requires_grad_set: bool | None = None  # autograd._turns_grad_on
     unseen: frozenset[str] | None = None  # bindings.unseen_names
     star_bound: tuple[frozenset[str] | None] | None = None  # ModuleAnalysis._star_binds
+    star_aliases: dict[str, str] | None = None  # ModuleAnalysis._star_qualnames
     unseen_bindings: dict[tuple[Scope, str], BaseAssignment] = field(default_factory=dict)
     main_blocks: tuple[tuple[int, int], ...] | None = None  # navigation.in_main_block
     registered: dict[cst.ClassDef, frozenset[str]] = field(default_factory=dict)  # attributes._registered
@@ -246,8 +247,24 @@ class ModuleAnalysis:
             found = frozenset(q.name for q in names)
             if found and all(n.startswith("builtins.") for n in found) and not self._builtins_hold(found):
                 found = frozenset()  # ``from lib import *`` may bind ``len``, ``range``...
+            if not found and scope is not None:
+                found = self._star_qualnames(node, scope)
             cached = self.cache.qualnames[node] = found
         return cached
+
+    def _star_qualnames(self, node: cst.CSTNode, scope: Scope) -> frozenset[str]:
+        """``torch.zeros`` where ``torch`` is bound only by ``from utils import *`` of a project
+        module that imports it (star_imports.py): what LibCST's scopes cannot name."""
+        dotted = dotted_name(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
+        if dotted is None:
+            return frozenset()
+        root, _, rest = dotted.partition(".")
+        if self.cache.star_aliases is None:
+            self.cache.star_aliases = star_imports.star_aliases(self)
+        target = self.cache.star_aliases.get(root)
+        if target is None or any(not isinstance(asg, BuiltinAssignment) for asg in scope[root]):
+            return frozenset()
+        return frozenset({f"{target}.{rest}" if rest else target})
 
     def _builtins_hold(self, builtins: frozenset[str]) -> bool:
         """Are these builtins' names bound by nothing LibCST's scopes miss: no star import of

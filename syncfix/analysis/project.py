@@ -10,6 +10,7 @@ escape (callgraph.py). Dynamic imports (``importlib.import_module("train")``) ar
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -177,6 +178,9 @@ class ModuleContext:
     #: from repeating code: analysis/hotness.py ``one_time``); the rules reported only where
     #: syncs repeat are not run on it
     one_time: bool = False
+    #: it star-imports (``from utils import *``), directly or through others, a project module
+    #: that imports torch: ``torch`` may be bound here without an import of its own
+    torch_by_star: bool = False
 
     def fingerprint(self) -> str:
         """For the results cache: a file's findings change when (only when) this does (a change
@@ -194,11 +198,42 @@ class ModuleContext:
                 str(self.datasets_placed),
                 self.other_accelerator,
                 str(self.one_time),
+                str(self.torch_by_star),
                 ",".join(
                     sorted(
-                        f"{m.name}:{m.digest}:{','.join(sorted(m.imported))}:{','.join(m.aliases)}:{','.join(m.importers)}:{m.ambiguous}"
+                        f"{m.name}:{m.digest}:{','.join(sorted(m.imported))}:{','.join(m.aliases)}:{','.join(m.importers)}:{m.ambiguous}:{m.handlers_around}"
                         for m in self.modules
                     )
                 ),
             )
         )
+
+
+TORCH_MARKER = b"torch"
+_TORCH_IMPORT_LINE = re.compile(rb"^(?:import|from)[ \t]+torch\b", re.MULTILINE)
+
+
+def imports_torch(data: bytes) -> bool:
+    """Does any import statement of ``data`` name something with "torch" in it?
+
+    Every tensor, device and torch call the analysis can prove is rooted in such an import (an
+    unbound ``torch.randn`` proves nothing), so a rule that needs torch has nothing to find in a
+    file without one. Python's own parser answers in a fraction of LibCST's time; a file it
+    cannot parse is let through, for LibCST to judge.
+    """
+    if TORCH_MARKER not in data:
+        return False
+    if _TORCH_IMPORT_LINE.search(data):
+        return True  # the usual ``import torch`` line (in a string it only costs the analysis)
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return True
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            if any("torch" in alias.name for alias in node.names):
+                return True
+        elif isinstance(node, ast.ImportFrom):
+            if "torch" in (node.module or "") or any("torch" in alias.name for alias in node.names):
+                return True
+    return False

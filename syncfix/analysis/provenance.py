@@ -588,7 +588,7 @@ def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | N
         if data.is_tensor:
             return Value(Kind.TENSOR, data.device, data.memory, data.fresh, data.dtype)
         return Value(Kind.TENSOR)
-    if namespace == "torch." and short in LEGACY_CONSTRUCTORS and _legacy_copy(call):
+    if namespace == "torch." and short in LEGACY_CONSTRUCTORS and _legacy_copy(a, call):
         # ``torch.Tensor([0, n])``: a new CPU tensor copied from the list (a tensor argument
         # would be shared, a size would be uninitialised memory: neither is modelled)
         device = Device.UNKNOWN if a.sets_default_device else Device.CPU
@@ -686,12 +686,12 @@ def torch_result_base(a: ModuleAnalysis, call: cst.Call) -> cst.BaseExpression |
     return None
 
 
-def _legacy_copy(call: cst.Call) -> bool:
-    """One argument, a list or tuple display of numbers (``torch.Tensor([0, n])``), or a list
-    comprehension of such (mmengine's ``torch.Tensor([t.shape for t in tensors])``)."""
-    if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
-        return False
-    value = call.args[0].value
+def _legacy_copy(a: ModuleAnalysis, call: cst.Call) -> bool:
+    """One argument, a list or tuple display of numbers (``torch.Tensor([0, n])``), a list comprehension
+    of such (``torch.Tensor([t.shape for t in ts])``), or a ``range`` (``torch.LongTensor(range(n))``)."""
+    value = call.args[0].value if len(call.args) == 1 and call.args[0].keyword is None and not call.args[0].star else None
+    if value is None or isinstance(value, cst.Call) and a.callee(value) == "builtins.range":
+        return value is not None
     if isinstance(value, cst.ListComp):
         return not isinstance(value.elt, (cst.List, cst.Tuple, cst.Call))
     return isinstance(value, (cst.List, cst.Tuple)) and all(

@@ -183,3 +183,70 @@ def _bound_by(node: ast.AST) -> set[str]:
     if isinstance(node, ast.MatchMapping) and node.rest:
         return {node.rest}
     return set()
+
+
+# (path, digest) -> the modules and module members its star import binds by import statements
+_ALIASES: dict[tuple[str, str], dict[str, str]] = {}
+
+
+def star_aliases(a: ModuleAnalysis) -> dict[str, str]:
+    """What the module's star imports of project modules bind by an import there: local name ->
+    qualified name (``from utils import *`` of a ``utils`` that does ``import torch`` binds
+    ``torch`` to ``torch``; ``import torch.nn.functional as F``, ``F`` to
+    ``torch.nn.functional``). Only names the star import exports, bound once in that module
+    (not ``try: import apex`` / ``except: apex = None``); a name two star imports bind
+    differently is left out."""
+    stars = a.structure.within(a.module, cst.ImportStar)
+    if not stars or a.project is None:
+        return {}
+    found: dict[str, str] = {}
+    dropped: set[str] = set()
+    for star in stars:
+        node = a.parent(star)
+        module = dotted_name(node.module) if isinstance(node, cst.ImportFrom) and node.module is not None else ""
+        if not isinstance(node, cst.ImportFrom) or module is None:
+            continue
+        target = a.project.module_file(resolve_relative(a.package, "." * len(node.relative) + module) or "")
+        for name, qualified in (_aliases_of(a.project, target, set()) if target is not None else {}).items():
+            if found.setdefault(name, qualified) != qualified:
+                dropped.add(name)
+    return {k: v for k, v in found.items() if k not in dropped}
+
+
+def _aliases_of(project: ProjectModules, target: ModuleFile, seen: set[str]) -> dict[str, str]:
+    key = (target.path, target.digest)
+    if key in _ALIASES:
+        return _ALIASES[key]
+    exported = _exports(project, target.name, set())
+    out: dict[str, str] = {}
+    try:
+        data = read_source(target.path).data
+        tree = ast.parse(data) if exported and digest(data) == target.digest else None
+    except Exception:  # unreadable, unparsable: nothing known
+        tree = None
+    if tree is not None and exported is not None and target.path not in seen:
+        seen.add(target.path)
+        counts: dict[str, int] = {}
+        imported: dict[str, str] = {}
+        for node in _module_level(tree):
+            for name in _bound_by(node):
+                counts[name] = counts.get(name, 0) + 1
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    local = alias.asname or alias.name.split(".")[0]
+                    imported[local] = alias.name if alias.asname else local
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                for alias in node.names:
+                    if alias.name != "*":
+                        imported[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+            elif isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names):
+                base = resolve_relative(target.package, "." * node.level + (node.module or ""))
+                inner = project.module_file(base) if base else None
+                for name, qualified in (_aliases_of(project, inner, seen) if inner is not None else {}).items():
+                    imported.setdefault(name, qualified)
+                    counts[name] = counts.get(name, 0) + 1
+        out = {k: v for k, v in imported.items() if k in exported and counts.get(k) == 1}
+    if len(_ALIASES) >= _KEEP:
+        _ALIASES.clear()
+    _ALIASES[key] = out
+    return out

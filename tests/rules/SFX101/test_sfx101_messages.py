@@ -88,3 +88,23 @@ def test_a_copy_to_another_tensor_may_convert_its_dtype():
     assert "converting alike" in fixes[7] and "converting alike" not in fixes[8]
     assert "converting alike" in fixes[9] and ";:" not in fixes[7] + fixes[9]
     assert "converting alike" not in fixes[10] + fixes[11] + fixes[12]
+
+
+def test_an_array_viewing_another_frameworks_buffer_is_not_called_numpys_own():
+    # score_sde's `torch.from_numpy(batch["image"]._numpy())`: TensorFlow's buffer, "to avoid
+    # copy"; `t.numpy()` of a tensor may be a pinned buffer too
+    for view in ("im._numpy()", "im.numpy()"):
+        source = SRC.format(device='device = torch.device("cuda")\n', param="").replace("from_numpy(im)", f"from_numpy({view})")
+        (found,) = [f for f in check_code(source, path="train.py", unsafe_fixes=True) if f.code == "SFX101"]
+        assert found.fix is not None and "numpy's own" not in found.fix.description
+        assert "origin is unknown" in found.fix.description
+
+
+def test_a_legacy_constructor_of_a_range_is_a_fresh_cpu_tensor():
+    # the SSD tutorial's `torch.LongTensor(range(n_objects)).to(device)` in its loss
+    source = (
+        "import torch\n\ndevice = torch.device('cuda')\n\n\ndef loss(boxes):\n    for b in boxes:\n"
+        "        idx = torch.LongTensor(range(len(b))).to(device)\n        b[idx]\n"
+    )
+    (found,) = [f for f in check_code(source, path="model.py") if f.code == "SFX101"]
+    assert found.fix is not None and found.fix.applicability.value == "safe"
