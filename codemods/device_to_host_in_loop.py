@@ -300,7 +300,7 @@ class DeviceToHostInLoop(Rule):
     ]
 
     def visit_Module(self, node: cst.Module) -> None:
-        self._math_lines: set[cst.SimpleStatementLine] = set()  # statements with a math read reported
+        self._own_lines: set[cst.SimpleStatementLine] = set()  # statements with a read of ``own_hint`` reported
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -394,7 +394,7 @@ class DeviceToHostInLoop(Rule):
         rule reports but a check's (SFX203), with its own ``own_hint`` (a ``math`` call's:
         ``math.isinf(g) or math.isnan(g)``; a tensor written with ``add_scalar``, where it runs
         on every iteration): one finding for its statement."""
-        math = own_hint is not None
+        own = own_hint is not None
         a = self.analysis
         receiver = a.value(read.receiver)
         proven = receiver.is_tensor and receiver.device in (Device.CUDA, Device.CUDA_OR_CPU)
@@ -406,10 +406,10 @@ class DeviceToHostInLoop(Rule):
         stmt = a.statement_of(node)
         if stmt is None or not isinstance(stmt, cst.SimpleStatementLine):
             return
-        if (isinstance(stmt.body[0], cst.Assert) or stmt in self._math_lines) if math else owned_elsewhere(a, node, stmt, proven):
+        if (isinstance(stmt.body[0], cst.Assert) or stmt in self._own_lines) if own else owned_elsewhere(a, node, stmt, proven):
             return
-        if math:
-            self._math_lines.add(stmt)
+        if own:
+            self._own_lines.add(stmt)
         if _accumulator_read_back(a, node, stmt):
             return  # SFX302's ``if total_acc is not None: total = total_acc.item()``, where shown
         where = "" if receiver.device is Device.CUDA else (unplaced_message(a, node) if not proven else " (when the tensor is on CUDA)")
