@@ -111,15 +111,14 @@ class Project:
         uses = kept(uses)
         self.hot = hot_functions_of(calls)
         # modules that star-import, directly or through others, a module importing torch
-        stars = {f.module: f.stars for f in calls}
+        stars = {f.module: f.stars for f in calls if f.stars}
+        with_torch = {m for starred in stars.values() for m in starred if m in sources and imports_torch(sources[m][1])}
         self.torch_by_star: set[str] = set()
         changed = True
         while changed:
             changed = False
             for name, starred in stars.items():
-                if name not in self.torch_by_star and any(
-                    m in self.torch_by_star or (m in sources and imports_torch(sources[m][1])) for m in starred
-                ):
+                if name not in self.torch_by_star and any(m in with_torch or m in self.torch_by_star for m in starred):
                     self.torch_by_star.add(name)
                     changed = True
         self.one_time = {f.module for f in calls if one_time(f, self.hot.get(f.module, frozenset()))}
@@ -132,13 +131,7 @@ class Project:
                 importers.setdefault(target, set()).add(name)
         # a module a file with a handler imports, directly or through others, or that file
         catching = {name for name, (_, data) in sources.items() if may_catch_text(data)}
-        around = set(catching)
-        pending = list(catching)
-        while pending:
-            for m in self.imports_of(pending.pop()):
-                if m not in around:
-                    around.add(m)
-                    pending.append(m)
+        around = catching.union(*(self._imported_through(c) for c in catching))
         candidates = _candidates(sources)
         ambiguous = {  # a name some file imports that may be either of several modules
             m
@@ -224,15 +217,19 @@ class Project:
         """The project modules ``name`` imports, directly or through each other."""
         cached = self._closures.get(name)
         if cached is None:
-            seen: set[str] = set()
-            todo = [name]
-            while todo:
-                for m in self.imports_of(todo.pop()):
-                    if m not in seen and m != name:
-                        seen.add(m)
-                        todo.append(m)
-            cached = self._closures[name] = tuple(self.files[m] for m in sorted(seen))
+            cached = self._closures[name] = tuple(self.files[m] for m in sorted(self._imported_through(name)))
         return cached
+
+    def _imported_through(self, name: str) -> set[str]:
+        """The names of the project modules ``name`` imports, directly or through each other."""
+        seen: set[str] = set()
+        todo = [name]
+        while todo:
+            for m in self.imports_of(todo.pop()):
+                if m not in seen and m != name:
+                    seen.add(m)
+                    todo.append(m)
+        return seen
 
     def importer_closure(self, name: str) -> set[str]:
         """The project modules that import ``name``, directly or through each other."""

@@ -14,6 +14,7 @@ syncfix cannot list: then no name of the importing module is taken for a builtin
 from __future__ import annotations
 
 import ast
+import functools
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -69,13 +70,20 @@ def _exports(project: ProjectModules, name: str | None, seen: set[str]) -> froze
     return found
 
 
-def _read_exports(project: ProjectModules, target: ModuleFile, seen: set[str]) -> frozenset[str] | None:
+@functools.lru_cache(maxsize=16)
+def _tree_of(path: str, expected: str) -> ast.Module | None:
+    """Python's parse of a project module as the index read it (None: changed since, unreadable,
+    unparsable), for its exports and its import aliases alike."""
     try:
-        data = read_source(target.path).data
-        if digest(data) != target.digest:
-            return None  # changed since the index read it
-        tree = ast.parse(data)
+        data = read_source(path).data
+        return ast.parse(data) if digest(data) == expected else None
     except Exception:  # unreadable, unparsable: nothing known
+        return None
+
+
+def _read_exports(project: ProjectModules, target: ModuleFile, seen: set[str]) -> frozenset[str] | None:
+    tree = _tree_of(target.path, target.digest)
+    if tree is None:
         return None
     if target.ambiguous or _dynamic(tree):
         return None  # another file may be the one imported; names set at run time
@@ -219,11 +227,7 @@ def _aliases_of(project: ProjectModules, target: ModuleFile, seen: set[str]) -> 
         return _ALIASES[key]
     exported = _exports(project, target.name, set())
     out: dict[str, str] = {}
-    try:
-        data = read_source(target.path).data
-        tree = ast.parse(data) if exported and digest(data) == target.digest else None
-    except Exception:  # unreadable, unparsable: nothing known
-        tree = None
+    tree = _tree_of(target.path, target.digest) if exported else None
     if tree is not None and exported is not None and target.path not in seen:
         seen.add(target.path)
         counts: dict[str, int] = {}
