@@ -80,6 +80,10 @@ def kwarg(name: str, value: cst.BaseExpression) -> cst.Arg:
     )
 
 
+# Words in a name that say it holds a device or a device index, not a tensor or a dtype.
+DEVICE_WORDS = ("device", "gpu", "rank", "cuda", "dev")
+
+
 def append_kwarg(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
     """``f(a, b)`` -> ``f(a, b, name=value)``, keeping the call's layout: a trailing comma, a
     ``)`` on its own line, a comment after the last argument."""

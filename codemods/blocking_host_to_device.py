@@ -20,8 +20,9 @@ from syncfix.analysis import (
 from syncfix.model import Applicability
 from syncfix.rules import Fix, Invalid, Rule
 
+from ._factories import built_on_device
 from ._memory import PASSED_ON, non_blocking_flag, source_may_change
-from ._support import append_kwarg, kwarg, other_accelerator
+from ._support import DEVICE_WORDS, append_kwarg, code, kwarg, other_accelerator
 
 
 class BlockingHostToDevice(Rule):
@@ -189,6 +190,22 @@ class BlockingHostToDevice(Rule):
     not reported, since it is as often a module's (`model.to(device)`) as a tensor's.
     Device-to-host copies (`.cpu()`, `.to("cpu")`) are never rewritten: reading the result on the
     host before an event wait would read garbage (see SFX105).
+
+    **A factory's tensor built on the device.** Where the device is one syncfix cannot name, a
+    tensor that a factory builds on the host only to copy it (`torch.ones(n, k).to(x.device)`,
+    `torch.full(size, -100).to(labels.device)`) is built on the device instead
+    (`torch.ones(n, k, device=x.device)`): no host tensor and no copy, the same values, dtype and
+    device on every accelerator, MPS and XLA included, so no device fact is needed. Only
+    `torch.zeros`, `torch.ones`, `torch.eye`, `torch.full` of a Python number and
+    `torch.arange` of Python ints without a dtype, with no keyword but their sizes and `dtype`
+    (random factories draw other numbers on another device, float steps are summed differently
+    there, `requires_grad=True` would make a leaf of what was a copy). The fix is **safe** where
+    the argument is provably a device (`x.device` of a tensor), **unsafe** where only its name
+    says so (`args.device`, `labels.device` of an object syncfix cannot see): `.to` also takes
+    `None` (no move, where `device=None` is the default device), another tensor (its dtype too)
+    or a dtype. Not in a module that uses streams: a blocking copy has landed when the next
+    line runs, a fill queued on a side stream has not. Where the device is provably CUDA, the
+    copy is made non-blocking as above.
     """
 
     CODE = "SFX101"
@@ -349,6 +366,18 @@ class BlockingHostToDevice(Rule):
             return
         # to a device syncfix cannot name, the copy waits only if it is a GPU's
         headline = _MAYBE_GPU if target is Device.UNKNOWN else self.MESSAGE
+        built = built_on_device(a, node) if target is Device.UNKNOWN and not a.uses_streams else None
+        if built is not None:
+            # exact on every device, where a non-blocking copy is proven on CUDA and the CPU only
+            new, proven = built
+            device = _device_argument(node)
+            fix = (
+                self.safe_fix({node: new}, _BUILT_THERE)
+                if proven
+                else self.unsafe_fix({node: new}, _BUILT_THERE_NAMED.format(code(a, device or node)))
+            )
+            self.report(node, headline, fix=fix)
+            return
         if target is Device.UNKNOWN and a.other_accelerator and not a.cuda_or_cpu_only:
             self.report(node, f"{headline} ({other_accelerator(a.other_accelerator)}: no fix)")
             return
@@ -432,16 +461,22 @@ class BlockingHostToDevice(Rule):
         return self.unsafe_fix(changes, _and_device(unknown_origin, target), [*source_need, *where])
 
 
+_BUILT_THERE = (
+    "Build it on the device (`device=` in the factory): no host tensor and no copy, the same "
+    "values, dtype and device on every accelerator"
+)
+_BUILT_THERE_NAMED = (
+    _BUILT_THERE + " (unsafe: `{}` is taken to hold a device, as its name says, not None, a "
+    "tensor or a dtype, which `.to` also takes and `device=` does not)"
+)
+
+
 _CONVERSION = (
     "the copy may also convert the dtype (to the one named, or to another tensor's), which a "
     "non-blocking copy does on the GPU and a blocking one on the CPU; syncfix proves no "
     "conversion alike on both (NaN, infinite and out-of-range floats measurably become other "
     "integers), so this rests on the values converting alike"
 )
-
-
-# Words in a name that say it holds a device or a device index, not a tensor.
-_DEVICE_WORDS = ("device", "gpu", "rank", "cuda", "dev")
 
 
 def _converts_dtype(a, call: cst.Call) -> bool:
@@ -459,7 +494,7 @@ def _converts_dtype(a, call: cst.Call) -> bool:
         if (
             not (other.is_tensor or other.kind is Kind.UNKNOWN)
             or isinstance(first, cst.SimpleString)
-            or any(word in named for word in _DEVICE_WORDS)
+            or any(word in named for word in DEVICE_WORDS)
         ):
             return False  # a device (``args.device``, ``self.gpu_id``, ``"cuda"``), not a tensor
         own, theirs = a.canonical_dtype(call.func.value), a.canonical_dtype(args[0].value)  # type: ignore[attr-defined]

@@ -1,0 +1,101 @@
+"""A factory's tensor built on the device (``torch.zeros(n, device=d)``) rather than built on the
+host and copied there (``torch.zeros(n).to(d)``): no host tensor and no copy, on every device.
+
+SFX101 offers it where a non-blocking copy is not exact everywhere: a device syncfix cannot name,
+which may be an accelerator other than CUDA (MPS, XLA) whose copies it does not prove.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from syncfix.analysis import Kind, keyword, positional
+
+from ._support import DEVICE_WORDS, append_kwarg
+
+# What each factory's result depends on besides its device: its own arguments, the same on every
+# device. ``torch.arange`` only of Python ints without a dtype (int64 values, exact everywhere;
+# float steps are summed differently on each device). Random factories draw other numbers on
+# another device's generator, and ``torch.empty`` has no values to keep.
+_ARGUMENTS = {
+    "torch.zeros": {"size", "dtype"},
+    "torch.ones": {"size", "dtype"},
+    "torch.full": {"size", "fill_value", "dtype"},
+    "torch.eye": {"n", "m", "dtype"},
+    "torch.arange": {"start", "end", "step"},
+}
+
+def built_on_device(a, call: cst.Call) -> tuple[cst.Call, bool] | None:
+    """For ``<factory>(...).to(d)`` (or ``.cuda()``): the factory call with ``device=d`` added,
+    and whether ``d`` is provably a device (else its name only says so); None where the factory
+    or the call is not one whose result this keeps exactly.
+
+    ``.to(None)`` returns the tensor where ``device=None`` picks the default device, and
+    ``.to(t)``/``.to(dtype)`` take another tensor's dtype or a dtype, which ``device=`` does not:
+    hence the proof. Under side streams a blocking copy has finished when the next line runs,
+    and a factory's fill on the device has not: the caller checks ``uses_streams``.
+    """
+    func = call.func
+    if not isinstance(func, cst.Attribute):
+        return None
+    factory = func.value
+    if not isinstance(factory, cst.Call) or not _exact_everywhere(a, factory):
+        return None
+    if func.attr.value == "cuda":
+        if call.args:
+            return None  # ``.cuda(None)`` is the current device, ``device=None`` the default one
+        return append_kwarg(factory, "device", cst.SimpleString('"cuda"')), True
+    device = _only_device_argument(call)
+    if device is None:
+        return None
+    if a.value(device).kind is Kind.DEVICE:
+        return append_kwarg(factory, "device", device), True
+    if a.value(device).kind is Kind.UNKNOWN and _named_as_device(device):
+        return append_kwarg(factory, "device", device), False
+    return None
+
+
+def _exact_everywhere(a, factory: cst.Call) -> bool:
+    name = a.callee(factory)
+    allowed = _ARGUMENTS.get(name or "")
+    if allowed is None:
+        return False
+    if any(arg.keyword is not None and arg.keyword.value not in allowed for arg in factory.args):
+        return False  # ``device=``, ``out=``, ``requires_grad=``, ``pin_memory=``, ``layout=``...
+    args = positional(factory)
+    if any(arg.star for arg in factory.args) and name not in ("torch.zeros", "torch.ones"):
+        return False
+    if name == "torch.full":
+        fill = keyword(factory, "fill_value") or (args[1] if len(args) > 1 else None)
+        # a tensor fill is read on the host by the CPU factory: keep to Python numbers
+        return fill is not None and a.python_number_type(fill.value) is not None
+    if name == "torch.arange":
+        return bool(factory.args) and all(a.python_number_type(arg.value) == "int" for arg in factory.args)
+    return True
+
+
+def _only_device_argument(call: cst.Call) -> cst.BaseExpression | None:
+    """The device of ``.to(d)`` / ``.to(device=d)`` (also with ``non_blocking=False``)."""
+    named = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
+    args = positional(call)
+    flag = named.pop("non_blocking", None)
+    if flag is not None and not (isinstance(flag, cst.Name) and flag.value == "False"):
+        return None
+    if any(arg.star for arg in call.args):
+        return None
+    if len(args) == 1 and not named:
+        return args[0].value
+    if not args and set(named) == {"device"}:
+        return named["device"]
+    return None
+
+
+def _named_as_device(expr: cst.BaseExpression) -> bool:
+    """``args.device``, ``self.gpu_id``, ``local_rank``: a name that says it holds a device."""
+    if isinstance(expr, cst.Attribute):
+        name = expr.attr.value
+    elif isinstance(expr, cst.Name):
+        name = expr.value
+    else:
+        return False
+    return any(word in name.lower() for word in DEVICE_WORDS)
