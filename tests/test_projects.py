@@ -174,6 +174,19 @@ def test_stream_use_is_read_from_code_not_from_strings():
     # a stream API under another name
     assert uses_streams(b"import torch\ncuda = torch.cuda\nwith cuda.stream(s):\n    pass\n")
     assert uses_streams(b"import torch\ndm = torch.get_device_module('cuda')\nwith dm.stream(s):\n    pass\n")
+    # a name that may hold one: a parameter without a telling annotation, a loop or `with` target
+    assert uses_streams(b"import torch\ndef f(dm):\n    dm.stream(s)\n")
+    assert uses_streams(b"import torch\nfor r in things:\n    r.stream(3)\n")
+    assert uses_streams(b"from torch import Stream\ndef f(r: Stream):\n    r.current_stream()\n")
+
+
+def test_a_method_called_stream_of_an_object_that_is_no_torch_one_is_no_stream_use():
+    # point-e's evals: `streamer: NpzStreamer` reads numpy files in batches
+    from syncfix.analysis.async_copies import uses_streams
+
+    src = b"from .npz import NpzStreamer\ndef f(streamer: NpzStreamer):\n    for x in streamer.stream(4):\n        pass\n"
+    assert not uses_streams(src)
+    assert not uses_streams(b"from mylib import Reader\nr = Reader('x')\nfor b in r.stream(3):\n    pass\n")
 
 
 def _files(tmp_path, monkeypatch, files: dict[str, str]) -> None:

@@ -109,6 +109,46 @@ def _names_cpu(expr: ast.AST) -> bool:
     return "cpu" in name.lower() or "host" in name.lower()
 
 
+def _bound_to_no_torch(tree: ast.AST, name: str) -> bool:
+    """Is every binding of ``name`` in the module one that holds no torch object: a parameter
+    annotated with a type that does not name torch, or an assignment or import of something
+    whose code does not mention torch, CUDA or a device? (A name bound nowhere here, in a loop,
+    a ``with`` or by a parameter without a telling annotation may be anything.)"""
+    bound = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg) and node.arg == name:
+            if node.annotation is None or _may_be_torch(node.annotation):
+                return False
+            bound = True
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                if node.value is None or _may_be_torch(node.value):
+                    return False
+                bound = True
+            elif any(name in {n.id for n in ast.walk(t) if isinstance(n, ast.Name)} for t in targets):
+                return False  # unpacked or starred: which part it holds is not read here
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if (alias.asname or alias.name.split(".")[0]) == name:
+                    if "torch" in f"{getattr(node, 'module', '')}.{alias.name}":
+                        return False
+                    bound = True
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.withitem, ast.NamedExpr, ast.comprehension, ast.Global, ast.Nonlocal)):
+            if name in {n.id for n in ast.walk(node.target if hasattr(node, "target") else node) if isinstance(n, ast.Name)} or (
+                isinstance(node, ast.withitem) and node.optional_vars is not None
+                and name in {n.id for n in ast.walk(node.optional_vars) if isinstance(n, ast.Name)}
+            ) or isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+                return False
+    return bound
+
+
+def _may_be_torch(expr: ast.AST) -> bool:
+    text = ast.unparse(expr)
+    words = ("torch", "cuda", "device", "accelerator", "any", "module")
+    return any(w in text.lower() for w in words) or text.strip("'\"").split(".")[-1] in _CUDA_STREAM_NAMES
+
+
 #: Text a file that uses CUDA streams or graphs holds (a pre-filter for :func:`uses_streams`).
 STREAM_USE = re.compile(
     rb"cuda\.(?:Stream|stream|StreamContext|ExternalStream|current_stream|set_stream|default_stream"
@@ -141,9 +181,13 @@ def uses_streams(data: bytes) -> bool:
             if last == "cuda" and node.attr in _CUDA_STREAM_NAMES or last == "torch" and node.attr == "Stream":
                 return True
             # ``cuda = torch.cuda; cuda.stream(s)``, ``dm = torch.get_device_module("cuda");
-            # dm.stream(s)``: a stream API under another name
-            if node.attr in ("stream", "Stream", "current_stream", "get_device_module"):
+            # dm.stream(s)``: a stream API under another name (not a name every binding of
+            # which is something else: point-e's ``streamer: NpzStreamer``, ``streamer.stream(n)``)
+            if node.attr == "get_device_module":
                 return True
+            if node.attr in ("stream", "Stream", "current_stream"):
+                if not (isinstance(base, ast.Name) and _bound_to_no_torch(tree, base.id)):
+                    return True
         elif isinstance(node, ast.ImportFrom) and node.module == "torch.cuda":
             if any(alias.name in _CUDA_STREAM_NAMES for alias in node.names):
                 return True
