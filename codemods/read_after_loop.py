@@ -144,12 +144,24 @@ class ReadAfterLoop(Rule):
                 continue  # not a list filled here and read after the loop: SFX105 reports the reads
             plan, why = self._plan(loop, body, name, appends)
             first = self._gpu_reads(appends[0][1].args[0].value)[0]
+            message = self.MESSAGE if self._read_after(loop, name) else _UNREAD.format(name)
             if plan is None:
                 if all(per_element_read(a, r) for _, c in appends for r in self._gpu_reads(c.args[0].value)):
                     continue  # the elements of a loop over a tensor: SFX303 reports them
-                self.report(first, f"{self.MESSAGE}; no fix: {why}")
+                self.report(first, f"{message}; no fix: {why}")
             else:
-                self.report(first, fix=self.safe_fix(plan, "Keep the values on the device; read them once after the loop"))
+                fix = self.safe_fix(plan, "Keep the values on the device; read them once after the loop")
+                self.report(first, message, fix=fix)
+
+    def _read_after(self, loop: cst.For | cst.While, name: str) -> bool:
+        """Is the list (a local :meth:`_list_problem` accepted) named anywhere after the loop?"""
+        a = self.analysis
+        fn = a.enclosing_function(loop)
+        end = a.positions[loop].end
+        return fn is not None and any(
+            (a.positions[use].start.line, a.positions[use].start.column) > (end.line, end.column)
+            for use in _names_in(fn, name)
+        )
 
     def _gpu_reads(self, expr: cst.BaseExpression) -> list[cst.Call]:
         a = self.analysis
@@ -326,6 +338,13 @@ class _ReplaceReads(cst.CSTTransformer):
     def on_leave(self, original, updated):
         new = self.mapping.get(original)
         return cst.Name(new) if new is not None else updated
+
+
+_UNREAD = (
+    "GPU values read into a list every iteration; nothing reads the list (`{}`) afterwards, so "
+    "the reads are needless: drop them with the list, or keep the tensors until something "
+    "reads them"
+)
 
 
 def _append_of(stmt: cst.BaseStatement) -> cst.Call | None:

@@ -99,3 +99,18 @@ def test_a_finding_without_a_fix_names_every_fact_it_lacks():
     advice = Explainer([finding], unsafe_fixes=True).why_no_fix(finding)
     assert "dtype" not in finding.message and advice is not None and "one device expression" in advice
     assert "dtype" not in advice and "both tensors" not in advice  # there is one tensor
+
+
+def test_a_list_nothing_reads_says_the_reads_are_needless():
+    # SimCSE's SentEval: `all_costs.append(loss.item())` each step, `all_costs` never read
+    unread = '''import torch
+def f(runs: torch.Tensor):
+    costs = []
+    for x in runs.cuda():
+        s = x.float().sum()
+        costs.append(s.item())
+'''
+    (finding,) = check_code(unread, select=["SFX404"])
+    assert "nothing reads the list (`costs`) afterwards" in finding.message
+    (read,) = check_code(unread + "    return costs\n", select=["SFX404"])
+    assert read.message.startswith("GPU values read into a list every iteration; the list is read only after the loop")
