@@ -14,15 +14,19 @@ from syncfix.analysis import Kind, keyword, positional
 from ._support import DEVICE_WORDS, append_kwarg
 
 # What each factory's result depends on besides its device: its own arguments, the same on every
-# device. ``torch.arange`` only of Python ints without a dtype (int64 values, exact everywhere;
-# float steps are summed differently on each device). Random factories draw other numbers on
-# another device's generator, and ``torch.empty`` has no values to keep.
+# device. ``torch.arange`` only of Python ints, to an integer dtype (exact everywhere; float
+# steps are summed differently on each device). Random factories draw other numbers on another
+# device's generator, and ``torch.empty`` has no values to keep.
 _ARGUMENTS = {
     "torch.zeros": {"size", "dtype"},
     "torch.ones": {"size", "dtype"},
     "torch.full": {"size", "fill_value", "dtype"},
     "torch.eye": {"n", "m", "dtype"},
-    "torch.arange": {"start", "end", "step"},
+    "torch.arange": {"start", "end", "step", "dtype"},
+}
+_INTEGER_DTYPES = {
+    "torch.long", "torch.int64", "torch.int", "torch.int32", "torch.short", "torch.int16",
+    "torch.int8", "torch.uint8",
 }
 
 def built_on_device(a, call: cst.Call) -> tuple[cst.Call, bool] | None:
@@ -70,7 +74,12 @@ def _exact_everywhere(a, factory: cst.Call) -> bool:
         # a tensor fill is read on the host by the CPU factory: keep to Python numbers
         return fill is not None and a.python_number_type(fill.value) is not None
     if name == "torch.arange":
-        return bool(factory.args) and all(a.python_number_type(arg.value) == "int" for arg in factory.args)
+        dtype = keyword(factory, "dtype")
+        if dtype is not None and not a.qualnames(dtype.value) & _INTEGER_DTYPES:
+            return False
+        return bool(args) and all(
+            a.python_number_type(arg.value) == "int" for arg in factory.args if arg is not dtype
+        )
     return True
 
 
