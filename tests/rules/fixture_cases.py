@@ -3,8 +3,9 @@
 - ``NAME.in.py``: the input.
 - ``NAME.out.py``: what ``syncfix apply --select CODE`` (safe fixes) must produce.
 - ``NAME.unsafe.py``: what ``--unsafe-fixes`` must produce.
-- An input with neither must come out untouched, and must say so: its name ends in
-  ``untouched`` (``NAME_untouched.in.py``), or its rule has no fix at all (report-only).
+- An input with neither must come out untouched, by unsafe fixes too, and must say so: its
+  name ends in ``untouched`` (``NAME_untouched.in.py``), or its rule has no fix at all
+  (report-only). A must-not-touch case that unsafe fixes do rewrite has a ``NAME.unsafe.py``.
 - A line of ``NAME.in.py`` ending ``# expect: CODE`` must get that finding; when a file has such
   markers, no unmarked line may get one (``test_marked_fixture_lines_are_exactly_the_findings``).
   An untouched input of a report-only rule without markers must get no finding.

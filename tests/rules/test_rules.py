@@ -81,6 +81,9 @@ def test_fixture_pair(case):
     assert fix_code(out, select=[case.code]) == out  # idempotent
     if case.expected_unsafe is not None:
         assert fix_code(case.source, select=[case.code], unsafe_fixes=True) == case.expected_unsafe
+    elif case.untouched and case.expected == case.source:
+        # a must-not-touch case without an unsafe side is untouched by unsafe fixes too
+        assert fix_code(case.source, select=[case.code], unsafe_fixes=True) == case.source
 
 
 def test_every_fixture_folder_has_both_sides():
