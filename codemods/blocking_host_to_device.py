@@ -164,7 +164,9 @@ class BlockingHostToDevice(Rule):
       written in place later in the same function keeps its copy blocking. `.to` of the
       loader's *whole* item (`for batch in loader: batch.to(device)`, not a part of it) gets no fix:
       such a `.to` is as often an object's own (a tokenizer's `BatchEncoding`, a graph batch),
-      which may not take `non_blocking` (transformers' did not before 4.48); nor does `.to` of
+      which may not take `non_blocking` (transformers' did not before 4.48); nor does `.to` of a
+      part whose result is unpacked (`edge_index, _, size = adj.to(device)`: PyG's sampler
+      yields a named tuple there, as a tensor rarely is unpacked); nor does `.to` of
       a part of one where a class of the project defines a `to` without `non_blocking` or
       `**kwargs` (DETR's `NestedTensor.to(self, device)`: the part may be one of its instances). A loader passed
       through accelerate's `accelerator.prepare(...)` (an `Accelerator` built in the same
@@ -308,8 +310,12 @@ class BlockingHostToDevice(Rule):
             # ``.to`` of a whole item may be an object's own (``.cuda`` all but never is), and
             # so may a part's where a project class defines a ``to`` without ``non_blocking``
             # (DETR's ``NestedTensor``)
+            # so may a part whose copy is unpacked (PyG's sampler: ``edge_index, _, size =
+            # adj.to(device)``, a named tuple of tensors)
             whole_batch = method == "to" and (
-                bool(loaders) and any(whole for _, whole in loaders or ()) or _project_narrow_to(a)
+                bool(loaders) and any(whole for _, whole in loaders or ())
+                or _project_narrow_to(a)
+                or _unpacked(a, node)
             )
         else:
             # ``.cuda()`` is all but always a tensor's; ``.to(...)`` is as often a module's
@@ -579,7 +585,8 @@ _LIKELY_BATCH_FIX = (
 )
 _WHOLE_BATCH = (
     "the batch may be an object with its own `.to` (a tokenizer's `BatchEncoding`, a graph batch, "
-    "a class of this project whose `to` takes no `non_blocking`), which may not take `non_blocking`; pass "
+    "a named tuple the copy is unpacked from, a class of this project whose `to` takes no "
+    "`non_blocking`), which may not take `non_blocking`; pass "
     "non_blocking=True yourself where it "
     "does, or copy the tensors it holds (`batch[\"input_ids\"].to(device, non_blocking=True)`)"
 )
@@ -615,6 +622,16 @@ def _onto_accumulator(a, call: cst.Call) -> bool:
         and parent.value is call
         and isinstance(parent.target, cst.Name)
         and parent.target.value == target.value.value
+    )
+
+
+def _unpacked(a, call: cst.Call) -> bool:
+    """``x, y, z = call``: the result is unpacked, as a tuple of tensors is, a tensor rarely."""
+    parent = a.parent(call)
+    return (
+        isinstance(parent, cst.Assign)
+        and parent.value is call
+        and any(isinstance(t.target, (cst.Tuple, cst.List)) for t in parent.targets)
     )
 
 
