@@ -59,6 +59,36 @@ def built_on_device(a, call: cst.Call) -> tuple[cst.Call, bool] | None:
     return None
 
 
+# Factories whose values are 0 and 1 only, exact in every dtype: ``.to(other)`` may convert them.
+_ZEROS_AND_ONES = {"torch.zeros", "torch.ones", "torch.eye"}
+
+
+def built_like(a, call: cst.Call) -> cst.Call | None:
+    """For ``torch.zeros(...).to(t)`` with ``t`` provably a tensor (its device *and* dtype): the
+    factory with ``dtype=t.dtype, device=t.device``; None otherwise. Only factories of zeros and
+    ones, which every dtype holds exactly (a fill converted from float32 would not match one made
+    in float64), without a dtype of their own, and ``t`` a name or attribute (read twice)."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value == "to" and isinstance(func.value, cst.Call)):
+        return None
+    factory = func.value
+    if a.callee(factory) not in _ZEROS_AND_ONES or keyword(factory, "dtype") is not None:
+        return None
+    if not _exact_everywhere(a, factory):
+        return None
+    other = _only_device_argument(call)
+    if other is None or not _plain_reference(other) or not a.value(other).is_tensor:
+        return None
+    built = append_kwarg(factory, "dtype", cst.Attribute(other, cst.Name("dtype")))
+    return append_kwarg(built, "device", cst.Attribute(other, cst.Name("device")))
+
+
+def _plain_reference(expr: cst.BaseExpression) -> bool:
+    while isinstance(expr, cst.Attribute):
+        expr = expr.value
+    return isinstance(expr, cst.Name)
+
+
 def _exact_everywhere(a, factory: cst.Call) -> bool:
     name = a.callee(factory)
     allowed = _ARGUMENTS.get(name or "")

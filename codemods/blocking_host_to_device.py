@@ -20,7 +20,7 @@ from syncfix.analysis import (
 from syncfix.model import Applicability
 from syncfix.rules import Fix, Invalid, Rule
 
-from ._factories import built_on_device
+from ._factories import built_like, built_on_device
 from ._memory import PASSED_ON, non_blocking_flag, source_may_change
 from ._support import DEVICE_WORDS, append_kwarg, code, kwarg, other_accelerator
 
@@ -46,7 +46,8 @@ class BlockingHostToDevice(Rule):
     sign syncfix can read: `torch.float16`, a name or attribute called `dtype` or `*_dtype`
     such as `self.dtype`, `x.dtype` or `compute_dtype`, or `dtype=` alone; `.half()`,
     `.float()`, `.bfloat16()`), `.to(other_tensor)` unless the other tensor is provably on CUDA
-    (then it is a copy there), placing an `nn.Module`, and a `.to(...)` in
+    (then it is a copy there) or the copy is of zeros or ones a factory builds (below), placing
+    an `nn.Module`, and a `.to(...)` in
     a branch the code has taken off CUDA: the `else` of `if torch.cuda.is_available():`, of `if
     device_type == "cuda":` and of `if device.type == "cuda":`.
 
@@ -207,7 +208,13 @@ class BlockingHostToDevice(Rule):
     `None` (no move, where `device=None` is the default device), another tensor (its dtype too)
     or a dtype. Not in a module that uses streams: a blocking copy has landed when the next
     line runs, a fill queued on a side stream has not. Where the device is provably CUDA, the
-    copy is made non-blocking as above.
+    copy is made non-blocking as above. Likewise `torch.zeros(...).to(t)` of a `t` provably a
+    tensor, in code that repeats (fastMRI's `torch.zeros(1, 1, 1, 1, 1).to(current_kspace)` in
+    each cascade of a forward), is a copy to `t`'s device, whichever it is, converted to `t`'s
+    dtype: it is built with `dtype=t.dtype, device=t.device` (**safe**) where the factory is
+    `torch.zeros`, `torch.ones` or `torch.eye` without a dtype of its own (0 and 1 are exact in
+    every dtype; a fill such as 0.1 converted from float32 to float64 is not 0.1 made in
+    float64).
     """
 
     CODE = "SFX101"
@@ -293,7 +300,10 @@ class BlockingHostToDevice(Rule):
             if target is None or target is Device.CPU:
                 return  # a cast, or a device-to-host copy (SFX105's business)
             if target is not Device.CUDA and not _to_names_device(a, node):
-                return  # ``.to(other_tensor)``: not a copy we can tell
+                # ``.to(other_tensor)``: not a copy we can tell, but zeros built like the other
+                # tensor are the same whatever its device (fastMRI's ``torch.zeros(...).to(kspace)``)
+                self._build_like(node)
+                return
             branch = a.cuda_branch(node)
             if branch is False:
                 return  # the ``else`` of ``if device.type == "cuda":``: not a copy to CUDA
@@ -400,6 +410,14 @@ class BlockingHostToDevice(Rule):
         else:
             self.report(node, headline, fix=fix)
 
+    def _build_like(self, node: cst.Call) -> None:
+        a = self.analysis
+        if not a.is_hot(node) or a.uses_streams or a.caught_by_handler(node):
+            return
+        built = built_like(a, node)
+        if built is not None:
+            self.report(node, _LIKE_OTHER, fix=self.safe_fix({node: built}, _BUILT_LIKE))
+
     def _may_observe(self, node: cst.Call) -> bool:
         """Could facts seen on a run make this copy non-blocking? Not where no run can tell:
         streams, a ``try`` that should see the copy's error, a source written after the copy."""
@@ -474,6 +492,16 @@ _BUILT_THERE = (
 _BUILT_THERE_NAMED = (
     _BUILT_THERE + " (unsafe: `{}` is taken to hold a device, as its name says, not None, a "
     "tensor or a dtype, which `.to` also takes and `device=` does not)"
+)
+
+
+_LIKE_OTHER = (
+    "Possibly blocking host-to-device copy: `.to(other)` copies to the other tensor's device; "
+    "if that is a GPU's, the CPU waits for all queued GPU work"
+)
+_BUILT_LIKE = (
+    "Build it with the other tensor's dtype and device (`dtype=t.dtype, device=t.device`): no "
+    "host tensor and no copy; zeros and ones are the same in every dtype"
 )
 
 

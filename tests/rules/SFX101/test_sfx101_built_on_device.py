@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 FACTORIES = """
 import torch
 
-def run(x: torch.Tensor, steps=4):
+def run(x: torch.Tensor, y: torch.Tensor, steps=4):
     out = []
     for i in range(steps):
         ones = torch.ones(x.shape[0], 3).to(x.device)
@@ -25,7 +25,8 @@ def run(x: torch.Tensor, steps=4):
         eye = torch.eye(5, dtype=torch.float64).to(x.device)
         ramp = torch.arange(0, 4096, 3).to(device=x.device)
         sized = torch.zeros(*x.shape, dtype=torch.float16).to(x.device)
-        out.append((ones, prefix, frac, eye, ramp, sized, x * i))
+        like = torch.ones(2, 2).to(y)
+        out.append((ones, prefix, frac, eye, ramp, sized, like, x * i))
     return out
 """
 
@@ -34,13 +35,15 @@ def test_factories_are_built_on_the_device_with_the_same_results_on_the_cpu():
     src = textwrap.dedent(FACTORIES)
     fixed = fix_code(src, select=["SFX101"])
     assert fixed.count(".to(") == 0 and fixed.count("device=x.device") == 6
-    x = torch.randn(64, 8)
-    assert_same_result(load(src, "run")(x), load(fixed, "run")(x))
+    assert "torch.ones(2, 2, dtype=y.dtype, device=y.device)" in fixed
+    x, y = torch.randn(64, 8), torch.randn(3, dtype=torch.float64)
+    assert_same_result(load(src, "run")(x, y), load(fixed, "run")(x, y))
 
 
 def test_a_device_that_is_none_or_a_tensor_is_not_taken_for_one():
     # `.to(None)` keeps the tensor where `device=None` is the default device; `.to(t)` takes
     # t's dtype too: only a provable device, or one named so (unsafe), is moved into the factory
+    # alone, and a tensor's dtype goes with its device
     src = textwrap.dedent(
         """
         import torch
@@ -53,9 +56,14 @@ def test_a_device_that_is_none_or_a_tensor_is_not_taken_for_one():
             return out
         """
     )
-    assert "device=" not in fix_code(src, select=["SFX101"], unsafe_fixes=True)
+    fixed = fix_code(src, select=["SFX101"], unsafe_fixes=True)
+    assert "device=where" not in fixed and "torch.zeros(2).to(where" in fixed
+    assert "torch.zeros(2, dtype=other.dtype, device=other.device)" in fixed
 
 
 @pytest.mark.cuda
 def test_factories_built_on_the_device_sync_less_on_a_gpu():
-    check_fewer_syncs("SFX101", FACTORIES, torch.randn(64, 8, device="cuda") if torch.cuda.is_available() else None)
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    x, y = torch.randn(64, 8, device="cuda"), torch.randn(3, dtype=torch.float64, device="cuda")
+    check_fewer_syncs("SFX101", FACTORIES, x, y)
