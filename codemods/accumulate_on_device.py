@@ -668,7 +668,11 @@ def _plain_with(a, node: cst.With) -> bool:
 
 def _likely_size(a, expr: cst.BaseExpression) -> bool:
     """``x.size(0)``, ``x.numel()`` or ``x.shape[0]`` of a name syncfix cannot name (a batch item
-    of a loader it does not see): likely a tensor's size, an int."""
+    of a loader it does not see): likely a tensor's size, an int. Also a name bound only to one
+    (ogb: ``num_examples = pos_out.size(0)``)."""
+    if isinstance(expr, cst.Name):
+        values = a.binding_values(expr)
+        return bool(values) and all(not isinstance(v, cst.Name) and _likely_size(a, v) for v in values)
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
         receiver, ok = expr.func.value, expr.func.attr.value in ("size", "numel") and all(
             isinstance(arg.value, cst.Integer) and arg.keyword is None for arg in expr.args

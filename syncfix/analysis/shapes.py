@@ -310,9 +310,12 @@ def _item_of_index_tuple(a: ModuleAnalysis, expr: cst.Subscript) -> bool:
 def is_element_count(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
     """A count of elements that is a Python int well under 2**53 (so float64 holds it exactly)
     and has no side effects: ``len(name)``, ``t.size(i)``, ``t.shape[i]``, ``t.numel()``, or an
-    int literal."""
+    int literal; or a name bound only to one of those (``n = out.size(0)``)."""
     if isinstance(expr, cst.Integer):
         return int(expr.value.replace("_", ""), 0) < 2**53
+    if isinstance(expr, cst.Name):
+        values = a.binding_values(expr) or []
+        return bool(values) and all(not isinstance(v, cst.Name) and is_element_count(a, v) for v in values)
     if isinstance(expr, cst.Call):
         func = expr.func
         if isinstance(func, cst.Name) and func.value == "len" and a.callee(expr) in ("len", "builtins.len"):

@@ -144,3 +144,36 @@ def test_a_meter_updated_under_an_if_is_said_to_sync_as_often_as_the_if_lets_it(
     assert "every iteration" in messages["losses.update(loss.item(), images.size(0))  # expect: SFX302"]
     logged = messages["logger.update(loss=loss.item())  # expect: SFX302"]
     assert "one sync each time its `if` lets it run" in logged and "every iteration" not in logged
+
+
+def test_a_weight_named_for_a_size_is_a_count():
+    # ogb's link-prediction loops: `num_examples = pos_out.size(0)` on the line before the total
+    src = (
+        "import torch\n"
+        "def train(model, xs: torch.Tensor):\n"
+        "    total = 0\n"
+        "    for x in xs.cuda():\n"
+        "        out = model(x).float()\n"
+        "        loss = (out * 2).sum()\n"
+        "        n = out.size(0)\n"
+        "        total += loss.item() * n\n"
+        "    return total\n"
+    )
+    (finding,) = check_code(src, select=["SFX302"])
+    assert finding.fix is not None, finding.message
+    assert "torch.float64) * n).to(total_acc.device)" in fix_code(src, select=["SFX302"], unsafe_fixes=True)
+
+
+def test_a_name_bound_to_a_tensors_size_is_a_count():
+    src = (
+        "import torch\n"
+        "def train(xs: torch.Tensor):\n"
+        "    total = 0\n"
+        "    for x in xs.cuda():\n"
+        "        out = torch.relu(x).float()\n"
+        "        n = out.size(0)\n"
+        "        total += out.sum().item() * n\n"
+        "    return total\n"
+    )
+    (finding,) = check_code(src, select=["SFX302"])
+    assert finding.fix is not None and "not provably a count" not in finding.message, finding.message
