@@ -577,11 +577,14 @@ def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | N
         return Value(Kind.TENSOR, Device.UNKNOWN, Memory.UNKNOWN, True, origin=params.origin)
     if not name.startswith("torch."):
         return None
-    if name.startswith(NON_TENSOR_NAMESPACES):
-        return UNKNOWN
     short = name.rsplit(".", 1)[-1]
     namespace = name[: -len(short)]
-    if short in ("Parameter", "Buffer") and namespace in ("torch.nn.", "torch.nn.parameter."):
+    if name.startswith(NON_TENSOR_NAMESPACES) and name not in ("torch.autograd.Variable", "torch.autograd.variable.Variable"):
+        return UNKNOWN
+    if (
+        short in ("Parameter", "Buffer") and namespace in ("torch.nn.", "torch.nn.parameter.")
+        or short == "Variable" and namespace in ("torch.autograd.", "torch.autograd.variable.")
+    ):
         # a tensor sharing its argument's storage (not a layer, though capitalised)
         args = positional(call)
         data = a.value(args[0].value) if args else UNKNOWN

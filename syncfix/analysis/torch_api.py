@@ -62,8 +62,9 @@ TORCH_VIEWS = {
     "from_dlpack", "frombuffer", "dropout", "alpha_dropout", "feature_alpha_dropout",
     "dropout1d", "dropout2d", "dropout3d", "conj_physical", "einsum", "meshgrid",
     "broadcast_tensors",
-    # ``torch.nn.Parameter(x)``, ``torch.nn.Buffer(x)``: the same memory as ``x``
-    "Parameter", "Buffer",
+    # ``torch.nn.Parameter(x)``, ``torch.nn.Buffer(x)``, the legacy
+    # ``torch.autograd.Variable(x)``: the same memory as ``x``
+    "Parameter", "Buffer", "Variable",
 }
 # The keyword a factory takes its device from.
 CREATION_DEVICE_ARG = "device"
