@@ -9,7 +9,7 @@ from syncfix.rules import Fix, Invalid, Rule
 from syncfix.walk import walk
 
 from ._memory import copies_without_waiting, source_may_change
-from ._support import append_kwarg
+from ._support import append_kwarg, code
 
 _DATALOADER = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
 _WRAPPERS = {"builtins.enumerate", "builtins.zip", "builtins.iter", "tqdm.tqdm", "tqdm.auto.tqdm",
@@ -175,6 +175,7 @@ class PinLoaderMemory(Rule):
         ):
             return None
         new = append_kwarg(loader, "pin_memory", cst.Name("True"))
+        guard = next((g for c, _ in copies if (g := _guard(a, c, loops)) is not None), None)
         reasons = [
             text
             for holds, text in (
@@ -190,9 +191,10 @@ class PinLoaderMemory(Rule):
                 (
                     # mixup-cifar10's ``if use_cuda: inputs = inputs.cuda()``: a run that skips
                     # the copy (no CUDA) still pins, and warns
-                    any(_guarded(a, c, loops) for c, _ in copies),
-                    "a copy runs only under a condition (`if use_cuda:`); where it does not, as on a "
-                    "machine without CUDA, pinning warns that no accelerator is found",
+                    guard is not None,
+                    f"a copy runs only under a condition (`{code(a, guard or loader)}`, line "
+                    f"{a.positions[guard or loader].start.line}); where it does not, as on a machine "
+                    "without CUDA, pinning warns that no accelerator is found",
                 ),
                 (
                     not self._dataset_on_cpu(loader),
@@ -317,19 +319,19 @@ class PinLoaderMemory(Rule):
         return found
 
 
-def _guarded(a, call: cst.Call, loops: list[cst.For]) -> bool:
-    """Does ``call`` run only under a condition inside its loop (an ``if`` body or ``else``, a
-    branch of ``a if c else b``, the right of ``and``/``or``)?"""
+def _guard(a, call: cst.Call, loops: list[cst.For]) -> cst.BaseExpression | None:
+    """The condition under which ``call`` runs inside its loop (of an ``if`` whose body or
+    ``else`` holds it, of ``a if c else b``, the left of ``and``/``or``), or None."""
     child: cst.CSTNode = call
     for anc in a.ancestors(call):
         if any(anc is loop for loop in loops) or isinstance(anc, cst.FunctionDef):
-            return False
+            return None
         if isinstance(anc, (cst.If, cst.IfExp)) and child is not anc.test:
-            return True
+            return anc.test
         if isinstance(anc, cst.BooleanOperation) and child is anc.right:
-            return True
+            return anc.left
         child = anc
-    return False
+    return None
 
 
 def _where(a, copies: list[tuple[cst.Call, Device]]) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from syncfix import fix_code
+from syncfix import check_code, fix_code
 
 
 def test_rules_compose_pin_then_non_blocking():
@@ -54,3 +54,23 @@ def test_message_names_where_batches_are_copied_and_only_the_reasons_that_hold()
     assert "collate_fn" not in finding.fix.description
     assert "used outside the loops" not in finding.fix.description
     assert "GPU tensors" not in finding.fix.description
+
+
+def test_the_condition_a_copy_runs_under_is_quoted():
+    # PointNet's train_classification.py: `if not args.use_cpu:` (the message named `use_cuda`)
+    src = (
+        "import torch\n"
+        "import torch.nn.functional as F\n"
+        "from torch.utils.data import DataLoader, TensorDataset\n"
+        "def train(args, weight: torch.Tensor, optimizer, n: int):\n"
+        "    loader = DataLoader(TensorDataset(torch.randn(n, 32), torch.randint(0, 10, (n,))), batch_size=128)\n"
+        "    for inputs, targets in loader:\n"
+        "        if not args.use_cpu:\n"
+        "            inputs = inputs.cuda()\n"
+        "        loss = F.cross_entropy(F.linear(inputs, weight), targets)\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n"
+    )
+    (finding,) = check_code(src, select=["SFX103"])
+    assert finding.fix is not None
+    assert "(`not args.use_cpu`, line 7)" in finding.fix.description
