@@ -365,3 +365,34 @@ def test_a_name_a_star_import_binds_resolves_to_the_module_that_defines_it():
     own = train + "\ndef accuracy(s, t):\n    return s\n"
     files[2] = file_calls("train", own.encode(), ["forward"], resolve)
     assert not hot_functions(files).get("utils")
+
+
+def test_a_registered_hook_runs_every_pass():
+    # pytorch-grad-cam: `layer.register_forward_hook(self.save_activation)`; the hook copies each
+    # activation to the host on every forward
+    src = textwrap.dedent(
+        """
+        import torch
+        from .hooks import log_grad
+
+        class Recorder:
+            def __init__(self, layers, x: torch.Tensor):
+                for layer in layers:
+                    layer.register_forward_hook(self.save_activation)
+                x.register_hook(log_grad)
+                x.register_hook(lambda g: g * 2)
+
+            def save_activation(self, module, input, output):
+                self.out = output.cpu()
+
+            def unused(self):
+                pass
+        """
+    ).encode()
+    files = [
+        file_calls("pkg.rec", src, ["forward"], {"pkg.hooks": "pkg.hooks", ".hooks": "pkg.hooks"}),
+        file_calls("pkg.hooks", b"def log_grad(g):\n    print(g.norm().item())\n", ["forward"], {}),
+    ]
+    hot = hot_functions(files)
+    assert hot["pkg.rec"] == {"save_activation"}
+    assert "log_grad" in hot["pkg.hooks"]

@@ -16,7 +16,9 @@ model's layers reaches no override). A call through another object
 (``self.sampler.sample(...)``) is resolved by the method's name alone, when at most
 ``_MAX_DEFINERS`` project files define a function of that name and the name is not one that
 builtins, tensors or modules also have (``update``, ``sum``, ``step``...): hotness decides what
-is worth reporting, never what a fix may assume. Test files make nothing hot.
+is worth reporting, never what a fix may assume. A function registered as a hook
+(``layer.register_forward_hook(self.save_activation)``, ``t.register_hook(fn)``) runs on every
+forward or backward pass, as if called in a loop. Test files make nothing hot.
 """
 
 from __future__ import annotations
@@ -36,6 +38,12 @@ ANY = "?"
 # ``self.method(...)``: this file's method, or an override or base method in a file whose
 # classes derive from this file's (or this file's from theirs).
 SELF = "@self"
+# Methods that register a hook: ``module.register_forward_hook(self.save_activation)``,
+# ``tensor.register_hook(fn)``; the hook runs on every forward or backward pass.
+_HOOK_REGISTRARS = frozenset({
+    "register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
+    "register_full_backward_pre_hook", "register_backward_hook", "register_hook",
+})
 # A method name defined in more project files than this is too common to resolve by name.
 _MAX_DEFINERS = 2
 # Names too common to resolve by name: those of builtin containers, tensors and nn.Modules.
@@ -196,6 +204,12 @@ class _Collector:
                     made.append((function, callee, loop))
                     if callee[0] == SELF and loop is not None and every_time and _over_batches(loop):
                         out.batch_calls.add(callee[1])
+                if type(func) is ast.Attribute and func.attr in _HOOK_REGISTRARS and node.args:  # type: ignore[attr-defined]
+                    # a hook runs on every forward or backward pass: as if called in a loop
+                    hook = self._callee(node.args[0])  # type: ignore[attr-defined]
+                    if hook is not None:
+                        out.calls.setdefault(function, [])
+                        made.append((function, hook, node))
             sometimes = _SOMETIMES.get(kind, ())
             children: list[tuple[ast.AST, str, ast.AST | None, bool]] = []
             for attr in kind._fields:
