@@ -40,7 +40,9 @@ class BlockingHostToDevice(Rule):
     `args.device` is never provable (it may be `"cpu"` or `"mps"`).
     `.to(device, dtype)` / `.to(device, dtype=...)` are copies too, and so are the items of a
     batch moved in a comprehension (`{k: v.cuda() for k, v in batch.items()}`,
-    `[t.to(device) for t in batch]`).
+    `[t.to(device) for t in batch]`). So is `p.type_as(x)` of a CPU tensor `p` in code that
+    repeats (it converts to `x`'s tensor type, CUDA's where `x` is on a GPU; reported without a
+    fix), and a `.to(x.device)` right after it then copies nothing and is not reported.
 
     Not copies, so never reported: casts (`.to(dtype)` where the argument is a dtype by every
     sign syncfix can read: `torch.float16`, a name or attribute called `dtype` or `*_dtype`
@@ -223,7 +225,7 @@ class BlockingHostToDevice(Rule):
     FIX = "sometimes"
     SAFETY = ("safe", "unsafe")
     OBSERVABLE = ("cpu_tensor", "unshared_source", "cuda_device")
-    TRIGGERS = (".cuda(", ".to(")
+    TRIGGERS = (".cuda(", ".to(", ".type_as(")
     NEEDS_TORCH = False  # ``x.cuda()`` in a loop is reported even when nothing proves x a tensor
     VALID = [
         # already non-blocking
@@ -270,8 +272,13 @@ class BlockingHostToDevice(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "type_as":
+            self._type_as(node)
+            return
         if not isinstance(func, cst.Attribute) or func.attr.value not in ("cuda", "to"):
             return
+        if _after_type_as(node):
+            return  # ``p.type_as(x).to(x.device)``: ``type_as`` already moved it (reported there)
         a = self.analysis
         flag = non_blocking_flag(a, node)
         if flag is PASSED_ON or (flag is not None and not _is_false(flag.value)):
@@ -410,6 +417,19 @@ class BlockingHostToDevice(Rule):
         else:
             self.report(node, headline, fix=fix)
 
+    def _type_as(self, node: cst.Call) -> None:
+        """``p.type_as(x)`` converts ``p`` to ``x``'s tensor type, CUDA's where ``x`` is on a GPU:
+        a blocking copy of a CPU ``p`` (VideoMAE's ``self.pos_embed.type_as(x)`` in forward)."""
+        a = self.analysis
+        args = positional(node)
+        receiver = a.value(node.func.value)  # type: ignore[attr-defined]
+        if len(args) != 1 or not a.is_hot(node) or not receiver.is_tensor or receiver.device is not Device.CPU:
+            return
+        other = a.value(args[0].value)
+        if not other.is_tensor or other.device is Device.CPU:
+            return
+        self.report(node, _TYPE_AS)
+
     def _build_like(self, node: cst.Call) -> None:
         a = self.analysis
         if not a.is_hot(node) or a.uses_streams or a.caught_by_handler(node):
@@ -495,6 +515,11 @@ _BUILT_THERE_NAMED = (
 )
 
 
+_TYPE_AS = (
+    "Possibly blocking host-to-device copy: `type_as` converts a CPU tensor to the other tensor's "
+    "type, a GPU's if that is on one, and the CPU waits for all queued GPU work; no fix: keep "
+    "the tensor on the device (`self.register_buffer(...)`, moved with the module) or copy it once"
+)
 _LIKE_OTHER = (
     "Possibly blocking host-to-device copy: `.to(other)` copies to the other tensor's device; "
     "if that is a GPU's, the CPU waits for all queued GPU work"
@@ -650,6 +675,25 @@ def _onto_accumulator(a, call: cst.Call) -> bool:
         and parent.value is call
         and isinstance(parent.target, cst.Name)
         and parent.target.value == target.value.value
+    )
+
+
+def _after_type_as(call: cst.Call) -> bool:
+    """``p.type_as(x).to(x.device)``: ``type_as`` put ``p`` on ``x``'s kind of device already."""
+    func = call.func
+    assert isinstance(func, cst.Attribute)
+    inner = func.value
+    if not (isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) and inner.func.attr.value == "type_as"):
+        return False
+    other = positional(inner)
+    device = _device_argument(call)
+    return (
+        len(other) == 1
+        and isinstance(other[0].value, cst.Name)
+        and isinstance(device, cst.Attribute)
+        and device.attr.value == "device"
+        and isinstance(device.value, cst.Name)
+        and device.value.value == other[0].value.value
     )
 
 

@@ -755,6 +755,12 @@ def _method_value(a: ModuleAnalysis, receiver: Value, method: str, call: cst.Cal
         return Value(Kind.TENSOR, device, Memory.PAGEABLE, True, origin=origin)
     if method in METHODS_TAKING_MEMORY and call.args:
         return Value(Kind.TENSOR)  # the memory (and device) it is given
+    if method == "type_as" and len(call.args) == 1:
+        # the other tensor's type, device type included (``torch.cuda.FloatTensor``): the
+        # receiver itself only where both are provably on one kind of device
+        other = a.value(call.args[0].value)
+        if not (other.is_tensor and other.device is receiver.device and receiver.device is not Device.UNKNOWN):
+            return Value(Kind.TENSOR, other.device if other.is_tensor else Device.UNKNOWN)
     if method in METHOD_MAYBE_SELF or is_inplace_method(method):
         return Value(Kind.TENSOR, receiver.device, receiver.memory, receiver.fresh, None, receiver.origin)
     memory = Memory.PAGEABLE if receiver.device is Device.CPU else Memory.UNKNOWN
