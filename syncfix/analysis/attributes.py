@@ -46,6 +46,8 @@ def attribute_value(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
         if attr in TENSOR_ATTR_NON_TENSOR:
             return OTHER
         return UNKNOWN
+    if base.kind is Kind.NDARRAY:
+        return Value(Kind.NDARRAY)  # ``a.T``, ``np.finfo(np.float32).eps``: numpy's, never a tensor
     if isinstance(expr.value, cst.Name) and expr.value.value == "self":
         held = _self_attribute(a, expr)
         if held.kind in (Kind.TENSOR, Kind.TENSORS, Kind.BATCH):
