@@ -389,6 +389,8 @@ class BlockingHostToDevice(Rule):
             return
         # to a device syncfix cannot name, the copy waits only if it is a GPU's
         headline = _MAYBE_GPU if target is Device.UNKNOWN else self.MESSAGE
+        if target is Device.CUDA and source is Source.TENSOR:
+            headline = _MAYBE_ON_HOST  # ``torch.unique(labels).cuda()``: labels may be on the GPU
         built = built_on_device(a, node) if target is Device.UNKNOWN and not a.uses_streams else None
         if built is not None:
             # exact on every device, where a non-blocking copy is proven on CUDA and the CPU only
@@ -617,6 +619,10 @@ class Source(enum.Enum):
 _MAYBE_GPU = (
     "Blocking host-to-device copy if the device is a GPU's (syncfix cannot name it): the CPU "
     "waits for all queued GPU work"
+)
+_MAYBE_ON_HOST = (
+    "Blocking host-to-device copy if the tensor is on the CPU (syncfix cannot tell; on the GPU "
+    "it is no copy): the CPU waits for all queued GPU work"
 )
 _UNKNOWN_DEVICE = (
     "Possibly blocking copy: syncfix can prove neither that the device is CUDA nor that the "

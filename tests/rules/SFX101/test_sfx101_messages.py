@@ -108,3 +108,17 @@ def test_a_legacy_constructor_of_a_range_is_a_fresh_cpu_tensor():
     )
     (found,) = [f for f in check_code(source, path="model.py") if f.code == "SFX101"]
     assert found.fix is not None and found.fix.applicability.value == "safe"
+
+
+def test_a_tensor_that_may_already_be_on_the_gpu_is_a_copy_only_if_it_is_on_the_cpu():
+    # insightface's partial_fc_v2: `torch.unique(labels[index_positive]).cuda()`, labels on the GPU
+    src = (
+        "import torch\n"
+        "def sample(labels: torch.Tensor, index_positive: torch.Tensor, steps: int):\n"
+        "    for _ in range(steps):\n"
+        "        positive = torch.unique(labels[index_positive], sorted=True).cuda()\n"
+        "        print(positive.sum())\n"
+    )
+    (finding,) = check_code(src, select=["SFX101"])
+    assert finding.message.startswith("Blocking host-to-device copy if the tensor is on the CPU")
+    assert finding.fix is not None  # exact either way: a fresh tensor, to CUDA
