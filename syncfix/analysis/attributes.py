@@ -63,8 +63,15 @@ def attribute_value(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
 
 
 def assumed_tensor(a: ModuleAnalysis, receiver: Value, name: str, names: set[str]) -> bool:
-    """In the likely view only: is an unknown receiver of this method/attribute read as a tensor?"""
-    return a.assume_tensors and receiver.kind is Kind.UNKNOWN and name in names and a.torch_alias is not None
+    """In the likely view only: is an unknown receiver of this method/attribute read as a tensor?
+    Not by a name a class of the module defines (EasyOCR's ``BeamState.sort``)."""
+    return (
+        a.assume_tensors
+        and receiver.kind is Kind.UNKNOWN
+        and name in names
+        and a.torch_alias is not None
+        and name not in a.class_method_names
+    )
 
 
 def _assigned_in_class(a: ModuleAnalysis, expr: cst.Attribute) -> bool:

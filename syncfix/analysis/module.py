@@ -420,6 +420,20 @@ class ModuleAnalysis:
         )
 
     @cached_property
+    def class_method_names(self) -> frozenset[str]:
+        """Names of the methods the module's classes define (a call of one of them on an object
+        syncfix cannot read may be that class's method, not a tensor's)."""
+        if self._syntax_of is not None:
+            return self._syntax_of.class_method_names
+        return frozenset(
+            stmt.name.value
+            for cls in self.structure.of_type(cst.ClassDef)
+            if isinstance(cls, cst.ClassDef) and isinstance(cls.body, cst.IndentedBlock)
+            for stmt in cls.body.body
+            if isinstance(stmt, cst.FunctionDef)
+        )
+
+    @cached_property
     def sets_default_device(self) -> bool:
         return navigation.sets_default_device(self)
 

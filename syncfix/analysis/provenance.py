@@ -29,7 +29,7 @@ from .devices import fstring_device, origin_code, string_device
 from .dtypes import dtype_kw, is_dtype
 from .narrowing import narrowed_kind
 from .navigation import in_main_block, target_path
-from .syntax import in_place_keyword, keyword, literal_kind, positional, through_call
+from .syntax import in_place_keyword, keyword, literal_index, literal_kind, positional, through_call
 from .torch_api import (
     CREATION_DEVICE_ARG,
     DATALOADER,
@@ -77,8 +77,6 @@ def value(a: ModuleAnalysis, expr: cst.CSTNode) -> Value:
     return a.solver.get("value", expr, lambda n: _value(a, n), BOTTOM, UNKNOWN)
 
 
-
-
 def _value(a: ModuleAnalysis, expr: cst.CSTNode) -> Value:
     # the three commonest kinds first, by exact type (node classes are final; no ABC check)
     kind = type(expr)
@@ -112,7 +110,7 @@ def _value(a: ModuleAnalysis, expr: cst.CSTNode) -> Value:
         if base.kind is Kind.BOTTOM:
             return BOTTOM
         if isinstance(base, TupleValue):
-            index = _literal_index(expr)
+            index = literal_index(expr)
             return base.items[index] if index is not None and -len(base.items) <= index < len(base.items) else UNKNOWN
         if base.kind is Kind.TENSOR:
             return replace(base, dtype=base.dtype)
@@ -767,26 +765,12 @@ def _method_value(a: ModuleAnalysis, receiver: Value, method: str, call: cst.Cal
     return Value(Kind.TENSOR, receiver.device, memory, True, origin=receiver.origin)
 
 
-
-
 def _along_a_dim(a: ModuleAnalysis, call: cst.Call) -> bool:
     """``t.max(1)`` / ``t.min(dim=-1)``: a reduction along a dimension (not ``t.max(other)``)."""
     if keyword(call, "dim") is not None:
         return True
     args = positional(call)
     return bool(args) and literal_kind(args[0].value) == "int"
-
-
-def _literal_index(expr: cst.Subscript) -> int | None:
-    if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
-        return None
-    value = expr.slice[0].slice.value
-    negative = isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus)
-    inner = value.expression if isinstance(value, cst.UnaryOperation) and negative else value
-    if not isinstance(inner, cst.Integer):
-        return None
-    n = int(inner.value, 0)
-    return -n if negative else n
 
 
 def _batch_dict_view(a: ModuleAnalysis, call: cst.Call) -> Value | None:

@@ -237,3 +237,16 @@ def literal_number(expr: cst.BaseExpression, *, nested_signs: bool = True) -> bo
         if isinstance(inner, (int, float)) and not isinstance(inner, bool):
             return -inner if isinstance(expr.operator, cst.Minus) else inner
     return None
+
+
+def literal_index(expr: cst.Subscript) -> int | None:
+    """``x[2]`` / ``x[-1]``: the one literal int index of a subscript, else None."""
+    if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+        return None
+    value = expr.slice[0].slice.value
+    negative = isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus)
+    inner = value.expression if isinstance(value, cst.UnaryOperation) and negative else value
+    if not isinstance(inner, cst.Integer):
+        return None
+    n = int(inner.value, 0)
+    return -n if negative else n
