@@ -64,12 +64,14 @@ _ZEROS_AND_ONES = {"torch.zeros", "torch.ones", "torch.eye"}
 
 
 def built_like(a, call: cst.Call) -> cst.Call | None:
-    """For ``torch.zeros(...).to(t)`` with ``t`` provably a tensor (its device *and* dtype): the
-    factory with ``dtype=t.dtype, device=t.device``; None otherwise. Only factories of zeros and
-    ones, which every dtype holds exactly (a fill converted from float32 would not match one made
-    in float64), without a dtype of their own, and ``t`` a name or attribute (read twice)."""
+    """For ``torch.zeros(...).to(t)`` (or ``.type_as(t)``) with ``t`` provably a tensor (its
+    device *and* dtype): the factory with ``dtype=t.dtype, device=t.device``; None otherwise. Only
+    factories of zeros and ones, which every dtype holds exactly (a fill converted from float32
+    would not match one made in float64), without a dtype of their own, and ``t`` a name or
+    attribute (read twice). (``type_as`` moves to the *current* CUDA device, not ``t``'s: the
+    caller says so.)"""
     func = call.func
-    if not (isinstance(func, cst.Attribute) and func.attr.value == "to" and isinstance(func.value, cst.Call)):
+    if not (isinstance(func, cst.Attribute) and func.attr.value in ("to", "type_as") and isinstance(func.value, cst.Call)):
         return None
     factory = func.value
     if a.callee(factory) not in _ZEROS_AND_ONES or keyword(factory, "dtype") is not None:

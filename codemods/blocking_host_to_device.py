@@ -41,8 +41,11 @@ class BlockingHostToDevice(Rule):
     `.to(device, dtype)` / `.to(device, dtype=...)` are copies too, and so are the items of a
     batch moved in a comprehension (`{k: v.cuda() for k, v in batch.items()}`,
     `[t.to(device) for t in batch]`). So is `p.type_as(x)` of a CPU tensor `p` in code that
-    repeats (it converts to `x`'s tensor type, CUDA's where `x` is on a GPU; reported without a
-    fix), and a `.to(x.device)` right after it then copies nothing and is not reported.
+    repeats (it converts to `x`'s tensor type, CUDA's where `x` is on a GPU), and a
+    `.to(x.device)` right after it then copies nothing and is not reported. Its fix, for zeros or
+    ones a factory builds (`1 - torch.eye(n).type_as(x)`), builds them with `dtype=x.dtype,
+    device=x.device`: **unsafe**, since `type_as` picks the *current* CUDA device and this `x`'s
+    (the same where `x` is on the current device, as in a process per GPU); no fix otherwise.
 
     Not copies, so never reported: casts (`.to(dtype)` where the argument is a dtype by every
     sign syncfix can read: `torch.float16`, a name or attribute called `dtype` or `*_dtype`
@@ -430,7 +433,9 @@ class BlockingHostToDevice(Rule):
         other = a.value(args[0].value)
         if not other.is_tensor or other.device is Device.CPU:
             return
-        self.report(node, _TYPE_AS)
+        built = None if a.uses_streams or a.caught_by_handler(node) else built_like(a, node)
+        fix = self.unsafe_fix({node: built}, _TYPE_AS_BUILT) if built is not None else None
+        self.report(node, _TYPE_AS if fix is None else _TYPE_AS_HEAD, fix=fix)
 
     def _build_like(self, node: cst.Call) -> None:
         a = self.analysis
@@ -517,10 +522,18 @@ _BUILT_THERE_NAMED = (
 )
 
 
-_TYPE_AS = (
+_TYPE_AS_HEAD = (
     "Possibly blocking host-to-device copy: `type_as` converts a CPU tensor to the other tensor's "
-    "type, a GPU's if that is on one, and the CPU waits for all queued GPU work; no fix: keep "
-    "the tensor on the device (`self.register_buffer(...)`, moved with the module) or copy it once"
+    "type, a GPU's if that is on one, and the CPU waits for all queued GPU work"
+)
+_TYPE_AS = _TYPE_AS_HEAD + (
+    "; no fix: keep the tensor on the device (`self.register_buffer(...)`, moved with the "
+    "module) or copy it once"
+)
+_TYPE_AS_BUILT = (
+    "Build it with the other tensor's dtype and device (`dtype=t.dtype, device=t.device`): no "
+    "host tensor and no copy (unsafe: `type_as` puts it on the current CUDA device, this on the "
+    "other tensor's: the same where that one is current)"
 )
 _LIKE_OTHER = (
     "Possibly blocking host-to-device copy: `.to(other)` copies to the other tensor's device; "
