@@ -11,7 +11,7 @@ import libcst as cst
 
 from syncfix.analysis import Kind, keyword, positional
 
-from ._support import DEVICE_WORDS, append_kwarg
+from ._support import append_kwarg, named_as_device
 
 # What each factory's result depends on besides its device: its own arguments, the same on every
 # device. ``torch.arange`` only of Python ints, to an integer dtype (exact everywhere; float
@@ -28,6 +28,7 @@ _INTEGER_DTYPES = {
     "torch.long", "torch.int64", "torch.int", "torch.int32", "torch.short", "torch.int16",
     "torch.int8", "torch.uint8",
 }
+
 
 def built_on_device(a, call: cst.Call) -> tuple[cst.Call, bool] | None:
     """For ``<factory>(...).to(d)`` (or ``.cuda()``): the factory call with ``device=d`` added,
@@ -54,7 +55,7 @@ def built_on_device(a, call: cst.Call) -> tuple[cst.Call, bool] | None:
         return None
     if a.value(device).kind is Kind.DEVICE:
         return append_kwarg(factory, "device", device), True
-    if a.value(device).kind is Kind.UNKNOWN and _named_as_device(device):
+    if a.value(device).kind is Kind.UNKNOWN and named_as_device(device):
         return append_kwarg(factory, "device", device), False
     return None
 
@@ -129,14 +130,3 @@ def _only_device_argument(call: cst.Call) -> cst.BaseExpression | None:
     if not args and set(named) == {"device"}:
         return named["device"]
     return None
-
-
-def _named_as_device(expr: cst.BaseExpression) -> bool:
-    """``args.device``, ``self.gpu_id``, ``local_rank``: a name that says it holds a device."""
-    if isinstance(expr, cst.Attribute):
-        name = expr.attr.value
-    elif isinstance(expr, cst.Name):
-        name = expr.value
-    else:
-        return False
-    return any(word in name.lower() for word in DEVICE_WORDS)

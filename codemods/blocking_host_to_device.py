@@ -14,7 +14,6 @@ from syncfix.analysis import (
     Memory,
     Value,
     keyword,
-    last_name,
     positional,
 )
 from syncfix.model import Applicability
@@ -22,7 +21,7 @@ from syncfix.rules import Fix, Invalid, Rule
 
 from ._factories import built_like, built_on_device
 from ._memory import PASSED_ON, non_blocking_flag, source_may_change
-from ._support import DEVICE_WORDS, append_kwarg, code, kwarg, other_accelerator
+from ._support import append_kwarg, code, kwarg, named_as_device, other_accelerator
 
 
 class BlockingHostToDevice(Rule):
@@ -205,7 +204,8 @@ class BlockingHostToDevice(Rule):
     (`torch.ones(n, k, device=x.device)`): no host tensor and no copy, the same values, dtype and
     device on every accelerator, MPS and XLA included, so no device fact is needed. Only
     `torch.zeros`, `torch.ones`, `torch.eye`, `torch.full` of a Python number and
-    `torch.arange` of Python ints without a dtype, with no keyword but their sizes and `dtype`
+    `torch.arange` of Python ints (to an integer dtype, if one is named), with no keyword but
+    their sizes and `dtype`
     (random factories draw other numbers on another device, float steps are summed differently
     there, `requires_grad=True` would make a leaf of what was a copy). The fix is **safe** where
     the argument is provably a device (`x.device` of a tensor), **unsafe** where only its name
@@ -329,9 +329,8 @@ class BlockingHostToDevice(Rule):
                 return  # accelerate put the batch on its device already: the copy returns it
             # ``.to`` of a whole item may be an object's own (``.cuda`` all but never is), and
             # so may a part's where a project class defines a ``to`` without ``non_blocking``
-            # (DETR's ``NestedTensor``)
-            # so may a part whose copy is unpacked (PyG's sampler: ``edge_index, _, size =
-            # adj.to(device)``, a named tuple of tensors)
+            # (DETR's ``NestedTensor``), or whose copy is unpacked (PyG's sampler: ``edge_index,
+            # _, size = adj.to(device)``, a named tuple of tensors)
             whole_batch = method == "to" and (
                 bool(loaders) and any(whole for _, whole in loaders or ())
                 or _project_narrow_to(a)
@@ -564,11 +563,10 @@ def _converts_dtype(a, call: cst.Call) -> bool:
         # ``.to(src_tokens)``: another tensor's device *and dtype*, unless it is provably a device
         first = args[0].value
         other = a.value(first)
-        named = last_name(first.func if isinstance(first, cst.Call) else first).lower()
         if (
             not (other.is_tensor or other.kind is Kind.UNKNOWN)
             or isinstance(first, cst.SimpleString)
-            or any(word in named for word in DEVICE_WORDS)
+            or named_as_device(first.func if isinstance(first, cst.Call) else first)
         ):
             return False  # a device (``args.device``, ``self.gpu_id``, ``"cuda"``), not a tensor
         own, theirs = a.canonical_dtype(call.func.value), a.canonical_dtype(args[0].value)  # type: ignore[attr-defined]

@@ -126,7 +126,7 @@ def _bound_to_no_torch(tree: ast.AST, name: str) -> bool:
                 if node.value is None or _may_be_torch(node.value):
                     return False
                 bound = True
-            elif any(name in {n.id for n in ast.walk(t) if isinstance(n, ast.Name)} for t in targets):
+            elif any(name in _names_of(t) for t in targets):
                 return False  # unpacked or starred: which part it holds is not read here
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
@@ -134,13 +134,21 @@ def _bound_to_no_torch(tree: ast.AST, name: str) -> bool:
                     if "torch" in f"{getattr(node, 'module', '')}.{alias.name}":
                         return False
                     bound = True
-        elif isinstance(node, (ast.For, ast.AsyncFor, ast.withitem, ast.NamedExpr, ast.comprehension, ast.Global, ast.Nonlocal)):
-            if name in {n.id for n in ast.walk(node.target if hasattr(node, "target") else node) if isinstance(n, ast.Name)} or (
-                isinstance(node, ast.withitem) and node.optional_vars is not None
-                and name in {n.id for n in ast.walk(node.optional_vars) if isinstance(n, ast.Name)}
-            ) or isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            if name in node.names:
+                return False
+        else:  # a loop, comprehension, walrus or ``with ... as`` target: whatever it iterates
+            target = node.optional_vars if isinstance(node, ast.withitem) else getattr(node, "target", None)
+            if isinstance(node, _TARGET_BINDERS) and target is not None and name in _names_of(target):
                 return False
     return bound
+
+
+_TARGET_BINDERS = (ast.For, ast.AsyncFor, ast.comprehension, ast.NamedExpr, ast.withitem)
+
+
+def _names_of(target: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
 
 
 def _may_be_torch(expr: ast.AST) -> bool:
