@@ -377,3 +377,20 @@ def test_an_element_indexed_by_the_loop_variable_says_to_read_the_tensor_once():
     # an element the loop reads at a fixed place is no such read
     (g,) = check_code(src.replace("index[i]", "index[0]"), select=["SFX105"])
     assert "indexed out of" not in g.message
+
+
+@pytest.mark.parametrize("read", ["loss.cpu().item()", "loss.detach().cpu().item()"])
+def test_a_read_of_a_host_copy_is_one_finding_at_the_copy(read):
+    # fastMRI's ``loss_cpu = loss_gpu.cpu().item()``: the copy waits; the read of the copy does not
+    src = (
+        "import torch\n\ndef train(step, loader, opt):\n    for batch in loader:\n"
+        "        loss_dict = step(batch)\n        for name in loss_dict:\n"
+        f"            loss = loss_dict[name]\n            value = {read}\n            loss_dict[name] = value\n"
+    )
+    for unsafe in (False, True):
+        (finding,) = check_code(src, select=["SFX105"], unsafe_fixes=unsafe)
+        assert finding.message.startswith("Blocking device-to-host copy"), finding.message
+    # a read of the tensor itself, or of a copy not reported as one, is still the sync it is
+    for other in ("loss.item()", "loss.to('cpu')[0].item()"):
+        (finding,) = check_code(src.replace(read, other), select=["SFX105"], unsafe_fixes=True)
+        assert finding.message.startswith("GPU value read"), other
