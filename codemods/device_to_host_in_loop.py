@@ -353,8 +353,8 @@ class DeviceToHostInLoop(Rule):
         if read is None:
             read = a.likely.host_read(node)
             read_as_tensor = read is not None and a.likely.value(read.receiver).kind is Kind.UNKNOWN
-        if read is None or read_as_tensor and isinstance(read.receiver, cst.Call) and _read_as_array(a, read.receiver):
-            return  # ``loss.cpu().item()``: the copy waits (reported there), not the read of it
+        if read is None:
+            return
         if read.form in ("float", "int"):
             # ``float(x)`` is as often of a number, a string or a numpy value: only of a tensor,
             # or of a tensor op's result in the likely view (``float(preds.eq(y).sum())``, and an
@@ -416,8 +416,11 @@ class DeviceToHostInLoop(Rule):
             if base is not None and (a.is_tensor(base) or a.likely.is_tensor(base)) and len(code(a, base)) <= 40:
                 hint = "; no fix: " + INDEXED_ELEMENTS.format(code(a, base))
         logged = proven and any(isinstance(n, cst.Call) and in_log(a, n) for n in ancestors_in(a, node, stmt))
+        # ``loss.cpu().item()``: the copy waits, and is reported; the read of it waits for nothing
+        copy_reported = read_as_tensor and isinstance(read.receiver, cst.Call) and _read_as_array(a, read.receiver)
         if not fixes or logged:  # a log line of a CUDA tensor: SFX401/SFX402 rewrite those
-            self.report(node, _SCALAR + where + hint)
+            if not copy_reported:
+                self.report(node, _SCALAR + where + hint)
             return
         if total:
             fix = self._into_tensor_total(stmt.body[0], node)  # type: ignore[arg-type]
@@ -428,6 +431,8 @@ class DeviceToHostInLoop(Rule):
                 if found is not None:
                     fix, hint = self.unsafe_fix(*found), said
                     break
+        if fix is None and copy_reported:
+            return  # one finding, the copy's (a fix of the reads, above, is worth its own)
         self.report(node, _SCALAR + where + hint, fix=fix)
 
     def _into_tensor_total(self, aug: cst.AugAssign, read: cst.Call) -> Fix | None:
