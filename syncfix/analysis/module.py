@@ -97,6 +97,8 @@ class Caches:
     unseen_bindings: dict[tuple[Scope, str], BaseAssignment] = field(default_factory=dict)
     main_blocks: tuple[tuple[int, int], ...] | None = None  # navigation.in_main_block
     registered: dict[cst.ClassDef, frozenset[str]] = field(default_factory=dict)  # attributes._registered
+    # bindings.bindings per use: syntax only, so the likely view shares its analysis's table
+    bindings: dict[cst.Name, frozenset[BaseAssignment]] = field(default_factory=dict)
 
 
 class ModuleAnalysis:
@@ -498,7 +500,11 @@ class ModuleAnalysis:
     # ---- bindings (bindings.py) -----------------------------------------------------------
     def bindings(self, name: cst.Name) -> frozenset[BaseAssignment]:
         """The scope bindings that may reach this use of ``name`` (loop-carried included)."""
-        return bindings.bindings(self, name)
+        memo = (self._syntax_of or self).cache.bindings
+        found = memo.get(name)
+        if found is None:
+            found = memo[name] = bindings.bindings(self, name)
+        return found
 
     def reaching_values(self, name: cst.Name) -> list[cst.CSTNode] | None:
         """The expressions of every binding that may reach ``name`` (see bindings.py)."""
