@@ -14,9 +14,19 @@ _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp,
 EXACT_FLOAT_INT = 2**53
 
 
-def shared_with_other_scope(fn: cst.FunctionDef, name: str) -> bool:
-    """Does a nested scope of ``fn`` mention ``name``, or ``fn`` declare it global/nonlocal?"""
-    return _nested_scope_mentions(fn, name) or _declared_global(fn, name)
+def shared_with_other_scope(a, fn: cst.FunctionDef, name: str) -> bool:
+    """Does a nested scope of ``fn`` mention ``name``, or ``fn`` declare it global/nonlocal?
+    (Read off the index of nodes by type: no walk of the function.)"""
+    for kind in _SCOPES:
+        for scope in a.nodes_within(fn.body, kind):
+            if any(n.value == name for n in a.nodes_within(scope, cst.Name)):
+                return True
+    return any(
+        n.name.value == name
+        for kind in (cst.Global, cst.Nonlocal)
+        for decl in a.nodes_within(fn.body, kind)
+        for n in decl.names
+    )
 
 
 def periodic_uses(
@@ -130,41 +140,6 @@ def mentions(loop: cst.For | cst.While, name: str, *, skip: cst.CSTNode, header:
     if header and isinstance(loop, cst.While):
         parts.append(loop.test)
     return any(_names_in(part, name, skip=skip) for part in parts)
-
-
-def _nested_scope_mentions(fn: cst.FunctionDef, name: str) -> bool:
-    found = False
-
-    class Inner(cst.CSTVisitor):
-        def visit_Name(self, node: cst.Name) -> None:
-            nonlocal found
-            found = found or node.value == name
-
-    class Outer(cst.CSTVisitor):
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            if isinstance(node, _SCOPES) and node is not fn:
-                walk(node, Inner())
-                return False
-            return True
-
-    walk(fn.body, Outer())
-    return found
-
-
-def _declared_global(fn: cst.FunctionDef, name: str) -> bool:
-    found = False
-
-    class V(cst.CSTVisitor):
-        def visit_Global(self, node: cst.Global) -> None:
-            nonlocal found
-            found = found or any(n.name.value == name for n in node.names)
-
-        def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
-            nonlocal found
-            found = found or any(n.name.value == name for n in node.names)
-
-    walk(fn.body, V())
-    return found
 
 
 def start_value(
@@ -348,7 +323,7 @@ def tensor_total(a, aug: cst.AugAssign) -> list[cst.BaseExpression] | None:
 def _local_assignments(a, name: cst.Name) -> list | None:
     fn = a.enclosing_function(name)
     scope = a.scope(name)
-    if fn is None or scope is None or shared_with_other_scope(fn, name.value) or a.bound_unseen(name.value):
+    if fn is None or scope is None or shared_with_other_scope(a, fn, name.value) or a.bound_unseen(name.value):
         return None
     return list(scope.assignments[name.value])
 

@@ -483,7 +483,7 @@ keeps the finding). A value handed to a meter every
         if origin is not None and origin[0] != '"' and not bound_before(a, origin, loop):
             acc.why_not = f"`{origin}` is not bound before the loop"
             return
-        if shared_with_other_scope(fn, acc.total):
+        if shared_with_other_scope(self.analysis, fn, acc.total):
             acc.why_not = f"`{acc.total}` is shared with another scope"
             return
         if reads_names_by_string(a, fn):
