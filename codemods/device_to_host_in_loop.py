@@ -136,7 +136,8 @@ class DeviceToHostInLoop(Rule):
     Where the code repeats (a loop body, a step-like function or a function called from one), a
     tensor whose device syncfix cannot name (a parameter's `.grad`, a model output passed in) is
     reported too, as likely on the GPU, with no fix: the message says the device is unknown. So
-    is `x.cpu().numpy()` of a value syncfix cannot name (a module's `.cpu()` has no `.numpy()`),
+    is `x.cpu().numpy()` of a value syncfix cannot name (a module's `.cpu()` has no `.numpy()`;
+    `x.cpu().item()` too, once: the copy waits, the read of the copy does not),
     and `feats.append(out.cpu())` where the function joins `feats` with `torch.cat`/`torch.stack`
     (only tensors can be joined; a module's `.cpu()` returns the module).
     Where the code repeats, a scalar read `v = t.item()` (or `t.item()` passed to a call, used
