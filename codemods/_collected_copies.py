@@ -64,7 +64,7 @@ def collected(a, node: cst.Call) -> bool:
             isinstance(call, cst.Call)
             and isinstance(call.func, cst.Attribute)
             and call.func.attr.value in _COLLECTORS
-        ):
+        ) or _own_method(a, call):
             return False
         containers = [call.func.value]
     elif isinstance(parent, cst.Assign) and all(isinstance(t.target, cst.Subscript) for t in parent.targets):
@@ -85,6 +85,25 @@ def collected(a, node: cst.Call) -> bool:
         for other in _statements_in(a, loop.body)
         if other is not stmt
     )
+
+
+# What a name bound to one of these holds is a builtin container: its ``append`` stores.
+_CONTAINER_DISPLAYS = (cst.List, cst.ListComp, cst.Dict, cst.DictComp, cst.Set, cst.SetComp)
+
+
+def _own_method(a, call: cst.Call) -> bool:
+    """``self.append(x)``, or ``stats.append(x)`` where a class of this module defines a method of
+    that name and ``stats`` is not bound to a list: the class's code runs, and may read the value
+    at once (stylegan2's ``FeatureStats.append`` sums the array it is given), not list.append."""
+    func = call.func
+    assert isinstance(func, cst.Attribute)
+    receiver = func.value
+    if isinstance(receiver, cst.Name) and receiver.value in ("self", "cls"):
+        return True
+    if func.attr.value not in a.class_method_names:
+        return False
+    made = a.reaching_values(receiver) if isinstance(receiver, cst.Name) else None
+    return not made or not all(isinstance(m, _CONTAINER_DISPLAYS) for m in made)
 
 
 def _statements_in(a, block: cst.CSTNode) -> list[cst.CSTNode]:

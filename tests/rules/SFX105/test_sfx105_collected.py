@@ -3,6 +3,8 @@ collected: not where the loop reads the container again (it would read an unfill
 
 from __future__ import annotations
 
+import pytest
+
 from syncfix.api import check_code
 
 LOOP = """\
@@ -93,3 +95,23 @@ def test_an_array_view_of_the_copy_appended_is_only_collected():
     read = src.replace("        distances.append(dist.to('cpu').numpy())\n", "        distances.append(dist.to('cpu').numpy().mean())\n")
     (found,) = [f for f in check_code(read, path="ppl.py") if f.code == "SFX105"]
     assert "only collected" not in found.message
+
+
+@pytest.mark.parametrize("owner", ["self", "stats"])
+def test_a_copy_handed_to_a_method_of_the_modules_own_class_is_not_only_collected(owner):
+    # stylegan2's FeatureStats.append sums the array it is given at once: a non-blocking copy
+    # read there would read memory the copy has not filled yet
+    src = (
+        "import torch\n\nclass Stats:\n    def append(self, x):\n        self.total = x.sum()\n\n"
+        "    def append_torch(self, xs):\n        for x in xs:\n"
+        f"            {owner}.append(x.cpu().numpy())\n"
+    )
+    if owner == "stats":
+        src = src.replace("    def append_torch(self, xs):\n", "    def append_torch(self, xs, stats):\n")
+    messages = [f.message for f in check_code(src, select=["SFX105"])]
+    assert messages and not any("only collected" in m for m in messages)
+    # a list the function builds is collected, as before
+    listed = src.replace(f"            {owner}.append", "            out.append").replace(
+        "        for x in xs:\n", "        out = []\n        for x in xs:\n"
+    )
+    assert any("only collected" in f.message for f in check_code(listed, select=["SFX105"]))
