@@ -6,7 +6,7 @@ import re
 
 import libcst as cst
 
-from syncfix.analysis import Kind, keyword, literal_number
+from syncfix.analysis import Kind, dotted_name, keyword, literal_number
 from syncfix.rules import Invalid, Rule
 
 from ._support import assignments, syncs_on_gpu, unplaced_message, unplaced_reads
@@ -25,7 +25,9 @@ class TrueHostDependency(Rule):
     Python control flow that genuinely needs a GPU value on the host, so no rewrite can keep the
     meaning: `if loss.item() < best: save()`, early stopping (`break`/`return` on a GPU value),
     NaN checks that skip a step (`if torch.isnan(loss): continue`), `while` loops whose test is a
-    GPU value, and `GradScaler.step(optimizer)` with a non-fused optimizer. A test reads the
+    GPU value, and `GradScaler.step(optimizer)` with a non-fused optimizer (a scaler syncfix sees
+    built, or one named as such, `self.scaler`, in a file that imports or names `GradScaler`;
+    not one built with `enabled=False`). A test reads the
     value when it converts it (`.item()`, `float(t)`, `math.isnan(t)`), takes its truth, or asks
     `x in t` (`Tensor.__contains__` reads `(t == x).any()`).
     Where the code repeats (a loop body, a step-like function or a function called from one), a
@@ -268,9 +270,14 @@ class TrueHostDependency(Rule):
         if not (isinstance(func, cst.Attribute) and func.attr.value == "step" and node.args):
             return
         a = self.analysis
-        if not isinstance(func.value, cst.Name) or not _made_by(a, func.value, _GRAD_SCALERS):
+        receiver = func.value
+        enabled: bool | str
+        if isinstance(receiver, cst.Name) and _made_by(a, receiver, _GRAD_SCALERS):
+            enabled = _scaler_enabled(a, receiver)
+        elif _named_scaler(receiver) and self._names_grad_scaler():
+            enabled = "?"  # ``self.scaler``: a scaler by its name, built where syncfix does not look
+        else:
             return
-        enabled = _scaler_enabled(a, func.value)
         if enabled is False:
             return  # ``GradScaler(enabled=False).step(opt)`` only calls ``opt.step()``
         opt = node.args[0].value
@@ -291,6 +298,8 @@ class TrueHostDependency(Rule):
         when = (
             ""
             if enabled is True
+            else " when the scaler is enabled (a disabled one only steps the optimizer)"
+            if enabled == "?"
             else f" when the scaler is enabled (`enabled={enabled}`; a disabled one only steps the optimizer)"
         )
         self.report(
@@ -298,6 +307,13 @@ class TrueHostDependency(Rule):
             f"{self.MESSAGE}: GradScaler.step reads found_inf on the host (one sync per device){when} "
             f"to decide whether to skip the step; {advice}",
         )
+
+    def _names_grad_scaler(self) -> bool:
+        """Does the module import or use torch's GradScaler (asked once per file)?"""
+        known: bool | None = getattr(self, "_grad_scaler_named", None)
+        if known is None:
+            known = self._grad_scaler_named = _names_any(self.analysis, _GRAD_SCALERS)
+        return known
 
     def _message(self, node: cst.If, suites) -> str:
         a = self.analysis
@@ -459,5 +475,32 @@ def _scaler_enabled(a, name: cst.Name) -> bool | str:
 
 
 def _made_by(a, name: cst.Name, classes: set[str]) -> bool:
+    """Is ``name`` bound to a call of one of ``classes`` (one of the objects its name may be
+    bound to: RAFT's ``try: from torch.cuda.amp import GradScaler`` has a stand-in for old
+    versions in its ``except``)?"""
     call = _constructor(a, name)
-    return call is not None and a.callee(call) in classes
+    return call is not None and bool(a.qualnames(call.func) & classes)
+
+
+def _named_scaler(receiver: cst.BaseExpression) -> bool:
+    """``scaler``, ``self.grad_scaler``, ``self.state.amp_scaler``: named as a loss scaler."""
+    name = dotted_name(receiver)
+    return name is not None and name.rsplit(".", 1)[-1].lower().endswith("scaler")
+
+
+def _names_any(a, qualnames: set[str]) -> bool:
+    """Does the module import one of ``qualnames`` (``from torch.cuda.amp import GradScaler``) or
+    name it (``torch.amp.GradScaler(...)``, an annotation)?"""
+    short = {q.rsplit(".", 1)[-1] for q in qualnames}
+    for imp in a.structure.of_type(cst.ImportFrom):
+        module = dotted_name(imp.module) if imp.module is not None else None
+        if module and not isinstance(imp.names, cst.ImportStar) and any(
+            f"{module}.{dotted_name(alias.name)}" in qualnames for alias in imp.names
+        ):
+            return True
+    return any(
+        (a.qualname(n) or "") in qualnames
+        for kind in (cst.Name, cst.Attribute)
+        for n in a.structure.of_type(kind)
+        if (n.value if isinstance(n, cst.Name) else n.attr.value) in short
+    )

@@ -357,3 +357,42 @@ def test_a_host_operand_after_the_gpu_test_is_offered_first():
     assert "test `DEBUG` first (`DEBUG and (...)`)" in by_line[9] and "only where `DEBUG` holds" in by_line[9]
     assert "test `flags.verbose` first (`flags.verbose or (...)`)" in by_line[11]
     assert "first (" not in by_line[13] and "first (" not in by_line[15]
+
+
+SCALED = """\
+{imports}
+
+class Trainer:
+    def __init__(self, model, opt, amp):
+        self.model, self.optimizer = model, opt
+        self.grad_scaler = {build}
+
+    def train_step(self, x):
+        loss = self.model(x).mean()
+        self.grad_scaler.scale(loss).backward()
+        self.grad_scaler.step(self.optimizer)
+        self.grad_scaler.update()
+"""
+
+
+def test_a_scaler_kept_on_self_is_reported_where_the_file_names_grad_scaler():
+    # nnUNet's ``self.grad_scaler.step(self.optimizer)``: built in ``__init__``
+    src = SCALED.format(imports="from torch.amp import GradScaler", build="GradScaler('cuda', enabled=amp)")
+    (finding,) = check_code(src, select=["SFX206"])
+    assert "GradScaler.step" in finding.message and "when the scaler is enabled" in finding.message
+    assert "unless the optimizer is fused" in finding.message
+    # no GradScaler in the file: ``self.grad_scaler`` may be anything
+    other = SCALED.format(imports="import torch", build="make_scaler()")
+    assert check_code(other, select=["SFX206"]) == []
+
+
+def test_a_scaler_class_bound_twice_is_still_torchs():
+    # RAFT: ``try: from torch.cuda.amp import GradScaler`` with a stand-in for old versions
+    src = (
+        "import torch\ntry:\n    from torch.cuda.amp import GradScaler\nexcept ImportError:\n"
+        "    class GradScaler:\n        def step(self, opt):\n            opt.step()\n\n"
+        "def train(model, loader, opt, amp):\n    scaler = GradScaler(enabled=amp)\n"
+        "    for x in loader:\n        scaler.scale(model(x)).backward()\n        scaler.step(opt)\n"
+    )
+    (finding,) = check_code(src, select=["SFX206"])
+    assert "`enabled=amp`" in finding.message

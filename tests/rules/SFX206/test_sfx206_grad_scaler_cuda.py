@@ -1,4 +1,4 @@
-"""On a GPU: the read SFX108 reports, and that its advice removes it. ``GradScaler.step`` with a
+"""On a GPU: the read SFX206 reports at ``scaler.step(opt)``, and that its advice removes it. ``GradScaler.step`` with a
 default optimizer reads the overflow flag on the host once per step; with ``fused=True`` it
 hands the flag to the optimizer's kernel and reads nothing. Run with ``-s`` to see the counts."""
 
@@ -24,7 +24,7 @@ def _steps(opt, scaler, model, xs):
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("kind", ["SGD", "AdamW"])
-def test_sfx108_fused_optimizer_steps_without_reading_the_flag(kind):
+def test_sfx206_fused_optimizer_steps_without_reading_the_flag(kind):
     torch.manual_seed(0)
     xs = [torch.randn(64, 32, device="cuda") for _ in range(8)]
     counts = {}
@@ -33,6 +33,6 @@ def test_sfx108_fused_optimizer_steps_without_reading_the_flag(kind):
         opt = getattr(torch.optim, kind)(model.parameters(), lr=1e-3, fused=fused)
         scaler = torch.amp.GradScaler("cuda")
         _, counts[fused] = count_syncs(_steps, opt, scaler, model, xs)
-    print(f"\nSFX108 {kind}: syncs over {len(xs)} steps, default {counts[False]}, fused {counts[True]}")
+    print(f"\nSFX206 GradScaler {kind}: syncs over {len(xs)} steps, default {counts[False]}, fused {counts[True]}")
     assert counts[False] >= len(xs), "the default optimizer's step did not read the flag each step"
     assert counts[True] == 0
