@@ -453,7 +453,8 @@ def _run(opts: dict, mode: str) -> int:
     cache = results_cache.Cache(_cache_dir(settings, opts), settings) if use_cache else None
     # the project index: one pass over each project's files
     places = project_contexts(
-        found.files, settings.hot_functions, _index_summarizer(settings), settings.closed_project
+        found.files, settings.hot_functions, _index_summarizer(settings), settings.closed_project,
+        given=[p for p in paths if p != "-"],
     )
     jobs = [
         Job(f, fix=fix, write=write, want_source=want_source, cache=cache, context=places.get(f))

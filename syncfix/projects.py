@@ -384,31 +384,41 @@ def contexts(
     hot_functions: Iterable[str] = DEFAULT_HOT_FUNCTIONS,
     summarize: Summarize | None = None,
     closed: bool | None = None,
+    given: Iterable[str | Path] = (),
 ) -> dict[str, ModuleContext]:
     """Each file's context, one index per project root. A file under no ``pyproject.toml`` or
-    ``.git`` belongs to a loose project: the files directly in its folder (the scripts beside
-    it may import it, or run it under a CUDA stream), open to other code unless ``closed``
-    says otherwise. (Facts other files gave an earlier run in this process are forgotten.) ``summarize`` reads the files of a project (by default
-    here; the command line spreads them over its workers); ``closed`` overrides
-    :func:`is_closed` (the ``closed-project`` setting)."""
+    ``.git`` belongs to a loose project: every file under the outermost folder named on the
+    command line (``given``) that holds it, or else the files directly in its folder (the
+    scripts beside it may import it, or run it under a CUDA stream); open to other code unless
+    ``closed`` says otherwise. (Facts other files gave an earlier run in this process are
+    forgotten.) ``summarize`` reads the files of a project (by default here; the command line
+    spreads them over its workers); ``closed`` overrides :func:`is_closed` (the
+    ``closed-project`` setting)."""
     forget()
     indexes: dict[Path, Project] = {}
-    roots: dict[Path, tuple[Path, bool]] = {}
+    roots: dict[Path, tuple[Path, bool, bool]] = {}  # folder -> (root, marked, deep)
     out: dict[str, ModuleContext] = {}
     hot_names = tuple(hot_functions)
+    # outermost first: a folder named inside another named one belongs to the outer one's project
+    folders = sorted({Path(g).resolve() for g in given if Path(g).is_dir()}, key=lambda p: len(p.parts))
     for f in files:
         path = Path(f)
         folder = path.resolve().parent
         if folder not in roots:
             marked = project_root(path)
-            roots[folder] = (marked, True) if marked is not None else (folder, False)
-        root, is_marked = roots[folder]
+            named = next((g for g in folders if folder == g or g in folder.parents), None)
+            roots[folder] = (
+                (marked, True, True) if marked is not None
+                else (named, False, True) if named is not None
+                else (folder, False, False)
+            )
+        root, is_marked, deep = roots[folder]
         if root not in indexes:
             loose_closed = closed if closed is not None else False
             indexes[root] = (
                 Project(root, hot_names, summarize, closed)
                 if is_marked
-                else Project(root, hot_names, summarize, loose_closed, deep=False)
+                else Project(root, hot_names, summarize, loose_closed, deep=deep)
             )
         out[f] = indexes[root].context(path, module_name(path, root))
     return out

@@ -177,7 +177,10 @@ def test_stream_use_is_read_from_code_not_from_strings():
     # a name that may hold one: a parameter without a telling annotation, a loop or `with` target
     assert uses_streams(b"import torch\ndef f(dm):\n    dm.stream(s)\n")
     assert uses_streams(b"import torch\nfor r in things:\n    r.stream(3)\n")
-    assert uses_streams(b"from torch import Stream\ndef f(r: Stream):\n    r.current_stream()\n")
+    assert uses_streams(b"from torch import Stream\ndef f(r: Stream):\n    r.stream(3)\n")
+    # the current and default streams are the ones every op runs on: naming them adds none
+    assert not uses_streams(b"import torch\ne = torch.cuda.Event()\ne.record(torch.cuda.current_stream(d))\n")
+    assert not uses_streams(b"from torch.cuda import current_stream, default_stream\nh = current_stream().cuda_stream\n")
 
 
 def test_a_method_called_stream_of_an_object_that_is_no_torch_one_is_no_stream_use():
@@ -418,3 +421,28 @@ def test_a_batch_part_gets_no_unsafe_fix_where_a_project_class_defines_a_narrow_
     _files(tmp_path, monkeypatch, {"engine.py": "import misc\n" + ENGINE_NESTED, "misc.py": misc})
     result = CliRunner().invoke(cli, ["check", "engine.py", "--unsafe-fixes", "-o", "json", "--no-cache"])
     assert [f["fix"] is not None for f in json.loads(result.stdout) if f["code"] == "SFX101"] == [fixed]
+
+
+def test_a_folder_named_on_the_command_line_is_the_project_of_files_under_no_marker(tmp_path, monkeypatch):
+    # no .git, no pyproject.toml: the helper in pkg/ runs under a side stream that main.py sets,
+    # which only an index of the whole named folder sees
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "b.py").write_text(
+        "import torch\n\ndef step(model, loader):\n    for x in loader:\n"
+        "        t = torch.zeros(4).cuda()\n        model(x, t)\n"
+    )
+    (tmp_path / "main.py").write_text(
+        "import torch\nfrom pkg.b import step\ns = torch.cuda.Stream()\n"
+        "with torch.cuda.stream(s):\n    step(None, [])\n"
+    )
+    monkeypatch.chdir(tmp_path)
+
+    def fixes(target: str) -> list:
+        result = CliRunner().invoke(cli, ["check", target, "-o", "json", "--no-cache"])
+        return [f["fix"] for f in json.loads(result.output) if f["code"] == "SFX101"]
+
+    assert fixes(".") == [None]
+    places = contexts([str(tmp_path / "pkg" / "b.py")], given=[str(tmp_path)])
+    assert places[str(tmp_path / "pkg" / "b.py")].streams_around == "main"
+    # a file named alone is the project of its own folder, as before
+    assert fixes("pkg/b.py") != [None]
