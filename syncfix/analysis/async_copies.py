@@ -158,15 +158,17 @@ def _may_be_torch(expr: ast.AST) -> bool:
 
 
 #: Text a file that uses CUDA streams or graphs holds (a pre-filter for :func:`uses_streams`).
+#: (The current and default streams are not a use: every op runs on them already; see
+#: ``torch_api.STREAM_APIS``.)
 STREAM_USE = re.compile(
-    rb"cuda\.(?:Stream|stream|StreamContext|ExternalStream|current_stream|set_stream|default_stream"
+    rb"cuda\.(?:Stream|stream|StreamContext|ExternalStream|set_stream"
     rb"|graph|CUDAGraph|make_graphed_callables)\b|torch\.Stream\b|\.(?:wait_stream|record_stream|wait_event)\("
     rb"|from\s+torch\.cuda\s+import[^\n]*\b(?:Stream|stream|graph|CUDAGraph)\b"
-    rb"|\.(?:stream|Stream|current_stream)\(|get_device_module"
+    rb"|\.(?:stream|Stream)\(|get_device_module"
 )
 _CUDA_STREAM_NAMES = {
-    "Stream", "stream", "StreamContext", "ExternalStream", "current_stream", "set_stream",
-    "default_stream", "graph", "CUDAGraph", "make_graphed_callables",
+    "Stream", "stream", "StreamContext", "ExternalStream", "set_stream", "graph", "CUDAGraph",
+    "make_graphed_callables",
 }
 
 
@@ -193,7 +195,7 @@ def uses_streams(data: bytes) -> bool:
             # which is something else: point-e's ``streamer: NpzStreamer``, ``streamer.stream(n)``)
             if node.attr == "get_device_module":
                 return True
-            if node.attr in ("stream", "Stream", "current_stream"):
+            if node.attr in ("stream", "Stream"):
                 if not (isinstance(base, ast.Name) and _bound_to_no_torch(tree, base.id)):
                     return True
         elif isinstance(node, ast.ImportFrom) and node.module == "torch.cuda":

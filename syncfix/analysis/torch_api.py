@@ -342,10 +342,13 @@ NON_SUPPRESSING_CONTEXTS = NO_GRAD | GRAD_ON | {
 # Devices, streams and graphs
 
 # CUDA streams and graphs: a module using them orders copies itself.
+# (Not ``current_stream``/``default_stream``: they name the stream every op runs on already, so
+# recording an event on one or passing its handle along adds no stream: stylegan2's timing
+# ``Event.record(torch.cuda.current_stream(device))``. What would, waiting or switching, is here.)
 STREAM_APIS = (
-    "torch.cuda.Stream", "torch.cuda.stream", "torch.cuda.current_stream", "torch.cuda.set_stream",
+    "torch.cuda.Stream", "torch.cuda.stream", "torch.cuda.set_stream",
     "torch.cuda.StreamContext", "torch.Stream", "torch.cuda.ExternalStream", "torch.cuda.graph",
-    "torch.cuda.CUDAGraph", "torch.cuda.make_graphed_callables", "torch.cuda.default_stream",
+    "torch.cuda.CUDAGraph", "torch.cuda.make_graphed_callables",
 )
 # Stream methods called on tensors or streams.
 STREAM_METHODS = {"wait_stream", "record_stream", "wait_event"}

@@ -162,3 +162,18 @@ def test_a_dataset_that_places_its_items_reaches_only_the_programs_that_import_i
     )
     out = CliRunner().invoke(cli, ["apply", "--no-cache", "train.py"], catch_exceptions=False)
     assert "non_blocking=True" in (tmp_path / "train.py").read_text(), out.output
+
+
+def test_a_module_that_names_only_the_current_stream_uses_no_other_stream():
+    # stylegan2's training loop times its phases with ``Event.record(torch.cuda.current_stream(device))``
+    src = (
+        "import torch\n\ndef train(n, model, device):\n"
+        "    start = torch.cuda.Event(enable_timing=True)\n"
+        "    for _ in range(n):\n        images = torch.randn(64, 3).to('cuda')\n"
+        "        start.record(torch.cuda.current_stream(device))\n        model(images)\n"
+    )
+    (finding,) = check_code(src, select=["SFX101"])
+    assert finding.fix is not None and finding.fix.applicability == "safe"
+    # a stream of its own: copy ordering is not syncfix's to prove
+    side = src.replace("        model(images)\n", "        with torch.cuda.stream(torch.cuda.Stream()):\n            model(images)\n")
+    assert all(f.fix is None for f in check_code(side, select=["SFX101"]))
