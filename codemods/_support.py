@@ -402,7 +402,13 @@ def _loop_of_batches(a: ModuleAnalysis, loop: cst.CSTNode) -> bool:
     source = loop.iter
     while isinstance(source, cst.Call) and source.args:  # enumerate(...), tqdm(...), zip(...)
         source = source.args[0].value
-    if a.is_likely_batch_item(source):
+    if (
+        isinstance(source, cst.Call)
+        and isinstance(source.func, cst.Attribute)
+        and source.func.attr.value in ("items", "values", "keys")
+    ):
+        source = source.func.value  # SlowFast's ``for key, val in meta.items():``
+    if a.is_likely_batch_item(source) or a.value(source).kind is Kind.BATCH:
         return False  # over the images of one batch (na_vit's ``for image in images``): inside a step
     # a use of a name the loop binds (the target itself is a store): a batch, or a part of one
     # from a loader the code does not construct

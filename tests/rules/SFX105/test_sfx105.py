@@ -276,6 +276,15 @@ def test_a_read_after_an_inner_loop_of_steps_says_once_per_pass():
     )
     (h,) = [f for f in check_code(images, select=["SFX105"]) if f.line == 7]
     assert "every iteration of its loop" in h.message and "once per pass" not in h.message
+    # nor a loop over the items of a batch's dict (SlowFast's ``for key, val in meta.items():``)
+    items = (
+        "import torch\n\ndef train(loader, model, opt, log):\n    for x, y, meta in loader:\n"
+        "        for k, v in meta.items():\n            meta[k] = v.cuda(non_blocking=True)\n"
+        "        loss = model(x, y)\n        loss.backward()\n        opt.step()\n"
+        "        value = loss.item()\n        log(value)\n"
+    )
+    (i,) = [f for f in check_code(items, select=["SFX105"]) if f.line == 10]
+    assert "every iteration of its loop" in i.message and "once per pass" not in i.message
 
 
 def test_a_read_after_an_early_return_runs_only_when_the_if_lets_it():
