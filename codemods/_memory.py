@@ -23,6 +23,7 @@ from syncfix.analysis import (
     Device,
     Kind,
     ModuleAnalysis,
+    dotted_name,
     keyword,
     positional,
     root_name,
@@ -97,7 +98,8 @@ def source_may_change(
     change that matters only where the copy is to CUDA: pinning), ``.to(device)`` to any device
     not provably the CPU is a copy."""
     assert isinstance(call.func, cst.Attribute)
-    copies = _ON_CUDA_TARGETS if on_cuda else {Device.CUDA} if strict else _COPY_TARGETS
+    copies = Copies(_ON_CUDA_TARGETS if on_cuda else {Device.CUDA} if strict else _COPY_TARGETS)
+    copies.device = _device_named(a, call)
     source = call.func.value
     while True:
         if isinstance(source, cst.Call) and (a.callee(source) or "").startswith("torch."):
@@ -377,6 +379,40 @@ _READING = _COPYING | {"to", "items", "values", "keys"}
 _COPY_TARGETS = {Device.CUDA, Device.UNKNOWN}
 # With ``on_cuda``: a device that may be the CPU too (where nothing races).
 _ON_CUDA_TARGETS = {Device.CUDA, Device.UNKNOWN, Device.CUDA_OR_CPU}
+class Copies(frozenset):
+    """The ``.to(...)`` targets that make new memory of a CPU tensor, and the device argument of
+    the copy asked about (``device`` of ``x.to(device)``), where it holds one value wherever the
+    function reads it. That copy races with a later write only where it goes to CUDA, and there
+    every ``.to`` of the same device is a CUDA copy too, new memory (UNet's ``true_masks =
+    true_masks.to(device=device, ...)`` after ``images.to(device=device, ...)``); where the device
+    is the CPU, both return the tensor itself and nothing is copied asynchronously at all."""
+
+    device: tuple[str, frozenset[object]] | None = None
+
+
+def _device_named(a: ModuleAnalysis, call: cst.Call) -> tuple[str, frozenset[object]] | None:
+    """``call``'s device argument, as its code and the one binding of its name that reaches it
+    (``device``, or ``args.device`` of an attribute nothing in the module stores), or None."""
+    if call.func.attr.value != "to":  # type: ignore[attr-defined]
+        return None
+    arg = keyword(call, "device")
+    args = positional(call)
+    expr = arg.value if arg is not None else args[0].value if args else None
+    name = expr if isinstance(expr, cst.Name) else None
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and not a.attribute_set(expr.attr.value):
+        name = expr.value
+    if name is None or expr is None:
+        return None
+    bound = a.bindings(name)
+    return (dotted_name(expr) or "", frozenset(bound)) if len(bound) == 1 else None
+
+
+def _same_device(a: ModuleAnalysis, to: cst.Call, copies: Collection[Device]) -> bool:
+    """Is ``to`` (a ``.to(...)``) to the device of the copy asked about (:class:`Copies`)?"""
+    device = getattr(copies, "device", None)
+    return device is not None and _device_named(a, to) == device
+
+
 _READING_BUILTINS = {"builtins.len", "builtins.isinstance", "builtins.print", "builtins.str",
                      "builtins.repr", "builtins.format", "builtins.type", "builtins.id"}
 
@@ -423,7 +459,7 @@ def _alias_root(
             if not isinstance(cur.func, cst.Attribute) or cur.func.attr.value in _COPYING:
                 return None
             if cur.func.attr.value == "to" and (
-                a is None or a.to_target(cur) in copies
+                a is None or a.to_target(cur) in copies or _same_device(a, cur, copies)
             ):
                 return None  # a cast, or a copy to the CPU, may return the tensor itself
             cur = cur.func.value
