@@ -274,7 +274,11 @@ class TrueHostDependency(Rule):
         enabled: bool | str
         if isinstance(receiver, cst.Name) and _made_by(a, receiver, _GRAD_SCALERS):
             enabled = _scaler_enabled(a, receiver)
-        elif _named_scaler(receiver) and self._names_grad_scaler():
+        elif (
+            _named_scaler(receiver)
+            and not (isinstance(receiver, cst.Name) and _constructor(a, receiver) is not None)
+            and self._names_grad_scaler()
+        ):
             enabled = "?"  # ``self.scaler``: a scaler by its name, built where syncfix does not look
         else:
             return

@@ -396,3 +396,13 @@ def test_a_scaler_class_bound_twice_is_still_torchs():
     )
     (finding,) = check_code(src, select=["SFX206"])
     assert "`enabled=amp`" in finding.message
+
+
+def test_a_name_bound_to_another_class_is_no_scaler_by_its_name():
+    src = (
+        "import torch\nfrom torch.amp import GradScaler\n\nclass NativeScaler:\n"
+        "    def step(self, opt):\n        opt.step()\n\n"
+        "def train(model, loader, opt):\n    scaler = NativeScaler()\n"
+        "    for x in loader:\n        model(x).backward()\n        scaler.step(opt)\n"
+    )
+    assert check_code(src, select=["SFX206"]) == []
