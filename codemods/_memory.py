@@ -379,6 +379,8 @@ _READING = _COPYING | {"to", "items", "values", "keys"}
 _COPY_TARGETS = {Device.CUDA, Device.UNKNOWN}
 # With ``on_cuda``: a device that may be the CPU too (where nothing races).
 _ON_CUDA_TARGETS = {Device.CUDA, Device.UNKNOWN, Device.CUDA_OR_CPU}
+
+
 class Copies(frozenset):
     """The ``.to(...)`` targets that make new memory of a CPU tensor, and the device argument of
     the copy asked about (``device`` of ``x.to(device)``), where it holds one value wherever the
