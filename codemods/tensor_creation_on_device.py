@@ -307,19 +307,10 @@ class TensorCreationOnDevice(Rule):
         if scalar is not None:
             if not kwargs <= _SCALAR_KEYWORDS:
                 return None
-            new = node.with_changes(
-                func=func.with_changes(attr=cst.Name("full")),
-                args=[cst.Arg(cst.Tuple([]), comma=comma()), *node.args],
-            )
-            exact = self._scalar_exact(node, data, scalar)
-            what = "Fill on the device with torch.full((), v): the same value and dtype"
-            if exact:
-                return self.safe_fix({node: new}, what)
-            return self.unsafe_fix(
-                {node: new},
-                what + " (unsafe: for an int outside int64, or a value out of the dtype's range, "
-                "the error raised differs)",
-            )
+            new = _full(node)
+            if self._scalar_exact(node, data, scalar):
+                return self.safe_fix({node: new}, _FILL)
+            return self.unsafe_fix({node: new}, _FILL + _FILL_UNSAFE)
         if not a.is_host_data(data) or not kwargs <= {"device", "dtype"} or not _is_simple(dev):
             return None
         to = cst.Attribute(cst.Name("_"), cst.Name("to"))
@@ -382,6 +373,16 @@ class TensorCreationOnDevice(Rule):
         return False
 
 
+def _full(node: cst.Call) -> cst.Call:
+    """``torch.tensor(v, ...)`` -> ``torch.full((), v, ...)``, every argument kept."""
+    func = node.func
+    assert isinstance(func, cst.Attribute)
+    return node.with_changes(
+        func=func.with_changes(attr=cst.Name("full")),
+        args=[cst.Arg(cst.Tuple([]), comma=comma()), *node.args],
+    )
+
+
 def _fits_float32(literal: object) -> bool:
     """A number literal within float32's range (an unknown value may not be)."""
     if isinstance(literal, bool) or not isinstance(literal, (int, float)):
@@ -437,10 +438,16 @@ _CAUGHT = (
     "and copied without waiting a CUDA error would surface later"
 )
 _UNPLACED_DEVICE = " (if the device is a GPU's: syncfix cannot tell which device this is; no fix)"
+_FILL = "Fill on the device with torch.full((), v): the same value and dtype"
+_RANGES = (
+    "an int outside int64 raises another error, an int beyond 2**24 may round differently to a"
+    " 32-bit float dtype (torch.tensor rounds it to a double first), and a float beyond float32's"
+    " range raises where torch.tensor gives inf"
+)
+_FILL_UNSAFE = f" (unsafe: {_RANGES})"
 _UNNAMED_DEVICE_FILL = (
-    " (unsafe: the device is one syncfix cannot name; filling is exact on CUDA and the CPU, and for"
-    " an int of unknown size, or a value out of the dtype's range, the error raised differs;"
-    " declare `devices = [\"cuda\", \"cpu\"]` in [tool.syncfix.torch] if the project runs on"
+    " (unsafe: the device is one syncfix cannot name; filling is exact on CUDA and the CPU, and"
+    f" {_RANGES}; declare `devices = [\"cuda\", \"cpu\"]` in [tool.syncfix.torch] if the project runs on"
     " nothing else)"
 )
 _UNKNOWN_DATA = " (if the device is a GPU's, which syncfix cannot tell" + _UNKNOWN_DATA_HERE + ")"

@@ -113,3 +113,20 @@ def test_a_copy_held_back_by_a_handler_says_so_whatever_the_device():
     unguarded = src.replace("except Exception", "except KeyError")
     (finding,) = [f for f in check_code(unguarded, unsafe_fixes=True) if f.code == "SFX102"]
     assert finding.fix is not None
+
+
+def test_an_unsafe_fill_says_a_large_int_may_round_differently():
+    # torch.tensor rounds an int to a double first, torch.full once: past 2**24 the float32
+    # values differ (not only the errors), and the unsafe fix must say so
+    from syncfix import check_code
+
+    src = (
+        "import torch\n\ndef train(model, xs):\n    for x in xs:\n"
+        "        big = torch.tensor(1152921573326323713, device='cuda', dtype=torch.float32)\n"
+        "        model(x, big)\n"
+    )
+    [finding] = check_code(src, select=["SFX102"], unsafe_fixes=True)
+    assert finding.fix is not None and "unsafe" in finding.fix.description
+    assert "may round differently" in finding.fix.description
+    v = 1152921573326323713
+    assert torch.tensor(v, dtype=torch.float32).item() != torch.full((), v, dtype=torch.float32).item()
