@@ -8,20 +8,33 @@ from dataclasses import replace
 import libcst as cst
 
 from syncfix.analysis import (
-    METHOD_MAYBE_SELF,
     Device,
     Kind,
     Memory,
     Value,
-    keyword,
     positional,
 )
 from syncfix.model import Applicability
 from syncfix.rules import Fix, Invalid, Rule
 
+from ._copy_calls import (
+    after_type_as,
+    converts_dtype,
+    device_argument,
+    from_array,
+    is_false,
+    no_elements,
+    non_blocking_call,
+    onto_accumulator,
+    places_a_module,
+    project_narrow_to,
+    result_dropped,
+    to_names_device,
+    unpacked,
+)
 from ._factories import built_like, built_on_device
 from ._memory import PASSED_ON, non_blocking_flag, source_may_change
-from ._support import append_kwarg, code, kwarg, named_as_device, other_accelerator
+from ._support import code, other_accelerator
 
 
 class BlockingHostToDevice(Rule):
@@ -212,8 +225,13 @@ class BlockingHostToDevice(Rule):
     says so (`args.device`, `labels.device` of an object syncfix cannot see): `.to` also takes
     `None` (no move, where `device=None` is the default device), another tensor (its dtype too)
     or a dtype. Not in a module that uses streams: a blocking copy has landed when the next
-    line runs, a fill queued on a side stream has not. Where the device is provably CUDA, the
-    copy is made non-blocking as above. Likewise `torch.zeros(...).to(t)` of a `t` provably a
+    line runs, a fill queued on a side stream has not. The same fix is given where the device
+    is CUDA or the CPU but the project sets a default device or tensor type
+    (`set_default_tensor_type(torch.cuda.HalfTensor)` in a script that imports the module): the
+    factory's tensor may then already be on the GPU and the copy's direction is unknown, but
+    built with `device=` it is the same tensor either way (a tensor of data gets a finding that
+    names the default, and no fix). Where the device is provably CUDA, the copy is made
+    non-blocking as above. Likewise `torch.zeros(...).to(t)` of a `t` provably a
     tensor, in code that repeats (fastMRI's `torch.zeros(1, 1, 1, 1, 1).to(current_kspace)` in
     each cascade of a forward), is a copy to `t`'s device, whichever it is, converted to `t`'s
     dtype: it is built with `dtype=t.dtype, device=t.device` (**safe**) where the factory is
@@ -280,26 +298,26 @@ class BlockingHostToDevice(Rule):
             return
         if not isinstance(func, cst.Attribute) or func.attr.value not in ("cuda", "to"):
             return
-        if _after_type_as(node):
+        if after_type_as(node):
             return  # ``p.type_as(x).to(x.device)``: ``type_as`` already moved it (reported there)
         a = self.analysis
         flag = non_blocking_flag(a, node)
-        if flag is PASSED_ON or (flag is not None and not _is_false(flag.value)):
+        if flag is PASSED_ON or (flag is not None and not is_false(flag.value)):
             return  # already non_blocking=True (or a value we cannot judge)
         receiver = a.value(func.value)
         if receiver.kind is Kind.MODULE:
             return
-        if not receiver.is_tensor and _result_dropped(a, node) and not a.is_likely_batch_item(func.value):
+        if not receiver.is_tensor and result_dropped(a, node) and not a.is_likely_batch_item(func.value):
             # ``block.to(device)`` as a statement places a module in place (a batch object's own
             # ``.to``, PyG's ``Data`` or a tokenizer's ``BatchEncoding``, moves its tensors in place)
             return
         if receiver.is_tensor and receiver.device is Device.CUDA:
             return  # a copy between GPUs: the host does not wait for it
-        if _no_elements(a, func.value):
+        if no_elements(a, func.value):
             return  # ``torch.empty(0).cuda()``: nothing to copy, nothing waits
         if receiver.is_tensor and func.attr.value == "to" and a.already_on_target(node):
             return  # ``torch.zeros_like(rewards).to(device)``, ``rewards`` placed with ``device``
-        if _onto_accumulator(a, node):
+        if onto_accumulator(a, node):
             return  # ``total += x.to(total.device)``: kept on the total's device on purpose
         method = func.attr.value
         target: Device | None
@@ -309,7 +327,7 @@ class BlockingHostToDevice(Rule):
             target = a.to_target(node)
             if target is None or target is Device.CPU:
                 return  # a cast, or a device-to-host copy (SFX105's business)
-            if target is not Device.CUDA and not _to_names_device(a, node):
+            if target is not Device.CUDA and not to_names_device(a, node):
                 # ``.to(other_tensor)``: not a copy we can tell, but zeros built like the other
                 # tensor are the same whatever its device (fastMRI's ``torch.zeros(...).to(kspace)``)
                 self._build_like(node)
@@ -333,12 +351,12 @@ class BlockingHostToDevice(Rule):
             # _, size = adj.to(device)``, a named tuple of tensors)
             whole_batch = method == "to" and (
                 bool(loaders) and any(whole for _, whole in loaders or ())
-                or _project_narrow_to(a)
-                or _unpacked(a, node)
+                or project_narrow_to(a)
+                or unpacked(a, node)
             )
         else:
             # ``.cuda()`` is all but always a tensor's; ``.to(...)`` is as often a module's
-            if receiver.kind is Kind.UNKNOWN and method == "cuda" and a.is_hot(node) and not _places_a_module(a, node):
+            if receiver.kind is Kind.UNKNOWN and method == "cuda" and a.is_hot(node) and not places_a_module(a, node):
                 why = (
                     "Possibly blocking host-to-device copy: if the receiver is a CPU tensor, the CPU "
                     "waits for all queued GPU work (a GPU tensor's `.cuda()` copies nothing; "
@@ -347,7 +365,7 @@ class BlockingHostToDevice(Rule):
                 fix = None
                 if self._may_observe(node):
                     fix = self.observed_fix(
-                        {node: _non_blocking_call(a, node)},
+                        {node: non_blocking_call(a, node)},
                         "Copy with non_blocking=True (observed: a CPU tensor nothing refills)",
                         [("cpu_tensor", func.value), ("unshared_source", func.value)],
                         why,
@@ -359,19 +377,25 @@ class BlockingHostToDevice(Rule):
             # non-blocking would be read before it lands
             if target is Device.UNKNOWN and not a.is_hot(node):
                 return
+            built = None if a.uses_streams or a.caught_by_handler(node) else built_on_device(a, node)
+            if built is not None:
+                # a factory's tensor (perhaps on a default device another file set): built
+                # on the device instead, exact wherever it was built and whatever the device
+                self.report(node, _MAYBE_EITHER_WAY, fix=self._built_there_fix(node, built))
+                return
             why = (
                 _UNKNOWN_DEVICE
                 if target is Device.UNKNOWN
                 else "Possibly blocking host-to-device copy: if the tensor is on the CPU and the device "
                 "a GPU's, the CPU waits for all queued GPU work (the device may be the CPU and the "
                 "tensor on CUDA: then it is a device-to-host copy, whose result the CPU must wait "
-                "for; no fix)"
+                f"for{_DEFAULT_DEVICE if a.sets_default_device else ''}; no fix)"
             )
-            device = _device_argument(node)
+            device = device_argument(node)
             fix = None
-            if device is not None and self._may_observe(node) and not _converts_dtype(a, node):
+            if device is not None and self._may_observe(node) and not converts_dtype(a, node):
                 fix = self.observed_fix(
-                    {node: _non_blocking_call(a, node)},
+                    {node: non_blocking_call(a, node)},
                     "Copy with non_blocking=True (observed: the device is CUDA)",
                     [("cuda_device", device), ("unshared_source", func.value)],
                     why,
@@ -396,14 +420,7 @@ class BlockingHostToDevice(Rule):
         built = built_on_device(a, node) if target is Device.UNKNOWN and not a.uses_streams else None
         if built is not None:
             # exact on every device, where a non-blocking copy is proven on CUDA and the CPU only
-            new, proven = built
-            device = _device_argument(node)
-            fix = (
-                self.safe_fix({node: new}, _BUILT_THERE)
-                if proven
-                else self.unsafe_fix({node: new}, _BUILT_THERE_NAMED.format(code(a, device or node)))
-            )
-            self.report(node, headline, fix=fix)
+            self.report(node, headline, fix=self._built_there_fix(node, built))
             return
         if target is Device.UNKNOWN and a.other_accelerator and not a.cuda_or_cpu_only:
             self.report(node, f"{headline} ({other_accelerator(a.other_accelerator)}: no fix)")
@@ -420,6 +437,14 @@ class BlockingHostToDevice(Rule):
             self.report(node, f"{headline} ({why}: no fix)")
         else:
             self.report(node, headline, fix=fix)
+
+    def _built_there_fix(self, node: cst.Call, built: tuple[cst.Call, bool]) -> Fix:
+        """The factory with ``device=``: safe where the device is proven one, else unsafe."""
+        new, proven = built
+        if proven:
+            return self.safe_fix({node: new}, _BUILT_THERE)
+        device = device_argument(node)
+        return self.unsafe_fix({node: new}, _BUILT_THERE_NAMED.format(code(self.analysis, device or node)))
 
     def _type_as(self, node: cst.Call) -> None:
         """``p.type_as(x)`` converts ``p`` to ``x``'s tensor type, CUDA's where ``x`` is on a GPU:
@@ -456,7 +481,7 @@ class BlockingHostToDevice(Rule):
 
     def _fix(self, node: cst.Call, receiver: Value, source: Source, target: Device) -> Fix | None:
         fix = self._copy_fix(node, receiver, source, target)
-        if fix is None or not _converts_dtype(self.analysis, node):
+        if fix is None or not converts_dtype(self.analysis, node):
             return fix
         # ``.to("cuda", torch.int64)``: a blocking copy converts on the CPU, a non-blocking one on
         # the GPU, and the two disagree on some values (measured: NaN and inf to an integer)
@@ -469,12 +494,12 @@ class BlockingHostToDevice(Rule):
 
     def _copy_fix(self, node: cst.Call, receiver: Value, source: Source, target: Device) -> Fix | None:
         a = self.analysis
-        changes = {node: _non_blocking_call(a, node)}
+        changes = {node: non_blocking_call(a, node)}
         if a.uses_streams:
             return None
         func = node.func
         assert isinstance(func, cst.Attribute)
-        device = _device_argument(node)
+        device = device_argument(node)
         # what a recorded run can confirm of an unsafe fix's likely facts
         where = [("cuda_device", device)] if target is not Device.CUDA and device is not None else []
         # a CPU source: a CUDA one copies without the host waiting anyway (nothing to fix)
@@ -484,7 +509,7 @@ class BlockingHostToDevice(Rule):
             if source_may_change(a, node, passed_on=False):
                 return None  # the batch is written after the copy: keep it blocking
             return self.unsafe_fix(changes, _and_device(_LIKELY_BATCH_FIX, target), [*source_need, *where])
-        if receiver.memory is Memory.UNKNOWN and not receiver.fresh and _from_array(a, func.value):
+        if receiver.memory is Memory.UNKNOWN and not receiver.fresh and from_array(a, func.value):
             # ``torch.from_numpy(im)`` of an array syncfix cannot see: likely numpy's own memory
             if source_may_change(a, node, passed_on=False):
                 return None  # written here after the copy
@@ -552,32 +577,6 @@ _CONVERSION = (
 )
 
 
-def _converts_dtype(a, call: cst.Call) -> bool:
-    """Does ``.to(device, dtype)`` / ``.to(device, dtype=...)`` also convert the dtype (to one
-    that is not provably the source's own)?"""
-    if call.func.attr.value != "to":  # type: ignore[attr-defined]
-        return False
-    dtype = keyword(call, "dtype")
-    args = positional(call)
-    if dtype is None and len(args) == 1 and keyword(call, "device") is None:
-        # ``.to(src_tokens)``: another tensor's device *and dtype*, unless it is provably a device
-        first = args[0].value
-        other = a.value(first)
-        if (
-            not (other.is_tensor or other.kind is Kind.UNKNOWN)
-            or isinstance(first, cst.SimpleString)
-            or named_as_device(first.func if isinstance(first, cst.Call) else first)
-        ):
-            return False  # a device (``args.device``, ``self.gpu_id``, ``"cuda"``), not a tensor
-        own, theirs = a.canonical_dtype(call.func.value), a.canonical_dtype(args[0].value)  # type: ignore[attr-defined]
-        return own is None or own != theirs
-    value = dtype.value if dtype is not None else args[1].value if len(args) >= 2 else None
-    if value is None or isinstance(value, cst.Name) and value.value == "None":
-        return False
-    own, result = a.canonical_dtype(call.func.value), a.canonical_dtype(call)  # type: ignore[attr-defined]
-    return own is None or own != result
-
-
 def _and_device(description: str, target: Device) -> str:
     """An unsafe fix's text, naming the device fact too when the fix rests on it (a device
     syncfix cannot name; CUDA or the CPU are both exact)."""
@@ -594,24 +593,6 @@ _ARRAY_FIX = (
     "is likely in numpy's own, pageable memory, which the copy reads before it returns; a view "
     "of a pinned tensor, `t.numpy()`, refilled later would not be)"
 )
-_ARRAY_CALLS = {"torch.from_numpy", "torch.as_tensor", "torch.asarray"}
-
-
-def _from_array(a, expr: cst.BaseExpression) -> bool:
-    """Is ``expr`` (through casts such as ``.float()``) a tensor made from an array
-    (``torch.from_numpy(x)``, ``torch.as_tensor(x)``, ``torch.asarray(x)``), likely in numpy's
-    own memory? Not an array that views another framework's buffer (``t.numpy()``,
-    score_sde's ``tf_batch._numpy()``), which may be pinned and reused."""
-    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in METHOD_MAYBE_SELF:
-        expr = expr.func.value
-    if not (isinstance(expr, cst.Call) and a.callee(expr) in _ARRAY_CALLS):
-        return False
-    data = expr.args[0].value if expr.args else None
-    return not (
-        isinstance(data, cst.Call) and isinstance(data.func, cst.Attribute) and data.func.attr.value in ("numpy", "_numpy")
-    )
-
-
 _ESCAPED_FIX = (
     "Copy with non_blocking=True (unsafe: other code can reach the pinned source without its name "
     "here, through a container, an object, a return or a closure, and might write it before the "
@@ -634,6 +615,15 @@ _MAYBE_GPU = (
 _MAYBE_ON_HOST = (
     "Blocking host-to-device copy if the tensor is on the CPU (syncfix cannot tell; on the GPU "
     "it is no copy): the CPU waits for all queued GPU work"
+)
+_MAYBE_EITHER_WAY = (
+    "Possibly blocking copy: if the tensor is on the CPU and the device a GPU's (or the tensor on "
+    "a GPU and the device the CPU), the CPU waits for all queued GPU work"
+)
+_DEFAULT_DEVICE = (
+    "; a tensor built without `device=` may be on CUDA here: this module, or a project file run "
+    "with it, sets a default device or tensor type (`set_default_device`, "
+    "`set_default_tensor_type`)"
 )
 _UNKNOWN_DEVICE = (
     "Possibly blocking copy: syncfix can prove neither that the device is CUDA nor that the "
@@ -667,132 +657,3 @@ _UNKNOWN_TARGET_FIX = (
 )
 
 
-def _is_false(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "False"
-
-
-def _to_names_device(a, call: cst.Call) -> bool:
-    """Does ``.to(...)`` name a device at all (rather than another tensor or a dtype)?"""
-    if keyword(call, "device") is not None:
-        return True
-    args = positional(call)
-    return bool(args) and not a.value(args[0].value).is_tensor
-
-
-def _onto_accumulator(a, call: cst.Call) -> bool:
-    """``total += x.to(total.device)``: the summand follows the total's device (as SFX302 writes
-    its device totals); the summand was a device value, so no host-to-device copy is expected."""
-    target = _device_argument(call)
-    parent = a.parent(call)
-    return (
-        isinstance(target, cst.Attribute)
-        and target.attr.value == "device"
-        and isinstance(target.value, cst.Name)
-        and isinstance(parent, cst.AugAssign)
-        and parent.value is call
-        and isinstance(parent.target, cst.Name)
-        and parent.target.value == target.value.value
-    )
-
-
-def _after_type_as(call: cst.Call) -> bool:
-    """``p.type_as(x).to(x.device)``: ``type_as`` put ``p`` on ``x``'s kind of device already."""
-    func = call.func
-    assert isinstance(func, cst.Attribute)
-    inner = func.value
-    if not (isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) and inner.func.attr.value == "type_as"):
-        return False
-    other = positional(inner)
-    device = _device_argument(call)
-    return (
-        len(other) == 1
-        and isinstance(other[0].value, cst.Name)
-        and isinstance(device, cst.Attribute)
-        and device.attr.value == "device"
-        and isinstance(device.value, cst.Name)
-        and device.value.value == other[0].value.value
-    )
-
-
-def _unpacked(a, call: cst.Call) -> bool:
-    """``x, y, z = call``: the result is unpacked, as a tuple of tensors is, a tensor rarely."""
-    parent = a.parent(call)
-    return (
-        isinstance(parent, cst.Assign)
-        and parent.value is call
-        and any(isinstance(t.target, (cst.Tuple, cst.List)) for t in parent.targets)
-    )
-
-
-def _device_argument(call: cst.Call) -> cst.BaseExpression | None:
-    """The expression naming the target device: ``device=`` or the first argument of ``.to``."""
-    func = call.func
-    if isinstance(func, cst.Attribute) and func.attr.value == "cuda":
-        return None  # ``.cuda(i)``: CUDA whatever ``i`` is
-    kw = keyword(call, "device")
-    if kw is not None:
-        return kw.value
-    args = positional(call)
-    return args[0].value if args else None
-
-
-def _non_blocking_call(a, node: cst.Call) -> cst.Call:
-    func = node.func
-    assert isinstance(func, cst.Attribute)
-    true = cst.Name("True")
-    flag = non_blocking_flag(a, node)
-    if flag is not None:  # ``non_blocking=False`` or a positional ``False``
-        return node.with_deep_changes(flag, value=true)
-    if func.attr.value == "cuda" and not node.args:
-        return node.with_changes(
-            func=func.with_changes(attr=cst.Name("to")),
-            args=[cst.Arg(cst.SimpleString('"cuda"')), kwarg("non_blocking", true)],
-        )
-    return append_kwarg(node, "non_blocking", true)
-
-
-_SIZED_FACTORIES = {"torch.empty", "torch.zeros", "torch.ones"}
-
-
-def _result_dropped(a, node: cst.Call) -> bool:
-    """Is the call a statement of its own, its result unused?"""
-    parent = a.parent(node)
-    return isinstance(parent, cst.Expr) and parent.value is node
-
-
-def _project_narrow_to(a) -> bool:
-    """Does a class of the project (of the modules in sight: a closed project's) define a
-    ``to`` that takes no ``non_blocking``, so that an object syncfix cannot name may be one of
-    its instances?"""
-    members = a.project.members if a.project is not None else None
-    return members is not None and members.narrow_to()
-
-
-def _places_a_module(a, call: cst.Call) -> bool:
-    """``model.cuda()``, or ``m = rpc_sync(...).cuda()``, where the name is used as an
-    ``nn.Module`` in its function (``m.eval()``, ``m.cpu().parameters()``)."""
-    func = call.func
-    assert isinstance(func, cst.Attribute)
-    if a.used_as_module(func.value):
-        return True
-    assign = a.parent(call)
-    return (
-        isinstance(assign, cst.Assign)
-        and len(assign.targets) == 1
-        and a.used_as_module(assign.targets[0].target)
-    )
-
-
-def _no_elements(a, expr: cst.BaseExpression) -> bool:
-    """A tensor made here with no elements: ``torch.empty(0)``, ``torch.zeros((0, n))``,
-    ``torch.tensor([])``, ``torch.Tensor([])``."""
-    if not isinstance(expr, cst.Call):
-        return False
-    name = a.callee(expr)
-    args = positional(expr)
-    if name in ("torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.FloatTensor", "torch.LongTensor"):
-        return len(args) == 1 and isinstance(args[0].value, (cst.List, cst.Tuple)) and not args[0].value.elements
-    if name in _SIZED_FACTORIES and args:
-        sizes = args[0].value.elements if len(args) == 1 and isinstance(args[0].value, (cst.Tuple, cst.List)) else args
-        return any(isinstance(s.value, cst.Integer) and s.value.evaluated_value == 0 for s in sizes)
-    return False

@@ -67,3 +67,39 @@ def test_factories_built_on_the_device_sync_less_on_a_gpu():
         pytest.skip("needs CUDA")
     x, y = torch.randn(64, 8, device="cuda"), torch.randn(3, dtype=torch.float64, device="cuda")
     check_fewer_syncs("SFX101", FACTORIES, x, y)
+
+
+UNDER_DEFAULT = """
+import torch
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+torch.set_default_tensor_type(torch.DoubleTensor)
+
+def run(xs):
+    out = []
+    for x in xs:
+        pad = torch.zeros(x.shape[0], 2).to(device)
+        kernel = torch.tensor([1.0, 4.0, 1.0]).to(device)
+        out.append((torch.cat([x, pad], dim=1), kernel))
+    return out
+"""
+
+
+@pytest.mark.filterwarnings("ignore:torch.set_default_tensor_type\\(\\) is deprecated")
+def test_under_a_default_tensor_type_a_factory_is_built_on_the_device_and_data_is_explained():
+    # with a default device or tensor type set, a factory's tensor may already be on a GPU: the
+    # copy's direction is unknown, but building it on the device is exact either way
+    from syncfix import check_code
+
+    src = textwrap.dedent(UNDER_DEFAULT)
+    by_line = {f.line: f for f in check_code(src, select=["SFX101"])}
+    assert by_line[10].fix is not None and by_line[11].fix is None
+    assert "set_default_tensor_type" in by_line[11].message
+    fixed = fix_code(src, select=["SFX101"])
+    assert "torch.zeros(x.shape[0], 2, device=device)" in fixed
+    previous = torch.get_default_dtype()
+    try:
+        xs = [torch.randn(3, 4, dtype=torch.float64)]
+        assert_same_result(load(src, "run")(xs), load(fixed, "run")(xs))
+    finally:
+        torch.set_default_dtype(previous)

@@ -1,0 +1,189 @@
+"""What SFX101 asks of one copy call (``x.to(...)``, ``x.cuda()``): which device it names, whether
+it also converts the dtype, what its receiver is likely to be, and its non-blocking form.
+
+Kept apart from the rule (codemods/blocking_host_to_device.py), which decides from these facts
+whether the copy is reported and which fix it gets.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from syncfix.analysis import METHOD_MAYBE_SELF, Kind, keyword, positional
+
+from ._memory import non_blocking_flag
+from ._support import append_kwarg, kwarg, named_as_device
+
+_ARRAY_CALLS = {"torch.from_numpy", "torch.as_tensor", "torch.asarray"}
+
+
+_SIZED_FACTORIES = {"torch.empty", "torch.zeros", "torch.ones"}
+
+
+def converts_dtype(a, call: cst.Call) -> bool:
+    """Does ``.to(device, dtype)`` / ``.to(device, dtype=...)`` also convert the dtype (to one
+    that is not provably the source's own)?"""
+    if call.func.attr.value != "to":  # type: ignore[attr-defined]
+        return False
+    dtype = keyword(call, "dtype")
+    args = positional(call)
+    if dtype is None and len(args) == 1 and keyword(call, "device") is None:
+        # ``.to(src_tokens)``: another tensor's device *and dtype*, unless it is provably a device
+        first = args[0].value
+        other = a.value(first)
+        if (
+            not (other.is_tensor or other.kind is Kind.UNKNOWN)
+            or isinstance(first, cst.SimpleString)
+            or named_as_device(first.func if isinstance(first, cst.Call) else first)
+        ):
+            return False  # a device (``args.device``, ``self.gpu_id``, ``"cuda"``), not a tensor
+        own, theirs = a.canonical_dtype(call.func.value), a.canonical_dtype(args[0].value)  # type: ignore[attr-defined]
+        return own is None or own != theirs
+    value = dtype.value if dtype is not None else args[1].value if len(args) >= 2 else None
+    if value is None or isinstance(value, cst.Name) and value.value == "None":
+        return False
+    own, result = a.canonical_dtype(call.func.value), a.canonical_dtype(call)  # type: ignore[attr-defined]
+    return own is None or own != result
+
+
+def from_array(a, expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` (through casts such as ``.float()``) a tensor made from an array
+    (``torch.from_numpy(x)``, ``torch.as_tensor(x)``, ``torch.asarray(x)``), likely in numpy's
+    own memory? Not an array that views another framework's buffer (``t.numpy()``,
+    score_sde's ``tf_batch._numpy()``), which may be pinned and reused."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in METHOD_MAYBE_SELF:
+        expr = expr.func.value
+    if not (isinstance(expr, cst.Call) and a.callee(expr) in _ARRAY_CALLS):
+        return False
+    data = expr.args[0].value if expr.args else None
+    return not (
+        isinstance(data, cst.Call) and isinstance(data.func, cst.Attribute) and data.func.attr.value in ("numpy", "_numpy")
+    )
+
+
+def is_false(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "False"
+
+
+def to_names_device(a, call: cst.Call) -> bool:
+    """Does ``.to(...)`` name a device at all (rather than another tensor or a dtype)?"""
+    if keyword(call, "device") is not None:
+        return True
+    args = positional(call)
+    return bool(args) and not a.value(args[0].value).is_tensor
+
+
+def onto_accumulator(a, call: cst.Call) -> bool:
+    """``total += x.to(total.device)``: the summand follows the total's device (as SFX302 writes
+    its device totals); the summand was a device value, so no host-to-device copy is expected."""
+    target = device_argument(call)
+    parent = a.parent(call)
+    return (
+        isinstance(target, cst.Attribute)
+        and target.attr.value == "device"
+        and isinstance(target.value, cst.Name)
+        and isinstance(parent, cst.AugAssign)
+        and parent.value is call
+        and isinstance(parent.target, cst.Name)
+        and parent.target.value == target.value.value
+    )
+
+
+def after_type_as(call: cst.Call) -> bool:
+    """``p.type_as(x).to(x.device)``: ``type_as`` put ``p`` on ``x``'s kind of device already."""
+    func = call.func
+    assert isinstance(func, cst.Attribute)
+    inner = func.value
+    if not (isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) and inner.func.attr.value == "type_as"):
+        return False
+    other = positional(inner)
+    device = device_argument(call)
+    return (
+        len(other) == 1
+        and isinstance(other[0].value, cst.Name)
+        and isinstance(device, cst.Attribute)
+        and device.attr.value == "device"
+        and isinstance(device.value, cst.Name)
+        and device.value.value == other[0].value.value
+    )
+
+
+def unpacked(a, call: cst.Call) -> bool:
+    """``x, y, z = call``: the result is unpacked, as a tuple of tensors is, a tensor rarely."""
+    parent = a.parent(call)
+    return (
+        isinstance(parent, cst.Assign)
+        and parent.value is call
+        and any(isinstance(t.target, (cst.Tuple, cst.List)) for t in parent.targets)
+    )
+
+
+def device_argument(call: cst.Call) -> cst.BaseExpression | None:
+    """The expression naming the target device: ``device=`` or the first argument of ``.to``."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "cuda":
+        return None  # ``.cuda(i)``: CUDA whatever ``i`` is
+    kw = keyword(call, "device")
+    if kw is not None:
+        return kw.value
+    args = positional(call)
+    return args[0].value if args else None
+
+
+def non_blocking_call(a, node: cst.Call) -> cst.Call:
+    func = node.func
+    assert isinstance(func, cst.Attribute)
+    true = cst.Name("True")
+    flag = non_blocking_flag(a, node)
+    if flag is not None:  # ``non_blocking=False`` or a positional ``False``
+        return node.with_deep_changes(flag, value=true)
+    if func.attr.value == "cuda" and not node.args:
+        return node.with_changes(
+            func=func.with_changes(attr=cst.Name("to")),
+            args=[cst.Arg(cst.SimpleString('"cuda"')), kwarg("non_blocking", true)],
+        )
+    return append_kwarg(node, "non_blocking", true)
+
+
+def result_dropped(a, node: cst.Call) -> bool:
+    """Is the call a statement of its own, its result unused?"""
+    parent = a.parent(node)
+    return isinstance(parent, cst.Expr) and parent.value is node
+
+
+def project_narrow_to(a) -> bool:
+    """Does a class of the project (of the modules in sight: a closed project's) define a
+    ``to`` that takes no ``non_blocking``, so that an object syncfix cannot name may be one of
+    its instances?"""
+    members = a.project.members if a.project is not None else None
+    return members is not None and members.narrow_to()
+
+
+def places_a_module(a, call: cst.Call) -> bool:
+    """``model.cuda()``, or ``m = rpc_sync(...).cuda()``, where the name is used as an
+    ``nn.Module`` in its function (``m.eval()``, ``m.cpu().parameters()``)."""
+    func = call.func
+    assert isinstance(func, cst.Attribute)
+    if a.used_as_module(func.value):
+        return True
+    assign = a.parent(call)
+    return (
+        isinstance(assign, cst.Assign)
+        and len(assign.targets) == 1
+        and a.used_as_module(assign.targets[0].target)
+    )
+
+
+def no_elements(a, expr: cst.BaseExpression) -> bool:
+    """A tensor made here with no elements: ``torch.empty(0)``, ``torch.zeros((0, n))``,
+    ``torch.tensor([])``, ``torch.Tensor([])``."""
+    if not isinstance(expr, cst.Call):
+        return False
+    name = a.callee(expr)
+    args = positional(expr)
+    if name in ("torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.FloatTensor", "torch.LongTensor"):
+        return len(args) == 1 and isinstance(args[0].value, (cst.List, cst.Tuple)) and not args[0].value.elements
+    if name in _SIZED_FACTORIES and args:
+        sizes = args[0].value.elements if len(args) == 1 and isinstance(args[0].value, (cst.Tuple, cst.List)) else args
+        return any(isinstance(s.value, cst.Integer) and s.value.evaluated_value == 0 for s in sizes)
+    return False
