@@ -61,7 +61,8 @@ class BlockingHostToDevice(Rule):
 
     Not copies, so never reported: casts (`.to(dtype)` where the argument is a dtype by every
     sign syncfix can read: `torch.float16`, a name or attribute called `dtype` or `*_dtype`
-    such as `self.dtype`, `x.dtype` or `compute_dtype`, or `dtype=` alone; `.half()`,
+    such as `self.dtype`, `x.dtype` or `compute_dtype`, a `*_type` name with no device in it
+    such as `dst_type` (not `device_type`), or `dtype=` alone; `.half()`,
     `.float()`, `.bfloat16()`), `.to(other_tensor)` unless the other tensor is provably on CUDA
     (then it is a copy there) or the copy is of zeros or ones a factory builds (below), placing
     an `nn.Module`, and a `.to(...)` in

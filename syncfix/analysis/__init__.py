@@ -42,6 +42,8 @@ Which dtype (exact, or its kind)?                           ``dtypes``
 Which shape: one shape, 0-d, one element, 1-D?              ``shapes``
 Is a list built here of alike tensors, or of scalars?       ``containers``
 Is this call a torch loss; with which reduction?            ``losses``
+What does ``torch.Tensor(...)``/``torch.LongTensor(n, k)``   ``legacy_constructors``
+make?
 Python number or host data, never a tensor?                 ``pynumbers``
 Can autograd matter here?                                   ``autograd``
 Where is a tensor read on the host?                         ``host_reads``

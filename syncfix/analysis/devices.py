@@ -32,11 +32,13 @@ from .torch_api import (
     CUDA_AVAILABLE,
     DEVICE_TYPE_ATTR,
     DEVICE_TYPE_NAME,
+    DEVICE_WORDS,
     DTYPE_NAME,
     DTYPE_NAME_SUFFIX,
     LOGGING_ITERATORS,
     NON_TENSOR_NAMESPACES,
     PASS_THROUGH_ITER,
+    TYPE_NAME_SUFFIX,
 )
 from .values import OTHER, Device, Kind, Value
 
@@ -182,7 +184,7 @@ def _is_device_index(a: ModuleAnalysis, expr: cst.CSTNode) -> bool:
 
 def to_target(a: ModuleAnalysis, call: cst.Call) -> Device | None:
     """The device a ``.to(...)`` call moves to, or None when it names no device: a dtype only
-    (:func:`is_cast_argument`, or ``dtype=`` alone).
+    (:func:`is_cast_argument`, a ``*_type`` name such as ``dst_type``, or ``dtype=`` alone).
 
     ``Device.UNKNOWN`` means: it may name a device, but which one is not provable (this
     includes ``.to(other_tensor)``: the device of another tensor).
@@ -201,7 +203,7 @@ def to_target(a: ModuleAnalysis, call: cst.Call) -> Device | None:
         return Device.CUDA
     if v.is_tensor:
         return Device.UNKNOWN  # ``.to(other_tensor)``: device and dtype of another tensor
-    if is_cast_argument(a, first):
+    if is_cast_argument(a, first) or _type_named(a, first):
         return None
     return Device.UNKNOWN
 
@@ -238,6 +240,19 @@ def is_cast_argument(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
 
 def _dtype_named(name: str) -> bool:
     return name == DTYPE_NAME or name.endswith(DTYPE_NAME_SUFFIX)
+
+
+def _type_named(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    """A name or attribute ``*_type`` with no device in its name (``dst_type``, not
+    ``device_type``) and a value syncfix cannot name: likely a dtype. Enough to leave a
+    ``.to(dst_type)`` unreported, never to prove what the cast keeps."""
+    name = expr.attr.value if isinstance(expr, cst.Attribute) else expr.value if isinstance(expr, cst.Name) else ""
+    lowered = name.lower()
+    return (
+        lowered.endswith(TYPE_NAME_SUFFIX)
+        and not any(word in lowered for word in DEVICE_WORDS)
+        and a.value(expr).kind is Kind.UNKNOWN
+    )
 
 
 def cuda_branch(a: ModuleAnalysis, call: cst.Call) -> bool | None:

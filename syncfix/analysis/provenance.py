@@ -27,6 +27,7 @@ from .attributes import assumed_tensor, attribute_value, declared_forward, is_mo
 from .bindings import assignment_order, fact_of_name
 from .devices import fstring_device, origin_code, string_device
 from .dtypes import dtype_kw, is_dtype
+from .legacy_constructors import legacy_value
 from .narrowing import narrowed_kind
 from .navigation import in_main_block, target_path
 from .syntax import in_place_keyword, keyword, literal_index, literal_kind, positional, through_call
@@ -589,18 +590,10 @@ def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | N
         if data.is_tensor:
             return Value(Kind.TENSOR, data.device, data.memory, data.fresh, data.dtype)
         return Value(Kind.TENSOR)
-    if namespace == "torch." and short in LEGACY_CONSTRUCTORS and _legacy_copy(a, call):
-        # ``torch.Tensor([0, n])``: a new CPU tensor copied from the list (a tensor argument
-        # would be shared, a size would be uninitialised memory: neither is modelled)
-        device = Device.UNKNOWN if a.sets_default_device else Device.CPU
-        origin = '"cpu"' if device is Device.CPU else None
-        return Value(Kind.TENSOR, device, Memory.PAGEABLE, True, LEGACY_CONSTRUCTORS[short], origin)
-    legacy = namespace == "torch." and short in LEGACY_CONSTRUCTORS and len(call.args) == 1 and not call.args[0].keyword
-    data = a.value(call.args[0].value) if legacy and not call.args[0].star else UNKNOWN
-    if data.kind is Kind.NDARRAY:  # ``torch.FloatTensor(buf[idx])``: in the array's memory (or a copy)
-        device = Device.UNKNOWN if a.sets_default_device else Device.CPU
-        memory = Memory.PAGEABLE if data.memory is Memory.PAGEABLE else Memory.UNKNOWN
-        return Value(Kind.TENSOR, device, memory, False, LEGACY_CONSTRUCTORS[short], '"cpu"' if device is Device.CPU else None)
+    if namespace == "torch." and short in LEGACY_CONSTRUCTORS:
+        made = legacy_value(a, short, call)
+        if made is not None:
+            return made
     if short[:1].isupper():  # a class: nn layers are modules, anything else we do not model
         return Value(Kind.MODULE) if is_module_class(a, call.func) else UNKNOWN
     if namespace not in TENSOR_NAMESPACES or short.startswith("_") or short in TORCH_NON_TENSOR:
@@ -685,20 +678,6 @@ def torch_result_base(a: ModuleAnalysis, call: cst.Call) -> cst.BaseExpression |
     if args and shares_first_argument(short, in_place_keyword(call)):
         return args[0]
     return None
-
-
-def _legacy_copy(a: ModuleAnalysis, call: cst.Call) -> bool:
-    """One argument, a list or tuple display of numbers (``torch.Tensor([0, n])``), a list comprehension
-    of such (``torch.Tensor([t.shape for t in ts])``), or a ``range`` (``torch.LongTensor(range(n))``)."""
-    value = call.args[0].value if len(call.args) == 1 and call.args[0].keyword is None and not call.args[0].star else None
-    if value is None or isinstance(value, cst.Call) and a.callee(value) == "builtins.range":
-        return value is not None
-    if isinstance(value, cst.ListComp):
-        return not isinstance(value.elt, (cst.List, cst.Tuple, cst.Call))
-    return isinstance(value, (cst.List, cst.Tuple)) and all(
-        isinstance(el, cst.Element) and not isinstance(el.value, (cst.List, cst.Tuple, cst.Call))
-        for el in value.elements
-    )
 
 
 def _display_arg(call: cst.Call) -> bool:

@@ -358,6 +358,10 @@ STREAM_WORDS = {api.rsplit(".", 1)[-1] for api in STREAM_APIS} | STREAM_METHODS
 # ``compute_dtype``, ``self._orig_dtype``): a cast, not a copy, unless its value says otherwise.
 DTYPE_NAME = "dtype"
 DTYPE_NAME_SUFFIX = "_dtype"
+# ``src_type``/``dst_type`` (mmcv's ``cast_tensor_type``) name dtypes too; ``device_type``
+# ("cuda") names a device, and so may any ``*_type`` that mentions one.
+TYPE_NAME_SUFFIX = "_type"
+DEVICE_WORDS = ("device", "accel", "backend")
 # Functions returning a Python int that code passes as a device index (``.to(local_rank)``):
 # an int names a device of the current accelerator (CUDA on the machines syncfix fixes for).
 DEVICE_INDEX_FUNCTIONS = {

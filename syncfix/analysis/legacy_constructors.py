@@ -1,0 +1,56 @@
+"""What the legacy constructors (``torch.Tensor(...)``, ``torch.LongTensor(...)``) make: a new
+host tensor copied from a list of numbers, new host memory of the sizes given, or a tensor in a
+NumPy array's memory. A tensor argument (shared) is not modelled. Where the project sets a
+default device or tensor type, the new tensor's device is unknown."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from .torch_api import LEGACY_CONSTRUCTORS
+from .values import UNKNOWN, Device, Kind, Memory, Value
+
+if TYPE_CHECKING:
+    from .module import ModuleAnalysis
+
+
+def legacy_value(a: ModuleAnalysis, short: str, call: cst.Call) -> Value | None:
+    """The value of ``torch.<short>(...)`` for a legacy constructor ``short``; None where the
+    call is none of the forms above."""
+    device = Device.UNKNOWN if a.sets_default_device else Device.CPU
+    origin = '"cpu"' if device is Device.CPU else None
+    if _legacy_copy(a, call) or _legacy_sizes(a, call):
+        # ``torch.Tensor([0, n])``: copied from the list; ``torch.Tensor(n, 4)``: new memory
+        return Value(Kind.TENSOR, device, Memory.PAGEABLE, True, LEGACY_CONSTRUCTORS[short], origin)
+    one = len(call.args) == 1 and not call.args[0].keyword and not call.args[0].star
+    data = a.value(call.args[0].value) if one else UNKNOWN
+    if data.kind is Kind.NDARRAY:  # ``torch.FloatTensor(buf[idx])``: in the array's memory (or a copy)
+        memory = Memory.PAGEABLE if data.memory is Memory.PAGEABLE else Memory.UNKNOWN
+        return Value(Kind.TENSOR, device, memory, False, LEGACY_CONSTRUCTORS[short], origin)
+    return None
+
+
+def _legacy_sizes(a: ModuleAnalysis, call: cst.Call) -> bool:
+    """Positional arguments that can only be sizes (``torch.LongTensor(num, num_priors)``): two
+    or more (one may be data to copy or a tensor to share), or numbers. A call that does not
+    raise makes a new tensor of that size."""
+    args = call.args
+    if not args or any(arg.keyword is not None or arg.star for arg in args):
+        return False
+    return len(args) >= 2 or a.value(args[0].value).kind is Kind.NUMBER
+
+
+def _legacy_copy(a: ModuleAnalysis, call: cst.Call) -> bool:
+    """One argument, a list or tuple display of numbers (``torch.Tensor([0, n])``), a list comprehension
+    of such (``torch.Tensor([t.shape for t in ts])``), or a ``range`` (``torch.LongTensor(range(n))``)."""
+    value = call.args[0].value if len(call.args) == 1 and call.args[0].keyword is None and not call.args[0].star else None
+    if value is None or isinstance(value, cst.Call) and a.callee(value) == "builtins.range":
+        return value is not None
+    if isinstance(value, cst.ListComp):
+        return not isinstance(value.elt, (cst.List, cst.Tuple, cst.Call))
+    return isinstance(value, (cst.List, cst.Tuple)) and all(
+        isinstance(el, cst.Element) and not isinstance(el.value, (cst.List, cst.Tuple, cst.Call))
+        for el in value.elements
+    )
