@@ -387,8 +387,9 @@ class TrueHostDependency(Rule):
                 )
         else:
             why = (
-                "the branch has side effects that need the decision on the host. Decide every N "
-                "steps, or express the effect on the device (`torch.where`, masking)"
+                "what the branch does (more than one choice of a value per name: calls, stores or "
+                "nested tests) runs on the host after the decision. Decide every N steps, or "
+                "express it on the device (`torch.where`, masking)"
             )
         return f"{self.MESSAGE}: {why}{self._host_operand_first(node.test)}"
 
