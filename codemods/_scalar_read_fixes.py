@@ -105,8 +105,8 @@ def elements_at_once(a: ModuleAnalysis, node: cst.Call, stmt: cst.SimpleStatemen
     assert isinstance(new, cst.SimpleStatementLine)
     return (
         {stmt: cst.FlattenSentinel([read_all.with_changes(leading_lines=stmt.leading_lines), new.with_changes(leading_lines=())])},
-        f"Read elements {low}..{high} of `{tensor}` with one transfer (unsafe: syncfix cannot name "
-        f"`{tensor}`; a tensor too short raises RuntimeError instead of IndexError)",
+        f"Read elements {low}..{high} of `{tensor}` with one transfer (unsafe: syncfix cannot prove "
+        f"`{tensor}`'s shape; a tensor too short raises RuntimeError instead of IndexError)",
     )
 
 def from_host_list(a: ModuleAnalysis, node: cst.Call, stmt: cst.SimpleStatementLine) -> Unsafe | None:

@@ -11,6 +11,7 @@ from syncfix.analysis import Device, HostRead, Kind, ModuleAnalysis
 from syncfix.rules import Fix, Invalid, Rule
 from syncfix.walk import walk
 
+from ._scalar_read_fixes import elements_at_once
 from ._support import ReplaceNodes
 
 # Receiver forms that cannot raise, so evaluating them earlier moves no exception.
@@ -106,6 +107,11 @@ class MergeScalarReads(Rule):
     (`u_value = u.item()`) and the value used twice: **safe** whatever its dtype, shape or device,
     since nothing between the reads can change it (the preconditions below) and a Python number
     is immutable. Not for `tolist()`: each call makes a new list, and the two uses could tell.
+
+    Consecutive elements of one tensor read in one statement (`(t[0].item(), t[1].item())`,
+    YOLOX's `random_resize`) are read as one slice (`t_values = t[0:2].reshape(2).tolist()`) and
+    indexed: the same Python values, but **unsafe**, since syncfix does not prove `t`'s shape and a
+    tensor too short raises `RuntimeError` instead of `IndexError`.
 
     The other preconditions, each proven or no fix:
     - every tensor provably holds **one element** with a known shape (a full reduction
@@ -289,6 +295,12 @@ class MergeScalarReads(Rule):
             reuse = self._reuse(run, items)
             if reuse is not None:
                 self.report(first, f"{n} host reads in a row, one sync each", fix=reuse)
+                return
+            stmts = {id(i.stmt) for i in items}
+            elements = elements_at_once(a, first, items[0].stmt) if len(stmts) == 1 else None
+            if elements is not None:  # ``(t[0].item(), t[1].item())``: one slice, read once
+                changes, what = elements
+                self.report(first, f"{n} host reads in a row, one sync each", fix=self.unsafe_fix(changes, what))
                 return
             why = next((i.why_not for i in items if i.why_not), None) or (
                 "the tensors are not provably on one device"
