@@ -680,9 +680,9 @@ def other_accelerator(module: str, *, built: bool = False) -> str:
     accelerator (analysis/accelerators.py); ``built``: of a tensor built with ``device=``
     (SFX102), which takes no ``non_blocking``."""
     how = (
-        "build it without `device=` and copy it with `.to(device, non_blocking=(device.type == \"cuda\"))`"
+        "build it without `device=` and copy it with `.to(device, non_blocking=(torch.device(device).type == \"cuda\"))`"
         if built
-        else "pass `non_blocking=(device.type == \"cuda\")` yourself"
+        else "pass `non_blocking=(torch.device(device).type == \"cuda\")` yourself (it takes a device given as a string too)"
     )
     return (
         f"the project also names an accelerator other than CUDA (here: `{module}`), where a "

@@ -172,7 +172,9 @@ class BlockingHostToDevice(Rule):
       (`train_loader`, `self.data`, `dl`, `pbar`: a list of model outputs, features or call
       arguments passed in is no loader, and its items may be on a GPU already), its parts (`x, y = batch`, `batch["input_ids"]`, `batch[0]`), the
       items in `{k: v.to(device) for k, v in batch.items()}` or `[t.to(device) for t in
-      batch]`, `batch = next(it)`, and a parameter that every call in its module passes such
+      batch]`, `batch = next(it)`, what a method of an object named as a loader hands out as its
+      next batch (llm.c's `x, y = train_loader.next_batch()`; also `get_batch`, `sample_batch`),
+      and a parameter that every call in its module passes such
       an item (`batch = next(self.data); self.run_step(batch)`): syncfix cannot see the loader,
       so the batch may be a pinned buffer its loader refills, or not a tensor at all (and other
       callers of that parameter's function may pass something else): an object whose own `.to`

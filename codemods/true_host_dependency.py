@@ -387,9 +387,9 @@ class TrueHostDependency(Rule):
                 )
         else:
             why = (
-                "what the branch does (more than one choice of a value per name: calls, stores or "
-                "nested tests) runs on the host after the decision. Decide every N steps, or "
-                "express it on the device (`torch.where`, masking)"
+                "the branch does more than choose values (it calls, stores or tests again), and "
+                "that runs on the host after the decision. Decide every N steps, or express it on "
+                "the device (`torch.where`, masking)"
             )
         return f"{self.MESSAGE}: {why}{self._host_operand_first(node.test)}"
 

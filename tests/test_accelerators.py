@@ -100,7 +100,7 @@ def test_copies_to_an_unnamed_device_get_no_fix_where_the_project_names_mps(tmp_
     assert set(found) == {(6, "SFX101"), (7, "SFX102")}
     for f in found.values():
         assert f["fix"] is None
-        assert "(here: `common`)" in f["message"] and 'non_blocking=(device.type == "cuda")' in f["message"]
+        assert "(here: `common`)" in f["message"] and 'non_blocking=(torch.device(device).type == "cuda")' in f["message"]
     # a tensor built with device= takes no non_blocking: it is built first, then copied
     assert "build it without `device=`" in found[(7, "SFX102")]["message"]
     assert "build it without" not in found[(6, "SFX101")]["message"]

@@ -28,6 +28,7 @@ from .navigation import target_path
 from .syntax import keyword, positional
 from .torch_api import (
     BATCH_DICT_VIEWS,
+    BATCH_GETTERS,
     CPU_KEEPING_METHODS,
     CUDA_AVAILABLE,
     DEVICE_TYPE_ATTR,
@@ -346,9 +347,12 @@ def _likely_batch(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
             return _yields_batches(a, args[0].value, [])
         if isinstance(func, cst.Attribute) and func.attr.value in CPU_KEEPING_METHODS:
             return is_likely_batch_item(a, func.value)
-        return False
+        return _batch_getter(a, expr)
     if not isinstance(expr, cst.Name):
         return False
+    nearest = _nearest_target(a, expr)
+    if nearest is not None:  # ``x, y = loader.next_batch()`` just before, in a loop that rebinds x
+        return _bound_to_batch(a, nearest)
     bindings = [asg for asg in a.bindings(expr) if _may_reach(a, asg, expr)]
     return bool(bindings) and all(
         isinstance(asg, Assignment)
@@ -358,6 +362,41 @@ def _likely_batch(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
         )
         for asg in bindings
     )
+
+
+def _nearest_target(a: ModuleAnalysis, use: cst.Name) -> cst.Name | None:
+    """The target ``use``'s name gets in the nearest earlier statement of its block that binds
+    it, where that is a plain assignment (``x, y = ...``): the binding that holds at ``use``,
+    whatever a loop around carries. None where another statement binds it first (or none)."""
+    stmt = a.statement_of(use)
+    block = a.block_of(stmt) if stmt is not None else None
+    if block is None:
+        return None
+    body = list(block[1])
+    index = next(i for i, s in enumerate(body) if s is stmt)
+    for s in reversed(body[:index]):
+        if use.value not in a.effects(s).writes:
+            continue
+        small = s.body[0] if isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1 else None
+        if not isinstance(small, cst.Assign):
+            return None
+        found = [
+            n for t in small.targets for n in a.nodes_within(t.target, cst.Name)
+            if isinstance(n, cst.Name) and n.value == use.value and target_path(a, n)[1] is t
+        ]
+        return found[0] if len(found) == 1 else None
+    return None
+
+
+def _batch_getter(a: ModuleAnalysis, call: cst.Call) -> bool:
+    """``train_loader.next_batch()``: a batch getter (``BATCH_GETTERS``) of an object named as
+    a loader whose value syncfix cannot name."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value in BATCH_GETTERS):
+        return False
+    owner = func.value
+    name = owner.attr.value if isinstance(owner, cst.Attribute) else owner.value if isinstance(owner, cst.Name) else ""
+    return loader_like(name) and a.value(owner).kind in (Kind.UNKNOWN, Kind.BOTTOM, Kind.OTHER)
 
 
 def batch_sources(a: ModuleAnalysis, expr: cst.BaseExpression) -> list[tuple[cst.BaseExpression, bool]] | None:
@@ -375,7 +414,7 @@ def batch_sources(a: ModuleAnalysis, expr: cst.BaseExpression) -> list[tuple[cst
         func = expr.func
         if isinstance(func, cst.Attribute) and func.attr.value in CPU_KEEPING_METHODS:
             return batch_sources(a, func.value)
-        return []
+        return [(func.value, True)] if _batch_getter(a, expr) else []  # type: ignore[attr-defined]
     if not isinstance(expr, cst.Name):
         return []
     out: list[tuple[cst.BaseExpression, bool]] = []

@@ -386,6 +386,9 @@ CPU_KEEPING_METHODS = {
 SIZE_FACTORIES = {"zeros", "ones", "empty", "rand", "randn", "randint", "randperm", "eye"}
 # Dict views of a batch: iterating ``batch.items()`` gives (key, item), ``batch.values()`` items.
 BATCH_DICT_VIEWS = ("items", "values")
+# Methods a hand-written loader hands out its next batch with (llm.c's
+# ``train_loader.next_batch()``): on an object named as a loader, likely a batch.
+BATCH_GETTERS = frozenset({"next_batch", "get_batch", "get_next_batch", "sample_batch", "next_sample"})
 
 # --------------------------------------------------------------------------------------------
 # Purity and randomness

@@ -249,3 +249,32 @@ def test_sfx101_legacy_constructor_of_a_list():
             return out
         """,
     )
+
+
+@pytest.mark.cuda
+def test_sfx101_legacy_constructors_by_size_filled_then_copied():
+    # ssd.pytorch's targets: `torch.Tensor(n, k, 4)` / `torch.LongTensor(n, k)` filled in place
+    # on the host (here by a helper), then copied every step: made non-blocking, same values
+    check_fewer_syncs(
+        "SFX101",
+        """
+        import torch
+
+        def fill(loc, conf, i):
+            loc.copy_(torch.arange(loc.numel(), dtype=torch.float32).reshape(loc.shape) * i)
+            conf.fill_(i)
+
+        def run(n=6):
+            out = []
+            weight = torch.ones(256, 256, device="cuda")
+            for i in range(n):
+                weight = weight @ weight / 256
+                loc_t = torch.Tensor(8, 16, 4)
+                conf_t = torch.LongTensor(8, 16)
+                fill(loc_t, conf_t, i)
+                loc_t = loc_t.cuda()
+                conf_t = conf_t.cuda()
+                out.append((loc_t * 2, conf_t + 1, weight.sum()))
+            return out
+        """,
+    )
