@@ -31,7 +31,7 @@ from .parsing import parse_module
 from .positions import body_lines, positions_in, split_lines, top_lines_of_source
 from .repetition import Repetition, is_test_path
 from .rules import Fix, RawFinding, Rule, all_rules
-from .walk import Structure, replaying
+from .walk import Structure, replaying, visits_trivia
 
 MAX_ROUNDS = 8  # fix rounds per file before giving up on a fixpoint
 
@@ -209,6 +209,7 @@ def analyze(
         datasets_placed=context.datasets_placed if context else False,
         other_accelerator=context.other_accelerator if context else "",
         source=source,
+        trivia=any(visits_trivia(rule) for rule in rules),
     )
     visitors = [rule(analysis) for rule in rules]
     try:

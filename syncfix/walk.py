@@ -126,10 +126,36 @@ def _in_order(tree: ast.AST) -> Iterator[ast.AST]:
         yield from _in_order(child)
 
 
-def _record(module: cst.Module, rec: _Recorder) -> bool:
-    """What ``module.visit(rec)`` records, read off the nodes' fields without rebuilding them;
-    False (recording nothing) where a node class's fields cannot be read."""
+#: Whitespace, newlines and comments: over half of a module's nodes, and of interest to no
+#: analysis and to no rule but one (SFX900 reads comments). A record made without them
+#: (``Structure(module, trivia=False)``) leaves them out of every replay, which calls no
+#: ``visit_<Type>`` of a visitor for them (their scope and parent metadata are not set).
+TRIVIA: frozenset[type] = frozenset(
+    {cst.SimpleWhitespace, cst.ParenthesizedWhitespace, cst.TrailingWhitespace, cst.EmptyLine, cst.Newline, cst.Comment}
+)
+_TRIVIA_NAMES = frozenset(kind.__name__ for kind in TRIVIA)
+_WANTS_TRIVIA: dict[type, bool] = {}
+
+
+def visits_trivia(cls: type) -> bool:
+    """Does a visitor class have a ``visit_``/``leave_`` method of a :data:`TRIVIA` type (so
+    that a record without them would not call it)?"""
+    wanted = _WANTS_TRIVIA.get(cls)
+    if wanted is None:
+        wanted = _WANTS_TRIVIA[cls] = any(
+            callable(fn := getattr(cls, f"{prefix}{name}", None)) and not getattr(fn, "_is_no_op", False)
+            for prefix in ("visit_", "leave_")
+            for name in _TRIVIA_NAMES
+        )
+    return wanted
+
+
+def _record(module: cst.Module, rec: _Recorder, trivia: bool = True) -> bool:
+    """What ``module.visit(rec)`` records, read off the nodes' fields without rebuilding them
+    (without :data:`TRIVIA` nodes unless ``trivia``); False (recording nothing) where a node
+    class's fields cannot be read."""
     parent, children, order, by_type = rec.parent, rec.children, rec.order, rec.by_type
+    skipped = frozenset() if trivia else TRIVIA
     fields_of: dict[type, tuple[str, ...] | None] = {}
     known = _NODE_CLASS
     stack: list[cst.CSTNode] = [module]
@@ -154,19 +180,21 @@ def _record(module: cst.Module, rec: _Recorder) -> bool:
             vtype = type(value)
             if vtype is tuple or vtype is list:
                 for item in value:
-                    is_node = known.get(type(item))
+                    itype = type(item)
+                    is_node = known.get(itype)
                     if is_node is None:
-                        is_node = _is_node(type(item))
-                    if is_node:
+                        is_node = _is_node(itype)
+                    if is_node and itype not in skipped:
                         mine.append(item)
             else:
                 is_node = known.get(vtype)
                 if is_node is None:
                     is_node = _is_node(vtype)
-                if is_node:
+                if is_node and vtype not in skipped:
                     mine.append(value)
         if kind not in _CHECKED:  # the first node of a class: LibCST's own list must agree
-            if [id(c) for c in node.children] != [id(c) for c in mine]:
+            theirs = [id(c) for c in node.children if type(c) not in skipped]
+            if theirs != [id(c) for c in mine]:
                 _FIELDS[kind] = None
                 return False
             _CHECKED.add(kind)
@@ -209,12 +237,14 @@ def _is_node(kind: type) -> bool:
 class Structure:
     """Parents and ordered children of every node of one module (one LibCST walk)."""
 
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: cst.Module, *, trivia: bool = True) -> None:
         rec = _Recorder()
-        read = _record(module, rec)
+        read = _record(module, rec, trivia)
         if not read:
             rec = _Recorder()
             module.visit(rec)
+        #: are :data:`TRIVIA` nodes recorded (the slow path, LibCST's own walk, records them)
+        self.trivia = trivia or not read
         self.root = module
         self.parent = rec.parent
         self.children = rec.children
@@ -232,8 +262,8 @@ class Structure:
         """``node.visit(visitor)`` for a read-only visitor, same calls in the same order (no
         field hooks: ``visit_<Type>_<field>`` methods are not called)."""
         children = self.children.get(node)
-        if children is None:
-            node.visit(visitor)
+        if children is None or (not self.trivia and visits_trivia(type(visitor))):
+            _original_visit(node, visitor)
             return
         names = _plain_methods(type(visitor))
         if names is not None:
@@ -299,6 +329,8 @@ class Structure:
         With ``skip``: the subtree of a function or module-level statement for which
         ``skip(node)`` holds is visited only by the visitors that are not ``skippable`` (not at
         all when every visitor is)."""
+        if not self.trivia and any(visits_trivia(type(v)) for v in visitors):
+            raise ValueError("a visitor of whitespace or comments needs a record made with trivia=True")
         everyone = _Dispatch(visitors)
         some = _Dispatch([v for v in visitors if not skippable(v)])
         children = self.children
@@ -429,7 +461,7 @@ def _replaying_visit(self: cst.CSTNode, visitor: Any) -> Any:
         read_only = _READ_ONLY.get(key)
         if read_only is None:
             read_only = _READ_ONLY[key] = isinstance(visitor, cst.CSTVisitor)
-        if read_only and self in record.children:
+        if read_only and self in record.children and (record.trivia or not visits_trivia(type(visitor))):
             _replay(record, self, visitor)
             return self
     return _original_visit(self, visitor)
@@ -570,6 +602,7 @@ def _replay_plain(record: Structure, node: cst.CSTNode, visitor: Any, names: _Na
     if not fields:
         hooked = frozenset()
     children, marks = record.children, record.marks
+    skipped = frozenset() if record.trivia else TRIVIA  # marks list them; the record does not
 
     def go(n: cst.CSTNode) -> None:
         kind = type(n).__name__
@@ -581,7 +614,7 @@ def _replay_plain(record: Structure, node: cst.CSTNode, visitor: Any, names: _Na
                         hook = (visit_field if e[0] else leave_field).get((kind, e[1]))
                         if hook is not None:
                             getattr(visitor, hook)(n)
-                    else:
+                    elif type(e) not in skipped:
                         go(e)  # type: ignore[arg-type]  # noqa: F821 (bound until the walk ends)
             else:
                 for child in children[n]:

@@ -323,3 +323,63 @@ def test_nodes_still_compare_and_hash_by_identity():
     assert type(a).__hash__ is object.__hash__ and type(a).__eq__ is object.__eq__
     module = cst.parse_module("x = 1\n")
     assert module.deep_equals(cst.parse_module("x = 1\n")) and module != cst.parse_module("x = 1\n")
+
+
+class _TriviaLog(cst.CSTVisitor):
+    """A plain visitor (LibCST's dispatch) of a trivia type: it needs them recorded."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple] = []
+
+    def visit_Comment(self, node):
+        self.log.append(("comment", id(node)))
+
+    def visit_Name(self, node):
+        self.log.append(("name", id(node)))
+
+
+@pytest.mark.parametrize("source", sources({"modern-syntax": MODERN, "typing-calls": TYPING_CALLS}, EXTRA))
+def test_a_record_without_trivia_replays_all_else_and_resolves_the_same_scopes(source):
+    # whitespace, newlines and comments (walk.TRIVIA) are over half the nodes; left out of the
+    # record, replays make the same calls for every other node and scopes are LibCST's
+    module = cst.parse_module(source)
+    reference = Log()
+    module.visit(reference)
+    full = Structure(module)
+    slim = Structure(module, trivia=False)
+    assert not any(type(n) in walk_module.TRIVIA for n in slim.order)
+    assert len(slim.order) < len(full.order)
+    assert [n for n in full.order if type(n) not in walk_module.TRIVIA] == list(slim.order)
+    with replaying():  # a visitor with its own on_visit is replayed from the fields: in full
+        replayed = Log()
+        module.visit(replayed)
+    assert replayed.log == reference.log
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    with replaying():
+        scopes = wrapper.resolve(ScopeProvider)
+
+    def non_trivia(summary: list) -> list:  # trivia get no scope: the rest must be LibCST's
+        names = {kind.__name__ for kind in walk_module.TRIVIA}
+        return [entry[1:] for entry in summary if entry[1] not in names]
+
+    assert non_trivia(_summarize(scopes)) == non_trivia(_scope_summary(source, replay=False))
+
+
+def test_a_visitor_of_trivia_is_walked_by_libcst_over_a_record_without_them():
+    module = cst.parse_module("x = 1  # one\n# two\ny = 2\n")
+    reference = _TriviaLog()
+    module.visit(reference)
+    structure = Structure(module, trivia=False)
+    with pytest.raises(ValueError):
+        structure.visit_batched([_BatchedComments()])
+    with replaying():
+        replayed = _TriviaLog()
+        module.visit(replayed)
+    assert replayed.log == reference.log
+    assert [e for e in replayed.log if e[0] == "comment"] and walk_module.visits_trivia(_TriviaLog)
+    assert not walk_module.visits_trivia(Log)
+
+
+class _BatchedComments(cst.BatchableCSTVisitor):
+    def visit_Comment(self, node):
+        pass

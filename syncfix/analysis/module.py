@@ -121,8 +121,11 @@ class ModuleAnalysis:
         datasets_placed: bool = False,
         other_accelerator: str = "",
         source: str | None = None,
+        trivia: bool = False,
     ) -> None:
         self.wrapper = wrapper
+        #: record whitespace and comment nodes too (walk.TRIVIA): only for a rule that visits them
+        self.trivia = trivia
         self._source = source  # the text ``wrapper.module`` was parsed from, when the caller has it
         #: A project module that imports this one, or that it imports, uses CUDA streams: its
         #: name, or "" (``ModuleContext.streams_around``).
@@ -196,7 +199,7 @@ class ModuleAnalysis:
     def structure(self) -> Structure:
         if self._syntax_of is not None:
             return self._syntax_of.structure
-        return Structure(self.module)
+        return Structure(self.module, trivia=self.trivia)
 
     def walk(self, node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
         """``node.visit(visitor)`` for a read-only visitor, without rebuilding the tree."""
