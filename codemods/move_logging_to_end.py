@@ -165,9 +165,9 @@ class MoveLoggingToEnd(Rule):
             reads = self._gpu_reads(unit)
             if not reads:
                 continue
-            later_gpu = [j for j in range(i + 1, len(body)) if self._gpu_work(body[j])]
+            later_gpu = [j for j in range(i + 1, len(body)) if self._gpu_work(body[j]) and not _every_n(body[j])]
             if not later_gpu:
-                continue  # nothing to queue first
+                continue  # nothing to queue first (or only work every N steps: a sample saved)
             if self._synced_before(body, start):
                 continue  # the GPU was just waited for: the log's read costs nothing here
             why = self._unit_problem(unit)
@@ -583,3 +583,26 @@ def _names_read(a, read: cst.Call) -> list[cst.Name]:
         n for n in a.nodes_within(found.receiver, cst.Name)
         if isinstance(n, cst.Name) and not (isinstance(p := a.parent(n), cst.Attribute) and p.attr is n)
     ]
+
+
+def _every_n(stmt: cst.BaseStatement) -> bool:
+    """``if step % N == 0:`` with no ``else`` (or ``not step % N``, or such a test in an
+    ``and``): work that runs on one iteration in N, not worth moving a log line past."""
+    if not isinstance(stmt, cst.If) or stmt.orelse is not None:
+        return False
+    return _periodic(stmt.test)
+
+
+def _periodic(test: cst.BaseExpression) -> bool:
+    if isinstance(test, cst.BooleanOperation):
+        return isinstance(test.operator, cst.And) and (_periodic(test.left) or _periodic(test.right))
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test = test.expression
+        return isinstance(test, cst.BinaryOperation) and isinstance(test.operator, cst.Modulo)
+    return (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.Equal)
+        and isinstance(test.left, cst.BinaryOperation)
+        and isinstance(test.left.operator, cst.Modulo)
+    )
