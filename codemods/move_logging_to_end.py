@@ -37,7 +37,9 @@ class MoveLoggingToEnd(Rule):
     Lightning's `self.log`) that reads GPU values (`loss.item()`...) while more GPU work of the
     same iteration follows (`backward()`, `optimizer.step()`...). A guarded log
     (`if step % log_every == 0:`) counts, and so does a log together with the statements that
-    only prepare its values (e.g. SFX301's `a, b = torch.stack([...]).tolist()`).
+    only prepare its values (e.g. SFX301's `a, b = torch.stack([...]).tolist()`). Work that
+    follows only every N steps (`if step % sample_every == 0: save_image(...)`, with no `else`)
+    does not count: moving the log past it would gain on one iteration in N.
 
     Also a value read mid-iteration only for a later log line of the same iteration
     (`d_x = output.mean().item()` ... `print(... d_x ...)`): the read can happen at the log.
