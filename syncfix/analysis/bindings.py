@@ -539,6 +539,65 @@ def straight_line_binding(
     without, ``name`` holds the object ``expr`` made, whatever its inputs became since."""
     if name.value in unseen_names(a):
         return None  # bound somewhere LibCST does not record (a ``match`` capture...)
+    found = _nearest_writer(a, name)
+    if found is None:
+        return None
+    body, j, index = found
+    s = body[j]
+    if not isinstance(s, cst.SimpleStatementLine) or len(s.body) != 1:
+        return None
+    small = s.body[0]
+    if not (
+        isinstance(small, cst.Assign)
+        and len(small.targets) == 1
+        and isinstance(small.targets[0].target, cst.Name)
+    ):
+        return None
+    watched = {name.value} | (a.effects(small.value).reads if reevaluable else set())
+    if any(
+        (a.effects(t).writes | a.effects(t).inplace) & watched
+        for t in body[j + 1 : index]
+    ):
+        return None
+    if reevaluable and a.effects(small.value).reads & {name.value}:
+        return None  # ``x = f(x)``: the key would name the old x
+    return small.value
+
+
+def nearest_target(a: ModuleAnalysis, use: cst.Name) -> cst.Name | None:
+    """The target ``use``'s name gets in the nearest earlier statement of its block that binds
+    it, where that is a plain assignment (``x, y = ...``): the binding that holds at ``use``,
+    whatever a loop around carries. None where another statement binds it first (or none)."""
+    if use.value in unseen_names(a):
+        return None
+    found = _nearest_writer(a, use)
+    if found is None:
+        return None
+    body, j, _ = found
+    s = body[j]
+    small = s.body[0] if isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1 else None
+    if not isinstance(small, cst.Assign):
+        return None
+    targets = [
+        n for t in small.targets for n in a.nodes_within(t.target, cst.Name)
+        if isinstance(n, cst.Name) and n.value == use.value and _bound_by(a, n, t)
+    ]
+    return targets[0] if len(targets) == 1 else None
+
+
+def _bound_by(a: ModuleAnalysis, name: cst.Name, target: cst.AssignTarget) -> bool:
+    """Does ``target`` bind ``name`` (not read it, as in ``x[i], y = ...``)?"""
+    node: cst.CSTNode | None = name
+    while node is not target.target:
+        node = a.parent(node) if node is not None else None
+        if not isinstance(node, (cst.Tuple, cst.List, cst.Element, cst.StarredElement)):
+            return False
+    return True
+
+
+def _nearest_writer(a: ModuleAnalysis, name: cst.Name) -> tuple[list[cst.BaseStatement], int, int] | None:
+    """The statements of ``name``'s block, the index of the nearest earlier one that binds it,
+    and the index of ``name``'s own; None where its block has none before it."""
     stmt = a.statement_of(name)
     block = a.block_of(stmt) if stmt is not None else None
     if block is None:
@@ -546,27 +605,8 @@ def straight_line_binding(
     body = list(block[1])
     index = next(i for i, s in enumerate(body) if s is stmt)
     for j in range(index - 1, -1, -1):
-        s = body[j]
-        if name.value not in a.effects(s).writes:
-            continue
-        if not isinstance(s, cst.SimpleStatementLine) or len(s.body) != 1:
-            return None
-        small = s.body[0]
-        if not (
-            isinstance(small, cst.Assign)
-            and len(small.targets) == 1
-            and isinstance(small.targets[0].target, cst.Name)
-        ):
-            return None
-        watched = {name.value} | (a.effects(small.value).reads if reevaluable else set())
-        if any(
-            (a.effects(t).writes | a.effects(t).inplace) & watched
-            for t in body[j + 1 : index]
-        ):
-            return None
-        if reevaluable and a.effects(small.value).reads & {name.value}:
-            return None  # ``x = f(x)``: the key would name the old x
-        return small.value
+        if name.value in a.effects(body[j]).writes:
+            return body, j, index
     return None
 
 

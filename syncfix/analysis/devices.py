@@ -21,7 +21,7 @@ from libcst.metadata.scope_provider import BaseAssignment
 
 from . import callgraph
 from .attributes import likely_attribute_values
-from .bindings import fact_of_name, single_valued
+from .bindings import fact_of_name, nearest_target, single_valued
 from .dtypes import is_dtype
 from .loader_names import loader_like
 from .navigation import target_path
@@ -350,7 +350,7 @@ def _likely_batch(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
         return _batch_getter(a, expr)
     if not isinstance(expr, cst.Name):
         return False
-    nearest = _nearest_target(a, expr)
+    nearest = nearest_target(a, expr)
     if nearest is not None:  # ``x, y = loader.next_batch()`` just before, in a loop that rebinds x
         return _bound_to_batch(a, nearest)
     bindings = [asg for asg in a.bindings(expr) if _may_reach(a, asg, expr)]
@@ -362,30 +362,6 @@ def _likely_batch(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
         )
         for asg in bindings
     )
-
-
-def _nearest_target(a: ModuleAnalysis, use: cst.Name) -> cst.Name | None:
-    """The target ``use``'s name gets in the nearest earlier statement of its block that binds
-    it, where that is a plain assignment (``x, y = ...``): the binding that holds at ``use``,
-    whatever a loop around carries. None where another statement binds it first (or none)."""
-    stmt = a.statement_of(use)
-    block = a.block_of(stmt) if stmt is not None else None
-    if block is None:
-        return None
-    body = list(block[1])
-    index = next(i for i, s in enumerate(body) if s is stmt)
-    for s in reversed(body[:index]):
-        if use.value not in a.effects(s).writes:
-            continue
-        small = s.body[0] if isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1 else None
-        if not isinstance(small, cst.Assign):
-            return None
-        found = [
-            n for t in small.targets for n in a.nodes_within(t.target, cst.Name)
-            if isinstance(n, cst.Name) and n.value == use.value and target_path(a, n)[1] is t
-        ]
-        return found[0] if len(found) == 1 else None
-    return None
 
 
 def _batch_getter(a: ModuleAnalysis, call: cst.Call) -> bool:
