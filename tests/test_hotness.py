@@ -396,3 +396,51 @@ def test_a_registered_hook_runs_every_pass():
     hot = hot_functions(files)
     assert hot["pkg.rec"] == {"save_activation"}
     assert "log_grad" in hot["pkg.hooks"]
+
+
+CREATOR = '''
+import torch
+
+
+class ProposalCreator:
+    def __call__(self, loc, score):
+        keep = torch.arange(4)
+        return torch.from_numpy(loc).cuda()[keep]
+
+
+class Unused:
+    def helper(self):
+        return 1
+'''
+
+RPN = '''
+import torch
+from .creator_tool import ProposalCreator, Unused
+
+
+class RegionProposalNetwork(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proposal_layer = ProposalCreator()
+        self.other = Unused()
+        self.scale = 2
+
+    def forward(self, loc, score):
+        return self.proposal_layer(loc, score)
+'''
+
+
+def test_an_object_called_through_an_attribute_runs_its_call_method():
+    # faster-rcnn: ``self.proposal_layer = ProposalCreator(self)``, then
+    # ``self.proposal_layer(...)`` in ``forward``: ``ProposalCreator.__call__`` runs every step
+    resolve = {"pkg.creator_tool": "pkg.creator_tool", "pkg.rpn": "pkg.rpn"}
+    files = [
+        file_calls("pkg.creator_tool", CREATOR.encode(), ["forward"], resolve),
+        file_calls("pkg.rpn", RPN.encode(), ["forward"], resolve),
+    ]
+    assert files[1].instances == {"proposal_layer": ("pkg.creator_tool", "ProposalCreator"), "other": ("pkg.creator_tool", "Unused")}
+    hot = hot_functions(files)
+    assert hot["pkg.creator_tool"] == {"__call__"}
+    # an attribute set to another object runs nothing of this file's
+    files[1] = file_calls("pkg.rpn", RPN.replace("self.proposal_layer(", "self.scale(").encode(), ["forward"], resolve)
+    assert "pkg.creator_tool" not in hot_functions(files)

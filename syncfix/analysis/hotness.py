@@ -8,7 +8,8 @@ per function the calls it makes, and whether each sits in a loop. A fixpoint ove
 then marks a function hot when a hot function, or any loop, calls it (not a loop that calls
 ``input()`` each time round: it waits for a person): by a name imported from
 its module (``from .nn import timestep_embedding``), through its module (``nn.f(...)``), in
-its own file by name, or as ``self.method(...)``: this file's method, and, called from a step
+its own file by name, or as ``self.method(...)``: this file's method (or, where ``self.method``
+holds ``C(...)`` of a project class, its module's ``__call__``), and, called from a step
 function itself, the methods of that name in files whose classes derive from this file's
 classes by name, or it from theirs (an override: detectron2's ``DenseDetector.forward`` calls
 ``self.forward_training``, which ``RetinaNet`` defines in another file; a set-up loop over a
@@ -80,6 +81,9 @@ class FileCalls:
     dynamic_imports: bool = False
     # the project modules it imports with ``from m import *``, in order
     stars: list[str] = field(default_factory=list)
+    # ``self.<attr> = C(...)`` of a class ``C`` (module "" for the file itself): a call of
+    # ``self.<attr>(...)`` runs ``C.__call__`` (faster-rcnn's ``self.proposal_layer(...)``)
+    instances: dict[str, Callee] = field(default_factory=dict)
 
 
 def file_calls(
@@ -191,6 +195,8 @@ class _Collector:
             if kind is ast.ClassDef:
                 out.classes.add(node.name)  # type: ignore[attr-defined]
                 out.bases.update(_last_name(b) for b in node.bases)  # type: ignore[attr-defined]
+            elif kind is ast.Assign:
+                self._instance(node)  # type: ignore[arg-type]
             if kind in _LOOPS and not _runs_once(node):
                 out.loops = True
                 loop, every_time = node, True
@@ -225,6 +231,19 @@ class _Collector:
             stack.extend(children)
         for function, callee, loop in made:
             out.calls[function].append((callee, loop is not None and loop not in interactive))
+
+    def _instance(self, node: ast.Assign) -> None:
+        """``self.<attr> = C(...)`` with ``C`` a class name (capitalised) this file defines or
+        imports from the project."""
+        value = node.value
+        if len(node.targets) != 1 or not isinstance(value, ast.Call) or not isinstance(value.func, ast.Name):
+            return
+        target = node.targets[0]
+        if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"):
+            return
+        made = self.names.get(value.func.id, ("", value.func.id))
+        if made[1][:1].isupper():
+            self.out.instances[target.attr] = made
 
     def _callee(self, func: ast.expr) -> Callee | None:
         if isinstance(func, ast.Name):
@@ -301,11 +320,18 @@ def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
             return [(m, callee[1]) for m in found] if len(found) <= _MAX_DEFINERS else []
         if callee[0] == SELF:  # detectron2's ``self.forward_training(...)``, overridden elsewhere
             own = by_module[caller]
+            made = own.instances.get(callee[1])
+            module = made[0] or caller if made is not None else ""
+            called = (
+                [(module, "__call__")]  # an object's ``__call__`` (it shadows a method of that name)
+                if made is not None and module in by_module and made[1] in by_module[module].classes
+                else []
+            )
             related = [
                 m for m in definers.get(callee[1], [])
                 if across and m != caller and (own.classes & by_module[m].bases or own.bases & by_module[m].classes)
             ]
-            return [(caller, callee[1]), *((m, callee[1]) for m in related)]
+            return [(caller, callee[1]), *((m, callee[1]) for m in related), *called]
         target = (callee[0] or caller, callee[1])
         if not callee[0] and callee[1] not in by_module[caller].calls and not callee[1].startswith("_"):
             # a name a star import binds (``from utils import *``): the last such module to define it
