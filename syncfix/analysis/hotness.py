@@ -320,13 +320,13 @@ def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
             return [(m, callee[1]) for m in found] if len(found) <= _MAX_DEFINERS else []
         if callee[0] == SELF:  # detectron2's ``self.forward_training(...)``, overridden elsewhere
             own = by_module[caller]
+            # ``self.<attr> = C(...)``: the object's ``__call__`` (it shadows a method of that name)
+            called: list[tuple[str, str]] = []
             made = own.instances.get(callee[1])
-            module = made[0] or caller if made is not None else ""
-            called = (
-                [(module, "__call__")]  # an object's ``__call__`` (it shadows a method of that name)
-                if made is not None and module in by_module and made[1] in by_module[module].classes
-                else []
-            )
+            if made is not None:
+                module = made[0] or caller
+                if module in by_module and made[1] in by_module[module].classes:
+                    called.append((module, "__call__"))
             related = [
                 m for m in definers.get(callee[1], [])
                 if across and m != caller and (own.classes & by_module[m].bases or own.bases & by_module[m].classes)
