@@ -685,7 +685,7 @@ def other_accelerator(module: str, *, built: bool = False) -> str:
         else "pass `non_blocking=(torch.device(device).type == \"cuda\")` yourself (it takes a device given as a string too)"
     )
     return (
-        f"the project also names an accelerator other than CUDA (here: `{module}`), where a "
+        f"the project also names an accelerator other than CUDA (module `{module}` names it), where a "
         f"non-blocking copy is not proven exact; {how}, or declare `devices = [\"cuda\", \"cpu\"]` "
         "in [tool.syncfix.torch] if the project runs on nothing else"
     )

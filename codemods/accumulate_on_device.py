@@ -452,7 +452,7 @@ keeps the finding). A value handed to a meter every
         ):
             if _MENTIONS_MPS.search(a.code) or a.other_accelerator:
                 where = "this module mentions MPS" if _MENTIONS_MPS.search(a.code) else (
-                    f"the project names an accelerator other than CUDA (here: `{a.other_accelerator}`)"
+                    f"the project names an accelerator other than CUDA (module `{a.other_accelerator}` names it)"
                 )
                 acc.why_not = (
                     f"the float64 accumulator would be made on the summand's device, and {where}; "

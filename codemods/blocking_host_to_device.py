@@ -436,7 +436,7 @@ class BlockingHostToDevice(Rule):
         if fix is None:
             why = _WRITTEN
             if a.uses_streams:
-                why = _STREAMS + (f" (here: `{a.streams_around}`)" if a.streams_around else " (here: this module)")
+                why = _STREAMS + (f" (in module `{a.streams_around}`)" if a.streams_around else " (in this module)")
             self.report(node, f"{headline} ({why}: no fix)")
         else:
             self.report(node, headline, fix=fix)

@@ -100,7 +100,7 @@ def test_copies_to_an_unnamed_device_get_no_fix_where_the_project_names_mps(tmp_
     assert set(found) == {(6, "SFX101"), (7, "SFX102")}
     for f in found.values():
         assert f["fix"] is None
-        assert "(here: `common`)" in f["message"] and 'non_blocking=(torch.device(device).type == "cuda")' in f["message"]
+        assert "(module `common` names it)" in f["message"] and 'non_blocking=(torch.device(device).type == "cuda")' in f["message"]
     # a tensor built with device= takes no non_blocking: it is built first, then copied
     assert "build it without `device=`" in found[(7, "SFX102")]["message"]
     assert "build it without" not in found[(6, "SFX101")]["message"]
@@ -116,7 +116,7 @@ def test_copies_to_an_unnamed_device_get_no_fix_where_the_project_names_mps(tmp_
     (tmp_path / "e").mkdir()
     loader = "import importlib\nimport common\n\ndef load(name):\n    return importlib.import_module(name)\n"
     root = _project(tmp_path / "e", {"train.py": TRAIN.replace("import common\n", ""), "common.py": COMMON, "run.py": loader})
-    assert all(f["fix"] is None and "(here: `common`)" in f["message"] for f in _findings(root).values())
+    assert all(f["fix"] is None and "(module `common` names it)" in f["message"] for f in _findings(root).values())
     # a literal name is an import like any other: train.py is not in that program
     root = _project(tmp_path / "e", {"run.py": loader.replace("import_module(name)", 'import_module("json")')})
     assert all(f["fix"] is not None for f in _findings(root).values())

@@ -524,7 +524,7 @@ def test_a_copy_handed_to_an_imported_module_that_uses_streams_is_not_made_non_b
     assert _fixes(root, "train.py") == {7: None}
     result = CliRunner().invoke(cli, ["check", "--no-cache", "--select", "SFX101", "-o", "json", "--exit-zero", str(root / "train.py")])
     (finding,) = json.loads(result.output)
-    assert "(here: `helpers`)" in finding["message"]  # the module to look at is named
+    assert "(in module `helpers`)" in finding["message"]  # the module to look at is named
     # through a module between them too; without the stream, the fix is safe
     root = _project(
         tmp_path, {"helpers.py": helpers, "mid.py": "from helpers import consume\n", "train.py": train.replace("from helpers", "from mid")}
