@@ -715,3 +715,29 @@ INDEXED_ELEMENTS = (
     "`vals = {0}.tolist()`, then `vals[...]`), or gather them with one index tensor and read that "
     "once"
 )
+
+
+# ---- work on one iteration in N -----------------------------------------------------------
+
+def every_n(stmt: cst.BaseStatement) -> bool:
+    """``if step % N == 0:`` with no ``else`` (or ``not step % N``, or such a test in an
+    ``and``): work that runs on one iteration in N."""
+    if not isinstance(stmt, cst.If) or stmt.orelse is not None:
+        return False
+    return periodic(stmt.test)
+
+
+def periodic(test: cst.BaseExpression) -> bool:
+    """``step % N == 0`` or ``not step % N`` (alone or in an ``and``)."""
+    if isinstance(test, cst.BooleanOperation):
+        return isinstance(test.operator, cst.And) and (periodic(test.left) or periodic(test.right))
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test = test.expression
+        return isinstance(test, cst.BinaryOperation) and isinstance(test.operator, cst.Modulo)
+    return (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.Equal)
+        and isinstance(test.left, cst.BinaryOperation)
+        and isinstance(test.left.operator, cst.Modulo)
+    )

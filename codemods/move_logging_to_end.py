@@ -10,7 +10,7 @@ from syncfix.rules import Invalid, Rule
 from syncfix.walk import walk
 
 from ._memory import aliases_in, held_elsewhere
-from ._support import code, imported_modules, is_backward_of
+from ._support import code, every_n, imported_modules, is_backward_of
 
 # Builtins a moved log may call (they read Python values only).
 _PURE_FORMAT = {
@@ -167,7 +167,7 @@ class MoveLoggingToEnd(Rule):
             reads = self._gpu_reads(unit)
             if not reads:
                 continue
-            later_gpu = [j for j in range(i + 1, len(body)) if self._gpu_work(body[j]) and not _every_n(body[j])]
+            later_gpu = [j for j in range(i + 1, len(body)) if self._gpu_work(body[j]) and not every_n(body[j])]
             if not later_gpu:
                 continue  # nothing to queue first (or only work every N steps: a sample saved)
             if self._synced_before(body, start):
@@ -585,26 +585,3 @@ def _names_read(a, read: cst.Call) -> list[cst.Name]:
         n for n in a.nodes_within(found.receiver, cst.Name)
         if isinstance(n, cst.Name) and not (isinstance(p := a.parent(n), cst.Attribute) and p.attr is n)
     ]
-
-
-def _every_n(stmt: cst.BaseStatement) -> bool:
-    """``if step % N == 0:`` with no ``else`` (or ``not step % N``, or such a test in an
-    ``and``): work that runs on one iteration in N, not worth moving a log line past."""
-    if not isinstance(stmt, cst.If) or stmt.orelse is not None:
-        return False
-    return _periodic(stmt.test)
-
-
-def _periodic(test: cst.BaseExpression) -> bool:
-    if isinstance(test, cst.BooleanOperation):
-        return isinstance(test.operator, cst.And) and (_periodic(test.left) or _periodic(test.right))
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        test = test.expression
-        return isinstance(test, cst.BinaryOperation) and isinstance(test.operator, cst.Modulo)
-    return (
-        isinstance(test, cst.Comparison)
-        and len(test.comparisons) == 1
-        and isinstance(test.comparisons[0].operator, cst.Equal)
-        and isinstance(test.left, cst.BinaryOperation)
-        and isinstance(test.left.operator, cst.Modulo)
-    )

@@ -9,7 +9,7 @@ import libcst as cst
 from syncfix.analysis import Kind, dotted_name, keyword, literal_number
 from syncfix.rules import Invalid, Rule
 
-from ._support import assignments, syncs_on_gpu, unplaced_message, unplaced_reads
+from ._support import assignments, every_n, syncs_on_gpu, unplaced_message, unplaced_reads
 
 _GRAD_SCALERS = {
     "torch.amp.GradScaler", "torch.cuda.amp.GradScaler", "torch.amp.grad_scaler.GradScaler",
@@ -25,9 +25,10 @@ class TrueHostDependency(Rule):
     Python control flow that genuinely needs a GPU value on the host, so no rewrite can keep the
     meaning: `if loss.item() < best: save()`, early stopping (`break`/`return` on a GPU value),
     NaN checks that skip a step (`if torch.isnan(loss): continue`), `while` loops whose test is a
-    GPU value, and `GradScaler.step(optimizer)` with a non-fused optimizer (a scaler syncfix sees
-    built, or one named as such, `self.scaler`, in a file that imports or names `GradScaler`;
-    not one built with `enabled=False`). A test reads the
+    GPU value, `GradScaler.step(optimizer)` with a non-fused optimizer, and
+    `GradScaler.get_scale()` outside an `if step % N == 0:` (a scaler syncfix sees built, or one
+    named as such, `self.scaler`, in a file that imports or names `GradScaler`; not one built
+    with `enabled=False`). A test reads the
     value when it converts it (`.item()`, `float(t)`, `math.isnan(t)`), takes its truth, or asks
     `x in t` (`Tensor.__contains__` reads `(t == x).any()`).
     Where the code repeats (a loop body, a step-like function or a function called from one), a
@@ -37,8 +38,8 @@ class TrueHostDependency(Rule):
     ## Why it costs
     Each test copies the value to the host and waits for all queued GPU work: the CPU stops
     queueing kernels, and the GPU idles until the next ones arrive. `GradScaler.step` with a
-    non-fused optimizer reads `found_inf` with `.item()` once per device every step
-    (docs/semantics.md#training-utilities).
+    non-fused optimizer reads `found_inf` with `.item()` once per device every step, and
+    `get_scale()` reads the scale with `.item()` (docs/semantics.md#training-utilities).
 
     ## Example
     ```python
@@ -90,7 +91,7 @@ class TrueHostDependency(Rule):
     MESSAGE = "True dependency on a GPU value: Python needs it to decide, so this syncs"
     FIX = "sometimes"
     SAFETY = ("unsafe",)
-    TRIGGERS = ("if ", "while ", ".step(")
+    TRIGGERS = ("if ", "while ", ".step(", ".get_scale(")
     VALID = [
         # only picks a tensor: SFX201's business
         "import torch\nm = torch.rand((), device='cuda')\nif m > 0.5:\n    s = m * 2\nelse:\n    s = m * 3\n",
@@ -267,23 +268,17 @@ class TrueHostDependency(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value == "step" and node.args):
+        if not isinstance(func, cst.Attribute):
+            return
+        if func.attr.value == "get_scale" and not node.args:
+            self._get_scale(node, func.value)
+            return
+        if not (func.attr.value == "step" and node.args):
             return
         a = self.analysis
-        receiver = func.value
-        enabled: bool | str
-        if isinstance(receiver, cst.Name) and _made_by(a, receiver, _GRAD_SCALERS):
-            enabled = _scaler_enabled(a, receiver)
-        elif (
-            _named_scaler(receiver)
-            and not (isinstance(receiver, cst.Name) and _constructor(a, receiver) is not None)
-            and self._names_grad_scaler()
-        ):
-            enabled = "?"  # ``self.scaler``: a scaler by its name, built where syncfix does not look
-        else:
-            return
-        if enabled is False:
-            return  # ``GradScaler(enabled=False).step(opt)`` only calls ``opt.step()``
+        enabled = self._scaler_enabled(func.value)
+        if enabled is None or enabled is False:
+            return  # not a scaler, or ``GradScaler(enabled=False)``, whose step only steps
         opt = node.args[0].value
         ctor = _constructor(a, opt) if isinstance(opt, cst.Name) else None
         name = a.callee(ctor) if ctor is not None else None
@@ -299,18 +294,41 @@ class TrueHostDependency(Rule):
             )
         else:
             advice = "unless the optimizer is fused (Adam/AdamW/SGD/Adagrad with fused=True)"
-        when = (
-            ""
-            if enabled is True
-            else " when the scaler is enabled (a disabled one only steps the optimizer)"
-            if enabled == "?"
-            else f" when the scaler is enabled (`enabled={enabled}`; a disabled one only steps the optimizer)"
-        )
         self.report(
             node,
-            f"{self.MESSAGE}: GradScaler.step reads found_inf on the host (one sync per device){when} "
-            f"to decide whether to skip the step; {advice}",
+            f"{self.MESSAGE}: GradScaler.step reads found_inf on the host (one sync per device)"
+            f"{_when(enabled, 'steps the optimizer')} to decide whether to skip the step; {advice}",
         )
+
+    def _get_scale(self, node: cst.Call, receiver: cst.BaseExpression) -> None:
+        """``scaler.get_scale()`` reads the scale with ``.item()`` when the scaler is enabled."""
+        enabled = self._scaler_enabled(receiver)
+        if enabled is None or enabled is False:
+            return
+        a = self.analysis
+        if any(every_n(stmt) for stmt in a.ancestors(node) if isinstance(stmt, cst.If)):
+            return  # read on one step in N already
+        self.report(
+            node,
+            f"{self.MESSAGE}: GradScaler.get_scale() reads the scale on the host (one sync)"
+            f"{_when(enabled, 'returns 1.0')}; where it only feeds a log or a metric, read it "
+            "every N steps; where it is compared around `update()` to tell a skipped step, the "
+            "program's behaviour depends on it",
+        )
+
+    def _scaler_enabled(self, receiver: cst.BaseExpression) -> bool | str | None:
+        """None where ``receiver`` is not a GradScaler; else whether it is enabled (True, False,
+        or the source text of an ``enabled`` argument, "?" for a scaler known by its name)."""
+        a = self.analysis
+        if isinstance(receiver, cst.Name) and _made_by(a, receiver, _GRAD_SCALERS):
+            return _scaler_enabled(a, receiver)
+        if (
+            _named_scaler(receiver)
+            and not (isinstance(receiver, cst.Name) and _constructor(a, receiver) is not None)
+            and self._names_grad_scaler()
+        ):
+            return "?"  # ``self.scaler``: a scaler by its name, built where syncfix does not look
+        return None
 
     def _names_grad_scaler(self) -> bool:
         """Does the module import or use torch's GradScaler (asked once per file)?"""
@@ -450,6 +468,16 @@ def _only_raise(body: cst.BaseSuite) -> bool:
         and len(stmts[0].body) == 1
         and isinstance(stmts[0].body[0], cst.Raise)
     )
+
+
+def _when(enabled: bool | str, disabled: str) -> str:
+    """When a scaler's sync happens: always, or only when it is enabled (what a disabled one does
+    instead: ``disabled``)."""
+    if enabled is True:
+        return ""
+    if enabled == "?":
+        return f" when the scaler is enabled (a disabled one only {disabled})"
+    return f" when the scaler is enabled (`enabled={enabled}`; a disabled one only {disabled})"
 
 
 def _constructor(a, name: cst.Name) -> cst.Call | None:

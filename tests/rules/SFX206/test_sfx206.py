@@ -427,3 +427,55 @@ def test_a_branch_of_nested_choices_is_not_said_to_have_side_effects():
     [finding] = [f for f in check_code(src, select=["SFX206"]) if f.code == "SFX206"]
     assert "side effect" not in finding.message
     assert "does more than choose values" in finding.message
+
+
+GET_SCALE = '''
+import torch
+from torch.amp import GradScaler
+
+
+def train(model, loader, opt, args, log):
+    scaler = {ctor}
+    for step, x in enumerate(loader):
+        before = scaler.get_scale()
+        scaler.scale(model(x).mean()).backward()
+        scaler.step(opt)
+        scaler.update()
+        skipped = scaler.get_scale() != before
+        if step % 100 == 0:
+            log(scale=scaler.get_scale())
+'''
+
+
+@pytest.mark.parametrize(
+    ("ctor", "says"),
+    [
+        ('GradScaler("cuda")', ""),
+        ('GradScaler("cuda", enabled=args.fp16)', "`enabled=args.fp16`"),
+        ('GradScaler("cuda", enabled=False)', None),
+    ],
+)
+def test_get_scale_reads_the_scale_every_step_where_the_scaler_is_enabled(ctor, says):
+    # sentence-transformers' fit loop reads it twice a step, audiocraft's once for a metric;
+    # the read on one step in 100 is left alone
+    found = check_code(GET_SCALE.format(ctor=ctor), select=["SFX206"])
+    reads = [f for f in found if "get_scale()" in f.message]
+    if says is None:
+        assert reads == []  # a disabled scaler returns 1.0 without a read
+        return
+    assert [f.line for f in reads] == [9, 13]
+    assert all(f.fix is None and ("when the scaler is enabled" in f.message) == bool(says) for f in reads)
+    assert says in reads[0].message and "every N steps" in reads[0].message
+
+
+def test_get_scale_of_anything_else_is_no_finding():
+    src = GET_SCALE.format(ctor="make_scaler()").replace("from torch.amp import GradScaler\n", "")
+    assert [f for f in check_code(src, select=["SFX206"]) if "get_scale()" in f.message] == []
+    # ``self.scaler`` in a file that names GradScaler: a scaler by its name
+    kept = (
+        "import torch\n\nclass Solver:\n    def __init__(self):\n        self.scaler = torch.amp.GradScaler('cuda')\n\n"
+        "    def train_step(self, loss, metrics):\n        self.scaler.scale(loss).backward()\n"
+        "        metrics['grad_scale'] = self.scaler.get_scale()\n"
+    )
+    (finding,) = [f for f in check_code(kept, select=["SFX206"]) if "get_scale()" in f.message]
+    assert finding.line == 9 and "when the scaler is enabled" in finding.message

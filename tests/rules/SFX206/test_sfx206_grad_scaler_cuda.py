@@ -36,3 +36,19 @@ def test_sfx206_fused_optimizer_steps_without_reading_the_flag(kind):
     print(f"\nSFX206 GradScaler {kind}: syncs over {len(xs)} steps, default {counts[False]}, fused {counts[True]}")
     assert counts[False] >= len(xs), "the default optimizer's step did not read the flag each step"
     assert counts[True] == 0
+
+
+def _read_scales(scaler, n):
+    return [scaler.get_scale() for _ in range(n)]
+
+
+@pytest.mark.cuda
+def test_sfx206_get_scale_reads_the_scale_once_per_call_when_enabled():
+    counts = {}
+    for enabled in (True, False):
+        scaler = torch.amp.GradScaler("cuda", enabled=enabled)
+        scaler.scale(torch.ones((), device="cuda"))  # the scale tensor is made on the first use
+        _, counts[enabled] = count_syncs(_read_scales, scaler, 8)
+    print(f"\nSFX206 get_scale: syncs over 8 reads, enabled {counts[True]}, disabled {counts[False]}")
+    assert counts[True] >= 8
+    assert counts[False] == 0
