@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfix.analysis import METHOD_MAYBE_SELF, Kind, keyword, positional
+from syncfix.analysis import HOST_FACTORIES, METHOD_MAYBE_SELF, Kind, keyword, positional
 
 from ._memory import non_blocking_flag
 from ._support import append_kwarg, kwarg, named_as_device
@@ -71,6 +71,24 @@ def to_names_device(a, call: cst.Call) -> bool:
         return True
     args = positional(call)
     return bool(args) and not a.value(args[0].value).is_tensor
+
+
+def likely_other_tensor(a, call: cst.Call) -> bool:
+    """``self.q_norm(q).to(v)``, ``(mu.float() - mean).to(mu)``: ``.to`` of one name syncfix
+    cannot read whose name says nothing of a device (``v``, ``mu``): in model code, another
+    tensor whose dtype (and device) the result takes, seldom a device. Enough to leave a copy of
+    a computed tensor unreported (not of one a factory made: ``torch.rand(n).to(y_0)`` copies
+    to ``y_0``'s device); never proof of anything."""
+    if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+        return False
+    first = call.args[0].value
+    if not (isinstance(first, (cst.Name, cst.Attribute)) and a.value(first).kind is Kind.UNKNOWN):
+        return False
+    receiver = call.func.value  # type: ignore[attr-defined]
+    while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) and receiver.func.attr.value in METHOD_MAYBE_SELF:
+        receiver = receiver.func.value
+    made = a.callee(receiver) if isinstance(receiver, cst.Call) else None
+    return not named_as_device(first) and made not in HOST_FACTORIES
 
 
 def onto_accumulator(a, call: cst.Call) -> bool:

@@ -23,6 +23,7 @@ from ._copy_calls import (
     device_argument,
     from_array,
     is_false,
+    likely_other_tensor,
     no_elements,
     non_blocking_call,
     onto_accumulator,
@@ -64,8 +65,10 @@ class BlockingHostToDevice(Rule):
     such as `self.dtype`, `x.dtype` or `compute_dtype`, a `*_type` name with no device in it
     such as `dst_type` (not `device_type`), or `dtype=` alone; `.half()`,
     `.float()`, `.bfloat16()`), `.to(other_tensor)` unless the other tensor is provably on CUDA
-    (then it is a copy there) or the copy is of zeros or ones a factory builds (below), placing
-    an `nn.Module`, and a `.to(...)` in
+    (then it is a copy there) or the copy is of zeros or ones a factory builds (below), a
+    computed tensor's `.to(v)` to a name syncfix cannot read that says nothing of a device
+    (`F.dropout(w, p).to(v)`: likely another tensor of the same forward, so a dtype match; a
+    factory's `torch.rand(n).to(v)` is still reported), placing an `nn.Module`, and a `.to(...)` in
     a branch the code has taken off CUDA: the `else` of `if torch.cuda.is_available():`, of `if
     device_type == "cuda":` and of `if device.type == "cuda":`.
 
@@ -380,6 +383,8 @@ class BlockingHostToDevice(Rule):
             # non-blocking would be read before it lands
             if target is Device.UNKNOWN and not a.is_hot(node):
                 return
+            if target is Device.UNKNOWN and receiver.is_tensor and likely_other_tensor(a, node):
+                return  # ``self.q_norm(q).to(v)``: a computed tensor cast like another, likely
             built = None if a.uses_streams or a.caught_by_handler(node) else built_on_device(a, node)
             if built is not None:
                 # a factory's tensor (perhaps on a default device another file set): built

@@ -155,7 +155,7 @@ def _shared_options(fn):
         click.option(
             "--include-cold/--no-include-cold",
             default=None,
-            help="Also report one-time code (set-up, __main__ blocks, tests), not only code that "
+            help="Also report one-time code (set-up, __main__ blocks outside loops, tests), not only code that "
             "runs every step.",
         ),
         click.option(

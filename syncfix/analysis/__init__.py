@@ -73,6 +73,7 @@ from .syntax import (
 )
 from .torch_api import (
     FULL_REDUCTIONS,
+    HOST_FACTORIES,
     IN_PLACE_EXTRA,
     LOG_LEVELS,
     METHOD_MAYBE_SELF,
@@ -91,6 +92,7 @@ from .values import BOTTOM, NUMBER, OTHER, UNKNOWN, Device, Kind, Memory, Value,
 __all__ = [
     "BOTTOM",
     "FULL_REDUCTIONS",
+    "HOST_FACTORIES",
     "IN_PLACE_EXTRA",
     "LOG_LEVELS",
     "METHOD_MAYBE_SELF",

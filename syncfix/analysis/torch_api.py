@@ -84,6 +84,11 @@ LEGACY_CONSTRUCTORS = {
     "IntTensor": "torch.int32", "ShortTensor": "torch.int16", "ByteTensor": "torch.uint8",
     "CharTensor": "torch.int8", "BoolTensor": "torch.bool",
 }
+# Calls that build a tensor from sizes or host data (on the default device without ``device=``).
+HOST_FACTORIES = frozenset(
+    {f"torch.{name}" for name in DEFAULT_DEVICE_FACTORIES | set(LEGACY_CONSTRUCTORS)}
+    | {"torch.tensor", "torch.as_tensor", "torch.asarray", "torch.from_numpy"}
+)
 # torch.* factories whose result is int64 when no dtype is given.
 INT64_FACTORIES = {"torch.randint", "torch.randperm", "torch.argsort", "torch.argmax",
                     "torch.argmin", "torch.nonzero", "torch.searchsorted", "torch.bucketize"}

@@ -122,3 +122,21 @@ def test_a_tensor_that_may_already_be_on_the_gpu_is_a_copy_only_if_it_is_on_the_
     (finding,) = check_code(src, select=["SFX101"])
     assert finding.message.startswith("Blocking host-to-device copy if the tensor is on the CPU")
     assert finding.fix is not None  # exact either way: a fresh tensor, to CUDA
+
+
+def test_a_computed_tensor_cast_like_another_is_not_reported():
+    # audiocraft's ``F.dropout(w, ...).to(v)``, sd-scripts' ``self.q_norm(q).to(v)``: ``v`` is
+    # another tensor of the same forward (a dtype match), seldom a device; a factory's tensor
+    # ``.to(v)`` and a copy ``.to(dev)`` to a device by its name are still reported
+    src = (
+        "import torch\nimport torch.nn.functional as F\n\n\n"
+        "class Attention(torch.nn.Module):\n"
+        "    def forward(self, q: torch.Tensor, k: torch.Tensor, value, dev):\n"
+        "        v = self.split_heads(value)\n"
+        "        w = torch.softmax(torch.einsum('btd,bkd->btk', q, k), dim=-1)\n"
+        "        w = F.dropout(w, 0.1, training=self.training).to(v)\n"
+        "        y = torch.rand(q.shape[0]).to(v)\n"
+        "        z = torch.softmax(q, -1).to(dev)\n"
+        "        return torch.einsum('btk,bkd->btd', w, v) + y + z\n"
+    )
+    assert sorted(f.line for f in check_code(src, select=["SFX101"])) == [10, 11]
