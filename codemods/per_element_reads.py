@@ -270,8 +270,8 @@ class PerElementReads(Rule):
             if read is not None and _var_of(node, read) is None:
                 self._indexed(node, read)
                 return
-            if read is not None and _var_of(node, read) is not None:
-                if a.likely.value(read.receiver).device is not Device.CPU:
+            if read is not None and (comp_for := _var_of(node, read)) is not None:
+                if a.likely.value(read.receiver).device is not Device.CPU and not _host_rows(a, comp_for.iter):
                     stacked = self._stacked_list(node, read) if fixable else None
                     catted = self._catted_parts(node, read) if fixable and stacked is None else None
                     if stacked is not None:
@@ -447,6 +447,7 @@ class PerElementReads(Rule):
                 return False
 
         walk(elt, V())
+        found = [r for r in found if not _host_rows(a, _var_of(node, r).iter)]  # type: ignore[union-attr]
         if any(a.likely.value(r.receiver).device is not Device.CPU for r in found):
             proven = all(a.is_tensor(r.receiver) for r in found)
             self.report(node, self.MESSAGE if proven else f"{self.MESSAGE}{_MAYBE_GPU}; no fix: {_UNKNOWN_ELEMENTS}")
@@ -520,6 +521,25 @@ _DICT_FIX = (
     "runs after every value is read, and nothing the loop body calls after the read writes "
     "the other values)"
 )
+
+def _host_rows(a, iterable: cst.BaseExpression, *, follow: bool = True) -> bool:
+    """``ids.cpu()``, ``zip(ids.cpu(), mask.cpu())``, ``enumerate(t.numpy())``, or a name bound
+    only to one of these: what a loop takes from them is on the host, whatever ``ids`` was (the
+    copy itself is SFX105's)."""
+    callee = a.callee(iterable) if isinstance(iterable, cst.Call) else None
+    if isinstance(iterable, cst.Call) and callee in ("builtins.zip", "builtins.enumerate"):
+        parts = [arg.value for arg in iterable.args if arg.keyword is None and not arg.star]
+        if callee == "builtins.enumerate":
+            parts = parts[:1]  # ``start`` is a number
+        return bool(parts) and all(_host_rows(a, p, follow=follow) for p in parts)
+    if isinstance(iterable, cst.Name) and follow:
+        values = a.reaching_values(iterable)
+        return bool(values) and all(_host_rows(a, v, follow=False) for v in values)
+    if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute)):
+        return False
+    method = iterable.func.attr.value
+    return method in ("cpu", "numpy", "tolist") and not iterable.args or method == "to" and a.to_target(iterable) is Device.CPU
+
 
 def _var_of(node, read: HostRead) -> cst.CompFor | None:
     """The ``for`` of the comprehension whose (plain name) target the read starts from."""

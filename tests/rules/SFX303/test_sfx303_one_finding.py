@@ -51,3 +51,16 @@ def test_a_mapping_value_read_with_one_stack_gets_one_finding():
     # value twice, gets no stack, and its read stays SFX105's
     found = [(f.line, f.code) for f in check_code(ITEMS, path="train.py")]
     assert sorted(found) == [(7, "SFX303"), (8, "SFX303"), (10, "SFX105")]
+
+
+def test_elements_of_a_tensor_copied_to_the_cpu_are_not_reported():
+    # trl's ``[c[m].tolist() for c, m in zip(ids.cpu(), mask.bool().cpu())]``: whatever ``ids`` is,
+    # ``ids.cpu()`` is on the CPU, so its rows read without a wait (the copies themselves are
+    # SFX105's); a tensor that may be on the GPU is still reported
+    src = (
+        "import torch\n\n\ndef decode(ids, mask, steps):\n    for _ in range(steps):\n"
+        "        rows = [c[m].tolist() for c, m in zip(ids.cpu(), mask.bool().cpu())]\n"
+        "        gpu_rows = [c.tolist() for c in ids.float()]\n"
+        "        print(rows, gpu_rows)\n"
+    )
+    assert [f.line for f in check_code(src, select=["SFX303"])] == [7]
