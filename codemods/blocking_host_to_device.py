@@ -70,7 +70,8 @@ class BlockingHostToDevice(Rule):
     (`F.dropout(w, p).to(v)`: likely another tensor of the same forward, so a dtype match; a
     factory's `torch.rand(n).to(v)` is still reported), placing an `nn.Module`, and a `.to(...)` in
     a branch the code has taken off CUDA: the `else` of `if torch.cuda.is_available():`, of `if
-    device_type == "cuda":` and of `if device.type == "cuda":`.
+    device_type == "cuda":` and of `if device.type == "cuda":`, and the body of a test for
+    another device type (`if device.type == "mps":`).
 
     ## Why it costs
     A blocking copy (`non_blocking=False`, the default) runs `cudaMemcpyAsync` and then

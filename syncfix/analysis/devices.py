@@ -259,8 +259,8 @@ def _type_named(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
 def cuda_branch(a: ModuleAnalysis, call: cst.Call) -> bool | None:
     """What the tests around ``call`` (a ``.to(...)``) say of its device: False where the code
     has ruled CUDA out (the ``else`` of ``if torch.cuda.is_available():``, of ``if device_type
-    == "cuda":``, of ``if <d>.type == "cuda":`` with ``<d>`` the device the call names, and the
-    body of their negations); True in the body of ``if <d>.type == "cuda":`` where ``<d>`` is
+    == "cuda":``, of ``if <d>.type == "cuda":`` with ``<d>`` the device the call names, the
+    body of their negations, and of a test for another type, ``<d>.type == "mps"``); True in the body of ``if <d>.type == "cuda":`` where ``<d>`` is
     a name bound once (so the call's device is CUDA); None where they say nothing."""
     dev = keyword(call, "device") or next(iter(positional(call)), None)
     device = dev.value if dev is not None else None
@@ -295,9 +295,11 @@ def _names_this_device(a: ModuleAnalysis, test: cst.BaseExpression, device: cst.
 
 def _says_cuda(a: ModuleAnalysis, test: cst.BaseExpression, device: cst.BaseExpression | None) -> bool | None:
     """True when ``test`` holds only on CUDA (for ``device``), False when it holds only off
-    CUDA, None when it says neither."""
+    CUDA (``!= "cuda"``, ``== "mps"``), None when it says neither."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = _says_cuda(a, test.expression, device)
+        if inner is False and not _about_cuda(test.expression):
+            return None  # ``not (d.type == "mps")`` holds on CUDA and elsewhere
         return None if inner is None else not inner
     if isinstance(test, cst.Call):
         return True if not test.args and a.callee(test) in CUDA_AVAILABLE else None
@@ -307,8 +309,9 @@ def _says_cuda(a: ModuleAnalysis, test: cst.BaseExpression, device: cst.BaseExpr
     left, right = test.left, test.comparisons[0].comparator
     if isinstance(left, cst.SimpleString):
         left, right = right, left
-    if not (isinstance(right, cst.SimpleString) and right.evaluated_value == "cuda"):
+    if not isinstance(right, cst.SimpleString):
         return None
+    named = right.evaluated_value  # ``"mps"`` rules CUDA out where it holds (sd-scripts' mps branch)
     if isinstance(left, cst.Name):
         subject = left.value == DEVICE_TYPE_NAME
     elif isinstance(left, cst.Attribute) and left.attr.value == DEVICE_TYPE_ATTR:
@@ -317,9 +320,20 @@ def _says_cuda(a: ModuleAnalysis, test: cst.BaseExpression, device: cst.BaseExpr
         subject = False
     if not subject:
         return None
+    if named != "cuda":
+        return False if isinstance(op, cst.Equal) and isinstance(named, str) and named.isidentifier() else None
     if isinstance(op, cst.Equal):
         return True
     return False if isinstance(op, cst.NotEqual) else None
+
+
+def _about_cuda(test: cst.BaseExpression) -> bool:
+    """Is ``test`` no comparison with a device type other than ``"cuda"``?"""
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        for side in (test.left, test.comparisons[0].comparator):
+            if isinstance(side, cst.SimpleString) and side.evaluated_value != "cuda":
+                return False
+    return True
 
 
 # ---- the likely tier: items of batches from loaders the code does not construct -----------

@@ -140,3 +140,18 @@ def test_a_computed_tensor_cast_like_another_is_not_reported():
         "        return torch.einsum('btk,bkd->btd', w, v) + y + z\n"
     )
     assert sorted(f.line for f in check_code(src, select=["SFX101"])) == [10, 11]
+
+
+def test_a_copy_under_a_test_for_another_device_type_is_not_to_cuda():
+    # sd-scripts' ``if self.device.type == "mps": ... .to(self.device)``: off CUDA there; the
+    # negation of such a test holds on CUDA and elsewhere, so it proves nothing
+    src = (
+        "import torch\n\n\nclass Gen:\n    def __init__(self, device):\n        self.device = torch.device(device)\n\n"
+        "    def step(self, shape, n):\n        for _ in range(n):\n"
+        "            if self.device.type == 'mps':\n"
+        "                a = torch.randn(shape, device='cpu').to(self.device)\n"
+        "            if not (self.device.type == 'mps'):\n"
+        "                b = torch.randn(shape, device='cpu').to(self.device)\n"
+        "            print(a, b)\n"
+    )
+    assert [f.line for f in check_code(src, select=["SFX101"])] == [13]
