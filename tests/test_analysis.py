@@ -715,6 +715,24 @@ def test_a_parameter_or_buffer_of_a_module_is_on_whatever_device_the_module_was_
     assert analysis.likely.value(values["c"]).device is Device.UNKNOWN
 
 
+def test_a_buffer_stored_to_again_still_moves_with_its_module():
+    # BLIP's ``self.image_queue = normalize(self.image_queue, dim=0)`` after ``register_buffer``:
+    # ``Module.__setattr__`` keeps it a buffer, so ``model.cuda()`` moves it; and its value starts
+    # from the registered one (not an empty join of itself)
+    from syncfix.analysis import Device, Kind
+
+    src = (
+        "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.register_buffer('queue', torch.randn(16, 100))\n"
+        "        self.queue = nn.functional.normalize(self.queue, dim=0)\n        self.t = torch.zeros(3)\n\n"
+        "    def forward(self, x):\n        a = self.queue\n        b = self.t\n        return x\n"
+    )
+    analysis, values = _assigned(src)
+    queue = analysis.value(values["a"])
+    assert queue.kind is Kind.TENSOR and queue.device is Device.UNKNOWN
+    assert analysis.value(values["b"]).device is Device.CPU
+
+
 SPLIT = '''
 from typing import Tuple
 

@@ -90,10 +90,15 @@ def _self_attribute(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
     if bound is None:
         # ``self.register_buffer("initted", t)``: a tensor (likely; ``None`` may be registered)
         return Value(Kind.TENSOR) if a.assume_tensors and _registered(a, expr) else UNKNOWN
-    # a parameter moves with its module (``model.cuda()``): where it was made says nothing
+    # a parameter moves with its module (``model.cuda()``): where it was made says nothing; so
+    # does a buffer, whatever tensor is stored to its name later (BLIP's ``self.image_queue =
+    # normalize(self.image_queue)`` after ``register_buffer``: ``Module.__setattr__`` keeps it one)
+    registered = _registrations(a, expr).get(expr.attr.value)
+    if registered is not None:
+        bound = [*bound, *registered]  # ``self.q = normalize(self.q)`` starts from the registered one
     return join_all(
         replace(a.value(v), device=Device.UNKNOWN, memory=Memory.UNKNOWN, origin=None)
-        if _makes_parameter(a, v) else a.value(v)
+        if registered is not None or _makes_parameter(a, v) else a.value(v)
         for v in bound
     )
 
@@ -105,25 +110,33 @@ def _makes_parameter(a: ModuleAnalysis, value: cst.BaseExpression) -> bool:
 def _registered(a: ModuleAnalysis, expr: cst.Attribute) -> bool:
     """Does the class of ``self.<attr>`` register it as a buffer or parameter
     (``self.register_buffer("<attr>", ...)``)?"""
+    return expr.attr.value in _registrations(a, expr)
+
+
+def _registrations(a: ModuleAnalysis, expr: cst.Attribute) -> dict[str, tuple[cst.BaseExpression, ...]]:
+    """The attributes the class of ``expr`` registers as buffers or parameters, each with the
+    values registered (``self.register_buffer("queue", torch.randn(d, k))``)."""
     cls = next((anc for anc in a.ancestors(expr) if isinstance(anc, cst.ClassDef)), None)
     if cls is None:
-        return False
+        return {}
     names = a.cache.registered.get(cls)
     if names is None:
-        found = set()
+        found: dict[str, list[cst.BaseExpression]] = {}
         for call in a.nodes_within(cls.body, cst.Call):
             func = call.func  # type: ignore[attr-defined]
+            args = call.args  # type: ignore[attr-defined]
             if (
                 isinstance(func, cst.Attribute)
                 and func.attr.value in ("register_buffer", "register_parameter")
                 and isinstance(func.value, cst.Name)
                 and func.value.value == "self"
-                and call.args  # type: ignore[attr-defined]
-                and isinstance(call.args[0].value, cst.SimpleString)  # type: ignore[attr-defined]
+                and args
+                and isinstance(args[0].value, cst.SimpleString)
+                and isinstance(name := args[0].value.evaluated_value, str)
             ):
-                found.add(call.args[0].value.evaluated_value)  # type: ignore[attr-defined]
-        names = a.cache.registered[cls] = frozenset(n for n in found if isinstance(n, str))
-    return expr.attr.value in names
+                found.setdefault(name, []).extend(arg.value for arg in args[1:2] if arg.keyword is None)
+        names = a.cache.registered[cls] = {n: tuple(v) for n, v in found.items()}
+    return names
 
 
 def self_attribute_values(a: ModuleAnalysis, expr: cst.Attribute) -> list[cst.BaseExpression] | None:

@@ -96,7 +96,7 @@ class Caches:
     star_aliases: dict[str, str] | None = None  # ModuleAnalysis._star_qualnames
     unseen_bindings: dict[tuple[Scope, str], BaseAssignment] = field(default_factory=dict)
     main_blocks: tuple[tuple[int, int], ...] | None = None  # navigation.in_main_block
-    registered: dict[cst.ClassDef, frozenset[str]] = field(default_factory=dict)  # attributes._registered
+    registered: dict[cst.ClassDef, dict[str, tuple[cst.BaseExpression, ...]]] = field(default_factory=dict)  # attributes._registrations
     # bindings.bindings per use: syntax only, so the likely view shares its analysis's table
     bindings: dict[cst.Name, frozenset[BaseAssignment]] = field(default_factory=dict)
 
