@@ -101,7 +101,7 @@ class Project:
         for name, (path, data) in sources.items():
             test = is_test_path(str(path.relative_to(root)), data)
             if not test or self.closed:
-                todo.append((name, data, not test, self.closed))
+                todo.append((name, data, not test, self.closed, package_of(path, name)))
         hot = tuple(hot_functions)
         for (name, *_), (called, used) in zip(todo, summarize(todo, hot, self.resolve), strict=True):
             if called is not None:
@@ -279,7 +279,7 @@ CHANGES_DEFAULTS = {
 
 
 # One file to summarize: (module name, source, whether to keep its calls, whether its names)
-Item = tuple[str, bytes, bool, bool]
+Item = tuple[str, bytes, bool, bool, str]  # name, source, with calls, with names, package
 Summary = tuple[FileCalls | None, MemberUse | None]
 Summarize = Callable[[Sequence[Item], tuple[str, ...], Mapping[str, str]], list[Summary]]
 
@@ -287,10 +287,10 @@ Summarize = Callable[[Sequence[Item], tuple[str, ...], Mapping[str, str]], list[
 def file_summary(item: Item, hot_functions: tuple[str, ...], resolve: Mapping[str, str]) -> Summary:
     """What the index keeps of one file: the calls it makes and the attribute names it uses,
     from one parse with Python's parser."""
-    name, data, with_calls, with_names = item
+    name, data, with_calls, with_names, package = item
     tree = _parsed(data)
     # an unparsable file: ``file_calls`` fails to read it too, and says so (not ``parsed``)
-    called = file_calls(name, tree if tree is not None else data, hot_functions, resolve) if with_calls else None
+    called = file_calls(name, tree if tree is not None else data, hot_functions, resolve, package) if with_calls else None
     if called is not None:
         called.other_accelerator = names_other_accelerator(data, tree)
         called.dynamic_imports = tree is not None and imports_dynamically(data, tree)

@@ -444,3 +444,25 @@ def test_an_object_called_through_an_attribute_runs_its_call_method():
     # an attribute set to another object runs nothing of this file's
     files[1] = file_calls("pkg.rpn", RPN.replace("self.proposal_layer(", "self.scale(").encode(), ["forward"], resolve)
     assert "pkg.creator_tool" not in hot_functions(files)
+
+
+def test_a_function_a_package_re_exports_is_hot_where_called_through_it(tmp_path):
+    # gpt-neox's ``mpu.broadcast_data(...)`` every micro-batch: ``megatron/mpu/__init__.py``
+    # binds it with ``from .data import broadcast_data`` (relative to the package itself)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    files = {
+        "top/__init__.py": "",
+        "top/mpu/__init__.py": "from .data import broadcast_data\n",
+        "top/mpu/data.py": "def broadcast_data(keys, data):\n    return data\n\n\ndef unused(x):\n    return x\n",
+        "top/training.py": (
+            "from top import mpu\nfrom top.mpu import broadcast_data as bd\n\n\n"
+            "def train(loader, keys):\n    for data in loader:\n        mpu.broadcast_data(keys, data)\n\n\n"
+            "def evaluate(loader, keys):\n    for data in loader:\n        bd(keys, data)\n"
+        ),
+    }
+    for rel, text in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    _, hot = build_index(tmp_path)
+    assert hot.get("top.mpu.data") == {"broadcast_data"}

@@ -84,13 +84,21 @@ class FileCalls:
     # ``self.<attr> = C(...)`` of a class ``C`` (module "" for the file itself): a call of
     # ``self.<attr>(...)`` runs ``C.__call__`` (faster-rcnn's ``self.proposal_layer(...)``)
     instances: dict[str, Callee] = field(default_factory=dict)
+    # names it binds by importing them from project modules (``from .data import
+    # broadcast_data`` in a package's ``__init__``): a call of ``pkg.broadcast_data`` runs that
+    imported: dict[str, Callee] = field(default_factory=dict)
 
 
 def file_calls(
-    module: str, source: bytes | ast.Module, hot_functions: Iterable[str], resolve: Mapping[str, str]
+    module: str,
+    source: bytes | ast.Module,
+    hot_functions: Iterable[str],
+    resolve: Mapping[str, str],
+    package: str | None = None,
 ) -> FileCalls:
     """The calls of one file (its source, or Python's parse of it). ``resolve`` maps a dotted
-    import target to a project module."""
+    import target to a project module; ``package``: what its relative imports start from (the
+    module itself for a package's ``__init__``; by default the module's parent)."""
     out = FileCalls(module)
     try:
         tree = source if isinstance(source, ast.Module) else ast.parse(source)
@@ -98,7 +106,8 @@ def file_calls(
         return out
     out.parsed = True
     hot = set(hot_functions)
-    package = module.rpartition(".")[0]
+    if package is None:
+        package = module.rpartition(".")[0]
     names: dict[str, Callee] = {}  # local name -> (project module, function) it was imported as
     modules: dict[str, str] = {}  # local name -> project module (``import pkg.nn as nn``)
     for node in statements(tree):
@@ -119,6 +128,7 @@ def file_calls(
                 target = resolve.get(alias.name)
                 if target is not None:
                     modules[alias.asname or alias.name.split(".")[0]] = target
+    out.imported = {local: callee for local, callee in names.items() if local != "*"}
     _Collector(out, hot, names, modules).collect(tree)
     return out
 
@@ -305,6 +315,9 @@ def hot_in_file(source: str | bytes, hot_functions_named: Iterable[str]) -> froz
     return hot_functions([file_calls("", data, hot_functions_named, {})]).get("", frozenset())
 
 
+_MAX_REEXPORTS = 4  # packages re-exporting from packages: a few levels, never a cycle
+
+
 def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
     """Per module, the names of its functions that run repeatedly (a fixpoint over the calls)."""
     by_module = {f.module: f for f in files}
@@ -338,6 +351,12 @@ def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
             for m in reversed(by_module[caller].stars):
                 if m in by_module and callee[1] in by_module[m].calls:
                     return [(m, callee[1])]
+        for _ in range(_MAX_REEXPORTS):  # ``mpu.broadcast_data``: defined where ``mpu`` imports it from
+            owner = by_module.get(target[0])
+            if owner is None or target[1] in owner.calls or target[1] not in owner.imported:
+                break
+            made = owner.imported[target[1]]
+            target = (made[0], made[1])
         return [target] if target[0] in by_module else []
 
     hot: set[tuple[str, str]] = {(f.module, n) for f in by_module.values() for n in f.hot_names}
