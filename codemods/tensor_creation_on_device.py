@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from syncfix.analysis import Device, Kind, keyword, positional
+from syncfix.analysis import LEGACY_CONSTRUCTORS, Device, Kind, keyword, positional
 from syncfix.rules import Fix, Invalid, Rule
 
 from ._support import (
@@ -33,7 +33,9 @@ class TensorCreationOnDevice(Rule):
     host data (a Python number, list, tuple or numpy array) and the device is provably CUDA.
     Where the code repeats, `device=x.device` of a tensor `x` whose device syncfix cannot name is
     reported too (likely a GPU's), and so is a device that is CUDA or the CPU
-    (`"cuda" if torch.cuda.is_available() else "cpu"`).
+    (`"cuda" if torch.cuda.is_available() else "cpu"`). The legacy CUDA constructors of data,
+    `torch.cuda.LongTensor(sizes)` (not of sizes, `torch.cuda.FloatTensor(n, k)`), copy it the
+    same way: reported, with no fix (their conversions are their own).
 
     ## Why it costs
     PyTorch builds the tensor on the CPU and then moves it with a *blocking* copy
@@ -128,7 +130,7 @@ class TensorCreationOnDevice(Rule):
     MESSAGE = "Tensor built on the host and copied to the GPU with a blocking copy"
     FIX = "sometimes"
     SAFETY = ("safe", "unsafe")
-    TRIGGERS = ("tensor(",)
+    TRIGGERS = ("tensor(", "Tensor(")
     VALID = [
         # already built on the device
         "import torch\nx = torch.full((), 1.0, device='cuda')\ny = torch.zeros(3, device='cuda')\n",
@@ -176,6 +178,9 @@ class TensorCreationOnDevice(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         a = self.analysis
         name = a.callee(node)
+        if name is not None and name.startswith("torch.cuda.") and name[len("torch.cuda."):] in LEGACY_CONSTRUCTORS:
+            self._legacy_cuda(node, name)
+            return
         if name not in ("torch.tensor", "torch.as_tensor"):
             return
         dev = keyword(node, "device")
@@ -221,6 +226,27 @@ class TensorCreationOnDevice(Rule):
             return
         fix = self._fix(node, data, dev.value)
         self.report(node, self.MESSAGE if fix else self.MESSAGE + self._no_fix(node, data, dev.value), fix=fix)
+
+    def _legacy_cuda(self, node: cst.Call, name: str) -> None:
+        """``torch.cuda.LongTensor(sizes)`` of a list of host numbers (gpt-neox's per-batch sizes):
+        built from the list on the host and copied to the current CUDA device, blocking. No fix:
+        the legacy constructor's conversions are its own (``torch.tensor`` is not proven alike)."""
+        a = self.analysis
+        args = positional(node)
+        if len(node.args) != 1 or len(args) != 1:
+            return  # sizes (``torch.cuda.FloatTensor(n, k)``) or keywords: nothing copied
+        data = args[0].value
+        if a.value(data).is_tensor or a.python_number_type(data) is not None:
+            return  # a CUDA tensor of its type is returned as it is; one number is a size
+        short = name.rpartition(".")[2]
+        known = a.is_host_data(data) or _likely_numbers(a, data)
+        self.report(
+            node,
+            f"{self.MESSAGE} (`{short}` of a list{'' if known else ' or an array (not a CUDA tensor)'} "
+            "copies it from pageable host memory; no fix: "
+            f"`torch.tensor(data, dtype=..., pin_memory=True).to(\"cuda\", non_blocking=True)` builds "
+            "it without the wait, or build it once where the values repeat)",
+        )
 
     def _no_fix(self, node: cst.Call, data: cst.BaseExpression, dev: cst.BaseExpression) -> str:
         """Why :meth:`_fix` gave none, in the words of what the user can change."""

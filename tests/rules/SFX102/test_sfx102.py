@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from syncfix import fix_code
+from syncfix import check_code, fix_code
 from syncfix.analysis.project import ModuleContext
 
 from ..support import compare, load
@@ -130,3 +130,22 @@ def test_an_unsafe_fill_says_a_large_int_may_round_differently():
     assert "may round differently" in finding.fix.description
     v = 1152921573326323713
     assert torch.tensor(v, dtype=torch.float32).item() != torch.full((), v, dtype=torch.float32).item()
+
+
+def test_a_legacy_cuda_constructor_of_data_is_a_blocking_copy():
+    # gpt-neox's ``sizes_cuda = torch.cuda.LongTensor(sizes)`` every micro-batch: reported (no
+    # fix); of sizes it allocates on the device, of a CUDA tensor it copies nothing
+    src = (
+        "import torch\n\n\ndef step(loader, keys, data, gpu: torch.Tensor):\n    for _ in loader:\n"
+        "        sizes = [0 for _ in range(4 * len(keys))]\n"
+        "        for i, key in enumerate(keys):\n            sizes[i] = data[key].size(0)\n"
+        "        a = torch.cuda.LongTensor(sizes)\n"
+        "        b = torch.cuda.ByteTensor([1, 0, 1])\n"
+        "        c = torch.cuda.FloatTensor(4, 5)\n"
+        "        d = torch.cuda.FloatTensor(3)\n"
+        "        e = torch.cuda.FloatTensor(gpu.cuda())\n"
+        "        print(a, b, c, d, e)\n"
+    )
+    found = check_code(src, select=["SFX102"])
+    assert [(f.line, f.fix) for f in found] == [(9, None), (10, None)]
+    assert "`LongTensor` of a list or an array" in found[0].message and "of a list copies" in found[1].message

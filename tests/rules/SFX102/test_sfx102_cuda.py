@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from ..support import check_fewer_syncs
+from ..support import check_fewer_syncs, count_syncs
 
 torch = pytest.importorskip("torch")
 
@@ -100,3 +100,15 @@ def test_sfx102_pageable_copy_to_a_device_held_by_a_name(device):
         before, _ = count_syncs(load(NAMED_DEVICE, "f"), w, [1, 2, 3, 4], device, seed=0)
         after, _ = count_syncs(load(new, "f"), w, [1, 2, 3, 4], device, seed=0)
         compare(before, after, bitwise=True)
+
+
+def _legacy(sizes, n):
+    return [torch.cuda.LongTensor(sizes) for _ in range(n)]
+
+
+@pytest.mark.cuda
+def test_sfx102_legacy_cuda_constructor_of_a_list_waits_each_time():
+    # what the legacy-constructor finding states: ``torch.cuda.LongTensor(list)`` copies blocking
+    _, syncs = count_syncs(_legacy, [3, 1, 4, 1, 5], 8)
+    print(f"\nSFX102 torch.cuda.LongTensor(list): {syncs} syncs over 8 calls")
+    assert syncs >= 8
