@@ -18,7 +18,8 @@ class EmptyCacheInLoop(Rule):
     """
     ## What it finds
     `torch.cuda.empty_cache()` (or `torch.accelerator.empty_cache()`) in a loop, in a step
-    function (`forward`, `training_step`...) or in a function called from a loop. Not in an
+    function (`forward`, `training_step`...) or in a function called from a loop. Not once an
+    epoch (in a loop over `epoch`), where it costs one wait next to an epoch's work; not in an
     `except` handler: emptying the cache there, after an out-of-memory error, before a retry,
     runs only when an error was raised.
 
@@ -74,6 +75,8 @@ class EmptyCacheInLoop(Rule):
         "        torch.cuda.empty_cache()\n",
         # not torch's
         "import torch\nfor _ in range(3):\n    cache.empty_cache()\n",
+        # once an epoch
+        "import torch\nfor epoch in range(3):\n    train(epoch)\n    torch.cuda.empty_cache()\n",
     ]
     INVALID = [
         Invalid("import torch\nfor x in xs:\n    f(x)\n    torch.cuda.empty_cache()\n"),
@@ -84,8 +87,11 @@ class EmptyCacheInLoop(Rule):
         a = self.analysis
         if not a.qualnames(node.func) & _EMPTY_CACHE:
             return
-        if not (a.enclosing_loop(node) is not None or a.is_hot(node)):
+        loop = a.enclosing_loop(node)
+        if not (loop is not None or a.is_hot(node)):
             return
+        if isinstance(loop, cst.For) and _over_epochs(loop):
+            return  # once an epoch (BLIP's after its evaluation): next to an epoch, nothing
         if any(isinstance(anc, cst.ExceptHandler) for anc in _within_function(a, node)):
             return  # an out-of-memory error's recovery: runs on an error only
         self.report(
@@ -95,6 +101,13 @@ class EmptyCacheInLoop(Rule):
             "iteration allocates them again; it gives PyTorch no memory it could not reuse; "
             "no fix: call it once outside the loop, or not at all",
         )
+
+
+def _over_epochs(loop: cst.For) -> bool:
+    """``for epoch in range(...)``, ``for epoch, ... in ...``: a loop over epochs."""
+    target = loop.target
+    names = [e.value for e in target.elements] if isinstance(target, cst.Tuple) else [target]
+    return any(isinstance(n, cst.Name) and "epoch" in n.value.lower() for n in names)
 
 
 def _within_function(a, node: cst.CSTNode) -> list[cst.CSTNode]:

@@ -25,3 +25,14 @@ def test_sfx107_in_one_time_code_is_quiet_unless_asked():
     src = "import torch\n\ndef setup(model):\n    model.cuda()\n    torch.cuda.empty_cache()\n"
     assert check_code(src, select=["SFX107"]) == []
     assert [f.code for f in check_code(src, select=["SFX107"], include_cold=True)] == []  # not in a loop
+
+
+def test_sfx107_once_an_epoch_is_quiet():
+    # BLIP's ``torch.cuda.empty_cache()`` at the end of each epoch, after its evaluation; the
+    # same call in the loop over the epoch's batches is reported
+    src = (
+        "import torch\n\n\ndef main(model, loader, epochs):\n    for epoch in range(epochs):\n"
+        "        for x in loader:\n            model(x).sum().backward()\n            torch.cuda.empty_cache()\n"
+        "        torch.cuda.empty_cache()\n"
+    )
+    assert [f.line for f in check_code(src, select=["SFX107"])] == [8]
