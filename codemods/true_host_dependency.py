@@ -351,9 +351,9 @@ class TrueHostDependency(Rule):
                     saves = True
         if "break" in exits:
             why = (
-                "whether to leave the loop (e.g. early stopping) depends on it. Check every N steps "
-                "(`if step % N == 0 and ...`), or keep the flag on the device and read it once per epoch "
-                "(the loop then ends later)"
+                "whether to leave the loop (early stopping, a convergence test, a stop token) depends "
+                "on it. Test every N iterations (`if i % N == 0 and ...`), or keep the flag on the "
+                "device and read it less often (the loop then ends later)"
             )
         elif "return" in exits:
             why = (
