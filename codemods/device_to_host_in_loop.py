@@ -139,7 +139,8 @@ class DeviceToHostInLoop(Rule):
     is `x.cpu().numpy()` of a value syncfix cannot name (a module's `.cpu()` has no `.numpy()`;
     `x.cpu().item()` too, once: the copy waits, the read of the copy does not),
     and `feats.append(out.cpu())` where the function joins `feats` with `torch.cat`/`torch.stack`
-    (only tensors can be joined; a module's `.cpu()` returns the module).
+    (only tensors can be joined; a module's `.cpu()` returns the module). Not a tokenizer's
+    tensors (`tokenizer(text, return_tensors="pt").input_ids`), likely new CPU tensors.
     Where the code repeats, a scalar read `v = t.item()` (or `t.item()` passed to a call, used
     in a slice, added to a total kept in a container: `counts["raw"] += t.sum().item()`) is
     reported as well, unless another rule owns it: a running total in a name (SFX302), a log

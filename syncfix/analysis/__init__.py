@@ -26,6 +26,7 @@ so (no other ``collate_fn``, no ``batch_size=None``)?
 What does an attribute hold (``t.grad``, ``self.fc``);      ``attributes``
 is a callee an ``nn.Module`` class?
 Does ``if isinstance(x, torch.Tensor | int...):`` narrow?   ``narrowing``
+Is this a tokenizer's tensor (``return_tensors="pt"``)?     ``tokenizers``
 What do the callers pass; what does a call return; which    ``callgraph``
 functions escape (callers out of sight)?
 What do other project files import from this module?        ``project``

@@ -13,6 +13,7 @@ from libcst.metadata import ExpressionContext, ExpressionContextProvider
 from . import callgraph
 from .annotations import annotation_value
 from .project import ALL
+from .tokenizers import tokenized_item
 from .torch_api import (
     FLOAT_CONSTANTS,
     LIKELY_TENSOR_ATTRS,
@@ -57,6 +58,9 @@ def attribute_value(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
             return held
         if _assigned_in_class(a, expr):
             return UNKNOWN  # ``self.bias = bias``: what the class stores decides, not the name
+    tokenized = tokenized_item(a, expr.value, attr) if base.kind is Kind.UNKNOWN else None
+    if tokenized is not None:
+        return tokenized  # ``tokenizer(texts, return_tensors="pt").input_ids``: a CPU tensor (likely)
     if assumed_tensor(a, base, attr, LIKELY_TENSOR_ATTRS):
         return Value(Kind.TENSOR)
     return UNKNOWN

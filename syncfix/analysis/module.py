@@ -171,8 +171,9 @@ class ModuleAnalysis:
         (``x.eq(y)``, ``x.mean()``, ``p.grad``; ``torch_api.LIKELY_TENSOR_METHODS``), or that is
         read with ``.item()``/``.tolist()``, is a tensor (device, dtype and shape unknown); and
         ``self.<attr>`` holds what its class's own methods assign, where another file may set it
-        too (attributes.py ``likely_attribute_values``). Its facts are memoised apart, so the
-        proofs of this analysis never see the assumption."""
+        too (attributes.py ``likely_attribute_values``); and a tokenizer's output
+        (``tokenizer(texts, return_tensors="pt").input_ids``) is a new CPU tensor (tokenizers.py).
+        Its facts are memoised apart, so the proofs of this analysis never see the assumption."""
         if self.assume_tensors:
             return self
         view = ModuleAnalysis(

@@ -31,6 +31,7 @@ from .legacy_constructors import legacy_value
 from .narrowing import narrowed_kind
 from .navigation import in_main_block, target_path
 from .syntax import in_place_keyword, keyword, literal_index, literal_kind, positional, through_call
+from .tokenizers import tokenized_item
 from .torch_api import (
     CREATION_DEVICE_ARG,
     DATALOADER,
@@ -122,6 +123,12 @@ def _value(a: ModuleAnalysis, expr: cst.CSTNode) -> Value:
             return base if sliced else replace(base, kind=Kind.TENSOR)
         if base.kind is Kind.NDARRAY:  # a view, a copy or a numpy scalar: in numpy's memory if the array is
             return Value(Kind.NDARRAY, memory=base.memory)
+        key = expr.slice[0].slice if len(expr.slice) == 1 else None
+        if base.kind is Kind.UNKNOWN and isinstance(key, cst.Index) and isinstance(key.value, cst.SimpleString):
+            named = key.value.evaluated_value  # ``enc["input_ids"]`` of a tokenizer's output (likely)
+            tokenized = tokenized_item(a, expr.value, named) if isinstance(named, str) else None
+            if tokenized is not None:
+                return tokenized
         return UNKNOWN
     if isinstance(expr, cst.BinaryOperation):
         if isinstance(expr.operator, cst.Modulo) and isinstance(expr.left, (cst.SimpleString, cst.ConcatenatedString)):

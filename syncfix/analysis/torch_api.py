@@ -89,6 +89,11 @@ HOST_FACTORIES = frozenset(
     {f"torch.{name}" for name in DEFAULT_DEVICE_FACTORIES | set(LEGACY_CONSTRUCTORS)}
     | {"torch.tensor", "torch.as_tensor", "torch.asarray", "torch.from_numpy"}
 )
+# What a tokenizer's output (``return_tensors="pt"``) holds as tensors (analysis/tokenizers.py).
+TOKENIZER_TENSOR_KEYS = frozenset({
+    "input_ids", "attention_mask", "token_type_ids", "position_ids", "pixel_values",
+    "special_tokens_mask", "offset_mapping", "overflowing_tokens", "labels",
+})
 # torch.* factories whose result is int64 when no dtype is given.
 INT64_FACTORIES = {"torch.randint", "torch.randperm", "torch.argsort", "torch.argmax",
                     "torch.argmin", "torch.nonzero", "torch.searchsorted", "torch.bucketize"}

@@ -481,3 +481,23 @@ def test_get_scale_of_anything_else_is_no_finding():
     )
     (finding,) = [f for f in check_code(kept, select=["SFX206"]) if "get_scale()" in f.message]
     assert finding.line == 9 and "when the scaler is enabled" in finding.message
+
+
+def test_a_tokenizers_tensors_are_read_without_a_wait():
+    # sd-scripts' ``if ids_chunk[-2] != tokenizer.eos_token_id:`` on ``tokenizer(caption,
+    # return_tensors="pt").input_ids`` (new CPU tensors, likely); a model's output is still reported
+    src = (
+        "import torch\n\n\ndef encode(tokenizer, captions, model, eos):\n    out = []\n"
+        "    for caption in captions:\n"
+        "        input_ids = tokenizer(caption, padding='max_length', return_tensors='pt').input_ids\n"
+        "        ids_chunk = torch.cat((input_ids[0].unsqueeze(0), input_ids[1:5], input_ids[-1].unsqueeze(0)))\n"
+        "        if ids_chunk[-2] != eos:\n            ids_chunk[-1] = eos\n"
+        "        enc = tokenizer(caption, return_tensors='pt')\n"
+        "        if enc['attention_mask'].sum() > 3:\n            out.append(ids_chunk)\n"
+        "        gpu = model(ids_chunk.cuda())\n"
+        "        if gpu.sum() > 0:\n            out.append(gpu)\n    return out\n"
+    )
+    assert [f.line for f in check_code(src, select=["SFX206"])] == [15]
+    # another keyword, or none: no tokenizer's output by that sign
+    other = src.replace("return_tensors='pt'", "return_tensors='np'")
+    assert [f.line for f in check_code(other, select=["SFX206"])] == [9, 12, 15]
