@@ -59,6 +59,9 @@ class BlockingHostToDevice(Rule):
     ones a factory builds (`1 - torch.eye(n).type_as(x)`), builds them with `dtype=x.dtype,
     device=x.device`: **unsafe**, since `type_as` picks the *current* CUDA device and this `x`'s
     (the same where `x` is on the current device, as in a process per GPU); no fix otherwise.
+    Where code repeats, a tokenizer's output moved whole (`tokenizer(text,
+    return_tensors="pt").to(device)`: likely new CPU tensors, each copied blocking) is reported
+    with no fix: copying the tensors the model takes with `non_blocking=True` is the user's edit.
 
     Not copies, so never reported: casts (`.to(dtype)` where the argument is a dtype by every
     sign syncfix can read: `torch.float16`, a name or attribute called `dtype` or `*_dtype`
@@ -361,6 +364,9 @@ class BlockingHostToDevice(Rule):
                 or project_narrow_to(a)
                 or unpacked(a, node)
             )
+        elif receiver.kind is Kind.UNKNOWN and method == "to" and a.is_hot(node) and a.is_tokenizer_output(func.value):
+            self.report(node, _TOKENIZED)  # BLIP's ``self.tokenizer(caption, ...).to(image.device)``
+            return
         else:
             # ``.cuda()`` is all but always a tensor's; ``.to(...)`` is as often a module's
             if receiver.kind is Kind.UNKNOWN and method == "cuda" and a.is_hot(node) and not places_a_module(a, node):
@@ -638,6 +644,11 @@ _UNKNOWN_DEVICE = (
     "Possibly blocking copy: syncfix can prove neither that the device is CUDA nor that the "
     "tensor is on the CPU (no fix: name the device, e.g. `torch.device(\"cuda\", rank)`, or "
     "pass non_blocking=True yourself if this copies a fresh CPU tensor to the GPU)"
+)
+_TOKENIZED = (
+    "Blocking host-to-device copies of a tokenizer's output (likely new CPU tensors): its `.to` "
+    "copies each tensor with a blocking copy; no fix: copy the tensors the model takes with "
+    "`.to(device, non_blocking=True)` (exact on CUDA for tensors nothing writes afterwards)"
 )
 _STREAMS = (
     "the module, or a project module that imports it or that it imports, uses CUDA streams or "

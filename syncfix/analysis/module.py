@@ -51,6 +51,7 @@ from . import (
     pynumbers,
     shapes,
     star_imports,
+    tokenizers,
 )
 from .callgraph import CallSites
 from .effects import Effects
@@ -597,6 +598,11 @@ class ModuleAnalysis:
     def cuda_branch(self, call: cst.Call) -> bool | None:
         """In a branch where ``call``'s (a ``.to(...)``) device is CUDA (True), is not (False)?"""
         return devices.cuda_branch(self, call)
+
+    def is_tokenizer_output(self, expr: cst.BaseExpression) -> bool:
+        """Is ``expr`` a tokenizer's output, ``tokenizer(text, return_tensors="pt")`` or a name
+        bound only to one (likely new CPU tensors: a *likely* fact, for findings only)?"""
+        return tokenizers.tokenizer_output(self, expr)
 
     def is_likely_batch_item(self, expr: cst.BaseExpression) -> bool:
         """Is ``expr`` an item of a batch from a loader the code does not construct (likely a

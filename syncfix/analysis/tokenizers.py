@@ -24,14 +24,15 @@ def tokenized_item(a: ModuleAnalysis, base: cst.BaseExpression, key: str) -> Val
     ``base``, in the likely view; None elsewhere."""
     if not a.assume_tensors or key not in TOKENIZER_TENSOR_KEYS:
         return None
-    return TOKENIZED if _tokenizer_output(a, base) else None
+    return TOKENIZED if tokenizer_output(a, base) else None
 
 
-def _tokenizer_output(a: ModuleAnalysis, expr: cst.BaseExpression, follow: bool = True) -> bool:
+def tokenizer_output(a: ModuleAnalysis, expr: cst.BaseExpression, follow: bool = True) -> bool:
+    """``tokenizer(text, return_tensors="pt")``, or a name each binding of which is one."""
     if isinstance(expr, cst.Call):
         wanted = keyword(expr, "return_tensors")
         return wanted is not None and isinstance(wanted.value, cst.SimpleString) and wanted.value.evaluated_value == "pt"
     if isinstance(expr, cst.Name) and follow:  # ``enc = tokenizer(...)``, each binding one
         values = a.reaching_values(expr) or []
-        return bool(values) and all(isinstance(v, cst.BaseExpression) and _tokenizer_output(a, v, False) for v in values)
+        return bool(values) and all(isinstance(v, cst.BaseExpression) and tokenizer_output(a, v, False) for v in values)
     return False

@@ -155,3 +155,18 @@ def test_a_copy_under_a_test_for_another_device_type_is_not_to_cuda():
         "            print(a, b)\n"
     )
     assert [f.line for f in check_code(src, select=["SFX101"])] == [13]
+
+
+def test_a_tokenizers_output_moved_whole_is_reported_without_a_fix():
+    # BLIP's ``self.tokenizer(caption, ..., return_tensors="pt").to(image.device)`` in every
+    # forward: each tensor copied blocking; not a tokenizer's output without the keyword
+    src = (
+        "import torch\n\n\nclass Model(torch.nn.Module):\n    def forward(self, image, caption):\n"
+        "        text = self.tokenizer(caption, padding='longest', return_tensors='pt').to(image.device)\n"
+        "        enc = self.tokenizer(caption, return_tensors='pt')\n        enc = enc.to('cuda')\n"
+        "        other = self.tokenizer(caption).to(image.device)\n"
+        "        return self.text_encoder(text.input_ids, enc, other)\n"
+    )
+    found = check_code(src, select=["SFX101"], unsafe_fixes=True)
+    assert [(f.line, f.fix) for f in found] == [(6, None), (8, None)]
+    assert all("tokenizer's output" in f.message and "non_blocking=True" in f.message for f in found)
