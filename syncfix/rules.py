@@ -192,7 +192,7 @@ class Rule(cst.BatchableCSTVisitor):
         where = (
             " Reported only where the sync repeats (loop bodies, step-like functions and what they"
             " call); one-time code (set-up, an attribute made on first use under"
-            " `if not hasattr(self, ...)`, a value made once per key of a cache) and test files"
+            " `if not hasattr(self, ...)`, a value made once per key of a cache, a method under `@lru_cache` or wrapped in one) and test files"
             " are quiet unless `--include-cold`."
             if cls.ONLY_WHERE_REPEATED
             else ""

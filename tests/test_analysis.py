@@ -768,3 +768,20 @@ def test_a_module_call_returns_what_its_forward_declares():
     assert [f.code for f in check_code(undeclared, select=["SFX206"])] == ["SFX206"]
     as_dict = SPLIT.replace("Tuple[torch.Tensor, Tuple[int, int]]", "dict").replace("return x, (", "return dict(a=x, b=(").replace("[1])", "[1]))")
     assert check_code(as_dict, select=["SFX206"]) == []
+
+
+@pytest.mark.only_repeated
+def test_a_method_its_class_wraps_in_a_cache_runs_once_per_key():
+    # audiocraft's ``self.get_pattern = lru_cache(100)(self.get_pattern)`` in ``__init__``: a call
+    # every step builds the pattern once per length, so its copy is one-time code
+    from syncfix import check_code
+
+    src = (
+        "from functools import lru_cache\n\nimport torch\n\n\nclass Pattern:\n"
+        "    def __init__(self, n):\n        self.get_pattern = lru_cache(100)(self.get_pattern)\n\n"
+        "    def get_pattern(self, timesteps):\n        return torch.tensor(list(range(timesteps))).cuda()\n\n"
+        "    def other(self, timesteps):\n        return torch.tensor(list(range(timesteps))).cuda()\n\n\n"
+        "def train(loader, p):\n    for x in loader:\n        p.get_pattern(len(x))\n        p.other(len(x))\n"
+    )
+    assert [f.line for f in check_code(src, select=["SFX101"])] == [14]
+    assert [f.line for f in check_code(src, select=["SFX101"], include_cold=True)] == [11, 14]

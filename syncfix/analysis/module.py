@@ -98,6 +98,7 @@ class Caches:
     unseen_bindings: dict[tuple[Scope, str], BaseAssignment] = field(default_factory=dict)
     main_blocks: tuple[tuple[int, int], ...] | None = None  # navigation.in_main_block
     registered: dict[cst.ClassDef, dict[str, tuple[cst.BaseExpression, ...]]] = field(default_factory=dict)  # attributes._registrations
+    memo_wrapped: dict[cst.ClassDef, frozenset[str]] = field(default_factory=dict)  # navigation.is_memoized
     # bindings.bindings per use: syntax only, so the likely view shares its analysis's table
     bindings: dict[cst.Name, frozenset[BaseAssignment]] = field(default_factory=dict)
 
@@ -462,7 +463,7 @@ class ModuleAnalysis:
     def is_memoized(self, fn: cst.FunctionDef) -> bool:
         """Does ``fn``'s body run once per distinct arguments (``@functools.lru_cache``,
         ``@cache``, ``@cached_property``), however often it is called?"""
-        return navigation.is_memoized(fn)
+        return navigation.is_memoized(fn, self)
 
     def torch_alias_at(self, node: cst.CSTNode) -> str | None:
         """The name new code at ``node`` can call ``torch`` by: a top-level import of it that no

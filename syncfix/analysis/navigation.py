@@ -240,7 +240,7 @@ def is_hot(a: ModuleAnalysis, node: cst.CSTNode, *, project: bool = True) -> boo
         return True
     fn = a.enclosing_function(node)
     while fn is not None:
-        if is_memoized(fn):
+        if is_memoized(fn, a):
             return False  # its body runs once per distinct arguments, however often it is called
         name = fn.name.value
         if is_step_function(a, fn) or (project and name in a.called_from_loops) or _calls_training_step(a, fn):
@@ -260,15 +260,41 @@ def is_step_function(a: ModuleAnalysis, fn: cst.FunctionDef) -> bool:
 _MEMOIZING = {"lru_cache", "cache", "cached_property"}
 
 
-def is_memoized(fn: cst.FunctionDef) -> bool:
-    """Is ``fn`` decorated with ``functools.lru_cache``/``cache``/``cached_property`` (its
-    body runs once per distinct arguments)?"""
+def is_memoized(fn: cst.FunctionDef, a: ModuleAnalysis | None = None) -> bool:
+    """Is ``fn`` decorated with ``functools.lru_cache``/``cache``/``cached_property``, or (with
+    ``a``) a method its class wraps so, ``self.get = lru_cache(100)(self.get)`` (audiocraft's
+    codebook patterns)? Its body runs once per distinct arguments."""
     for dec in fn.decorators:
         expr = dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator
-        name = dotted_name(expr)
-        if name is not None and name.rsplit(".", 1)[-1] in _MEMOIZING:
+        if _memoizing(expr):
             return True
-    return False
+    if a is None:
+        return False
+    block = a.parent(fn)
+    cls = a.parent(block) if block is not None else None
+    if not isinstance(cls, cst.ClassDef):
+        return False
+    wrapped = a.cache.memo_wrapped.get(cls)
+    if wrapped is None:
+        wrapped = a.cache.memo_wrapped[cls] = frozenset(_wrapped_methods(a, cls))
+    return fn.name.value in wrapped
+
+
+def _memoizing(expr: cst.BaseExpression) -> bool:
+    name = dotted_name(expr)
+    return name is not None and name.rsplit(".", 1)[-1] in _MEMOIZING
+
+
+def _wrapped_methods(a: ModuleAnalysis, cls: cst.ClassDef) -> Iterator[str]:
+    """``m`` for each ``self.m = lru_cache(...)(self.m)`` / ``self.m = cache(self.m)`` in ``cls``."""
+    for assign in a.nodes_within(cls.body, cst.Assign):
+        value = assign.value  # type: ignore[attr-defined]
+        if not (isinstance(value, cst.Call) and len(value.args) == 1):
+            continue
+        wrapper = value.func.func if isinstance(value.func, cst.Call) else value.func
+        arg = value.args[0].value
+        if _memoizing(wrapper) and isinstance(arg, cst.Attribute) and dotted_name(arg) == f"self.{arg.attr.value}":
+            yield arg.attr.value
 
 
 def _calls_training_step(a: ModuleAnalysis, fn: cst.FunctionDef) -> bool:
