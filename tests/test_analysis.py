@@ -731,6 +731,12 @@ def test_a_buffer_stored_to_again_still_moves_with_its_module():
     queue = analysis.value(values["a"])
     assert queue.kind is Kind.TENSOR and queue.device is Device.UNKNOWN
     assert analysis.value(values["b"]).device is Device.CPU
+    # generative-models' EMA: ``self.num_updates += 1`` on a registered counter keeps a tensor
+    # (likely: what ``+=`` adds is read as a value stored, a number)
+    counter = src.replace("        self.t = torch.zeros(3)\n", "        self.t = torch.zeros(3)\n        self.queue += 1\n")
+    analysis, values = _assigned(counter)
+    assert analysis.value(values["a"]).kind is Kind.UNKNOWN
+    assert analysis.likely.value(values["a"]).kind is Kind.TENSOR
 
 
 SPLIT = '''

@@ -100,11 +100,15 @@ def _self_attribute(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
     registered = _registrations(a, expr).get(expr.attr.value)
     if registered is not None:
         bound = [*bound, *registered]  # ``self.q = normalize(self.q)`` starts from the registered one
-    return join_all(
+    held = join_all(
         replace(a.value(v), device=Device.UNKNOWN, memory=Memory.UNKNOWN, origin=None)
         if registered is not None or _makes_parameter(a, v) else a.value(v)
         for v in bound
     )
+    if registered is not None and a.assume_tensors and held.kind is Kind.UNKNOWN:
+        # ``self.num_updates += 1`` on a registered counter (generative-models' EMA) keeps a tensor
+        return Value(Kind.TENSOR)
+    return held
 
 
 def _makes_parameter(a: ModuleAnalysis, value: cst.BaseExpression) -> bool:
