@@ -791,3 +791,21 @@ def test_a_method_its_class_wraps_in_a_cache_runs_once_per_key():
     )
     assert [f.line for f in check_code(src, select=["SFX101"])] == [14]
     assert [f.line for f in check_code(src, select=["SFX101"], include_cold=True)] == [11, 14]
+
+
+def test_a_join_of_a_tuple_bound_to_a_name_reads_its_items():
+    # sd-scripts: ``ids_chunk = (ids[0].unsqueeze(0), ids[i:j], ids[-1].unsqueeze(0))`` then
+    # ``ids_chunk = torch.cat(ids_chunk)``: a tuple cannot change, so its items decide the device;
+    # a list (which may be appended to) or a name bound twice still hides them
+    src = (
+        "import torch\n\ndef f(gpu: torch.Tensor, flag: bool):\n"
+        "    parts = (torch.zeros(2), torch.ones(3))\n    a = torch.cat(parts)\n"
+        "    listed = [torch.zeros(2), torch.ones(3)]\n    b = torch.cat(listed)\n"
+        "    either = (torch.zeros(2),) if flag else (gpu,)\n    c = torch.cat(either)\n"
+        "    mixed = (torch.zeros(2), gpu)\n    d = torch.cat(mixed)\n"
+    )
+    analysis, values = _assigned(src)
+    assert analysis.value(values["a"]).device is Device.CPU
+    assert analysis.value(values["b"]).device is Device.UNKNOWN
+    assert analysis.value(values["c"]).device is Device.UNKNOWN
+    assert analysis.value(values["d"]).device is Device.UNKNOWN

@@ -618,7 +618,10 @@ def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | N
     # Tensors the op reads that syncfix cannot list: ``torch.cat(parts)``, ``torch.stack([t for
     # t in ts])``, ``torch.block_diag(*mats)``. Their device decides the result's.
     hidden = any(arg.star for arg in call.args)
-    if short in SEQUENCE_OPS and namespace == "torch." and not _display_arg(call) and positional(call):
+    named = _tuple_bound(a, positional(call)[0].value) if short in SEQUENCE_OPS and positional(call) else None
+    if named is not None:  # ``parts = (a, b, c)`` then ``torch.cat(parts)`` (sd-scripts' id chunks)
+        operands += [a.value(el.value) for el in named.elements if isinstance(el, cst.Element)]
+    elif short in SEQUENCE_OPS and namespace == "torch." and not _display_arg(call) and positional(call):
         items = a.value(positional(call)[0].value)
         operands.append(items)
         if items.kind is Kind.TENSORS and items.device is not Device.UNKNOWN:
@@ -685,6 +688,19 @@ def torch_result_base(a: ModuleAnalysis, call: cst.Call) -> cst.BaseExpression |
     if args and shares_first_argument(short, in_place_keyword(call)):
         return args[0]
     return None
+
+
+def _tuple_bound(a: ModuleAnalysis, expr: cst.BaseExpression) -> cst.Tuple | None:
+    """The tuple display that every binding reaching the name ``expr`` is (one binding; a tuple
+    cannot change after), or None."""
+    if not isinstance(expr, cst.Name):
+        return None
+    values = a.reaching_values(expr)
+    if not values or len(values) != 1 or not isinstance(values[0], cst.Tuple):
+        return None
+    if any(isinstance(el, cst.StarredElement) for el in values[0].elements):
+        return None
+    return values[0]
 
 
 def _display_arg(call: cst.Call) -> bool:
