@@ -365,7 +365,9 @@ class BlockingHostToDevice(Rule):
                 or unpacked(a, node)
             )
         elif receiver.kind is Kind.UNKNOWN and method == "to" and a.is_hot(node) and a.is_tokenizer_output(func.value):
-            self.report(node, _TOKENIZED)  # BLIP's ``self.tokenizer(caption, ...).to(image.device)``
+            # BLIP's ``self.tokenizer(caption, ...).to(image.device)``
+            caught = a.caught_by_handler(node)
+            self.report(node, _TOKENIZED + (_TOKENIZED_CAUGHT if caught else _TOKENIZED_ADVICE))
             return
         else:
             # ``.cuda()`` is all but always a tensor's; ``.to(...)`` is as often a module's
@@ -647,8 +649,15 @@ _UNKNOWN_DEVICE = (
 )
 _TOKENIZED = (
     "Blocking host-to-device copies of a tokenizer's output (likely new CPU tensors): its `.to` "
-    "copies each tensor with a blocking copy; no fix: copy the tensors the model takes with "
-    "`.to(device, non_blocking=True)` (exact on CUDA for tensors nothing writes afterwards)"
+    "copies each tensor with a blocking copy; no fix: "
+)
+_TOKENIZED_ADVICE = (
+    "copy the tensors the model takes with `.to(device, non_blocking=True)` (exact on CUDA for "
+    "tensors nothing writes afterwards)"
+)
+_TOKENIZED_CAUGHT = (
+    "it is inside a try whose handler catches its error (here or around a call of this "
+    "function), and a non-blocking copy would raise later, outside the try"
 )
 _STREAMS = (
     "the module, or a project module that imports it or that it imports, uses CUDA streams or "

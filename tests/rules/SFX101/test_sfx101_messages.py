@@ -170,3 +170,15 @@ def test_a_tokenizers_output_moved_whole_is_reported_without_a_fix():
     found = check_code(src, select=["SFX101"], unsafe_fixes=True)
     assert [(f.line, f.fix) for f in found] == [(6, None), (8, None)]
     assert all("tokenizer's output" in f.message and "non_blocking=True" in f.message for f in found)
+
+
+def test_a_tokenizers_output_moved_inside_a_try_says_why_there_is_no_advice():
+    # peft's memory benchmark: ``tokenizer.pad(..., return_tensors="pt").to(model.device)`` in a
+    # ``try`` whose handler catches its error (a realcode trap: reported, never rewritten)
+    src = (
+        "import torch\n\n\ndef run(tokenizer, model, data, steps):\n    for i in range(steps):\n"
+        "        try:\n            batch = tokenizer.pad(data[i], return_tensors='pt').to(model.device)\n"
+        "            model(**batch).loss.backward()\n        except Exception:\n            pass\n"
+    )
+    (found,) = check_code(src, select=["SFX101"], unsafe_fixes=True)
+    assert found.fix is None and "inside a try" in found.message and "non_blocking=True" not in found.message
