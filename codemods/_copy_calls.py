@@ -9,10 +9,17 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfix.analysis import HOST_FACTORIES, METHOD_MAYBE_SELF, Kind, keyword, positional
+from syncfix.analysis import (
+    HOST_FACTORIES,
+    METHOD_MAYBE_SELF,
+    Kind,
+    keyword,
+    named_as_device,
+    positional,
+)
 
 from ._memory import non_blocking_flag
-from ._support import append_kwarg, kwarg, named_as_device
+from ._support import append_kwarg, kwarg
 
 _ARRAY_CALLS = {"torch.from_numpy", "torch.as_tensor", "torch.asarray"}
 

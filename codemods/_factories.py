@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfix.analysis import Kind, keyword, positional
+from syncfix.analysis import Kind, keyword, named_as_device, positional
 
-from ._support import append_kwarg, named_as_device
+from ._support import append_kwarg
 
 # What each factory's result depends on besides its device: its own arguments, the same on every
 # device. ``torch.arange`` only of Python ints, to an integer dtype (exact everywhere; float

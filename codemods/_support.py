@@ -80,16 +80,6 @@ def kwarg(name: str, value: cst.BaseExpression) -> cst.Arg:
     )
 
 
-# Words in a name that say it holds a device or a device index, not a tensor or a dtype.
-DEVICE_WORDS = ("device", "gpu", "rank", "cuda", "dev")
-
-
-def named_as_device(expr: cst.BaseExpression) -> bool:
-    """``args.device``, ``self.gpu_id``, ``local_rank``: a name or attribute whose last part says
-    it holds a device or a device index."""
-    return any(word in last_name(expr).lower() for word in DEVICE_WORDS)
-
-
 def append_kwarg(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
     """``f(a, b)`` -> ``f(a, b, name=value)``, keeping the call's layout: a trailing comma, a
     ``)`` on its own line, a comment after the last argument."""

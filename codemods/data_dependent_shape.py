@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfix.analysis import Device, ModuleAnalysis, keyword, positional, root_name
+from syncfix.analysis import Device, ModuleAnalysis, keyword, last_name, positional, root_name
 from syncfix.rules import Fix, Invalid, Rule
 
 from ._support import (
@@ -18,7 +18,41 @@ from ._support import (
 
 _MAYBE_CUDA = (Device.CUDA, Device.CUDA_OR_CPU)
 # Indexes that are never boolean masks (checked before any fact is asked).
-_NOT_MASKS = (cst.Integer, cst.SimpleString, cst.UnaryOperation, cst.Ellipsis, cst.Tuple, cst.Slice)
+_NOT_MASKS = (cst.Integer, cst.SimpleString, cst.Ellipsis, cst.Tuple, cst.Slice)
+# Parts of a ``*mask*`` name that make it an index tensor, not a mask (``mask_idx``, ``mask_ids``).
+_INDEX_WORDS = frozenset({"idx", "idxs", "ids", "ind", "inds", "index", "indices", "pos", "positions"})
+
+
+def _likely_mask(a: ModuleAnalysis, m: cst.BaseExpression) -> str | None:
+    """Is index ``m`` likely a boolean mask not on the CPU: "dtype" when its likely dtype is
+    bool, "named" when its dtype is unknown but its name says mask (``mask_k``, ``~valid_mask``;
+    not ``mask_idx``), None otherwise."""
+    v = a.likely.value(m)
+    if not v.is_tensor or v.device is Device.CPU:
+        return None
+    dtype = a.likely.dtype_of(m)
+    if dtype == "torch.bool":
+        return "dtype"
+    return "named" if dtype is None and _named_mask(m) else None
+
+
+def _named_mask(m: cst.BaseExpression) -> bool:
+    """``mask_k``, ``~valid_mask``, ``padmask``: a name with a part that is a mask (not
+    ``mask_idx``, nor Megatron's ``masked_target_1d``, a target with some entries masked)."""
+    inner = m.expression if isinstance(m, cst.UnaryOperation) else m
+    parts = last_name(inner).lower().split("_")
+    return any(p.endswith(("mask", "masks")) for p in parts) and not _INDEX_WORDS.intersection(parts)
+
+
+def _named_mask_said(a: ModuleAnalysis, m: cst.BaseExpression) -> str:
+    return f" (if `{code(a, m)}` is boolean, as its name says: syncfix cannot read its dtype)"
+
+
+def _may_be_mask(e: cst.BaseExpression) -> bool:
+    """Not a literal index: ``~mask`` may be a mask, ``-1`` is not."""
+    if isinstance(e, cst.UnaryOperation):
+        return isinstance(e.operator, cst.BitInvert)
+    return not isinstance(e, _NOT_MASKS)
 _ADVICE = {
     "nonzero": "`torch.nonzero_static(x, size=k)` is sync-free (pads or truncates); element-wise "
     "uses can stay masks (`torch.where`, `masked_fill`)",
@@ -66,7 +100,9 @@ class DataDependentShape(Rule):
     CUDA scalar (`x[:n]`, `x[i]` with `n`, `i` 0-d CUDA tensors).
     Where the code repeats (a loop body, a step-like function or a function called from one), a
     tensor whose device syncfix cannot name (a parameter's `.grad`, a model output passed in) is
-    reported too, as likely on the GPU, with no fix: the message says the device is unknown.
+    reported too, as likely on the GPU, with no fix: the message says the device is unknown. A
+    mask whose dtype syncfix cannot read but whose name says it is one (`x[mask_k]`,
+    `x[~valid_mask]`; not `x[mask_idx]`) counts as boolean, and the message says so.
 
     ## Why it costs
     The output must be allocated before the kernel that fills it runs, so the host waits for the
@@ -185,14 +221,14 @@ class DataDependentShape(Rule):
             masks = [
                 e.slice.value
                 for e in node.slice
-                if isinstance(e.slice, cst.Index) and not isinstance(e.slice.value, _NOT_MASKS)
+                if isinstance(e.slice, cst.Index) and _may_be_mask(e.slice.value)
             ]
-            if masks and any(
-                a.likely.dtype_of(m) == "torch.bool" and a.likely.value(m).device is not Device.CPU
-                for m in masks
-            ) and unplaced_tensor(a, node.value):
+            likely = [(m, _likely_mask(a, m)) for m in masks]
+            named = [m for m, how in likely if how == "named"]
+            if any(how for _, how in likely) and unplaced_tensor(a, node.value):
+                said = "" if any(how == "dtype" for _, how in likely) else _named_mask_said(a, named[0])
                 self.report(
-                    node, f"{self.MESSAGE}: boolean-mask read; {_KEEP_THE_MASK}" + unplaced_message(a, node)
+                    node, f"{self.MESSAGE}: boolean-mask read{said}; {_KEEP_THE_MASK}" + unplaced_message(a, node)
                     + f"; no fix: {_MASK_NO_FIX}"
                 )
             return
@@ -207,6 +243,9 @@ class DataDependentShape(Rule):
                     fix = self._masked_sum_fix(node, index.value)
                     message = f"{self.MESSAGE}: boolean-mask read; {_KEEP_THE_MASK}"
                     self.report(node, message if fix is not None else f"{message}; no fix: {_MASK_NO_FIX}", fix=fix)
+                elif dtype is None and _named_mask(index.value):
+                    said = _named_mask_said(a, index.value)
+                    self.report(node, f"{self.MESSAGE}: boolean-mask read{said}; {_KEEP_THE_MASK}; no fix: {_MASK_NO_FIX}")
                 elif a.is_zero_dim(index.value):
                     self.report(
                         node,

@@ -581,6 +581,27 @@ def test_a_cast_of_an_unknown_value_has_the_cast_dtype_in_the_likely_view_only()
         assert likely.dtype_of(calls[code]) == dtype and likely.dtype_kind(calls[code]) == kind
 
 
+def test_a_copy_to_a_value_named_as_a_device_keeps_its_dtype_in_the_likely_view_only():
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper
+
+    from syncfix.analysis import ModuleAnalysis
+
+    src = (
+        "import torch\ndef f(args, n, device, other):\n"
+        "    m = torch.eye(n, dtype=torch.bool)\n"
+        "    a = m.to(args.device)\n    b = m.to(device)\n    c = m.to(other)\n"
+        "    d = m.to(args.model_dtype)\n"
+    )
+    analysis = ModuleAnalysis(MetadataWrapper(cst.parse_module(src), unsafe_skip_copy=True), source=src)
+    calls = {analysis.module.code_for_node(c): c for c in analysis.structure.of_type(cst.Call)}
+    for code in ("m.to(args.device)", "m.to(device)"):
+        assert analysis.dtype_of(calls[code]) is None  # a proof needs the device's value
+        assert analysis.likely.dtype_of(calls[code]) == "torch.bool"
+    for code in ("m.to(other)", "m.to(args.model_dtype)"):  # a tensor's dtype, or a cast
+        assert analysis.likely.dtype_of(calls[code]) is None
+
+
 def test_float_constants_of_math_and_numpy_are_python_floats():
     # fairseq's ``torch.tensor(-math.inf)``: a CPU tensor built from a Python float; a local
     # ``inf`` of unknown origin is not one

@@ -25,7 +25,7 @@ from .bindings import fact_of_name, nearest_target, single_valued
 from .dtypes import is_dtype
 from .loader_names import loader_like
 from .navigation import target_path
-from .syntax import keyword, positional
+from .syntax import keyword, named_as_device, positional
 from .torch_api import (
     BATCH_DICT_VIEWS,
     BATCH_GETTERS,
@@ -218,7 +218,11 @@ def names_device_only(a: ModuleAnalysis, call: cst.Call) -> bool:
         return False
     if not args:
         return keyword(call, "device") is not None
-    return a.value(args[0].value).kind is Kind.DEVICE or _is_device_index(a, args[0].value)
+    first = args[0].value
+    if a.value(first).kind is Kind.DEVICE or _is_device_index(a, first):
+        return True
+    # likely view: ``.to(args.device)``, ``.to(self.device)`` name a device by their names
+    return a.assume_tensors and a.value(first).kind is Kind.UNKNOWN and named_as_device(first) and not is_cast_argument(a, first)
 
 
 def is_cast_argument(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:

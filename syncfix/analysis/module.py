@@ -174,7 +174,8 @@ class ModuleAnalysis:
         read with ``.item()``/``.tolist()``, is a tensor (device, dtype and shape unknown); and
         ``self.<attr>`` holds what its class's own methods assign, where another file may set it
         too (attributes.py ``likely_attribute_values``); and a tokenizer's output
-        (``tokenizer(texts, return_tensors="pt").input_ids``) is a new CPU tensor (tokenizers.py).
+        (``tokenizer(texts, return_tensors="pt").input_ids``) is a new CPU tensor (tokenizers.py);
+        and ``.to(v)`` with ``v`` a value named as a device (``args.device``) keeps the dtype.
         Its facts are memoised apart, so the proofs of this analysis never see the assumption."""
         if self.assume_tensors:
             return self

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ..walk import memo, walk
+from .torch_api import DEVICE_NAME_WORDS
 
 
 def root_name(expr: cst.BaseExpression) -> str | None:
@@ -44,6 +45,13 @@ def last_name(expr: cst.BaseExpression) -> str:
     """The name an expression ends in: ``x`` of ``x``, ``device`` of ``batch["ids"][i].device``
     ("" for anything else)."""
     return expr.attr.value if isinstance(expr, cst.Attribute) else expr.value if isinstance(expr, cst.Name) else ""
+
+
+def named_as_device(expr: cst.BaseExpression) -> bool:
+    """``args.device``, ``self.gpu_id``, ``local_rank``: a name or attribute whose last part says
+    it holds a device or a device index (a hint, never a proof)."""
+    lowered = last_name(expr).lower()
+    return any(word in lowered for word in DEVICE_NAME_WORDS)
 
 
 def keyword(call: cst.Call, name: str) -> cst.Arg | None:

@@ -372,6 +372,9 @@ DTYPE_NAME_SUFFIX = "_dtype"
 # ("cuda") names a device, and so may any ``*_type`` that mentions one.
 TYPE_NAME_SUFFIX = "_type"
 DEVICE_WORDS = ("device", "accel", "backend")
+# Words in a name that say it holds a device or a device index (``args.device``, ``gpu_id``,
+# ``local_rank``), not a tensor or a dtype: a hint for likely facts and messages, never a proof.
+DEVICE_NAME_WORDS = ("device", "gpu", "rank", "cuda", "dev")
 # Functions returning a Python int that code passes as a device index (``.to(local_rank)``):
 # an int names a device of the current accelerator (CUDA on the machines syncfix fixes for).
 DEVICE_INDEX_FUNCTIONS = {

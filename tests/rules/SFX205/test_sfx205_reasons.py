@@ -31,3 +31,36 @@ def test_a_finding_without_a_fix_says_why(line, reason):
 def test_the_masked_sum_fix_states_no_reason():
     (found,) = [f for f in check_code(HEAD + "        f = y[y > 0].sum()\n", path="train.py", unsafe_fixes=True) if f.code == "SFX205"]
     assert found.fix is not None and "no fix" not in found.message
+
+
+MASKS = (
+    "import torch\n\n"
+    "def loss(s: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor, mask_idx: torch.Tensor, masked_target: torch.Tensor, device):\n"
+    "    out = []\n"
+    "    for k in range(4):\n"
+    "        eye = torch.eye(s.shape[0], dtype=torch.bool).to(device)\n"
+    "        out.append(s[~eye])\n"  # 7: a bool tensor copied to a device (named so), inverted
+    "        out.append(targets[mask])\n"  # 8: a name that says mask, dtype unknown
+    "        out.append(targets[~mask])\n"  # 9
+    "        out.append(targets[mask_idx])\n"  # 10: an index tensor
+    "        out.append(s[-1])\n"  # 11: a literal index
+    "        out.append(targets[masked_target])\n"  # 12: Megatron's target with entries masked
+    "    return out\n"
+)
+
+
+def test_boolean_mask_reads_of_tensors_on_an_unknown_device():
+    found = {f.line: f.message for f in check_code(MASKS, path="train.py") if f.code == "SFX205"}
+    assert sorted(found) == [7, 8, 9]
+    assert "as its name says" not in found[7]
+    assert "(if `mask` is boolean, as its name says: syncfix cannot read its dtype)" in found[8]
+    assert "(if `~mask` is boolean" in found[9]
+
+
+def test_a_mask_named_index_of_a_cuda_tensor_is_a_boolean_mask_read():
+    src = (
+        "import torch\n\ndef f(pad, n):\n    y = torch.randn(n, device='cuda')\n"
+        "    pad_mask = torch.as_tensor(pad).cuda()\n    for _ in range(3):\n        z = y[pad_mask]\n        w = y[pad]\n"
+    )
+    found = [f for f in check_code(src, path="train.py") if f.code == "SFX205"]
+    assert [f.line for f in found] == [7] and found[0].fix is None
