@@ -6,7 +6,8 @@ and functions this file calls from such code. One-time code is quiet by default:
 top level outside loops (``if __name__ == "__main__":`` included), ``__init__``, an attribute
 made on first use (``if not hasattr(self, "x"): self.x = ...``, ``if self.x is None:``), a value
 made once per key of a cache (``if key not in cache: cache[key] = ...``), a branch taken once
-per pass of its loop (``if i == n - 1:`` on the loop's counter), and test code
+per pass of its loop (``if i == n - 1:`` on the loop's counter), the message of a ``raise``
+(it runs once, as the error leaves), and test code
 (files under ``tests/``, ``test_*.py`` holding tests, ``*_test.py``, ``conftest.py``: a ``test()`` function in
 a training script is the evaluation loop, not a test), where nothing waits on the GPU; and a
 loop that calls ``input()``, which waits for a person each time round (a loop inside it repeats). ``--include-cold`` (``include-cold = true``) shows everything.
@@ -160,6 +161,17 @@ def _sets_self_attribute(body: cst.BaseSuite, attr: str) -> bool:
     return False
 
 
+def _raised(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
+    """Is ``node`` part of a ``raise`` statement (its error's message)? It runs once, as the
+    error leaves the loop (lerobot's ``raise ...(f"{min_[~ok]}")``)."""
+    for anc in a.ancestors(node):
+        if type(anc) is cst.Raise:
+            return True
+        if isinstance(anc, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            return False
+    return False
+
+
 class Repetition:
     """Answers "does this node run repeatedly?" for one module."""
 
@@ -172,7 +184,7 @@ class Repetition:
         if self.test_file:
             return False
         a = self.analysis
-        if lazy_init(a, node):
+        if lazy_init(a, node) or _raised(a, node):
             return False
         if a.repeating_loop(node) is not None:
             return True

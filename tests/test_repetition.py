@@ -435,3 +435,21 @@ def test_a_loop_over_one_item_runs_once():
     """
     assert codes(src) == [("SFX101", 14)]
     assert codes(src, include_cold=True) == [("SFX101", 4), ("SFX101", 14)]
+
+
+def test_the_message_of_a_raise_runs_once():
+    # lerobot's ``raise FrameTimestampError(f"... {min_[~is_within_tol]} ...")``: on the error
+    # path, once, as the error leaves the loop
+    src = """\
+    import torch
+
+    def decode(ts, tol, n):
+        for _ in range(n):
+            d = torch.randn(8, device="cuda")
+            ok = d <= tol
+            if not bool(ok.all()):
+                raise ValueError(f"too far: {d[~ok]}")
+            y = d[ok]
+    """
+    assert codes(src) == [("SFX203", 7), ("SFX205", 9)]
+    assert ("SFX205", 8) in codes(src, include_cold=True)
