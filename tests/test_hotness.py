@@ -466,3 +466,40 @@ def test_a_function_a_package_re_exports_is_hot_where_called_through_it(tmp_path
         path.write_text(text)
     _, hot = build_index(tmp_path)
     assert hot.get("top.mpu.data") == {"broadcast_data"}
+
+
+def test_a_call_through_an_object_reaches_methods_only():
+    # 2DGS's viewer script defines ``def view(...)`` at module level; ``x.view(...)`` on tensors
+    # in the training loop runs Tensor.view, never that function
+    resolve = {m: m for m in ("viewer", "cameras", "train")}
+    viewer = "def view(dataset, pipe):\n    return dataset\n"
+    cameras = "class Camera:\n    def project(self, p):\n        return p\n"
+    train = (
+        "def train(loader, cam):\n    for x in loader:\n        y = x.view(-1)\n        cam.project(y)\n"
+    )
+    files = [file_calls(m, src.encode(), ["forward"], resolve) for m, src in (("viewer", viewer), ("cameras", cameras), ("train", train))]
+    hot = hot_functions(files)
+    assert "viewer" not in hot and hot.get("cameras") == {"project"}
+
+
+def test_a_star_import_of_a_package_reaches_what_its_init_imports(tmp_path):
+    # fast-reid: ``from fastreid.modeling.losses import *`` in baseline.py, whose package
+    # ``__init__`` binds ``cross_entropy_loss`` by ``from .cross_entroy_loss import ...``
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    files = {
+        "top/__init__.py": "",
+        "top/losses/__init__.py": "from .ce import cross_entropy_loss\nfrom .tri import *\n",
+        "top/losses/ce.py": "def cross_entropy_loss(x):\n    return x\n\n\ndef unused(x):\n    return x\n",
+        "top/losses/tri.py": "def triplet_loss(x):\n    return x\n",
+        "top/baseline.py": (
+            "from top.losses import *\n\n\n"
+            "class Baseline:\n    def forward(self, x):\n        return cross_entropy_loss(x) + triplet_loss(x)\n"
+        ),
+    }
+    for rel, text in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    _, hot = build_index(tmp_path)
+    assert hot.get("top.losses.ce") == {"cross_entropy_loss"}
+    assert hot.get("top.losses.tri") == {"triplet_loss"}

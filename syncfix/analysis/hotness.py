@@ -15,7 +15,8 @@ classes by name, or it from theirs (an override: detectron2's ``DenseDetector.fo
 ``self.forward_training``, which ``RetinaNet`` defines in another file; a set-up loop over a
 model's layers reaches no override). A call through another object
 (``self.sampler.sample(...)``) is resolved by the method's name alone, when at most
-``_MAX_DEFINERS`` project files define a function of that name and the name is not one that
+``_MAX_DEFINERS`` project files define a method of that name (in a class body: ``x.view(...)``
+never runs a module-level ``def view``) and the name is not one that
 builtins, tensors or modules also have (``update``, ``sum``, ``step``...): hotness decides what
 is worth reporting, never what a fix may assume. A function registered as a hook
 (``layer.register_forward_hook(self.save_activation)``, ``t.register_hook(fn)``) runs on every
@@ -70,6 +71,7 @@ class FileCalls:
     # per function name (``""``: module level), its calls: (callee, made in a loop)
     calls: dict[str, list[tuple[Callee, bool]]] = field(default_factory=dict)
     classes: set[str] = field(default_factory=set)  # the classes it defines
+    methods: set[str] = field(default_factory=set)  # the functions its class bodies define
     bases: set[str] = field(default_factory=set)  # the names they derive from (last part)
     # methods called through ``self`` in a loop over batches (``for idx, batch in
     # enumerate(loader): self.run_step(...)``): a subclass's override in another file runs there
@@ -204,6 +206,7 @@ class _Collector:
                 continue
             if kind is ast.ClassDef:
                 out.classes.add(node.name)  # type: ignore[attr-defined]
+                out.methods.update(s.name for s in node.body if type(s) in _DEFS)  # type: ignore[attr-defined]
                 out.bases.update(_last_name(b) for b in node.bases)  # type: ignore[attr-defined]
             elif kind is ast.Assign:
                 self._instance(node)  # type: ignore[arg-type]
@@ -322,14 +325,17 @@ def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
     """Per module, the names of its functions that run repeatedly (a fixpoint over the calls)."""
     by_module = {f.module: f for f in files}
     definers: dict[str, list[str]] = {}
+    method_definers: dict[str, list[str]] = {}  # a call through another object reaches a method
     for f in by_module.values():
         for name in f.calls:
             if name:
                 definers.setdefault(name, []).append(f.module)
+        for name in f.methods:
+            method_definers.setdefault(name, []).append(f.module)
 
     def targets(callee: Callee, caller: str, across: bool = False) -> list[tuple[str, str]]:
-        if callee[0] == ANY:
-            found = definers.get(callee[1], [])
+        if callee[0] == ANY:  # ``x.view(...)`` reaches no module-level ``def view`` (2DGS's viewer)
+            found = method_definers.get(callee[1], [])
             return [(m, callee[1]) for m in found] if len(found) <= _MAX_DEFINERS else []
         if callee[0] == SELF:  # detectron2's ``self.forward_training(...)``, overridden elsewhere
             own = by_module[caller]
@@ -345,19 +351,35 @@ def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
                 if across and m != caller and (own.classes & by_module[m].bases or own.bases & by_module[m].classes)
             ]
             return [(caller, callee[1]), *((m, callee[1]) for m in related), *called]
-        target = (callee[0] or caller, callee[1])
         if not callee[0] and callee[1] not in by_module[caller].calls and not callee[1].startswith("_"):
-            # a name a star import binds (``from utils import *``): the last such module to define it
+            # a name a star import binds (``from utils import *``): the last such module to bind it
             for m in reversed(by_module[caller].stars):
-                if m in by_module and callee[1] in by_module[m].calls:
-                    return [(m, callee[1])]
-        for _ in range(_MAX_REEXPORTS):  # ``mpu.broadcast_data``: defined where ``mpu`` imports it from
-            owner = by_module.get(target[0])
-            if owner is None or target[1] in owner.calls or target[1] not in owner.imported:
-                break
-            made = owner.imported[target[1]]
-            target = (made[0], made[1])
-        return [target] if target[0] in by_module else []
+                found = defined(m, callee[1], _MAX_REEXPORTS)
+                if found is not None:
+                    return [found]
+        target = (callee[0] or caller, callee[1])
+        found = defined(*target, _MAX_REEXPORTS)
+        return [found] if found is not None else [target] if target[0] in by_module else []
+
+    def defined(module: str, name: str, hops: int) -> tuple[str, str] | None:
+        """Where ``module.name`` is defined: in the module, or, a few packages deep, where the
+        module imports it from (``mpu.broadcast_data``; fast-reid's ``from .losses import *``
+        of a package whose ``__init__`` imports ``cross_entropy_loss`` from a submodule)."""
+        owner = by_module.get(module)
+        if owner is None:
+            return None
+        if name in owner.calls:
+            return (module, name)
+        if hops == 0:
+            return None
+        if name in owner.imported:
+            return defined(*owner.imported[name], hops - 1)
+        if not name.startswith("_"):
+            for m in reversed(owner.stars):
+                found = defined(m, name, hops - 1)
+                if found is not None:
+                    return found
+        return None
 
     hot: set[tuple[str, str]] = {(f.module, n) for f in by_module.values() for n in f.hot_names}
     work = list(hot)
