@@ -1,7 +1,8 @@
 """What the legacy constructors (``torch.Tensor(...)``, ``torch.LongTensor(...)``) make: a new
 host tensor copied from a list of numbers, new host memory of the sizes given, or a tensor in a
-NumPy array's memory. A tensor argument (shared) is not modelled. Where the project sets a
-default device or tensor type, the new tensor's device is unknown."""
+NumPy array's memory; with any other one argument, a host tensor in memory that may be the
+argument's. Where the project sets a default device or tensor type, the new tensor's device is
+unknown."""
 
 from __future__ import annotations
 
@@ -29,6 +30,11 @@ def legacy_value(a: ModuleAnalysis, short: str, call: cst.Call) -> Value | None:
     if data.kind is Kind.NDARRAY:  # ``torch.FloatTensor(buf[idx])``: in the array's memory (or a copy)
         memory = Memory.PAGEABLE if data.memory is Memory.PAGEABLE else Memory.UNKNOWN
         return Value(Kind.TENSOR, device, memory, False, LEGACY_CONSTRUCTORS[short], origin)
+    if one:
+        # anything else it takes (data, a size, a CPU tensor of its own type to share) makes a
+        # host tensor of its type, or raises (a CUDA tensor, a dtype that differs); the memory
+        # may be the argument's (fast-reid's ``torch.FloatTensor(M[k]).cuda()``)
+        return Value(Kind.TENSOR, device, Memory.UNKNOWN, False, LEGACY_CONSTRUCTORS[short], origin)
     return None
 
 

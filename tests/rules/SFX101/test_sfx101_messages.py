@@ -110,6 +110,17 @@ def test_a_legacy_constructor_of_a_range_is_a_fresh_cpu_tensor():
     assert found.fix is not None and found.fix.applicability.value == "safe"
 
 
+def test_a_legacy_constructor_of_anything_is_a_host_tensor_whose_memory_may_be_shared():
+    # fast-reid's DSR distance: `Proj_M = torch.FloatTensor(M[k]); Proj_M = Proj_M.cuda()`
+    source = (
+        "import torch\n\n\ndef dist(M, index, n):\n    for j in range(n):\n"
+        "        p = torch.FloatTensor(M[index[j]])\n        p = p.cuda()\n        print(p)\n"
+    )
+    (found,) = [f for f in check_code(source, path="model.py", unsafe_fixes=True) if f.code == "SFX101"]
+    assert found.message.startswith("Blocking host-to-device copy:")  # a CPU tensor, no hedge
+    assert found.fix is not None and found.fix.applicability.value == "unsafe"  # it may share memory
+
+
 def test_a_tensor_that_may_already_be_on_the_gpu_is_a_copy_only_if_it_is_on_the_cpu():
     # insightface's partial_fc_v2: `torch.unique(labels[index_positive]).cuda()`, labels on the GPU
     src = (
