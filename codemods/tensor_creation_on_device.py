@@ -205,7 +205,7 @@ class TensorCreationOnDevice(Rule):
                 unplaced = _UNPLACED_DEVICE
                 if elsewhere:
                     unplaced = f" (if the device is a GPU's, which syncfix cannot tell; {other_accelerator(a.other_accelerator, built=True)}: no fix)"
-                why = _CAUGHT if a.caught_by_handler(node) else unplaced if known else _UNKNOWN_DATA
+                why = _IF_A_GPU + _CAUGHT if a.caught_by_handler(node) else unplaced if known else _UNKNOWN_DATA
                 self.report(node, self.MESSAGE if fix else self.MESSAGE + why, fix=fix)
             return
         if device not in (Device.CUDA, Device.CUDA_OR_CPU):
@@ -240,6 +240,8 @@ class TensorCreationOnDevice(Rule):
             return  # a CUDA tensor of its type is returned as it is; one number is a size
         short = name.rpartition(".")[2]
         known = a.is_host_data(data) or _likely_numbers(a, data)
+        if not known and _size_by_default(a, node, data):
+            return  # OpenNMT's ``torch.cuda.ByteTensor(max_size)``, ``max_size=4096``: a size
         self.report(
             node,
             f"{self.MESSAGE} (`{short}` of a list{'' if known else ' or an array (not a CUDA tensor)'} "
@@ -464,6 +466,7 @@ _CAUGHT = (
     "and copied without waiting a CUDA error would surface later"
 )
 _UNPLACED_DEVICE = " (if the device is a GPU's: syncfix cannot tell which device this is; no fix)"
+_IF_A_GPU = " (if the device is a GPU's, which syncfix cannot tell)"
 _FILL = "Fill on the device with torch.full((), v): the same value and dtype"
 _RANGES = (
     "an int outside int64 raises another error, an int beyond 2**24 may round differently to a"
@@ -476,7 +479,7 @@ _UNNAMED_DEVICE_FILL = (
     f" {_RANGES}; declare `devices = [\"cuda\", \"cpu\"]` in [tool.syncfix.torch] if the project runs on"
     " nothing else)"
 )
-_UNKNOWN_DATA = " (if the device is a GPU's, which syncfix cannot tell" + _UNKNOWN_DATA_HERE + ")"
+_UNKNOWN_DATA = _IF_A_GPU[:-1] + _UNKNOWN_DATA_HERE + ")"
 
 
 _SEQUENCES = {
@@ -536,6 +539,18 @@ def _number_sequence(a, hint: cst.BaseExpression) -> bool:
 def _tensor_device(a, dev: cst.BaseExpression) -> bool:
     """``device=x.device`` of a tensor ``x`` of unknown device, in code that repeats."""
     return isinstance(dev, cst.Attribute) and dev.attr.value == "device" and unplaced_tensor(a, dev.value)
+
+
+def _size_by_default(a, node: cst.Call, data: cst.BaseExpression) -> bool:
+    """A parameter of the function around ``node`` whose default is an int (``max_size=4096``)."""
+    fn = a.enclosing_function(node)
+    if not isinstance(data, cst.Name) or fn is None:
+        return False
+    params = fn.params
+    return any(
+        p.name.value == data.value and isinstance(p.default, cst.Integer)
+        for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+    )
 
 
 def _unplaced_device(a, dev: cst.BaseExpression) -> bool:

@@ -110,6 +110,8 @@ def test_a_copy_held_back_by_a_handler_says_so_whatever_the_device():
     )
     (finding,) = [f for f in check_code(src, unsafe_fixes=True) if f.code == "SFX102"]
     assert finding.fix is None and "inside a try whose handler catches its error" in finding.message
+    # and keeps saying the device is unknown (fast-reid's gloo tensors are on the CPU)
+    assert "(if the device is a GPU's, which syncfix cannot tell); no fix: inside a try" in finding.message
     unguarded = src.replace("except Exception", "except KeyError")
     (finding,) = [f for f in check_code(unguarded, unsafe_fixes=True) if f.code == "SFX102"]
     assert finding.fix is not None
@@ -149,3 +151,10 @@ def test_a_legacy_cuda_constructor_of_data_is_a_blocking_copy():
     found = check_code(src, select=["SFX102"])
     assert [(f.line, f.fix) for f in found] == [(9, None), (10, None)]
     assert "`LongTensor` of a list or an array" in found[0].message and "of a list copies" in found[1].message
+    # OpenNMT's ``all_gather_list(data, max_size=4096)``: ``torch.cuda.ByteTensor(max_size)`` by size
+    sized = (
+        "import torch\n\n\ndef gather(items, max_size=4096):\n    for _ in items:\n"
+        "        buf = torch.cuda.ByteTensor(max_size)\n        print(buf)\n"
+    )
+    assert not check_code(sized, select=["SFX102"])
+    assert check_code(sized.replace("max_size=4096", "max_size"), select=["SFX102"])  # data or a size
