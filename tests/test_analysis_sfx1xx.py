@@ -166,6 +166,14 @@ def test_range_counter_is_an_int():
         # the rebinding may be skipped: joined
         ("    x = torch.ones(3)\n    if c:\n        x = x.cuda()\n    _ = x\n", Device.CUDA_OR_CPU),
         ("    x = torch.ones(3)\n    try:\n        x = x.cuda()\n    except RuntimeError:\n        pass\n    _ = x\n", Device.CUDA_OR_CPU),
+        # a try that binds it in its body and in every handler (stargan's refilled iterator)
+        ("    x = torch.ones(3).cuda()\n    try:\n        x = torch.ones(3)\n    except RuntimeError:\n        x = torch.zeros(3)\n    _ = x\n", Device.CPU),
+        ("    x = torch.ones(3).cuda()\n    try:\n        x = torch.ones(3)\n    except RuntimeError: x = torch.zeros(3)\n    _ = x\n", Device.CPU),
+        ("    x = torch.ones(3).cuda()\n    try:\n        x = torch.ones(3)\n    except KeyError:\n        raise\n    except RuntimeError:\n        x = torch.zeros(3)\n    _ = x\n", Device.CPU),
+        # a handler that neither binds it nor leaves, or binds it only under an ``if``: joined
+        ("    x = torch.ones(3).cuda()\n    try:\n        x = torch.ones(3)\n    except RuntimeError:\n        print(1)\n    _ = x\n", Device.CUDA_OR_CPU),
+        ("    x = torch.ones(3).cuda()\n    try:\n        x = torch.ones(3)\n    except RuntimeError:\n        if c:\n            x = torch.zeros(3)\n    _ = x\n", Device.CUDA_OR_CPU),
+        ("    x = torch.ones(3).cuda()\n    try:\n        if c:\n            x = torch.ones(3)\n    except RuntimeError:\n        x = torch.zeros(3)\n    _ = x\n", Device.CUDA_OR_CPU),
         ("    x = torch.ones(3)\n    for _i in range(2):\n        x = x.cuda()\n    _ = x\n", Device.CUDA_OR_CPU),
         # a nested function may rebind it through ``nonlocal`` when it is called in between
         (
@@ -219,3 +227,19 @@ def test_views_and_reorderings_keep_the_dtype_kind():
     assert a.dtype_kind(e) == "int"
     a, e = _last_expr("    _ = t.float().transpose(0, 1).flip(0).sum()\n")
     assert a.dtype_kind(e) == "float"
+
+
+@pytest.mark.parametrize(
+    ("body", "kind", "device"),
+    [
+        # decision-transformer's rollout: ``actions += [a]`` extends a list; torch.tensor of it is on the CPU
+        ("    acts = []\n    for a in xs:\n        acts += [a]\n        _ = torch.tensor(acts)\n", Kind.TENSOR, Device.CPU),
+        ("    acts = []\n    acts += [a for a in xs]\n    _ = torch.tensor(acts)\n", Kind.TENSOR, Device.CPU),
+        # anything else added to it is not known to keep it a list
+        ("    acts = []\n    acts += xs\n    _ = acts\n", Kind.UNKNOWN, Device.UNKNOWN),
+    ],
+)
+def test_a_list_extended_in_place_stays_a_list(body, kind, device):
+    a, e = _last_expr(body)
+    v = a.value(e)
+    assert (v.kind, v.device) == (kind, device)

@@ -99,10 +99,11 @@ def bindings(a: ModuleAnalysis, name: cst.Name) -> frozenset[BaseAssignment]:
     return frozenset(found)
 
 
-def _dominating_binder(a: ModuleAnalysis, use: cst.Name) -> cst.SimpleStatementLine | None:
+def _dominating_binder(a: ModuleAnalysis, use: cst.Name) -> cst.BaseStatement | None:
     """The statement line every path to ``use`` passes last among those binding its name: the
     nearest earlier line of the use's block, or of an enclosing block, that binds it plainly
-    (``name = ...``, ``name: T = ...``, ``name op= ...``, as a target of its own). None where
+    (``name = ...``, ``name: T = ...``, ``name op= ...``, as a target of its own), or a ``try``
+    that binds it so on every way out (:func:`_try_binds_on_every_path`). None where
     the nearest binding is anything else (an ``if``, a loop, ``try``, ``with``, a walrus) or
     the walk reaches the function's start (a parameter) or crosses a loop that binds the name
     later (a loop-carried binding may reach the use around it)."""
@@ -121,6 +122,8 @@ def _dominating_binder(a: ModuleAnalysis, use: cst.Name) -> cst.SimpleStatementL
         for prev in before or ():
             if name not in stored_names(prev):
                 continue
+            if isinstance(prev, cst.Try) and _try_binds_on_every_path(prev, name):
+                return prev
             return prev if isinstance(prev, cst.SimpleStatementLine) and _binds_plainly(prev, name) else None
         parent = a.parent(cur)
         while parent is not None and not isinstance(parent, (cst.BaseCompoundStatement, cst.FunctionDef, cst.Module)):
@@ -135,7 +138,31 @@ def _dominating_binder(a: ModuleAnalysis, use: cst.Name) -> cst.SimpleStatementL
     return None
 
 
-def _binds_plainly(line: cst.SimpleStatementLine, name: str) -> bool:
+def _try_binds_on_every_path(stmt: cst.Try, name: str) -> bool:
+    """Does every way out of this ``try`` to the code after it bind ``name``? Its body binds it
+    in a line of its own (the body completes only through it), and each handler does too or
+    leaves (``raise``, ``return``, ``continue``, ``break``): stargan's ``try: x, y =
+    next(it) except StopIteration: it = iter(loader); x, y = next(it)``. An earlier binding
+    then never reaches a use after it."""
+
+    def binds(block: cst.BaseSuite) -> bool:
+        lines = block.body if isinstance(block, cst.IndentedBlock) else [block]
+        return any(
+            isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and _binds_plainly(line, name)
+            for line in lines
+        )
+
+    def leaves(block: cst.BaseSuite) -> bool:
+        lines = block.body if isinstance(block, cst.IndentedBlock) else [block]
+        last = lines[-1] if lines else None
+        return isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and bool(last.body) and isinstance(
+            last.body[-1], (cst.Raise, cst.Return, cst.Continue, cst.Break)
+        )
+
+    return binds(stmt.body) and all(binds(h.body) or leaves(h.body) for h in stmt.handlers)
+
+
+def _binds_plainly(line: cst.SimpleStatementLine | cst.SimpleStatementSuite, name: str) -> bool:
     for small in line.body:
         targets: list[cst.BaseExpression] = []
         if isinstance(small, cst.Assign):

@@ -193,3 +193,18 @@ def test_a_tokenizers_output_moved_inside_a_try_says_why_there_is_no_advice():
     )
     (found,) = check_code(src, select=["SFX101"], unsafe_fixes=True)
     assert found.fix is None and "inside a try" in found.message and "non_blocking=True" not in found.message
+
+
+def test_a_batch_from_an_iterator_refilled_in_a_handler_is_a_batch():
+    # stargan's ``try: x, y = next(it) except: it = iter(loader); x, y = next(it)`` then
+    # ``x = x.to(self.device)``: the copy's own binding from the last step never reaches it
+    src = (
+        "import torch\n\n\nclass Solver:\n    def train(self, data_loader, steps):\n"
+        "        data_iter = iter(data_loader)\n        for i in range(steps):\n"
+        "            try:\n                x, y = next(data_iter)\n"
+        "            except StopIteration:\n                data_iter = iter(data_loader)\n"
+        "                x, y = next(data_iter)\n"
+        "            x = x.to(self.device)\n            self.step(x, y)\n"
+    )
+    (found,) = [f for f in check_code(src, path="solver.py", unsafe_fixes=True) if f.code == "SFX101"]
+    assert found.line == 13 and found.fix is not None and found.fix.applicability.value == "unsafe"
