@@ -177,6 +177,8 @@ def _in_place(a: ModuleAnalysis, aug: cst.AugAssign) -> Value:
         return BOTTOM
     if before.is_tensor or before.kind is Kind.NDARRAY:
         return replace(before, kind=Kind.TENSOR) if before.is_tensor else before
+    if before.kind is Kind.OTHER and isinstance(aug.operator, cst.AddAssign) and isinstance(aug.value, (cst.List, cst.ListComp)):
+        return before  # ``actions += [a]``: a list extended in place (decision-transformer's rollout)
     result = _arith(a, aug.target, aug.value)
     if result.is_tensor and before.kind is not Kind.NUMBER:
         return Value(Kind.TENSOR)  # ``x`` may have been a tensor changed in place
