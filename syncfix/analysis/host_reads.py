@@ -46,8 +46,9 @@ def host_read(a: ModuleAnalysis, call: cst.Call) -> HostRead | None:
     if isinstance(func, cst.Attribute) and func.attr.value in READ_METHODS and not call.args:
         if a.is_tensor(func.value):
             return HostRead(call, func.value, func.attr.value)
-        if a.assume_tensors and a.torch_alias is not None and a.value(func.value).kind is Kind.UNKNOWN:
-            # the likely view: what is read with ``.item()`` in torch code is a tensor
+        if a.assume_tensors and a.torch_code and a.value(func.value).kind is Kind.UNKNOWN:
+            # the likely view: what is read with ``.item()`` in torch code is a tensor (in a file
+            # that imports torch, or only a torch library: deep-person-reid's engines)
             return HostRead(call, func.value, func.attr.value)
         return None
     if not a.may_end_in(func, READ_BUILTIN_NAMES):

@@ -456,6 +456,11 @@ class ModuleAnalysis:
         """The name the module binds ``torch`` to with a top-level ``import torch [as t]``."""
         return navigation.torch_alias(self)
 
+    @cached_property
+    def torch_code(self) -> bool:
+        """Does the module import torch, or a module named for it (``torchreid``)?"""
+        return navigation.torch_code(self)
+
     def is_step_function(self, fn: cst.FunctionDef) -> bool:
         """Is ``fn`` a step hook by its name (``hot-functions``; ``compute_loss``,
         ``test_step``... not as a module's top-level function)?"""

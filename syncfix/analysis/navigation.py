@@ -371,6 +371,21 @@ def torch_alias(a: ModuleAnalysis) -> str | None:
     return None
 
 
+def torch_code(a: ModuleAnalysis) -> bool:
+    """Does the module import torch, or a module named for it (``from torchreid import
+    metrics``, ``import torchvision``)? Such code's ``.item()`` reads a tensor (a likely fact)."""
+    if a.torch_alias is not None:
+        return True
+    for stmt in a.module.body:
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
+                if "torch" in (dotted_name(small.module) or ""):
+                    return True
+            elif isinstance(small, cst.Import) and any("torch" in (dotted_name(al.name) or "") for al in small.names):
+                return True
+    return False
+
+
 def _top_level_imports(a: ModuleAnalysis) -> Iterator[cst.Import]:
     """The module's top-level ``import`` statements, those in the body of a top-level ``try``
     (``try: import torch except ImportError: ...``) included."""

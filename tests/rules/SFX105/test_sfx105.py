@@ -403,3 +403,16 @@ def test_a_read_of_a_host_copy_is_one_finding_at_the_copy(read):
     for other in ("loss.item()", "loss.to('cpu')[0].item()"):
         (finding,) = check_code(src.replace(read, other), select=["SFX105"], unsafe_fixes=True)
         assert finding.message.startswith("GPU value read"), other
+
+
+def test_a_read_in_a_file_that_imports_only_a_torch_library_is_a_likely_tensor_read():
+    # deep-person-reid's engines import ``torchreid``, never ``torch``: ``loss.item()`` after
+    # ``loss.backward()`` every step
+    src = (
+        "{imp}\n\n\nclass Engine:\n    def train_step(self, data):\n"
+        "        loss = self.compute_loss(self.criterion, self.model(data), data)\n"
+        "        loss.backward()\n        return {{'loss': loss.item()}}\n"
+    )
+    found = [f for f in check_code(src.format(imp="from torchreid import metrics"), path="engine.py") if f.code == "SFX105"]
+    assert [f.line for f in found] == [8]
+    assert not [f for f in check_code(src.format(imp="from mylib import metrics"), path="engine.py") if f.code == "SFX105"]
