@@ -335,8 +335,8 @@ def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
 
     def targets(callee: Callee, caller: str, across: bool = False) -> list[tuple[str, str]]:
         if callee[0] == ANY:  # ``x.view(...)`` reaches no module-level ``def view`` (2DGS's viewer)
-            found = method_definers.get(callee[1], [])
-            return [(m, callee[1]) for m in found] if len(found) <= _MAX_DEFINERS else []
+            methods = method_definers.get(callee[1], [])
+            return [(m, callee[1]) for m in methods] if len(methods) <= _MAX_DEFINERS else []
         if callee[0] == SELF:  # detectron2's ``self.forward_training(...)``, overridden elsewhere
             own = by_module[caller]
             # ``self.<attr> = C(...)``: the object's ``__call__`` (it shadows a method of that name)
