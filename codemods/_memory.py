@@ -24,6 +24,7 @@ from syncfix.analysis import (
     Kind,
     ModuleAnalysis,
     dotted_name,
+    is_inplace_method,
     keyword,
     positional,
     root_name,
@@ -192,12 +193,62 @@ def source_may_change(
         return True
     for s in statements:
         fx = a.effects(s)
-        if fx.inplace & watched:
+        if (fx.inplace - _entry_store(a, s)) & watched:
             return True
         if passed_on and s is not stmt and fx.may_mutate_anything and _reads_shared(
             a, s, fx.reads & watched, watched, copies
         ):
             return True
+    return False
+
+
+def _entry_store(a: ModuleAnalysis, s: cst.CSTNode) -> frozenset[str]:
+    """``batch[k] = batch[k].to(device)`` in ``for k in batch.keys():``: the statement puts a
+    new object under a key of a mapping (the one whose keys ``k`` runs over, or a string key),
+    writing no tensor's memory. The name of that mapping, where nothing in the value writes in
+    place; else nothing."""
+    if not (isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1 and isinstance(s.body[0], cst.Assign)):
+        return frozenset()
+    assign = s.body[0]
+    targets = [t.target for t in assign.targets]
+    if not all(isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and len(t.slice) == 1 for t in targets):
+        return frozenset()
+    if any(
+        isinstance(c.func, cst.Attribute) and is_inplace_method(c.func.attr.value) or keyword(c, "out") is not None
+        for c in _within(a, assign.value, cst.Call)
+    ):
+        return frozenset()
+    names = set()
+    for t in targets:
+        assert isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name)
+        index = t.slice[0].slice
+        if not (isinstance(index, cst.Index) and _key_of(a, index.value, t.value)):
+            return frozenset()
+        names.add(t.value.value)
+    return frozenset(names)
+
+
+def _key_of(a: ModuleAnalysis, key: cst.BaseExpression, mapping: cst.Name) -> bool:
+    """Is ``key`` a string, or a name a ``for`` binds to the keys of ``mapping`` (``for k in
+    m.keys()``, ``for k, v in m.items()``, ``for k in m`` of a value that is no tensor)?"""
+    if isinstance(key, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+        return True
+    if not isinstance(key, cst.Name):
+        return False
+    for anc in a.ancestors(key):
+        if not isinstance(anc, cst.For):
+            continue
+        target, it = anc.target, anc.iter
+        if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and not it.args:
+            method, owner = it.func.attr.value, it.func.value
+            if isinstance(owner, cst.Name) and owner.value == mapping.value:
+                if method == "keys" and isinstance(target, cst.Name) and target.value == key.value:
+                    return True
+                if method == "items" and isinstance(target, cst.Tuple) and target.elements:
+                    first = target.elements[0].value
+                    return isinstance(first, cst.Name) and first.value == key.value
+        if isinstance(it, cst.Name) and it.value == mapping.value and isinstance(target, cst.Name) and target.value == key.value:
+            return not a.value(it).is_tensor and a.value(it).kind is not Kind.NDARRAY
     return False
 
 

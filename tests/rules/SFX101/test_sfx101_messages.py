@@ -208,3 +208,28 @@ def test_a_batch_from_an_iterator_refilled_in_a_handler_is_a_batch():
     )
     (found,) = [f for f in check_code(src, path="solver.py", unsafe_fixes=True) if f.code == "SFX101"]
     assert found.line == 13 and found.fix is not None and found.fix.applicability.value == "unsafe"
+
+
+@pytest.mark.parametrize(
+    ("loop", "fixed"),
+    [
+        ("for k in batch.keys():\n            batch[k] = batch[k].to(device)", True),
+        ("for k in batch:\n            batch[k] = batch[k].to(device)", True),
+        ("for k, v in batch.items():\n            batch[k] = v.to(device)", True),
+        ("batch['x'] = batch['x'].to(device)", True),
+        # an in-place write in the value, or a key that is not one of the mapping's: no fix
+        ("for k in batch.keys():\n            batch[k] = batch[k].to(device).add_(1)", False),
+        ("for k in keys:\n            batch[k] = batch[k].to(device)", False),
+    ],
+)
+def test_a_copy_put_back_under_its_key_writes_no_tensor(loop, fixed):
+    # OpenNMT's ``tensor_batch[key] = tensor_batch[key].to(self.device)``: the entry is rebound,
+    # the copied tensor is not written
+    src = (
+        "import torch\n\n\ndef train(model, loader, device, keys):\n    for batch in loader:\n"
+        f"        {loop}\n        model(**batch)\n"
+    )
+    found = [f for f in check_code(src, path="train.py", unsafe_fixes=True) if f.code == "SFX101"]
+    assert found and (found[0].fix is not None) is fixed
+    if not fixed:
+        assert "the source may be written again" in found[0].message
