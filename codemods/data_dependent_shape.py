@@ -37,10 +37,22 @@ def _likely_mask(a: ModuleAnalysis, m: cst.BaseExpression) -> str | None:
 
 
 def _named_mask(m: cst.BaseExpression) -> bool:
-    """``mask_k``, ``~valid_mask``, ``padmask``: a name with a part that is a mask (not
-    ``mask_idx``, nor Megatron's ``masked_target_1d``, a target with some entries masked)."""
-    inner = m.expression if isinstance(m, cst.UnaryOperation) else m
-    parts = last_name(inner).lower().split("_")
+    """``mask_k``, ``~valid_mask``, ``padmask``, a row ``mask[i]``, and ``mask[i] & (ids >= 0)``
+    (flair's): a name with a part that is a mask (not ``mask_idx``, nor Megatron's
+    ``masked_target_1d``, a target with some entries masked), combined only with others or
+    with comparisons."""
+    if isinstance(m, cst.UnaryOperation):
+        return isinstance(m.operator, cst.BitInvert) and _named_mask(m.expression)
+    if isinstance(m, cst.BinaryOperation):
+        sides = (m.left, m.right)
+        return (
+            isinstance(m.operator, (cst.BitAnd, cst.BitOr))
+            and all(_named_mask(x) or isinstance(x, cst.Comparison) for x in sides)
+            and any(_named_mask(x) for x in sides)
+        )
+    if isinstance(m, cst.Subscript):
+        m = m.value  # a row of a mask
+    parts = last_name(m).lower().split("_")
     return any(p.endswith(("mask", "masks")) for p in parts) and not _INDEX_WORDS.intersection(parts)
 
 

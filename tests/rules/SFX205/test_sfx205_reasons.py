@@ -45,13 +45,15 @@ MASKS = (
     "        out.append(targets[mask_idx])\n"  # 10: an index tensor
     "        out.append(s[-1])\n"  # 11: a literal index
     "        out.append(targets[masked_target])\n"  # 12: Megatron's target with entries masked
+    "        out.append(targets[mask[k] & (s[k] >= 0)])\n"  # 13: flair's row of a mask, and a test
+    "        out.append(targets[mask_idx & (s[k] >= 0)])\n"  # 14: an index, whatever it is combined with
     "    return out\n"
 )
 
 
 def test_boolean_mask_reads_of_tensors_on_an_unknown_device():
     found = {f.line: f.message for f in check_code(MASKS, path="train.py") if f.code == "SFX205"}
-    assert sorted(found) == [7, 8, 9]
+    assert sorted(found) == [7, 8, 9, 13]
     assert "as its name says" not in found[7]
     assert "(if `mask` is boolean, as its name says: syncfix cannot read its dtype)" in found[8]
     assert "(if `~mask` is boolean" in found[9]
