@@ -503,3 +503,21 @@ def test_a_star_import_of_a_package_reaches_what_its_init_imports(tmp_path):
     _, hot = build_index(tmp_path)
     assert hot.get("top.losses.ce") == {"cross_entropy_loss"}
     assert hot.get("top.losses.tri") == {"triplet_loss"}
+
+
+def test_a_method_a_base_and_its_subclasses_define_resolves_to_all_of_them():
+    # OpenNMT: ``self.decode_strategy.advance(...)`` per decoding step; DecodeStrategy, BeamSearch
+    # and GreedySearch each define ``advance`` in a file of their own
+    resolve = {m: m for m in ("base", "beam", "greedy", "loop", "other")}
+    base = "class DecodeStrategy:\n    def advance(self, x):\n        raise NotImplementedError\n"
+    beam = "from base import DecodeStrategy\n\nclass BeamSearch(DecodeStrategy):\n    def advance(self, x):\n        return x\n"
+    greedy = "from base import DecodeStrategy\n\nclass GreedySearch(DecodeStrategy):\n    def advance(self, x):\n        return x\n"
+    loop = "def translate(strategy, n):\n    for _ in range(n):\n        strategy.advance(1)\n"
+    other = "class Unrelated:\n    def advance(self, x):\n        return x\n"
+    sources = {"base": base, "beam": beam, "greedy": greedy, "loop": loop}
+    files = [file_calls(m, src.encode(), ["forward"], resolve) for m, src in sources.items()]
+    hot = hot_functions(files)
+    assert all(hot.get(m) == {"advance"} for m in ("base", "beam", "greedy"))
+    # an unrelated class of the same method name: too common to resolve by name
+    files.append(file_calls("other", other.encode(), ["forward"], resolve))
+    assert not hot_functions(files).get("beam")

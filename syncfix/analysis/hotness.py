@@ -16,7 +16,8 @@ classes by name, or it from theirs (an override: detectron2's ``DenseDetector.fo
 model's layers reaches no override). A call through another object
 (``self.sampler.sample(...)``) is resolved by the method's name alone, when at most
 ``_MAX_DEFINERS`` project files define a method of that name (in a class body: ``x.view(...)``
-never runs a module-level ``def view``) and the name is not one that
+never runs a module-level ``def view``), or a few more whose classes derive from one another
+(a base class and its overrides), and the name is not one that
 builtins, tensors or modules also have (``update``, ``sum``, ``step``...): hotness decides what
 is worth reporting, never what a fix may assume. A function registered as a hook
 (``layer.register_forward_hook(self.save_activation)``, ``t.register_hook(fn)``) runs on every
@@ -46,8 +47,10 @@ _HOOK_REGISTRARS = frozenset({
     "register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
     "register_full_backward_pre_hook", "register_backward_hook", "register_hook",
 })
-# A method name defined in more project files than this is too common to resolve by name.
+# A method name defined in more project files than this is too common to resolve by name,
+# unless those files' classes derive from one another (a base and its overrides), up to the second.
 _MAX_DEFINERS = 2
+_MAX_FAMILY = 6
 # Names too common to resolve by name: those of builtin containers, tensors and nn.Modules.
 _COMMON = frozenset(
     {n for t in (list, dict, set, str, bytes, int, float) for n in dir(t)}
@@ -336,7 +339,9 @@ def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
     def targets(callee: Callee, caller: str, across: bool = False) -> list[tuple[str, str]]:
         if callee[0] == ANY:  # ``x.view(...)`` reaches no module-level ``def view`` (2DGS's viewer)
             methods = method_definers.get(callee[1], [])
-            return [(m, callee[1]) for m in methods] if len(methods) <= _MAX_DEFINERS else []
+            if len(methods) <= _MAX_DEFINERS or (len(methods) <= _MAX_FAMILY and family(methods)):
+                return [(m, callee[1]) for m in methods]
+            return []
         if callee[0] == SELF:  # detectron2's ``self.forward_training(...)``, overridden elsewhere
             own = by_module[caller]
             # ``self.<attr> = C(...)``: the object's ``__call__`` (it shadows a method of that name)
@@ -360,6 +365,20 @@ def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
         target = (callee[0] or caller, callee[1])
         found = defined(*target, _MAX_REEXPORTS)
         return [found] if found is not None else [target] if target[0] in by_module else []
+
+    def family(modules: list[str]) -> bool:
+        """Do these files' classes derive from one another's, all linked (a base and its
+        overrides: OpenNMT's ``DecodeStrategy.advance`` and ``BeamSearch.advance``)?"""
+        files = [by_module[m] for m in modules]
+        linked = {0}
+        grown = True
+        while grown:
+            grown = False
+            for i, f in enumerate(files):
+                if i not in linked and any(f.bases & files[j].classes or f.classes & files[j].bases for j in linked):
+                    linked.add(i)
+                    grown = True
+        return len(linked) == len(files)
 
     def defined(module: str, name: str, hops: int) -> tuple[str, str] | None:
         """Where ``module.name`` is defined: in the module, or, a few packages deep, where the
