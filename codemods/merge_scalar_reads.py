@@ -286,6 +286,7 @@ class MergeScalarReads(Rule):
         if proven:
             merged = proven  # a safe fix for what is proven; never an unsafe one bundled with it
         first = items[0].read.node
+        others = tuple(i.read.node for i in items[1:])  # with no fix, SFX105 says nothing more of them
         torch_name = a.torch_alias_at(first)
         n = len(items)
         kinds = [i.kind for i in items]
@@ -310,7 +311,7 @@ class MergeScalarReads(Rule):
             )
             if torch_name is None:
                 why = "`torch` is not imported by name in this module"
-            self.report(first, f"{n} host reads in a row, one sync each; no fix: {why}")
+            self.report(first, f"{n} host reads in a row, one sync each; no fix: {why}", covers=others)
             return
         self.report(first, f"{n} host reads in a row, one sync each", fix=self._fix(run, merged, torch_name))
 

@@ -629,13 +629,14 @@ def apply_suppressions(
 
 def drop_deferred(raws: list[RawFinding]) -> list[RawFinding]:
     """Drop the findings without a fix whose node a rule they defer to (``Rule.DEFERS_TO``)
-    also reports: the same sync, said twice. After suppressions, so a silenced finding does
+    also reports, or covers (SFX301's run of reads): the same sync, said twice. After suppressions, so a silenced finding does
     not silence another rule's."""
     if not any(r.rule.DEFERS_TO for r in raws):
         return raws
     codes_at: dict[int, set[str]] = {}
     for r in raws:
-        codes_at.setdefault(id(r.node), set()).add(r.rule.CODE)
+        for node in (r.node, *r.covers):
+            codes_at.setdefault(id(node), set()).add(r.rule.CODE)
     return [
         r for r in raws
         if r.fix is not None or not codes_at[id(r.node)].intersection(r.rule.DEFERS_TO)

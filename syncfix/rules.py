@@ -86,6 +86,7 @@ class RawFinding:
     node: cst.CSTNode
     message: str
     fix: Fix | None
+    covers: tuple[cst.CSTNode, ...] = ()  # other nodes whose sync this finding says (a run's reads)
 
 
 # Why a fix that would be safe is not, where code copies without waiting (see Rule.safe_fix).
@@ -138,11 +139,18 @@ class Rule(cst.BatchableCSTVisitor):
         self.findings: list[RawFinding] = []
 
     def report(
-        self, node: cst.CSTNode, message: str | None = None, *, fix: Fix | None = None, wait_stays: bool = False
+        self,
+        node: cst.CSTNode,
+        message: str | None = None,
+        *,
+        fix: Fix | None = None,
+        wait_stays: bool = False,
+        covers: tuple[cst.CSTNode, ...] = (),
     ) -> None:
         """``wait_stays``: the fix still waits at ``node``, once, for all the work the reads
         there waited for (N reads of one comprehension merged into one), so a ``try`` around it
-        sees the same errors at the same place."""
+        sees the same errors at the same place. ``covers``: other nodes whose syncs the finding
+        speaks for (a rule that defers to this one says nothing there)."""
         if fix is not None and _changes_self_documenting_text(self.analysis, fix):
             # ``f"{loss.item()=}"`` prints its expression's text: a rewrite would change it
             fix = None
@@ -155,7 +163,7 @@ class Rule(cst.BatchableCSTVisitor):
         if shadowed is not None:
             fix = None  # the new code would call whatever ``zip``/``len`` is bound there
             message = (message or self.MESSAGE) + SHADOWED_BUILTIN.format(shadowed)
-        self.findings.append(RawFinding(type(self), node, message or self.MESSAGE, fix))
+        self.findings.append(RawFinding(type(self), node, message or self.MESSAGE, fix, covers))
 
 
     # Helpers every rule wants.

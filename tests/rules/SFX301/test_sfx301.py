@@ -62,3 +62,17 @@ def test_bindings_in_a_try_body_reach_its_handler():
         "        print(x.item(), y.item())\n"
     )
     assert fix_body(code, "SFX301") == code
+
+
+def test_a_run_of_reads_without_a_fix_is_said_once():
+    # stargan's four ``loss[...] = d_loss_x.item()`` lines: one SFX301 finding for the run, not
+    # an SFX105 "the CPU waits for all queued GPU work" on each later read as well
+    from syncfix import check_code
+
+    src = (
+        "import torch\n\n\ndef train(D, loader):\n    for x in loader:\n        out = D(x)\n"
+        "        a = torch.mean(out)\n        b = torch.mean(out * 2)\n"
+        "        loss = {}\n        loss['a'] = a.item()\n        loss['b'] = b.item()\n        print(loss)\n"
+    )
+    found = [(f.code, f.line) for f in check_code(src, path="train.py")]
+    assert found == [("SFX301", 10)]
