@@ -12,6 +12,7 @@ from syncfix.analysis import (
     dotted_name,
     keyword,
     math_read,
+    positional,
     target_names,
 )
 from syncfix.rules import Fix, Invalid, Rule
@@ -51,6 +52,10 @@ _SCALAR_HINT = (
     "; no fix: Python uses the value here. Read it less often, compute it from what the host "
     "already has (sizes, lengths, positions it set), or keep it a tensor: if it is only logged "
     "later, read it at the log line"
+)
+_TIMED = (
+    "; but `{0}` later in the loop needs its events complete, which this read waits for: call "
+    "`{1}.synchronize()` before it (or time every N steps) if you move the read"
 )
 _MATH_HINT = (
     "; no fix: `{0}` reads the tensor as a Python float; the same math in torch ops{1} keeps "
@@ -122,6 +127,25 @@ def _scalar_written(a: ModuleAnalysis, call: cst.Call) -> cst.BaseExpression | N
     if expr is None or not a.value(expr).is_tensor or not runs_every_iteration(a, call):
         return None
     return expr
+
+
+def _timed_after(a: ModuleAnalysis, loop: cst.CSTNode | None, node: cst.CSTNode) -> tuple[str, str] | None:
+    """An event's ``elapsed_time`` the loop reads after ``node`` (2DGS's
+    ``iter_start.elapsed_time(iter_end)``), whose end event the read's wait completes: the
+    call's text and the end event's (the argument, or the receiver)."""
+    if loop is None:
+        return None
+    order = a.structure.order
+    after = order.get(node, -1)
+    for call in a.structure.within(loop, cst.Call):
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "elapsed_time" and order.get(call, -1) > after:
+            args = positional(call)
+            end = args[0].value if args else func.value
+            if isinstance(end, (cst.Name, cst.Attribute)) and len(code(a, call)) <= 60:
+                return code(a, call), code(a, end)
+            return None
+    return None
 
 
 class DeviceToHostInLoop(Rule):
@@ -409,6 +433,9 @@ class DeviceToHostInLoop(Rule):
         fix, hint = None, _TOTAL_HINT if total else _COLLECT_HINT if appended else _SCALAR_HINT
         if own_hint is not None and hint is _SCALAR_HINT:
             hint = own_hint
+        timed = _timed_after(a, loop, node) if hint is _SCALAR_HINT else None
+        if timed is not None:
+            hint += _TIMED.format(*timed)
         again = read_again_in(a, loop, node, read.receiver) if appended and loop is not None else None
         if again is not None:
             hint = _READ_TWICE.format(dotted_name(read.receiver), again)

@@ -416,3 +416,19 @@ def test_a_read_in_a_file_that_imports_only_a_torch_library_is_a_likely_tensor_r
     found = [f for f in check_code(src.format(imp="from torchreid import metrics"), path="engine.py") if f.code == "SFX105"]
     assert [f.line for f in found] == [8]
     assert not [f for f in check_code(src.format(imp="from mylib import metrics"), path="engine.py") if f.code == "SFX105"]
+
+
+def test_a_read_an_event_timing_counts_on_says_so():
+    # 2DGS: ``loss.item()`` then ``iter_start.elapsed_time(iter_end)`` each step; moving the read
+    # away makes elapsed_time raise (the end event not yet complete)
+    src = (
+        "import torch\n\n\ndef train(model, loader, report):\n"
+        "    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)\n"
+        "    for x in loader:\n        start.record()\n        loss = model(x)\n        end.record()\n"
+        "        ema = 0.4 * loss.item()\n        report(ema, {timing})\n"
+    )
+    (found,) = [f for f in check_code(src.format(timing="start.elapsed_time(end)"), path="train.py") if f.code == "SFX105"]
+    assert "`start.elapsed_time(end)` later in the loop needs its events complete" in found.message
+    assert "call `end.synchronize()` before it" in found.message
+    (found,) = [f for f in check_code(src.format(timing="0"), path="train.py") if f.code == "SFX105"]
+    assert "elapsed_time" not in found.message
