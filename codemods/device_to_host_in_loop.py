@@ -138,6 +138,8 @@ def _timed_after(a: ModuleAnalysis, loop: cst.CSTNode | None, node: cst.CSTNode)
     order = a.structure.order
     after = order.get(node, -1)
     for call in a.structure.within(loop, cst.Call):
+        if not isinstance(call, cst.Call):
+            continue
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value == "elapsed_time" and order.get(call, -1) > after:
             args = positional(call)
