@@ -71,7 +71,8 @@ class TensorCreationOnDevice(Rule):
     missing (host data, a keyword the fix cannot carry, streams, a default device).
     - **A Python scalar** (`bool`, `int`, `float` *provably* of that built-in type: a literal,
       `float(x)`, `len(x)`, arithmetic of such...) becomes `torch.full((), v, ...)`, keeping
-      `dtype` and `requires_grad`. `full` infers bool/int64/default-float exactly like `tensor`
+      `dtype` and `requires_grad`, and a one-element list of one (`[0.0]`) becomes
+      `torch.full((1,), v, ...)`, under the same conditions. `full` infers bool/int64/default-float exactly like `tensor`
       (checked for bool, int, float, nan, inf against every dtype on the CPU). The fix is safe for
       bools, int literals within range (with a floating `dtype`, up to 2**24 in size: `tensor`
       rounds a larger int to a double first and `full` rounds it once, so
@@ -273,10 +274,12 @@ class TensorCreationOnDevice(Rule):
         return ""
 
     def _scalar_fill(self, node: cst.Call, data: cst.BaseExpression, dev: cst.BaseExpression) -> Fix | None:
-        """``torch.full((), v, ...)`` for a Python number on a device syncfix cannot name:
+        """``torch.full((), v, ...)`` for a Python number (``torch.full((1,), v, ...)`` for
+        ``[v]``) on a device syncfix cannot name:
         unsafe, since other accelerators than CUDA and the CPU are not proven (one may refuse a
         dtype with another error); exact where they fill as ``torch.tensor`` builds."""
-        if self.analysis.python_number_type(data) is None:
+        element = _one_element(data)
+        if self.analysis.python_number_type(data if element is None else element) is None:
             return None
         fix = self._fix(node, data, dev)
         if fix is None:
@@ -332,13 +335,17 @@ class TensorCreationOnDevice(Rule):
         assert isinstance(func, cst.Attribute)
         kwargs = {arg.keyword.value for arg in node.args if arg.keyword is not None}
         scalar = a.python_number_type(data)
+        element = _one_element(data)  # ``[0.0]``: filled as ``torch.full((1,), 0.0)``
+        if scalar is None and element is not None:
+            scalar = a.python_number_type(element)
         if scalar is not None:
             if not kwargs <= _SCALAR_KEYWORDS:
                 return None
-            new = _full(node)
-            if self._scalar_exact(node, data, scalar):
-                return self.safe_fix({node: new}, _FILL)
-            return self.unsafe_fix({node: new}, _FILL + _FILL_UNSAFE)
+            value = data if element is None else element
+            new = _full(node, one=element is not None)
+            if self._scalar_exact(node, value, scalar):
+                return self.safe_fix({node: new}, _FILL if element is None else _FILL_ONE)
+            return self.unsafe_fix({node: new}, (_FILL if element is None else _FILL_ONE) + _FILL_UNSAFE)
         if not a.is_host_data(data) or not kwargs <= {"device", "dtype"} or not _is_simple(dev):
             return None
         to = cst.Attribute(cst.Name("_"), cst.Name("to"))
@@ -401,14 +408,26 @@ class TensorCreationOnDevice(Rule):
         return False
 
 
-def _full(node: cst.Call) -> cst.Call:
-    """``torch.tensor(v, ...)`` -> ``torch.full((), v, ...)``, every argument kept."""
+def _full(node: cst.Call, *, one: bool = False) -> cst.Call:
+    """``torch.tensor(v, ...)`` -> ``torch.full((), v, ...)``, every argument kept; with
+    ``one``, ``torch.tensor([v], ...)`` -> ``torch.full((1,), v, ...)``."""
     func = node.func
     assert isinstance(func, cst.Attribute)
-    return node.with_changes(
-        func=func.with_changes(attr=cst.Name("full")),
-        args=[cst.Arg(cst.Tuple([]), comma=comma()), *node.args],
-    )
+    args = list(node.args)
+    shape = cst.Tuple([])
+    if one:
+        element = _one_element(args[0].value)
+        assert element is not None
+        args[0] = args[0].with_changes(value=element)
+        shape = cst.Tuple([cst.Element(cst.Integer("1"), comma=cst.Comma())])
+    return node.with_changes(func=func.with_changes(attr=cst.Name("full")), args=[cst.Arg(shape, comma=comma()), *args])
+
+
+def _one_element(data: cst.BaseExpression) -> cst.BaseExpression | None:
+    """``v`` of a one-element list display ``[v]`` (not starred), else None."""
+    if isinstance(data, cst.List) and len(data.elements) == 1 and isinstance(data.elements[0], cst.Element):
+        return data.elements[0].value
+    return None
 
 
 def _fits_float32(literal: object) -> bool:
@@ -468,6 +487,7 @@ _CAUGHT = (
 _UNPLACED_DEVICE = " (if the device is a GPU's: syncfix cannot tell which device this is; no fix)"
 _IF_A_GPU = " (if the device is a GPU's, which syncfix cannot tell)"
 _FILL = "Fill on the device with torch.full((), v): the same value and dtype"
+_FILL_ONE = "Fill on the device with torch.full((1,), v): the same value, shape and dtype"
 _RANGES = (
     "an int outside int64 raises another error, an int beyond 2**24 may round differently to a"
     " 32-bit float dtype (torch.tensor rounds it to a double first), and a float beyond float32's"

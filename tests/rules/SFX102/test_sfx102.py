@@ -158,3 +158,25 @@ def test_a_legacy_cuda_constructor_of_data_is_a_blocking_copy():
     )
     assert not check_code(sized, select=["SFX102"])
     assert check_code(sized.replace("max_size=4096", "max_size"), select=["SFX102"])  # data or a size
+
+
+ONE_ELEMENT = (
+    "import torch\n\n\ndef f(x, n, training):\n    out = []\n    for _ in range(n):\n"
+    "        out.append(torch.tensor([0.0], device=x.device, requires_grad=training))\n"
+    "        out.append(torch.tensor([3], device=x.device, dtype=torch.long))\n"
+    "        out.append(torch.tensor([True], device=x.device))\n"
+    "        out.append(torch.tensor([2.5], device=x.device, dtype=torch.float16))\n"
+    "    return out\n"
+)
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_a_one_element_list_filled_on_the_device_is_exact_on_the_cpu(training):
+    # encodec's ``torch.tensor([0.0], device=device, requires_grad=self.training)`` per forward
+    fixed = fix_code(ONE_ELEMENT, select=["SFX102"], unsafe_fixes=True)
+    assert fixed.count("torch.full((1,), ") == 4
+    x = torch.zeros(2)
+    before, after = load(ONE_ELEMENT, "f")(x, 2, training), load(fixed, "f")(x, 2, training)
+    compare(before, after, bitwise=True)
+    assert [t.requires_grad for t in before] == [t.requires_grad for t in after]
+    assert all(t.is_leaf for t in after)
