@@ -33,7 +33,8 @@ def test_sfx102_creation_on_device():
                 f = torch.as_tensor(np.arange(6, dtype=np.int16), device="cuda")
                 g = torch.tensor(np.float32(2.5), device="cuda")
                 h = torch.tensor(i, device="cuda")  # a range counter: within int64
-                out.append((a, b, c, d, e, f, g, h))
+                k = torch.tensor([0.0], device="cuda", requires_grad=True)  # one element: filled
+                out.append((a, b, c, d, e, f, g, h, k))
             return out
         """,
     )
