@@ -124,6 +124,15 @@ class Loop:
 '''
 
 
+def _index_of(tmp_path: Path, files: dict[str, str]):
+    """The project index of these files (relative path -> text) under ``tmp_path``."""
+    for rel, text in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return build_index(tmp_path)
+
+
 def test_methods_called_through_other_objects_resolve_by_a_rare_name():
     resolve = {"pkg.sampler": "pkg.sampler", "pkg.loop": "pkg.loop"}
     files = [
@@ -460,11 +469,7 @@ def test_a_function_a_package_re_exports_is_hot_where_called_through_it(tmp_path
             "def evaluate(loader, keys):\n    for data in loader:\n        bd(keys, data)\n"
         ),
     }
-    for rel, text in files.items():
-        path = tmp_path / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    _, hot = build_index(tmp_path)
+    _, hot = _index_of(tmp_path, files)
     assert hot.get("top.mpu.data") == {"broadcast_data"}
 
 
@@ -496,11 +501,7 @@ def test_a_star_import_of_a_package_reaches_what_its_init_imports(tmp_path):
             "class Baseline:\n    def forward(self, x):\n        return cross_entropy_loss(x) + triplet_loss(x)\n"
         ),
     }
-    for rel, text in files.items():
-        path = tmp_path / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    _, hot = build_index(tmp_path)
+    _, hot = _index_of(tmp_path, files)
     assert hot.get("top.losses.ce") == {"cross_entropy_loss"}
     assert hot.get("top.losses.tri") == {"triplet_loss"}
 
