@@ -645,6 +645,24 @@ def test_a_legacy_constructor_of_a_list_comprehension_is_a_cpu_tensor():
     assert reads.kind is Kind.TENSOR and reads.device is Device.CPU and reads.memory is Memory.UNKNOWN
 
 
+def test_a_plain_tensor_constructor_of_an_unknown_value_may_be_on_the_gpu():
+    # measured on an H200: ``torch.Tensor(cuda_t)`` returns a CUDA tensor, where
+    # ``torch.FloatTensor(cuda_t)`` raises (expected device=cpu)
+    a, module = analyse(
+        """
+        import torch
+
+        def f(x):
+            plain = torch.Tensor(x)
+            typed = torch.FloatTensor(x)
+            plain, typed
+        """
+    )
+    assert a.value(last_name(module, "plain")).device is not Device.CPU
+    typed = a.value(last_name(module, "typed"))
+    assert typed.kind is Kind.TENSOR and typed.device is Device.CPU and typed.memory is Memory.UNKNOWN
+
+
 def test_a_parameter_annotated_as_a_numpy_array_is_one():
     # OLMo's ``find_periodic_sequences(arr: np.ndarray, ...)``: no tensor, whatever is passed
     a, module = analyse(

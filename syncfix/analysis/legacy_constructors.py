@@ -1,7 +1,8 @@
 """What the legacy constructors (``torch.Tensor(...)``, ``torch.LongTensor(...)``) make: a new
 host tensor copied from a list of numbers, new host memory of the sizes given, or a tensor in a
-NumPy array's memory; with any other one argument, a host tensor in memory that may be the
-argument's. Where the project sets a default device or tensor type, the new tensor's device is
+NumPy array's memory; a typed constructor (``torch.FloatTensor``) of any other one argument, a
+host tensor in memory that may be the argument's (``torch.Tensor`` of a CUDA tensor is that
+tensor's: not modelled). Where the project sets a default device or tensor type, the new tensor's device is
 unknown."""
 
 from __future__ import annotations
@@ -30,10 +31,12 @@ def legacy_value(a: ModuleAnalysis, short: str, call: cst.Call) -> Value | None:
     if data.kind is Kind.NDARRAY:  # ``torch.FloatTensor(buf[idx])``: in the array's memory (or a copy)
         memory = Memory.PAGEABLE if data.memory is Memory.PAGEABLE else Memory.UNKNOWN
         return Value(Kind.TENSOR, device, memory, False, LEGACY_CONSTRUCTORS[short], origin)
-    if one:
-        # anything else it takes (data, a size, a CPU tensor of its own type to share) makes a
-        # host tensor of its type, or raises (a CUDA tensor, a dtype that differs); the memory
-        # may be the argument's (fast-reid's ``torch.FloatTensor(M[k]).cuda()``)
+    if one and (short != "Tensor" or isinstance(call.args[0].value, (cst.List, cst.Tuple, cst.ListComp))):
+        # a typed constructor makes a host tensor of its type from anything else it takes (data,
+        # a size, a CPU tensor of that type to share), or raises (a CUDA tensor: "expected
+        # TensorOptions(... device=cpu ...)", measured on an H200); the memory may be the
+        # argument's (fast-reid's ``torch.FloatTensor(M[k]).cuda()``). Plain ``torch.Tensor(t)``
+        # of a CUDA tensor returns a CUDA tensor: only a Python sequence is known to stay here
         return Value(Kind.TENSOR, device, Memory.UNKNOWN, False, LEGACY_CONSTRUCTORS[short], origin)
     return None
 
