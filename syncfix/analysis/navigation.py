@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.metadata import GlobalScope
 
+from .project import imports_torch
 from .syntax import dotted_name, stored_names, target_names
 from .torch_api import METHOD_HOOKS, STREAM_APIS, STREAM_METHODS, STREAM_WORDS
 
@@ -373,17 +374,9 @@ def torch_alias(a: ModuleAnalysis) -> str | None:
 
 def torch_code(a: ModuleAnalysis) -> bool:
     """Does the module import torch, or a module named for it (``from torchreid import
-    metrics``, ``import torchvision``)? Such code's ``.item()`` reads a tensor (a likely fact)."""
-    if a.torch_alias is not None:
-        return True
-    for stmt in a.module.body:
-        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
-            if isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
-                if "torch" in (dotted_name(small.module) or ""):
-                    return True
-            elif isinstance(small, cst.Import) and any("torch" in (dotted_name(al.name) or "") for al in small.names):
-                return True
-    return False
+    metrics``)? The engine's own test for rules that need torch (``project.imports_torch``).
+    Such code's ``.item()`` reads a tensor (a likely fact)."""
+    return a.torch_alias is not None or imports_torch(a.code.encode())
 
 
 def _top_level_imports(a: ModuleAnalysis) -> Iterator[cst.Import]:
