@@ -213,10 +213,10 @@ def _visitor_calls(tree, hot):
     (in its function) does not call ``input()`` on every time round."""
     import ast
 
-    from syncfix.analysis.hotness import FileCalls, _Collector
+    from syncfix.analysis.hotness import FileCalls, _Collector, _imports
 
     out = FileCalls("m")
-    resolve = _Collector(out, set(hot), {}, {})._callee
+    resolve = _Collector(out, set(hot), *_imports(tree, "", {})[:3])._callee
     made, interactive = [], set()
     sometimes = {ast.If: {"body", "orelse"}, ast.IfExp: {"body", "orelse"}, ast.Try: {"handlers", "orelse"},
                  ast.Match: {"cases"}, ast.For: {"orelse"}, ast.AsyncFor: {"orelse"}, ast.While: {"orelse"}}
@@ -236,7 +236,7 @@ def _visitor_calls(tree, hot):
         if isinstance(node, ast.Call):
             if isinstance(node.func, ast.Name) and node.func.id == "input" and every:
                 interactive.add(loop)
-            callee = resolve(node.func)
+            callee = resolve(node.func, len(node.args) + len(node.keywords))
             if callee is not None:
                 out.calls.setdefault(function, [])
                 made.append((function, callee, loop))
@@ -522,3 +522,37 @@ def test_a_method_a_base_and_its_subclasses_define_resolves_to_all_of_them():
     # an unrelated class of the same method name: too common to resolve by name
     files.append(file_calls("other", other.encode(), ["forward"], resolve))
     assert not hot_functions(files).get("beam")
+
+
+def test_a_logger_method_called_with_a_key_and_a_value_resolves_by_name():
+    # pytorch_sac: ``logger.log("train/batch_reward", reward.mean(), step)`` in the agent's
+    # ``update``, whose ``Logger.log`` reads ``value.item()``; a tensor's ``p.log()`` and
+    # ``math.log(x, 2)`` do not reach it
+    resolve = {m: m for m in ("logger", "agent")}
+    logger = (
+        "import torch\n\n\nclass Logger:\n    def log(self, key, value, step, n=1):\n"
+        "        if type(value) == torch.Tensor:\n            value = value.item()\n        return value\n"
+    )
+    agent = "class Agent:\n    def update(self, batch, logger, step):\n        logger.log('train/loss', batch.mean(), step)\n"
+    tensor_log = "class Agent:\n    def update(self, p):\n        return p.log()\n"
+    math_log = "import math\n\n\nclass Agent:\n    def update(self, p):\n        return math.log(p, 2)\n"
+    for caller, reached in ((agent, True), (tensor_log, False), (math_log, False)):
+        files = [file_calls(m, src.encode(), ["update"], resolve) for m, src in (("logger", logger), ("agent", caller))]
+        assert ("log" in hot_functions(files).get("logger", set())) is reached, caller
+
+
+def test_a_common_method_name_resolves_to_the_class_named_like_the_receiver():
+    # pytorch_sac: ``Logger.log`` in logger.py, and an actor's and a critic's ``log(logger,
+    # step)`` in files of their own; ``logger.log(key, value, step)`` reaches the logger's only
+    resolve = {m: m for m in ("logger", "actor", "critic", "agent")}
+    logger = "class MetersGroup:\n    def log(self, key, value, n=1):\n        pass\n\n\nclass Logger:\n    def log(self, key, value, step):\n        pass\n"
+    actor = "class DiagGaussianActor:\n    def log(self, logger, step):\n        pass\n"
+    critic = "class Critic:\n    def log(self, logger, step):\n        pass\n"
+    agent = "class Agent:\n    def update(self, batch, logger, step):\n        logger.log('train/loss', batch.mean(), step)\n"
+    sources = {"logger": logger, "actor": actor, "critic": critic, "agent": agent}
+    files = [file_calls(m, src.encode(), ["update"], resolve) for m, src in sources.items()]
+    hot = hot_functions(files)
+    assert "log" in hot.get("logger", set()) and "log" not in hot.get("actor", set()) | hot.get("critic", set())
+    sources["agent"] += "        self.critic.log(logger, step)\n"
+    hot = hot_functions([file_calls(m, src.encode(), ["update"], resolve) for m, src in sources.items()])
+    assert "log" in hot.get("critic", set()) and "log" not in hot.get("actor", set())

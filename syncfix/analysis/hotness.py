@@ -61,6 +61,10 @@ _COMMON = frozenset(
         "log", "info", "debug", "warning", "error", "write", "read", "flush", "join", "format",
     }
 )
+# Of those, names a project's own logger or meter often defines, called with a key and a value
+# (``logger.log("train/loss", loss, step)``) where a tensor's method takes no argument
+# (``p.log()``): resolved by name when called with two arguments or more.
+_COMMON_UNLESS_ARGUMENTS = frozenset({"log"})
 
 
 @dataclass
@@ -74,7 +78,8 @@ class FileCalls:
     # per function name (``""``: module level), its calls: (callee, made in a loop)
     calls: dict[str, list[tuple[Callee, bool]]] = field(default_factory=dict)
     classes: set[str] = field(default_factory=set)  # the classes it defines
-    methods: set[str] = field(default_factory=set)  # the functions its class bodies define
+    # the functions its class bodies define, each with the classes that define it
+    methods: dict[str, set[str]] = field(default_factory=dict)
     bases: set[str] = field(default_factory=set)  # the names they derive from (last part)
     # methods called through ``self`` in a loop over batches (``for idx, batch in
     # enumerate(loader): self.run_step(...)``): a subclass's override in another file runs there
@@ -92,6 +97,41 @@ class FileCalls:
     # names it binds by importing them from project modules (``from .data import
     # broadcast_data`` in a package's ``__init__``): a call of ``pkg.broadcast_data`` runs that
     imported: dict[str, Callee] = field(default_factory=dict)
+
+
+def _imports(
+    tree: ast.Module, package: str, resolve: Mapping[str, str]
+) -> tuple[dict[str, Callee], dict[str, str], frozenset[str], list[str]]:
+    """What a file's imports bind: names of project functions, project modules, names of what
+    is not the project's, and the project modules it star-imports."""
+    names: dict[str, Callee] = {}  # local name -> (project module, function) it was imported as
+    modules: dict[str, str] = {}  # local name -> project module (``import pkg.nn as nn``)
+    foreign: set[str] = set()  # local names bound to what is not the project's
+    stars: list[str] = []  # project modules star-imported
+    for node in statements(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = _absolute(package, node.module or "", node.level)
+            for alias in node.names:
+                local = alias.asname or alias.name
+                target = resolve.get(base or "")
+                if local == "*" and target is not None:
+                    stars.append(target)
+                if target is not None:
+                    names[local] = (target, alias.name)
+                sub = resolve.get(f"{base}.{alias.name}" if base else alias.name)
+                if sub is not None:
+                    modules[local] = sub
+                elif target is None and node.level == 0:
+                    foreign.add(local)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                target = resolve.get(alias.name)
+                local = alias.asname or alias.name.split(".")[0]
+                if target is not None:
+                    modules[local] = target
+                elif alias.asname or "." not in alias.name:
+                    foreign.add(local)
+    return names, modules, frozenset(foreign - modules.keys() - names.keys()), stars
 
 
 def file_calls(
@@ -113,28 +153,9 @@ def file_calls(
     hot = set(hot_functions)
     if package is None:
         package = module.rpartition(".")[0]
-    names: dict[str, Callee] = {}  # local name -> (project module, function) it was imported as
-    modules: dict[str, str] = {}  # local name -> project module (``import pkg.nn as nn``)
-    for node in statements(tree):
-        if isinstance(node, ast.ImportFrom):
-            base = _absolute(package, node.module or "", node.level)
-            for alias in node.names:
-                local = alias.asname or alias.name
-                target = resolve.get(base or "")
-                if local == "*" and target is not None:
-                    out.stars.append(target)
-                if target is not None:
-                    names[local] = (target, alias.name)
-                sub = resolve.get(f"{base}.{alias.name}" if base else alias.name)
-                if sub is not None:
-                    modules[local] = sub
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                target = resolve.get(alias.name)
-                if target is not None:
-                    modules[alias.asname or alias.name.split(".")[0]] = target
+    names, modules, foreign, out.stars = _imports(tree, package, resolve)
     out.imported = {local: callee for local, callee in names.items() if local != "*"}
-    _Collector(out, hot, names, modules).collect(tree)
+    _Collector(out, hot, names, modules, foreign).collect(tree)
     return out
 
 
@@ -178,11 +199,19 @@ _SOMETIMES: dict[type, tuple[str, ...]] = {
 
 
 class _Collector:
-    def __init__(self, out: FileCalls, hot: set[str], names: dict[str, Callee], modules: dict[str, str]) -> None:
+    def __init__(
+        self,
+        out: FileCalls,
+        hot: set[str],
+        names: dict[str, Callee],
+        modules: dict[str, str],
+        foreign: frozenset[str] = frozenset(),
+    ) -> None:
         self.out = out
         self.hot = hot
         self.names = names
         self.modules = modules
+        self.foreign = foreign  # names imports bind to what is not the project's (``math``, ``F``)
 
     def collect(self, tree: ast.Module) -> None:
         """Each call, under the function it is in and whether a loop of that function that
@@ -209,7 +238,9 @@ class _Collector:
                 continue
             if kind is ast.ClassDef:
                 out.classes.add(node.name)  # type: ignore[attr-defined]
-                out.methods.update(s.name for s in node.body if type(s) in _DEFS)  # type: ignore[attr-defined]
+                for stmt in node.body:  # type: ignore[attr-defined]
+                    if type(stmt) in _DEFS:
+                        out.methods.setdefault(stmt.name, set()).add(node.name)  # type: ignore[attr-defined]
                 out.bases.update(_last_name(b) for b in node.bases)  # type: ignore[attr-defined]
             elif kind is ast.Assign:
                 self._instance(node)  # type: ignore[arg-type]
@@ -220,7 +251,7 @@ class _Collector:
                 func = node.func  # type: ignore[attr-defined]
                 if type(func) is ast.Name and func.id == "input" and every_time:
                     interactive.add(loop)  # type: ignore[arg-type]
-                callee = self._callee(func)
+                callee = self._callee(func, len(node.args) + len(node.keywords))  # type: ignore[attr-defined]
                 if callee is not None:
                     out.calls.setdefault(function, [])
                     made.append((function, callee, loop))
@@ -261,7 +292,7 @@ class _Collector:
         if made[1][:1].isupper():
             self.out.instances[target.attr] = made
 
-    def _callee(self, func: ast.expr) -> Callee | None:
+    def _callee(self, func: ast.expr, arguments: int = 0) -> Callee | None:
         if isinstance(func, ast.Name):
             return self.names.get(func.id, ("", func.id))
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
@@ -270,8 +301,15 @@ class _Collector:
                 return (SELF, func.attr)
             if owner in self.modules:
                 return (self.modules[owner], func.attr)
-        if isinstance(func, ast.Attribute) and func.attr not in _COMMON and not func.attr.startswith("__"):
-            return (ANY, func.attr)  # ``self.sampler.update_with_local_losses(...)``
+            if owner in self.foreign:  # ``math.log(x, 2)``, ``F.mse_loss(...)``: not the project's
+                return None
+        if not isinstance(func, ast.Attribute) or func.attr.startswith("__"):
+            return None
+        if func.attr not in _COMMON or (func.attr in _COMMON_UNLESS_ARGUMENTS and arguments >= 2):
+            # ``self.sampler.update_with_local_losses(...)``; the receiver's name goes along
+            receiver = func.value
+            hint = receiver.id if isinstance(receiver, ast.Name) else receiver.attr if isinstance(receiver, ast.Attribute) else ""
+            return (ANY + hint, func.attr)
         return None
 
 
@@ -337,11 +375,14 @@ def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
             method_definers.setdefault(name, []).append(f.module)
 
     def targets(callee: Callee, caller: str, across: bool = False) -> list[tuple[str, str]]:
-        if callee[0] == ANY:  # ``x.view(...)`` reaches no module-level ``def view`` (2DGS's viewer)
+        if callee[0].startswith(ANY):  # ``x.view(...)`` reaches no module-level ``def view`` (2DGS's viewer)
             methods = method_definers.get(callee[1], [])
             if len(methods) <= _MAX_DEFINERS or (len(methods) <= _MAX_FAMILY and family(methods)):
                 return [(m, callee[1]) for m in methods]
-            return []
+            # too common a name: the classes named like the receiver (``logger.log(...)``
+            # reaches ``Logger.log``, not an actor's ``log`` in another file)
+            named = [m for m in methods if named_like(callee[0][len(ANY):], by_module[m].methods[callee[1]])]
+            return [(m, callee[1]) for m in named] if len(named) <= _MAX_DEFINERS else []
         if callee[0] == SELF:  # detectron2's ``self.forward_training(...)``, overridden elsewhere
             own = by_module[caller]
             # ``self.<attr> = C(...)``: the object's ``__call__`` (it shadows a method of that name)
@@ -365,6 +406,12 @@ def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
         target = (callee[0] or caller, callee[1])
         found = defined(*target, _MAX_REEXPORTS)
         return [found] if found is not None else [target] if target[0] in by_module else []
+
+    def named_like(receiver: str, classes: set[str]) -> bool:
+        """Is one of these classes named as the receiver is (``logger``, ``self.logger``:
+        ``Logger``; ``train_logger`` is not: it may be any logger)?"""
+        word = receiver.replace("_", "").lower()
+        return any(c.lower() == word for c in classes)
 
     def family(modules: list[str]) -> bool:
         """Do these files' classes derive from one another's, all linked (a base and its
