@@ -7,7 +7,7 @@ import libcst as cst
 from syncfix.analysis import Device, Memory, positional
 from syncfix.rules import Fix, Invalid, Rule
 
-from ._support import comma, kwarg
+from ._support import code, comma, kwarg, unplaced_message, unplaced_tensor
 
 # torch factories whose integer result is always 1-d (so it indexes like a list, never like an int)
 _ONE_DIM = {"torch.arange", "torch.randperm"}
@@ -18,7 +18,9 @@ class CpuIndexOnDevice(Rule):
     ## What it finds
     In a loop or a training step, a CUDA tensor indexed with a Python list of ints
     (`x[[1, 2, 3]]`, `x[:, [0, 2]]`, `x[[i, i + 1]]` with `i` provably a Python int) or with a CPU integer index tensor (`x[idx_cpu]`), read or
-    assigned.
+    assigned. A tensor whose device syncfix cannot name, indexed with a list of ints where code
+    repeats (a model's `forward`: `self.lm_head(x[:, [-1], :])` once per generated token), is
+    reported too, as a copy if the tensor is on a GPU.
 
     ## Why it costs
     PyTorch moves the index to the GPU with a blocking `.to(device)` before indexing: the CPU waits
@@ -61,7 +63,10 @@ class CpuIndexOnDevice(Rule):
     else, so nothing can write it before the copy runs
     (docs/semantics.md#copies-between-host-and-device). Out-of-range indices fail the same
     way (in the indexing kernel). Other CPU index tensors (dtype or rank unknown) get a finding
-    without a fix.
+    without a fix, and so does a list index of a tensor whose device syncfix cannot name: the
+    pinned index needs CUDA, and the slice that selects the same values (`x[:, -1:]` for
+    `x[:, [-1]]`) returns a view where the list returns a new tensor, which a later in-place
+    write or a `.view()` could tell apart.
     """
 
     CODE = "SFX104"
@@ -102,7 +107,10 @@ class CpuIndexOnDevice(Rule):
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         a = self.analysis
-        if not a.is_hot(node) or not a.is_cuda_tensor(node.value):
+        if not a.is_hot(node):
+            return
+        if not a.is_cuda_tensor(node.value):
+            self._unplaced(node)
             return
         changes: dict[cst.CSTNode, cst.CSTNode] = {}
         found = fixable = maybe = unsafe = 0
@@ -127,6 +135,32 @@ class CpuIndexOnDevice(Rule):
         if maybe:
             message += " (if the CPU index is an integer tensor of 1 or more dims; a bool mask does not sync)"
         self.report(node, message, fix=fix)
+
+    def _unplaced(self, node: cst.Subscript) -> None:
+        """A list of ints indexing a tensor whose device syncfix cannot name, where code repeats
+        (nanoGPT's ``self.lm_head(x[:, [-1], :])`` once per generated token): if the tensor is
+        on a GPU, the same blocking copy. No fix: pinning needs CUDA."""
+        a = self.analysis
+        lists = [
+            el.slice.value for el in node.slice
+            if isinstance(el.slice, cst.Index) and isinstance(el.slice.value, cst.List)
+            and self._host_index(el.slice.value) in ("list", "int-list")
+        ]
+        if not lists or not unplaced_tensor(a, node.value):
+            return
+        one = next((e for e in lists if len(e.elements) == 1), None)
+        as_slice = _as_slice(a, one.elements[0].value) if one is not None else None
+        hint = (
+            f"the slice `{as_slice}` in place of `{code(a, one)}` selects the same values with no copy of "
+            "the index, but returns a view where the list returns a copy"
+            if one is not None and as_slice else
+            "an index tensor built on the device once, before the loop, needs no copy"
+        )
+        self.report(
+            node,
+            "Tensor indexed with a Python list: the index is copied to the tensor's device with a "
+            f"blocking copy{unplaced_message(a, node)}; no fix: {hint}",
+        )
 
     def _host_index(self, expr: cst.BaseExpression) -> str | None:
         """"list" (a list of int literals), "tensor" (a provably 1-d CPU int tensor), "maybe"
@@ -207,6 +241,15 @@ class CpuIndexOnDevice(Rule):
                 what + " (unsafe: for an int outside int64 the error raised may differ)",
             )
         return self.safe_fix({node: new}, what)
+
+
+def _as_slice(a, index: cst.BaseExpression) -> str | None:
+    """The slice that selects what a one-int list literal does (``-1`` -> ``-1:``, ``3`` ->
+    ``3:4``), or None."""
+    k = a.literal_number(index)
+    if not isinstance(k, int) or isinstance(k, bool):
+        return None
+    return "-1:" if k == -1 else f"{k}:{k + 1}"
 
 
 def _is_plain(expr: cst.BaseExpression) -> bool:
