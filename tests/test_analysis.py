@@ -201,6 +201,38 @@ def test_module_instances_and_their_outputs():
     assert a.value(last_name(module, "h")).kind is Kind.TENSOR
 
 
+def test_layers_held_by_module_containers_and_their_outputs():
+    # nanoGPT: ``self.transformer = nn.ModuleDict(dict(wte=..., h=nn.ModuleList([...]), ln_f=...))``
+    a, module = analyse(
+        """
+        import torch
+        from torch import nn
+        class GPT(nn.Module):
+            def __init__(self, n, extra):
+                super().__init__()
+                self.transformer = nn.ModuleDict(dict(wte=nn.Embedding(9, n), h=nn.ModuleList([nn.Linear(n, n)]), ln_f=nn.LayerNorm(n)))
+                self.heads = nn.ModuleDict({"a": nn.Linear(n, 1)})
+                self.more = nn.ModuleDict(extra)
+            def forward(self, idx):
+                x = self.transformer.wte(idx)
+                for block in self.transformer.h:
+                    x = block(x)
+                y = self.transformer.ln_f(x)
+                for key in self.heads:
+                    use(key)
+                z = self.more.b(x)
+                w = self.transformer.missing(x)
+                use(self.heads.a(y), z, w)
+        """
+    )
+    for name in ("x", "y"):
+        assert a.value(last_name(module, name)).kind is Kind.TENSOR, name
+    assert a.value(last_name(module, "block")).kind is Kind.MODULE
+    assert a.value(last_name(module, "key")).kind is Kind.UNKNOWN  # a module dict's keys
+    for name in ("z", "w"):  # a dict syncfix cannot read, a key it does not hold
+        assert a.value(last_name(module, name)).kind is Kind.UNKNOWN, name
+
+
 def test_effects_of_statements():
     a, module = analyse(
         """

@@ -49,6 +49,10 @@ def attribute_value(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
         return UNKNOWN
     if base.kind is Kind.NDARRAY:
         return Value(Kind.NDARRAY)  # ``a.T``, ``np.finfo(np.float32).eps``: numpy's, never a tensor
+    if base.kind is Kind.MODULE and isinstance(expr.value, cst.Attribute):
+        entry = module_dict_entry(a, expr.value, attr)
+        if entry is not None:
+            return entry  # ``self.transformer.ln_f`` of ``nn.ModuleDict(dict(ln_f=nn.LayerNorm(n)))``
     if isinstance(expr.value, cst.Name) and expr.value.value == "self":
         held = _self_attribute(a, expr)
         if held.kind in (Kind.TENSOR, Kind.TENSORS, Kind.BATCH):
@@ -109,6 +113,69 @@ def _self_attribute(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
         # ``self.num_updates += 1`` on a registered counter (generative-models' EMA) keeps a tensor
         return Value(Kind.TENSOR)
     return held
+
+
+def _held_constructions(a: ModuleAnalysis, expr: cst.Attribute, classes: tuple[str, ...]) -> list[cst.Call] | None:
+    """The calls ``self.<attr>`` is bound to where each constructs one of ``classes``, or None."""
+    bound = likely_attribute_values(a, expr) if a.assume_tensors else self_attribute_values(a, expr)
+    if not bound or not all(isinstance(v, cst.Call) and a.callee(v) in classes for v in bound):
+        return None
+    return bound  # type: ignore[return-value]
+
+
+def module_dict_entry(a: ModuleAnalysis, holder: cst.Attribute, key: str) -> Value | None:
+    """``self.transformer.<key>`` where ``self.transformer`` only ever holds
+    ``nn.ModuleDict(dict(<key>=...))`` (or ``{"<key>": ...}``): that entry's value (nanoGPT's
+    ``self.transformer.ln_f``). None where syncfix cannot read the entry."""
+    made = _held_constructions(a, holder, ("torch.nn.ModuleDict", "torch.nn.modules.container.ModuleDict"))
+    if made is None:
+        return None
+    entries: list[cst.BaseExpression] = []
+    for call in made:
+        args = [arg for arg in call.args if arg.keyword is None]
+        if len(call.args) != 1 or len(args) != 1:
+            return None
+        mapping = args[0].value
+        if isinstance(mapping, cst.Call) and a.callee(mapping) == "builtins.dict" and all(
+            arg.keyword is not None and not arg.star for arg in mapping.args
+        ):
+            found = [arg.value for arg in mapping.args if arg.keyword is not None and arg.keyword.value == key]
+        elif isinstance(mapping, cst.Dict):
+            pairs = [(el.key, el.value) for el in mapping.elements if isinstance(el, cst.DictElement)]
+            if len(pairs) != len(mapping.elements) or not all(isinstance(k, cst.SimpleString) for k, _ in pairs):
+                return None
+            found = [v for k, v in pairs if isinstance(k, cst.SimpleString) and k.evaluated_value == key]
+        else:
+            return None
+        if len(found) != 1:
+            return None
+        entries.append(found[0])
+    return join_all(a.value(e) for e in entries)
+
+
+def holds_module_sequence(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    """Does ``expr`` (``self.h``, ``self.transformer.h``) only ever hold an ``nn.ModuleList`` or
+    an ``nn.Sequential``, whose iteration yields its modules? (An ``nn.ModuleDict``'s yields keys.)"""
+    if not isinstance(expr, cst.Attribute):
+        return False
+    sequences = (
+        "torch.nn.ModuleList", "torch.nn.Sequential",
+        "torch.nn.modules.container.ModuleList", "torch.nn.modules.container.Sequential",
+    )
+    if isinstance(expr.value, cst.Name):
+        return _held_constructions(a, expr, sequences) is not None
+    if not isinstance(expr.value, cst.Attribute):
+        return False
+    # an entry of a module dict: ``self.transformer.h`` of ``dict(h=nn.ModuleList([...]))``
+    made = _held_constructions(a, expr.value, ("torch.nn.ModuleDict", "torch.nn.modules.container.ModuleDict"))
+    if made is None or len(made) != 1:
+        return False
+    args = made[0].args
+    mapping = args[0].value if len(args) == 1 and args[0].keyword is None else None
+    if not (isinstance(mapping, cst.Call) and a.callee(mapping) == "builtins.dict"):
+        return False
+    found = [arg.value for arg in mapping.args if arg.keyword is not None and arg.keyword.value == expr.attr.value]
+    return len(found) == 1 and isinstance(found[0], cst.Call) and a.callee(found[0]) in sequences
 
 
 def _makes_parameter(a: ModuleAnalysis, value: cst.BaseExpression) -> bool:

@@ -21,7 +21,7 @@ import libcst as cst
 from libcst.metadata import Assignment, GlobalScope
 from libcst.metadata.scope_provider import BaseAssignment
 
-from . import callgraph, loaders
+from . import attributes, callgraph, loaders
 from .annotations import annotation_value
 from .attributes import assumed_tensor, attribute_value, declared_forward, is_module_class
 from .bindings import assignment_order, fact_of_name
@@ -385,6 +385,8 @@ def _element_of(a: ModuleAnalysis, iterable: cst.BaseExpression) -> Value:
         return replace(v, kind=Kind.TENSOR)
     if v.kind is Kind.NDARRAY:
         return Value(Kind.NDARRAY, memory=v.memory)  # rows or numpy scalars, never tensors
+    if v.kind is Kind.MODULE and attributes.holds_module_sequence(a, iterable):
+        return Value(Kind.MODULE)  # ``for block in self.h`` of an ``nn.ModuleList``: its layers
     if isinstance(iterable, cst.Call):
         batch_view = _batch_dict_view(a, iterable)
         if batch_view is not None:
@@ -471,7 +473,8 @@ def _call_value(a: ModuleAnalysis, call: cst.Call) -> Value:
                 return receiver
             if method in ("parameters", "buffers") and receiver.origin is not None:
                 return Value(Kind.OTHER, origin=receiver.origin)  # where its tensors are
-            if func.attr.value in ("forward", "__call__"):
+            # ``self.transformer.ln_f(x)``: a module held by a module dict is called
+            if method in ("forward", "__call__") or a.value(func).kind is Kind.MODULE:
                 return _module_output(a, call)
             return UNKNOWN
         if assumed_tensor(a, receiver, func.attr.value, LIKELY_TENSOR_METHODS) or _likely_gpu_copy(a, receiver, call):
