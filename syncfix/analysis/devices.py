@@ -230,9 +230,12 @@ def is_cast_argument(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
     (so the call is a cast, not a copy)? A torch dtype (``torch.float16``), or a name or
     attribute called ``dtype``/``*_dtype`` (``dtype``, ``self.dtype``, ``x.dtype``,
     ``compute_dtype``) whose value is not a device or a tensor, or a name every binding of
-    which is one of these (``dt = torch.float16``)."""
+    which is one of these (``dt = torch.float16``), or a conditional of two of these
+    (``torch.float32 if full else torch.float16``)."""
     if is_dtype(a, expr):
         return True
+    if isinstance(expr, cst.IfExp):
+        return is_cast_argument(a, expr.body) and is_cast_argument(a, expr.orelse)
     v = a.value(expr)
     if v.kind is Kind.DEVICE or v.is_tensor or _is_device_index(a, expr):
         return False
