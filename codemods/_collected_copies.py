@@ -121,7 +121,12 @@ def read_again_in(a, loop: cst.CSTNode, read: cst.Call, receiver: cst.BaseExpres
     it anyway."""
     if not isinstance(receiver, cst.Name):
         return None
-    guards = {id(anc) for anc in a.ancestors(read)}
+    # each ancestor of the read, with the child on the way to it (an ``if``'s branch)
+    guards: dict[int, cst.CSTNode] = {}
+    child: cst.CSTNode = read
+    for anc in a.ancestors(read):
+        guards[id(anc)] = child
+        child = anc
     for call in a.structure.within(loop, cst.Call):
         if call is read:
             continue
@@ -132,9 +137,11 @@ def read_again_in(a, loop: cst.CSTNode, read: cst.Call, receiver: cst.BaseExpres
             in_test = isinstance(anc, (cst.If, cst.While)) and child is anc.test
             if isinstance(anc, _GUARDS) and not in_test and id(anc) not in guards:
                 sometimes = True
+            if isinstance(anc, cst.If) and id(anc) in guards and guards[id(anc)] is not child:
+                sometimes = sometimes or not (child is anc.test or guards[id(anc)] is anc.test)
             child = anc
         if sometimes:
-            continue
+            continue  # not on every pass, or in the other branch of an ``if`` (``use_amp``/``else``)
         other = a.likely.host_read(call)
         if other is not None and isinstance(other.receiver, cst.Name) and other.receiver.value == receiver.value:
             return a.positions[call].start.line

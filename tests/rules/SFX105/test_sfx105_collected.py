@@ -66,6 +66,35 @@ def test_a_value_the_loop_reads_again_is_not_advised_to_be_collected():
         assert "the value is only collected here" in found.message
 
 
+TWO_BRANCHES = """\
+import torch
+
+
+def train(model, loader, use_amp):
+    losses = []
+    for x in loader:
+        if use_amp:
+            loss = model(x)
+            losses.append(loss.item())
+        else:
+            loss = model(x)
+            losses.append(loss.item())
+        {after}
+    return losses
+"""
+
+
+def test_a_read_in_the_other_branch_of_an_if_is_not_a_read_again():
+    # PatchTST's train loop: one `train_loss.append(loss.item())` under `if use_amp:`, one in
+    # its `else:`; only one runs on a pass, so each is only collected
+    found = [f for f in check_code(TWO_BRANCHES.format(after="pass"), path="t.py") if f.code == "SFX105"]
+    assert len(found) == 2 and all("the value is only collected here" in f.message for f in found)
+    # a read after the `if`, on every pass, reads it again
+    after = "print(loss.item())"
+    found = [f for f in check_code(TWO_BRANCHES.format(after=after), path="t.py") if f.code == "SFX105"]
+    assert any("reads `loss` on the host at line 13 too" in f.message for f in found)
+
+
 def test_a_module_is_neither_copied_to_the_gpu_nor_back():
     """pytorch/examples' parameter server: ``m = rpc_sync(...).cuda()`` then
     ``m.cpu().parameters()``: ``m`` is a model (its ``.parameters()``), so neither its ``.cuda()``
