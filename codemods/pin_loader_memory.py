@@ -34,7 +34,8 @@ class PinLoaderMemory(Rule):
     ## What it finds
     A `torch.utils.data.DataLoader(...)` created without `pin_memory` whose batches are copied to
     a CUDA device in a loop over it (`x.cuda()`, `x.to("cuda")`, `{k: v.cuda() for k, v in
-    batch.items()}`).
+    batch.items()}`), here or in a function this module passes the loader to
+    (`train(model, train_loader, optimizer)` whose `for x, y in loader:` copies the batches).
 
     ## Why it costs
     A copy from pageable memory cannot be a true DMA: the driver stages it through a pinned bounce
@@ -79,6 +80,9 @@ class PinLoaderMemory(Rule):
       blocking copy that SFX101 may make non-blocking in the same run is followed by one (here
       or in code the batch is passed to) (from pageable memory the driver staged the bytes at call time; from pinned memory the
       copy would read the new bytes: docs/semantics.md#copies-between-host-and-device). Such a loop gets a finding and no fix.
+    A loader passed to a function counts as used only by that function's loops when the
+    parameter it binds is used nowhere else there (but `len(loader)`); otherwise the fix is
+    **unsafe**, as for any loader used outside the loops syncfix checked.
     `pin_memory` passed positionally or through `**kwargs` is left alone.
 
     **Host memory cost:** every batch in flight (`num_workers * prefetch_factor`, 2 per worker by
@@ -260,19 +264,40 @@ class PinLoaderMemory(Rule):
             return True
         for asg in scope.assignments[target.value]:
             for access in asg.references:
-                if any(_within(a, access.node, loop.iter) for loop in loops):
+                if _only_iterated(a, access.node, loops) or self._passed_to_loops(access.node, loops):
                     continue
-                arg = a.parent(access.node)
-                call = a.parent(arg) if isinstance(arg, cst.Arg) else None
-                if isinstance(call, cst.Call) and a.callee(call) == "builtins.len":
-                    continue  # len(loader) reads no batch
                 return True
         return False
 
-    def _loaders(self, expr: cst.BaseExpression) -> list[cst.Call]:
-        """The DataLoader(...) calls a ``for`` iterates over (through enumerate/zip/tqdm/iter)."""
+    def _passed_to_loops(self, node: cst.CSTNode, loops: list[cst.For]) -> bool:
+        """Is ``node`` the argument a call binds to a parameter that its function uses only as
+        the iterable of ``loops`` (``train(net, train_loader)`` with ``for x, y in trainloader``)?"""
+        a = self.analysis
+        for loop in loops:
+            name = _iterated_name(loop.iter)
+            if name is None:
+                continue
+            param = _only_parameter(a, name)
+            if param is None or not any(arg is node for arg in a.passed_arguments(param) or ()):
+                continue
+            scope = a.scope(name)
+            if scope is not None and all(
+                _only_iterated(a, ref.node, loops)
+                for asg in scope.assignments[name.value] for ref in asg.references
+            ):
+                return True
+        return False
+
+    def _loaders(self, expr: cst.BaseExpression, hops: int = 2) -> list[cst.Call]:
+        """The DataLoader(...) calls a ``for`` iterates over (through enumerate/zip/tqdm/iter),
+        or, where it iterates a parameter, those this module's calls of its function pass
+        (``train(net, train_loader, ...)`` with the loop in ``train``), a few calls deep."""
         a = self.analysis
         if isinstance(expr, cst.Name):
+            param = _only_parameter(a, expr)
+            if param is not None:
+                passed = a.passed_arguments(param) if hops > 0 else None
+                return [call for arg in passed or () for call in self._loaders(arg, hops - 1)]
             values = a.reaching_values(expr)
             if values is None or len(values) != 1 or not isinstance(values[0], cst.BaseExpression):
                 return []
@@ -283,7 +308,7 @@ class PinLoaderMemory(Rule):
         if name in _DATALOADER:
             return [expr]
         if name in _WRAPPERS:
-            return [call for arg in positional(expr) for call in self._loaders(arg.value)]
+            return [call for arg in positional(expr) for call in self._loaders(arg.value, hops)]
         return []
 
     def _unpinned(self, loader: cst.Call) -> bool:
@@ -317,6 +342,33 @@ class PinLoaderMemory(Rule):
 
         walk(loop.body, V())
         return found
+
+
+def _only_iterated(a, node: cst.CSTNode, loops: list[cst.For]) -> bool:
+    """Is this use of a loader the iterable of one of ``loops``, or ``len(loader)`` (which reads
+    no batch)?"""
+    if any(_within(a, node, loop.iter) for loop in loops):
+        return True
+    arg = a.parent(node)
+    call = a.parent(arg) if isinstance(arg, cst.Arg) else None
+    return isinstance(call, cst.Call) and a.callee(call) == "builtins.len"
+
+
+def _iterated_name(expr: cst.BaseExpression) -> cst.Name | None:
+    """The name a loop iterates, through ``enumerate(...)``, ``tqdm(...)`` and the like."""
+    while isinstance(expr, cst.Call) and expr.args and expr.args[0].keyword is None:
+        expr = expr.args[0].value
+    return expr if isinstance(expr, cst.Name) else None
+
+
+def _only_parameter(a, name: cst.Name) -> cst.Param | None:
+    """The parameter ``name`` reads, where its function binds the name nowhere else."""
+    scope = a.scope(name)
+    if scope is None or name.value not in scope:
+        return None
+    bound = list(scope.assignments[name.value])
+    node = getattr(bound[0], "node", None) if len(bound) == 1 else None
+    return node if isinstance(node, cst.Param) else None
 
 
 def _guard(a, call: cst.Call, loops: list[cst.For]) -> cst.BaseExpression | None:

@@ -571,6 +571,11 @@ class ModuleAnalysis:
         has (``model.eval()``, ``m.cpu().parameters()``)?"""
         return attributes.used_as_module(self, expr)
 
+    def passed_arguments(self, param: cst.Param) -> list[cst.BaseExpression] | None:
+        """What this module's calls of ``param``'s function bind to it (each argument, or the
+        default), or None where the function escapes or other files call it too."""
+        return callgraph.param_arguments(self, param)
+
     def local_function(self, func: cst.BaseExpression) -> cst.FunctionDef | None:
         """The function of this module a callee names (``f`` for ``f(...)``; ``self.m`` when
         only ``self.m(...)`` calls reach that method), or None."""
