@@ -160,3 +160,32 @@ def test_torch_bound_by_a_star_import_of_a_project_module_is_torch(tmp_path, uti
         cli, ["check", "--no-cache", "--select", "SFX101", "-o", "json", "--exit-zero", str(tmp_path / "model.py")]
     )
     assert [f["code"] for f in json.loads(result.stdout)] == (["SFX101"] if found else [])
+
+
+TRAIN_LOOP = """
+from modeling.deeplab import *
+
+
+class Trainer:
+    def training(self, loader):
+        train_loss = 0.0
+        for i, sample in enumerate(loader):
+            loss = self.criterion(self.model(sample))
+            loss.backward()
+            self.writer.add_scalar("train/loss", loss.item(), i)
+"""
+
+
+@pytest.mark.parametrize(("deeplab", "found"), [("import torch\n", True), ("import numpy as np\n", False)])
+def test_a_file_that_gets_torch_from_a_star_import_is_torch_code(tmp_path, deeplab, found):
+    # pytorch-deeplab-xception's train.py imports no torch of its own: ``loss.item()`` in its
+    # loop reads a tensor all the same (the likely view's reads of torch code)
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "modeling").mkdir()
+    (tmp_path / "modeling" / "__init__.py").write_text("")
+    (tmp_path / "modeling" / "deeplab.py").write_text(deeplab)
+    (tmp_path / "train.py").write_text(textwrap.dedent(TRAIN_LOOP).lstrip())
+    result = CliRunner().invoke(
+        cli, ["check", "--no-cache", "--select", "SFX105", "-o", "json", "--exit-zero", str(tmp_path / "train.py")]
+    )
+    assert [f["code"] for f in json.loads(result.stdout)] == (["SFX105"] if found else [])

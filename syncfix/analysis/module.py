@@ -458,8 +458,14 @@ class ModuleAnalysis:
 
     @cached_property
     def torch_code(self) -> bool:
-        """Does the module import torch, or a module named for it (``torchreid``)?"""
-        return navigation.torch_code(self)
+        """Does the module import torch, or a module named for it (``torchreid``), or
+        star-import a project module that binds ``torch`` (deeplab's ``from modeling.deeplab
+        import *``)?"""
+        if navigation.torch_code(self):
+            return True
+        if self.cache.star_aliases is None:
+            self.cache.star_aliases = star_imports.star_aliases(self)
+        return "torch" in self.cache.star_aliases.values()
 
     def is_step_function(self, fn: cst.FunctionDef) -> bool:
         """Is ``fn`` a step hook by its name (``hot-functions``; ``compute_loss``,
