@@ -152,12 +152,25 @@ def source_may_change(
             anc in carried for anc in a.ancestors(s)
         )
 
+    # Names the copy's own statement binds to new memory (``x = x.cuda()``, lightly's DINO loop
+    # ``views = [v.to(d) for v in views]``): after it they name the copies, not the source.
+    rebound: set[str] = set()
+    if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and not walrus:
+        rebound = {
+            t for t, value in _assigned_pairs(stmt)
+            if (origin := _alias_root(value, a, copies)) is None or origin.startswith("\0new")
+        }
+
+    def through_rebound(origin: str | None, node: cst.CSTNode) -> bool:
+        return origin in rebound and order.get(node, -1) > order.get(call, -1)
+
     pairs = [
-        (target, _alias_root(value, a, copies))
+        (target, origin)
         for s in statements
         if s is not stmt
         for target, value in _assigned_pairs(s)
-        if target != root or reaches(s)
+        if (target != root or reaches(s))
+        and not through_rebound(origin := _alias_root(value, a, copies), s)
     ]
     # ``(z := staging)``: z is the source too
     pairs += [
@@ -170,6 +183,7 @@ def source_may_change(
     pairs += [
         (target, f"\0batch{id(it)}" if _fresh_batches(a, it) else _alias_root(it, a, copies))
         for target, it in _iteration_bindings(scope_node)
+        if not through_rebound(_alias_root(it, a, copies), it)
     ]
     # Up from the source to what it is a view or an item of, then down to every view or item
     # of those. (Not up from a view found on the way down: ``x = vae(x)`` after the loop's
@@ -188,7 +202,7 @@ def source_may_change(
                     changed = True
     # ``x = x.cuda()`` rebinds x: later uses of x are the copy, not the source.
     rebinds = stmt is not None and root in a.effects(stmt).writes and not walrus
-    watched = aliases - {root} if rebinds else aliases
+    watched = aliases - ({root} | rebound if rebinds else rebound)
     if escapes and passed_on and (_escapes(a, scope_node, watched, copies) or _free(a, root_node, scope_node)):
         return True
     for s in statements:
