@@ -34,7 +34,8 @@ class TensorCreationOnDevice(Rule):
     Where the code repeats, `device=x.device` of a tensor `x` whose device syncfix cannot name is
     reported too (likely a GPU's), and so is a device that is CUDA or the CPU
     (`"cuda" if torch.cuda.is_available() else "cpu"`). The legacy CUDA constructors of data,
-    `torch.cuda.LongTensor(sizes)` (not of sizes, `torch.cuda.FloatTensor(n, k)`), copy it the
+    `torch.cuda.LongTensor(sizes)` (not of sizes: `torch.cuda.FloatTensor(n, k)`, or one size
+    such as `x.size()`, `x.shape[0]`, `t.item()`, `len(x)`, a name bound to one), copy it the
     same way: reported, with no fix (their conversions are their own).
 
     ## Why it costs
@@ -241,7 +242,7 @@ class TensorCreationOnDevice(Rule):
             return  # a CUDA tensor of its type is returned as it is; one number is a size
         short = name.rpartition(".")[2]
         known = a.is_host_data(data) or _likely_numbers(a, data)
-        if not known and _size_by_default(a, node, data):
+        if not known and (_size_by_default(a, node, data) or _size_argument(a, data)):
             return  # OpenNMT's ``torch.cuda.ByteTensor(max_size)``, ``max_size=4096``: a size
         self.report(
             node,
@@ -570,6 +571,51 @@ def _size_by_default(a, node: cst.Call, data: cst.BaseExpression) -> bool:
     return any(
         p.name.value == data.value and isinstance(p.default, cst.Integer)
         for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+    )
+
+
+# Methods whose result is a Python number, never a sequence: as the one argument of a legacy
+# constructor, a size (``torch.cuda.IntTensor(npoint.sum().item())``).
+_NUMBER_METHODS = frozenset({"item", "numel", "dim", "size", "__len__"})
+
+
+def _size_argument(a, data: cst.BaseExpression, hops: int = 2) -> bool:
+    """Is ``data`` a size, not data to copy (OpenPCDet's ``torch.cuda.FloatTensor(N)`` with
+    ``N, _ = xyz.size()``, ``torch.cuda.FloatTensor(torch.Size((m, n)))``)? ``torch.Size(...)``,
+    ``t.size()``, ``t.shape``, ``len(...)``, ``t.item()``, ``t.numel()``, ``t.size(k)``,
+    ``t.shape[k]``, or a name bound once to one of them or to an item of a shape."""
+    if _whole_shape(data):
+        return True  # ``t.size()``, ``t.shape``: a torch.Size, the shape to allocate
+    if isinstance(data, cst.Call):
+        func = data.func
+        return a.callee(data) in ("torch.Size", "builtins.len") or (
+            isinstance(func, cst.Attribute) and func.attr.value in _NUMBER_METHODS
+        )
+    if isinstance(data, cst.Subscript):
+        return _whole_shape(data.value)
+    if not isinstance(data, cst.Name) or hops == 0:
+        return False
+    scope = a.scope(data)
+    bound = list(scope.assignments[data.value]) if scope is not None and data.value in scope else []
+    target = getattr(bound[0], "node", None) if len(bound) == 1 else None
+    if not isinstance(target, cst.Name):
+        return False
+    assign = next((anc for anc in a.ancestors(target) if isinstance(anc, cst.Assign)), None)
+    if assign is None or len(assign.targets) != 1:
+        return False
+    if assign.targets[0].target is target:
+        return _size_argument(a, assign.value, hops - 1)
+    # ``N, _ = xyz.size()``: an item of a shape
+    return isinstance(assign.targets[0].target, cst.Tuple) and _whole_shape(assign.value)
+
+
+def _whole_shape(expr: cst.BaseExpression) -> bool:
+    """``t.shape`` or ``t.size()``: a ``torch.Size``, whose items are ints."""
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value == "shape"
+    return (
+        isinstance(expr, cst.Call) and not expr.args
+        and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "size"
     )
 
 

@@ -160,6 +160,32 @@ def test_a_legacy_cuda_constructor_of_data_is_a_blocking_copy():
     assert check_code(sized.replace("max_size=4096", "max_size"), select=["SFX102"])  # data or a size
 
 
+SIZED = """\
+import torch
+
+
+def forward(xyz, npoint, boxes_a, boxes_b, data, steps):
+    for _ in range(steps):
+        N, _ = xyz.size()
+        a = torch.cuda.FloatTensor(N).fill_(1e10)
+        b = torch.cuda.IntTensor(npoint.sum().item())
+        c = torch.cuda.FloatTensor(torch.Size((boxes_a.shape[0], boxes_b.shape[0]))).zero_()
+        d = torch.cuda.FloatTensor(xyz.shape[0])
+        e = torch.cuda.FloatTensor(xyz.size())
+        n = len(data)
+        f = torch.cuda.LongTensor(n)
+        g = torch.cuda.FloatTensor(data)
+        print(a, b, c, d, e, f, g)
+"""
+
+
+def test_a_legacy_cuda_constructor_of_a_size_allocates():
+    # OpenPCDet's iou3d and pointnet2 ops: ``torch.cuda.FloatTensor(N)`` with ``N, _ = xyz.size()``,
+    # ``torch.cuda.FloatTensor(torch.Size((m, n)))``, ``torch.cuda.IntTensor(t.sum().item())``:
+    # sizes, allocated on the device; only ``data`` may be a list to copy
+    assert [f.line for f in check_code(SIZED, select=["SFX102"])] == [14]
+
+
 ONE_ELEMENT = (
     "import torch\n\n\ndef f(x, n, training):\n    out = []\n    for _ in range(n):\n"
     "        out.append(torch.tensor([0.0], device=x.device, requires_grad=training))\n"
