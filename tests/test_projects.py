@@ -190,6 +190,9 @@ def test_a_method_called_stream_of_an_object_that_is_no_torch_one_is_no_stream_u
     src = b"from .npz import NpzStreamer\ndef f(streamer: NpzStreamer):\n    for x in streamer.stream(4):\n        pass\n"
     assert not uses_streams(src)
     assert not uses_streams(b"from mylib import Reader\nr = Reader('x')\nfor b in r.stream(3):\n    pass\n")
+    # OpenPCDet's rotated-IoU kernels: numba's CUDA streams order numba's work, not torch's
+    assert not uses_streams(b"from numba import cuda\nstream = cuda.stream()\n")
+    assert uses_streams(b"import torch.cuda as cuda\nstream = cuda.stream()\n")
 
 
 def _files(tmp_path, monkeypatch, files: dict[str, str]) -> None:

@@ -189,7 +189,9 @@ def uses_streams(data: bytes) -> bool:
             if node.attr in ("wait_stream", "record_stream", "wait_event"):
                 return True
             if last == "cuda" and node.attr in _CUDA_STREAM_NAMES or last == "torch" and node.attr == "Stream":
-                return True
+                # not numba's (OpenPCDet's ``from numba import cuda``; ``cuda.stream()``)
+                if not (isinstance(base, ast.Name) and _bound_to_no_torch(tree, base.id)):
+                    return True
             # ``cuda = torch.cuda; cuda.stream(s)``, ``dm = torch.get_device_module("cuda");
             # dm.stream(s)``: a stream API under another name (not a name every binding of
             # which is something else: point-e's ``streamer: NpzStreamer``, ``streamer.stream(n)``)
