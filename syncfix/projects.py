@@ -121,6 +121,15 @@ class Project:
                 if name not in self.torch_by_star and any(m in with_torch or m in self.torch_by_star for m in starred):
                     self.torch_by_star.add(name)
                     changed = True
+        # modules deriving a class from one a torch-importing project module defines (OpenPCDet's
+        # ``class PointPillar(Detector3DTemplate)``): torch code without a torch import of their own
+        self.torch_by_star |= {
+            f.module for f in calls
+            if any(
+                b in f.imported and f.imported[b][0] in sources and imports_torch(sources[f.imported[b][0]][1])
+                for b in f.bases
+            )
+        }
         self.one_time = {f.module for f in calls if one_time(f, self.hot.get(f.module, frozenset()))}
         aliases: dict[str, list[str]] = {}
         for suffix, name in self.resolve.items():

@@ -189,3 +189,23 @@ def test_a_file_that_gets_torch_from_a_star_import_is_torch_code(tmp_path, deepl
         cli, ["check", "--no-cache", "--select", "SFX105", "-o", "json", "--exit-zero", str(tmp_path / "train.py")]
     )
     assert [f["code"] for f in json.loads(result.stdout)] == (["SFX105"] if found else [])
+
+
+@pytest.mark.parametrize(("base", "found"), [("import torch\n\n\nclass Template(torch.nn.Module):\n    pass\n", True), ("class Template:\n    pass\n", False)])
+def test_a_subclass_of_a_project_module_class_is_torch_code(tmp_path, base, found):
+    # OpenPCDet's detectors import no torch: ``class PointPillar(Detector3DTemplate)``, whose
+    # ``get_training_loss`` reads ``loss_rpn.item()`` every step
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "det").mkdir()
+    (tmp_path / "det" / "__init__.py").write_text("")
+    (tmp_path / "det" / "template.py").write_text(base)
+    (tmp_path / "det" / "pillar.py").write_text(
+        "from .template import Template\n\n\nclass PointPillar(Template):\n"
+        "    def forward(self, batch):\n        return self.get_training_loss()\n\n"
+        "    def get_training_loss(self):\n        loss_rpn, tb_dict = self.dense_head.get_loss()\n"
+        "        tb_dict = {'loss_rpn': loss_rpn.item(), **tb_dict}\n        return loss_rpn, tb_dict\n"
+    )
+    result = CliRunner().invoke(
+        cli, ["check", "--no-cache", "--select", "SFX105", "-o", "json", "--exit-zero", str(tmp_path / "det" / "pillar.py")]
+    )
+    assert [f["code"] for f in json.loads(result.stdout)] == (["SFX105"] if found else [])

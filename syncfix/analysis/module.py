@@ -460,12 +460,18 @@ class ModuleAnalysis:
     def torch_code(self) -> bool:
         """Does the module import torch, or a module named for it (``torchreid``), or
         star-import a project module that binds ``torch`` (deeplab's ``from modeling.deeplab
-        import *``)?"""
+        import *``), or define a subclass of a project ``nn.Module``?"""
         if navigation.torch_code(self):
             return True
         if self.cache.star_aliases is None:
             self.cache.star_aliases = star_imports.star_aliases(self)
-        return "torch" in self.cache.star_aliases.values()
+        if "torch" in self.cache.star_aliases.values():
+            return True
+        # OpenPCDet's detectors: ``class PointPillar(Detector3DTemplate)`` of a project nn.Module
+        return any(
+            attributes.is_module_class(self, base.value)
+            for cls in self.structure.of_type(cst.ClassDef) for base in cls.bases  # type: ignore[attr-defined]
+        )
 
     def is_step_function(self, fn: cst.FunctionDef) -> bool:
         """Is ``fn`` a step hook by its name (``hot-functions``; ``compute_loss``,

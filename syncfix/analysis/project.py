@@ -179,7 +179,8 @@ class ModuleContext:
     #: syncs repeat are not run on it
     one_time: bool = False
     #: it star-imports (``from utils import *``), directly or through others, a project module
-    #: that imports torch: ``torch`` may be bound here without an import of its own
+    #: that imports torch (``torch`` may be bound here without an import of its own), or derives
+    #: a class from one such a module defines: torch code all the same
     torch_by_star: bool = False
 
     def fingerprint(self) -> str:
