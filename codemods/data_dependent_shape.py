@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfix.analysis import Device, ModuleAnalysis, keyword, last_name, positional, root_name
+from syncfix.analysis import Device, Kind, ModuleAnalysis, keyword, last_name, positional, root_name
 from syncfix.rules import Fix, Invalid, Rule
 
 from ._support import (
@@ -26,14 +26,28 @@ _INDEX_WORDS = frozenset({"idx", "idxs", "ids", "ind", "inds", "index", "indices
 def _likely_mask(a: ModuleAnalysis, m: cst.BaseExpression) -> str | None:
     """Is index ``m`` likely a boolean mask not on the CPU: "dtype" when its likely dtype is
     bool, "named" when its dtype is unknown but its name says mask (``mask_k``, ``~valid_mask``;
-    not ``mask_idx``), None otherwise."""
+    not ``mask_idx``), "named, maybe a tensor" when syncfix cannot even tell it is a tensor (a
+    mask of a tensor only, then), None otherwise."""
     v = a.likely.value(m)
+    if v.kind is Kind.UNKNOWN and _named_mask(m):
+        return "named, maybe a tensor"  # a parameter ``condition_mask``: only of a tensor
     if not v.is_tensor or v.device is Device.CPU:
         return None
     dtype = a.likely.dtype_of(m)
     if dtype == "torch.bool":
         return "dtype"
     return "named" if dtype is None and _named_mask(m) else None
+
+
+def _indexed_by_a_mask(a: ModuleAnalysis, node: cst.Subscript) -> bool:
+    """A value syncfix cannot name (``cond_data``, one branch's ``torch.cat`` and the other's
+    normalizer output) indexed, where code repeats, by a likely mask tensor: a tensor too, as
+    nothing else is indexed by one (diffusion_policy's ``cond_data[condition_mask]``)."""
+    receiver = node.value
+    return (
+        a.is_hot(node) and a.likely.value(receiver).kind is Kind.UNKNOWN
+        and not a.used_as_module(receiver) and not loader_item(a, receiver)
+    )
 
 
 def _named_mask(m: cst.BaseExpression) -> bool:
@@ -114,7 +128,10 @@ class DataDependentShape(Rule):
     tensor whose device syncfix cannot name (a parameter's `.grad`, a model output passed in) is
     reported too, as likely on the GPU, with no fix: the message says the device is unknown. A
     mask whose dtype syncfix cannot read but whose name says it is one (`x[mask_k]`,
-    `x[~valid_mask]`; not `x[mask_idx]`) counts as boolean, and the message says so.
+    `x[~valid_mask]`; not `x[mask_idx]`) counts as boolean, and the message says so. Indexed by a
+    likely mask tensor, a value syncfix cannot name is taken for a tensor (nothing else is indexed
+    by one); a name that says mask, of a value syncfix cannot name, is a mask only where it
+    indexes a tensor.
 
     ## Why it costs
     The output must be allocated before the kernel that fills it runs, so the host waits for the
@@ -236,8 +253,11 @@ class DataDependentShape(Rule):
                 if isinstance(e.slice, cst.Index) and _may_be_mask(e.slice.value)
             ]
             likely = [(m, _likely_mask(a, m)) for m in masks]
-            named = [m for m, how in likely if how == "named"]
-            if any(how for _, how in likely) and unplaced_tensor(a, node.value):
+            named = [m for m, how in likely if how and how.startswith("named")]
+            tensor = unplaced_tensor(a, node.value)
+            if any(how in ("dtype", "named") for _, how in likely) and (tensor or _indexed_by_a_mask(a, node)) or (
+                named and tensor
+            ):
                 said = "" if any(how == "dtype" for _, how in likely) else _named_mask_said(a, named[0])
                 self.report(
                     node, f"{self.MESSAGE}: boolean-mask read{said}; {_KEEP_THE_MASK}" + unplaced_message(a, node)

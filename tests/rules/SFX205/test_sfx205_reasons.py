@@ -66,3 +66,24 @@ def test_a_mask_named_index_of_a_cuda_tensor_is_a_boolean_mask_read():
     )
     found = [f for f in check_code(src, path="train.py") if f.code == "SFX205"]
     assert [f.line for f in found] == [7] and found[0].fix is None
+
+
+UNNAMED = (
+    "import torch\n\n"
+    "class Policy(torch.nn.Module):\n"
+    "    def __init__(self):\n        super().__init__()\n        self.mask_generator = torch.nn.Identity()\n\n"
+    "    def compute_loss(self, batch, normalize, pick, obs_mask, cond: torch.Tensor, plain):\n"
+    "        cond_data = batch if pick else normalize(batch)\n"
+    "        condition_mask = self.mask_generator(cond_data)\n"
+    "        a = cond_data[condition_mask]\n"  # 11: a mask tensor indexes what syncfix cannot name
+    "        b = cond[obs_mask]\n"  # 12: a parameter named mask indexes a tensor
+    "        c = plain[obs_mask]\n"  # 13: neither side known to be a tensor
+    "        return a, b, c\n"
+)
+
+
+def test_a_mask_read_of_a_value_syncfix_cannot_name():
+    # diffusion_policy's ``noisy_trajectory[condition_mask] = cond_data[condition_mask]`` every
+    # training step, ``cond_data`` a join of a ``torch.cat`` and a normalizer's output
+    found = [f.line for f in check_code(UNNAMED, path="policy.py") if f.code == "SFX205"]
+    assert found == [11, 12]
