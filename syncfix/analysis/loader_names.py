@@ -20,6 +20,8 @@ _NOT_LOADER_TOKENS = frozenset({
     "grads", "param", "params", "weight", "weights", "module", "modules", "layer", "layers",
     "model", "models", "hidden", "cache", "args", "kwargs", "loss", "losses",
 })
+# Parts that name a loader outright.
+_LOADERS = frozenset({"loader", "loaders", "dataloader", "dataloaders"})
 _NAME_PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 
 
@@ -27,6 +29,8 @@ def loader_like(name: str) -> bool:
     """Does ``name`` read as a loader's (``train_loader``, ``self.data``, ``pbar``, ``trainDL``)
     and not as model outputs' (``batch_outputs``, ``gpu_data``)?"""
     parts = {p.lower() for p in _NAME_PARTS.findall(name)}
+    if parts & _LOADERS:
+        return True  # ``pred_loader``, ``test_model_loader``: a loader, whatever else it says
     if parts & _NOT_LOADER_TOKENS:
         return False
     lowered = name.lower()
