@@ -164,6 +164,26 @@ def source_may_change(
     def through_rebound(origin: str | None, node: cst.CSTNode) -> bool:
         return origin in rebound and order.get(node, -1) > order.get(call, -1)
 
+    # The source a comprehension's own variable (``[view.to(d) for view in views]``): another
+    # binding of that name, outside the comprehension, is another variable (lightly's DINO loop
+    # iterates ``for view in global_views`` later, over the copies).
+    own, comprehension = None, None
+    for anc in a.ancestors(call):
+        if isinstance(anc, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            clause: cst.CompFor | None = anc.for_in
+            while clause is not None and root not in set(_names_in(clause.target)):
+                clause = clause.inner_for_in
+            if clause is not None:
+                own, comprehension = clause, anc
+                break
+
+    def other_variable(target: str, node: cst.CSTNode) -> bool:
+        return (
+            comprehension is not None and target == root
+            and node is not own.iter  # type: ignore[union-attr]
+            and not any(anc is comprehension for anc in a.ancestors(node))
+        )
+
     pairs = [
         (target, origin)
         for s in statements
@@ -171,6 +191,7 @@ def source_may_change(
         for target, value in _assigned_pairs(s)
         if (target != root or reaches(s))
         and not through_rebound(origin := _alias_root(value, a, copies), s)
+        and not other_variable(target, s)
     ]
     # ``(z := staging)``: z is the source too
     pairs += [
@@ -183,7 +204,7 @@ def source_may_change(
     pairs += [
         (target, f"\0batch{id(it)}" if _fresh_batches(a, it) else _alias_root(it, a, copies))
         for target, it in _iteration_bindings(scope_node)
-        if not through_rebound(_alias_root(it, a, copies), it)
+        if not through_rebound(_alias_root(it, a, copies), it) and not other_variable(target, it)
     ]
     # Up from the source to what it is a view or an item of, then down to every view or item
     # of those. (Not up from a view found on the way down: ``x = vae(x)`` after the loop's
@@ -203,14 +224,21 @@ def source_may_change(
     # ``x = x.cuda()`` rebinds x: later uses of x are the copy, not the source.
     rebinds = stmt is not None and root in a.effects(stmt).writes and not walrus
     watched = aliases - ({root} | rebound if rebinds else rebound)
-    if escapes and passed_on and (_escapes(a, scope_node, watched, copies) or _free(a, root_node, scope_node)):
+    # the comprehension's own variable is no name outside it
+    outside = watched - {root} if comprehension is not None else watched
+    if escapes and passed_on and (
+        _escapes(a, scope_node, outside, copies)
+        or comprehension is not None and root in watched and _escapes(a, comprehension, {root}, copies)
+        or _free(a, root_node, scope_node)
+    ):
         return True
     for s in statements:
         fx = a.effects(s)
-        if (fx.inplace - _entry_store(a, s)) & watched:
+        seen = watched if s is stmt else outside
+        if (fx.inplace - _entry_store(a, s)) & seen:
             return True
         if passed_on and s is not stmt and fx.may_mutate_anything and _reads_shared(
-            a, s, fx.reads & watched, watched, copies
+            a, s, fx.reads & seen, seen, copies
         ):
             return True
     return False
