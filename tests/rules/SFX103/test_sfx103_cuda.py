@@ -8,7 +8,11 @@ The rewrite is made by ``syncfix.fix_code``, never by hand. Run with ``-s`` to s
 
 from __future__ import annotations
 
+import textwrap
+
 import pytest
+
+from syncfix.api import fix_code
 
 from ..support import assert_same_result, count_syncs, load, rewrite
 
@@ -66,3 +70,30 @@ def test_sfx103_pinned_loader_copies_do_not_wait():
     assert_same_result(results[0], results[1])
     assert counts[1][1] <= counts[0][1]
     assert counts[1][0] < counts[0][0], "pinning did not stop the copies from waiting"
+
+
+@pytest.mark.cuda
+def test_sfx103_pinned_views_rebound_to_their_copies_keep_the_values():
+    # lightly's DINO loop: ``views = [view.to(device) for view in views]`` rebinds the list to
+    # the copies, and a later comprehension's ``view`` is another variable; SFX101 makes the
+    # copies non-blocking and SFX103 pins the loader, both as safe fixes
+    src = textwrap.dedent(
+        """
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+
+        def run(data: torch.Tensor):
+            out = []
+            for (views,) in DataLoader(TensorDataset(data.cpu()), batch_size=2):
+                views = [view.to("cuda") for view in views]
+                doubled = [view * 2 for view in views[:1]]
+                for view in views:
+                    view.mul_(3)
+                out.append(torch.stack([*views, *doubled]).sum(0))
+            return torch.stack(out)
+        """
+    )
+    fixed = fix_code(src, select=["SFX101", "SFX103"])
+    assert "pin_memory=True" in fixed and "non_blocking=True" in fixed, fixed
+    data = torch.randn(8, 3, 1024, 1024)
+    assert_same_result(load(src, "run")(data), load(fixed, "run")(data))
