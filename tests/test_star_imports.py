@@ -141,6 +141,14 @@ class MultiBoxLoss(nn.Module):
 """
 
 
+def _codes(path: Path, select: str) -> list[str]:
+    """The rule codes ``check`` reports on ``path`` (one file of a project), for ``select``."""
+    result = CliRunner().invoke(
+        cli, ["check", "--no-cache", "--select", select, "-o", "json", "--exit-zero", str(path)]
+    )
+    return [f["code"] for f in json.loads(result.stdout)]
+
+
 @pytest.mark.parametrize(
     ("utils", "found"),
     [
@@ -156,10 +164,7 @@ def test_torch_bound_by_a_star_import_of_a_project_module_is_torch(tmp_path, uti
     (tmp_path / ".git").mkdir()
     (tmp_path / "utils.py").write_text(utils)
     (tmp_path / "model.py").write_text(textwrap.dedent(LOSS).lstrip())
-    result = CliRunner().invoke(
-        cli, ["check", "--no-cache", "--select", "SFX101", "-o", "json", "--exit-zero", str(tmp_path / "model.py")]
-    )
-    assert [f["code"] for f in json.loads(result.stdout)] == (["SFX101"] if found else [])
+    assert _codes(tmp_path / "model.py", "SFX101") == (["SFX101"] if found else [])
 
 
 TRAIN_LOOP = """
@@ -185,10 +190,7 @@ def test_a_file_that_gets_torch_from_a_star_import_is_torch_code(tmp_path, deepl
     (tmp_path / "modeling" / "__init__.py").write_text("")
     (tmp_path / "modeling" / "deeplab.py").write_text(deeplab)
     (tmp_path / "train.py").write_text(textwrap.dedent(TRAIN_LOOP).lstrip())
-    result = CliRunner().invoke(
-        cli, ["check", "--no-cache", "--select", "SFX105", "-o", "json", "--exit-zero", str(tmp_path / "train.py")]
-    )
-    assert [f["code"] for f in json.loads(result.stdout)] == (["SFX105"] if found else [])
+    assert _codes(tmp_path / "train.py", "SFX105") == (["SFX105"] if found else [])
 
 
 @pytest.mark.parametrize(("base", "found"), [("import torch\n\n\nclass Template(torch.nn.Module):\n    pass\n", True), ("class Template:\n    pass\n", False)])
@@ -205,7 +207,4 @@ def test_a_subclass_of_a_project_module_class_is_torch_code(tmp_path, base, foun
         "    def get_training_loss(self):\n        loss_rpn, tb_dict = self.dense_head.get_loss()\n"
         "        tb_dict = {'loss_rpn': loss_rpn.item(), **tb_dict}\n        return loss_rpn, tb_dict\n"
     )
-    result = CliRunner().invoke(
-        cli, ["check", "--no-cache", "--select", "SFX105", "-o", "json", "--exit-zero", str(tmp_path / "det" / "pillar.py")]
-    )
-    assert [f["code"] for f in json.loads(result.stdout)] == (["SFX105"] if found else [])
+    assert _codes(tmp_path / "det" / "pillar.py", "SFX105") == (["SFX105"] if found else [])
