@@ -164,9 +164,9 @@ def source_may_change(
     def through_rebound(origin: str | None, node: cst.CSTNode) -> bool:
         return origin in rebound and order.get(node, -1) > order.get(call, -1)
 
-    # The source a comprehension's own variable (``[view.to(d) for view in views]``): another
-    # binding of that name, outside the comprehension, is another variable (lightly's DINO loop
-    # iterates ``for view in global_views`` later, over the copies).
+    # Where the source is a comprehension's own variable (``[view.to(d) for view in views]``),
+    # another binding of that name, outside the comprehension, is another variable (lightly's
+    # DINO loop iterates ``for view in global_views`` later, over the copies).
     own, comprehension = None, None
     for anc in a.ancestors(call):
         if isinstance(anc, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
