@@ -255,9 +255,9 @@ class DataDependentShape(Rule):
             likely = [(m, _likely_mask(a, m)) for m in masks]
             named = [m for m, how in likely if how and how.startswith("named")]
             tensor = unplaced_tensor(a, node.value)
-            if any(how in ("dtype", "named") for _, how in likely) and (tensor or _indexed_by_a_mask(a, node)) or (
-                named and tensor
-            ):
+            a_mask_tensor = any(how in ("dtype", "named") for _, how in likely)
+            # a mask tensor indexes a tensor, named or not; a mask only by its name, a known tensor
+            if named and tensor or a_mask_tensor and (tensor or _indexed_by_a_mask(a, node)):
                 said = "" if any(how == "dtype" for _, how in likely) else _named_mask_said(a, named[0])
                 self.report(
                     node, f"{self.MESSAGE}: boolean-mask read{said}; {_KEEP_THE_MASK}" + unplaced_message(a, node)

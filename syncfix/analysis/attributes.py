@@ -123,19 +123,26 @@ def _held_constructions(a: ModuleAnalysis, expr: cst.Attribute, classes: tuple[s
     return bound  # type: ignore[return-value]
 
 
-def module_dict_entry(a: ModuleAnalysis, holder: cst.Attribute, key: str) -> Value | None:
-    """``self.transformer.<key>`` where ``self.transformer`` only ever holds
-    ``nn.ModuleDict(dict(<key>=...))`` (or ``{"<key>": ...}``): that entry's value (nanoGPT's
-    ``self.transformer.ln_f``). None where syncfix cannot read the entry."""
-    made = _held_constructions(a, holder, ("torch.nn.ModuleDict", "torch.nn.modules.container.ModuleDict"))
+_MODULE_DICT = ("torch.nn.ModuleDict", "torch.nn.modules.container.ModuleDict")
+# Containers whose iteration yields their modules (an ``nn.ModuleDict``'s yields its keys).
+_MODULE_SEQUENCES = (
+    "torch.nn.ModuleList", "torch.nn.Sequential",
+    "torch.nn.modules.container.ModuleList", "torch.nn.modules.container.Sequential",
+)
+
+
+def _module_dict_entries(a: ModuleAnalysis, holder: cst.Attribute, key: str) -> list[cst.BaseExpression] | None:
+    """The expressions ``holder.<key>`` may be, where ``holder`` (``self.transformer``) only ever
+    holds ``nn.ModuleDict(dict(<key>=...))`` or ``nn.ModuleDict({"<key>": ...})``; None where
+    syncfix cannot read the entry."""
+    made = _held_constructions(a, holder, _MODULE_DICT)
     if made is None:
         return None
     entries: list[cst.BaseExpression] = []
     for call in made:
-        args = [arg for arg in call.args if arg.keyword is None]
-        if len(call.args) != 1 or len(args) != 1:
+        if len(call.args) != 1 or call.args[0].keyword is not None:
             return None
-        mapping = args[0].value
+        mapping = call.args[0].value
         if isinstance(mapping, cst.Call) and a.callee(mapping) == "builtins.dict" and all(
             arg.keyword is not None and not arg.star for arg in mapping.args
         ):
@@ -150,32 +157,27 @@ def module_dict_entry(a: ModuleAnalysis, holder: cst.Attribute, key: str) -> Val
         if len(found) != 1:
             return None
         entries.append(found[0])
-    return join_all(a.value(e) for e in entries)
+    return entries
+
+
+def module_dict_entry(a: ModuleAnalysis, holder: cst.Attribute, key: str) -> Value | None:
+    """What ``self.transformer.<key>`` of a module dict holds (nanoGPT's ``self.transformer.ln_f``),
+    or None where syncfix cannot read the entry."""
+    entries = _module_dict_entries(a, holder, key)
+    return join_all(a.value(e) for e in entries) if entries is not None else None
 
 
 def holds_module_sequence(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
-    """Does ``expr`` (``self.h``, ``self.transformer.h``) only ever hold an ``nn.ModuleList`` or
-    an ``nn.Sequential``, whose iteration yields its modules? (An ``nn.ModuleDict``'s yields keys.)"""
+    """Does ``expr`` (``self.h``, or a module dict's entry ``self.transformer.h``) only ever hold
+    an ``nn.ModuleList`` or an ``nn.Sequential``, whose iteration yields its modules?"""
     if not isinstance(expr, cst.Attribute):
         return False
-    sequences = (
-        "torch.nn.ModuleList", "torch.nn.Sequential",
-        "torch.nn.modules.container.ModuleList", "torch.nn.modules.container.Sequential",
-    )
     if isinstance(expr.value, cst.Name):
-        return _held_constructions(a, expr, sequences) is not None
+        return _held_constructions(a, expr, _MODULE_SEQUENCES) is not None
     if not isinstance(expr.value, cst.Attribute):
         return False
-    # an entry of a module dict: ``self.transformer.h`` of ``dict(h=nn.ModuleList([...]))``
-    made = _held_constructions(a, expr.value, ("torch.nn.ModuleDict", "torch.nn.modules.container.ModuleDict"))
-    if made is None or len(made) != 1:
-        return False
-    args = made[0].args
-    mapping = args[0].value if len(args) == 1 and args[0].keyword is None else None
-    if not (isinstance(mapping, cst.Call) and a.callee(mapping) == "builtins.dict"):
-        return False
-    found = [arg.value for arg in mapping.args if arg.keyword is not None and arg.keyword.value == expr.attr.value]
-    return len(found) == 1 and isinstance(found[0], cst.Call) and a.callee(found[0]) in sequences
+    entries = _module_dict_entries(a, expr.value, expr.attr.value)
+    return bool(entries) and all(isinstance(e, cst.Call) and a.callee(e) in _MODULE_SEQUENCES for e in entries or ())
 
 
 def _makes_parameter(a: ModuleAnalysis, value: cst.BaseExpression) -> bool:

@@ -122,6 +122,7 @@ class ModuleAnalysis:
         defaults_changed: frozenset[str] = frozenset(),
         datasets_placed: bool = False,
         other_accelerator: str = "",
+        torch_elsewhere: bool = False,
         source: str | None = None,
         trivia: bool = False,
     ) -> None:
@@ -140,6 +141,9 @@ class ModuleAnalysis:
         self.datasets_placed = datasets_placed
         #: A project module names an accelerator other than CUDA: its name, or "" (``ModuleContext``).
         self.other_accelerator = other_accelerator
+        #: Torch code without a torch import of its own: it star-imports a project module that
+        #: imports torch, or derives a class from one such a module defines (``ModuleContext``).
+        self.torch_elsewhere = torch_elsewhere
         #: The dotted module name of this file in its project (None: a source without a path).
         self.module_name = module_name
         #: The names other files of the project import from this module (``"*"``: any); None
@@ -192,6 +196,7 @@ class ModuleAnalysis:
             defaults_changed=self.defaults_changed,
             datasets_placed=self.datasets_placed,
             other_accelerator=self.other_accelerator,
+            torch_elsewhere=self.torch_elsewhere,
         )
         view.cuda_or_cpu_only = self.cuda_or_cpu_only
         view.assume_tensors = True
@@ -458,20 +463,10 @@ class ModuleAnalysis:
 
     @cached_property
     def torch_code(self) -> bool:
-        """Does the module import torch, or a module named for it (``torchreid``), or
-        star-import a project module that binds ``torch`` (deeplab's ``from modeling.deeplab
-        import *``), or define a subclass of a project ``nn.Module``?"""
-        if navigation.torch_code(self):
-            return True
-        if self.cache.star_aliases is None:
-            self.cache.star_aliases = star_imports.star_aliases(self)
-        if "torch" in self.cache.star_aliases.values():
-            return True
-        # OpenPCDet's detectors: ``class PointPillar(Detector3DTemplate)`` of a project nn.Module
-        return any(
-            attributes.is_module_class(self, base.value)
-            for cls in self.structure.of_type(cst.ClassDef) for base in cls.bases  # type: ignore[attr-defined]
-        )
+        """Does the module import torch, or a module named for it (``torchreid``), or is it
+        torch code by its project (:attr:`torch_elsewhere`: deeplab's ``from modeling.deeplab
+        import *``, OpenPCDet's ``class PointPillar(Detector3DTemplate)``)?"""
+        return self.torch_elsewhere or navigation.torch_code(self)
 
     def is_step_function(self, fn: cst.FunctionDef) -> bool:
         """Is ``fn`` a step hook by its name (``hot-functions``; ``compute_loss``,
