@@ -16,6 +16,8 @@ class AssertOnGpuValue(Rule):
     `if not cond: raise ValueError("msg")` / `if cond: raise ...` (no `else`, nothing but the
     `raise`). Where the code repeats, a check on a tensor whose device syncfix cannot name is
     reported too (it syncs every step if the tensor is on a GPU).
+    `torch.tensor(x)` without `device=`, of a value syncfix cannot name, is likely a copy of
+    host data (a list, an array): a CPU tensor, not reported.
 
     ## Why it costs
     `assert` and `if` need a Python `bool`: the host copies the value and waits for all queued GPU

@@ -126,7 +126,9 @@ class DataDependentShape(Rule):
     CUDA scalar (`x[:n]`, `x[i]` with `n`, `i` 0-d CUDA tensors).
     Where the code repeats (a loop body, a step-like function or a function called from one), a
     tensor whose device syncfix cannot name (a parameter's `.grad`, a model output passed in) is
-    reported too, as likely on the GPU, with no fix: the message says the device is unknown. A
+    reported too, as likely on the GPU, with no fix: the message says the device is unknown.
+    `torch.tensor(x)` without `device=`, of a value syncfix cannot name, is likely a copy of
+    host data (a list, an array): a CPU tensor, not reported. A
     mask whose dtype syncfix cannot read but whose name says it is one (`x[mask_k]`,
     `x[~valid_mask]`; not `x[mask_idx]`) counts as boolean, and the message says so. Indexed by a
     likely mask tensor, a value syncfix cannot name is taken for a tensor (nothing else is indexed

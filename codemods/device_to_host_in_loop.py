@@ -166,7 +166,9 @@ class DeviceToHostInLoop(Rule):
     `x.cpu().item()` too, once: the copy waits, the read of the copy does not),
     and `feats.append(out.cpu())` where the function joins `feats` with `torch.cat`/`torch.stack`
     (only tensors can be joined; a module's `.cpu()` returns the module). Not a tokenizer's
-    tensors (`tokenizer(text, return_tensors="pt").input_ids`), likely new CPU tensors.
+    tensors (`tokenizer(text, return_tensors="pt").input_ids`), likely new CPU tensors. Nor
+    `torch.tensor(x)` without `device=` of a value syncfix cannot name: likely a copy of host
+    data (a list, an array), so a CPU tensor.
     Where the code repeats, a scalar read `v = t.item()` (or `t.item()` passed to a call, used
     in a slice, added to a total kept in a container: `counts["raw"] += t.sum().item()`) is
     reported as well, unless another rule owns it: a running total in a name (SFX302), a log

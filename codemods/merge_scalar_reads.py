@@ -37,7 +37,8 @@ class _Reads(cst.CSTVisitor):
             return False
         if type(node) is cst.Call:
             read = self.a.host_read(node)
-            if read is not None and self.a.value(read.receiver).device is not Device.CPU:
+            # not a CPU tensor's, proven or likely (``torch.tensor(rows)``: host data's)
+            if read is not None and self.a.likely.value(read.receiver).device is not Device.CPU:
                 self.found.append(read)
         return True
 

@@ -34,6 +34,8 @@ class TrueHostDependency(Rule):
     Where the code repeats (a loop body, a step-like function or a function called from one), a
     tensor whose device syncfix cannot name (a parameter's `.grad`, a model output passed in) is
     reported too, as likely on the GPU, with no fix: the message says the device is unknown.
+    `torch.tensor(x)` without `device=`, of a value syncfix cannot name, is likely a copy of
+    host data (a list, an array): a CPU tensor, not reported.
     Not a tokenizer's tensors (`tokenizer(text, return_tensors="pt").input_ids`), likely new
     CPU tensors, whose reads wait for nothing.
 

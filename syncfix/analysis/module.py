@@ -179,7 +179,9 @@ class ModuleAnalysis:
         ``self.<attr>`` holds what its class's own methods assign, where another file may set it
         too (attributes.py ``likely_attribute_values``); and a tokenizer's output
         (``tokenizer(texts, return_tensors="pt").input_ids``) is a new CPU tensor (tokenizers.py);
-        and ``.to(v)`` with ``v`` a value named as a device (``args.device``) keeps the dtype.
+        and ``.to(v)`` with ``v`` a value named as a device (``args.device``) keeps the dtype;
+        and ``torch.tensor(x)`` without ``device=`` of a value syncfix cannot name copies host
+        data (a list, an array), so it is a CPU tensor.
         Its facts are memoised apart, so the proofs of this analysis never see the assumption."""
         if self.assume_tensors:
             return self

@@ -8,8 +8,7 @@ indexing, arithmetic, ``.to(...)``/``.cuda()``/``.cpu()``/``.pin_memory()``, cal
 (when its function does not escape), a call of a module function is what it returns, and
 ``self.<attr>`` joins every assignment in the class, its class attribute and its subclasses here. numpy values and Python numbers are *not* tensors. A name's value is the join over the
 bindings that can reach the use (bindings.py). Devices come from the usual idioms: ``"cuda"``,
-``"cuda:1"``, ``f"cuda:{rank}"``, ints, ``torch.device("cuda", i)``, and ``"cuda" if
-torch.cuda.is_available() else "cpu"`` (``cuda|cpu``). The tables read here are in torch_api.py.
+``"cuda:1"``, ``f"cuda:{rank}"``, ints, ``torch.device("cuda", i)``, and ``"cuda" if torch.cuda.is_available() else "cpu"`` (``cuda|cpu``). The tables read here are in torch_api.py.
 """
 
 from __future__ import annotations
@@ -36,6 +35,7 @@ from .torch_api import (
     CREATION_DEVICE_ARG,
     DATALOADER,
     DEFAULT_DEVICE_FACTORIES,
+    HOST_DATA,
     HOST_LIBRARY_RESULTS,
     LEGACY_CONSTRUCTORS,
     LIKELY_TENSOR_METHODS,
@@ -646,8 +646,8 @@ def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | N
         device = tensor_device(tensor_args)
     elif namespace == "torch." and short in SIZE_FACTORIES and keyword(call, "out") is None and not a.sets_default_device:
         device = Device.CPU  # ``torch.ones(batch_size, n)``: sizes decide no device
-    elif any(v.kind is Kind.UNKNOWN for v in operands):
-        device = Device.UNKNOWN  # ``torch.isnan(unknown)`` may well be on the GPU
+    elif Kind.UNKNOWN in {v.kind for v in operands} and not (a.assume_tensors and short in HOST_DATA):
+        device = Device.UNKNOWN  # ``torch.isnan(unknown)`` may be on the GPU; ``torch.tensor(rows)``: data
     elif a.sets_default_device:
         device = Device.UNKNOWN
     else:

@@ -76,6 +76,11 @@ DEFAULT_DEVICE_FACTORIES = {
     "arange", "linspace", "logspace", "zeros", "ones", "empty", "full", "rand", "randn",
     "randint", "randperm", "eye",
 }
+# Factories that copy host data: given a value syncfix cannot name and no ``device=``, the likely
+# view reads it as host data (a list, an array), so the result is on the CPU. ``torch.tensor`` of a
+# CUDA tensor is copied to CUDA, with a warning to call ``clone()``; not ``as_tensor``/``asarray``,
+# made to take tensors as they are (sentence-transformers' ``torch.as_tensor(loss_value)``).
+HOST_DATA = frozenset({"tensor"})
 # Legacy constructors, ``torch.<name>(list)``: a new CPU tensor copied from the list, of this
 # dtype (None: the default dtype, which ``set_default_dtype`` may change).
 LEGACY_CONSTRUCTORS = {
