@@ -11,7 +11,7 @@ import libcst as cst
 
 from syncfix.analysis import Kind, keyword, named_as_device, positional
 
-from ._support import append_kwarg
+from ._support import append_kwarg, int_like
 
 # What each factory's result depends on besides its device: its own arguments, the same on every
 # device. ``torch.arange`` only of Python ints, to an integer dtype (exact everywhere; float
@@ -30,10 +30,12 @@ _INTEGER_DTYPES = {
 }
 
 
-def built_on_device(a, call: cst.Call) -> tuple[cst.Call, bool] | None:
+def built_on_device(a, call: cst.Call) -> tuple[cst.Call, list[str]] | None:
     """For ``<factory>(...).to(d)`` (or ``.cuda()``): the factory call with ``device=d`` added,
-    and whether ``d`` is provably a device (else its name only says so); None where the factory
-    or the call is not one whose result this keeps exactly.
+    and the likely facts it rests on (empty where proven): ``"device"`` where only its name says
+    ``d`` holds a device, ``"sizes"`` where ``torch.arange``'s bounds are sizes (``B`` of ``B =
+    x.shape[0]``), ints of tensors and arrays; None where the factory or the call is not one
+    whose result this keeps exactly.
 
     ``.to(None)`` returns the tensor where ``device=None`` picks the default device, and
     ``.to(t)``/``.to(dtype)`` take another tensor's dtype or a dtype, which ``device=`` does not:
@@ -44,19 +46,25 @@ def built_on_device(a, call: cst.Call) -> tuple[cst.Call, bool] | None:
     if not isinstance(func, cst.Attribute):
         return None
     factory = func.value
-    if not isinstance(factory, cst.Call) or not _exact_everywhere(a, factory):
+    if not isinstance(factory, cst.Call):
+        return None
+    if _exact_everywhere(a, factory):
+        likely = []
+    elif _exact_everywhere(a, factory, likely_sizes=True):
+        likely = ["sizes"]
+    else:
         return None
     if func.attr.value == "cuda":
         if call.args:
             return None  # ``.cuda(None)`` is the current device, ``device=None`` the default one
-        return append_kwarg(factory, "device", cst.SimpleString('"cuda"')), True
+        return append_kwarg(factory, "device", cst.SimpleString('"cuda"')), likely
     device = _only_device_argument(call)
     if device is None:
         return None
     if a.value(device).kind is Kind.DEVICE:
-        return append_kwarg(factory, "device", device), True
+        return append_kwarg(factory, "device", device), likely
     if a.value(device).kind is Kind.UNKNOWN and named_as_device(device):
-        return append_kwarg(factory, "device", device), False
+        return append_kwarg(factory, "device", device), ["device", *likely]
     return None
 
 
@@ -92,7 +100,8 @@ def _plain_reference(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name)
 
 
-def _exact_everywhere(a, factory: cst.Call) -> bool:
+def _exact_everywhere(a, factory: cst.Call, *, likely_sizes: bool = False) -> bool:
+    """With ``likely_sizes``, ``torch.arange``'s bounds may be sizes, ints by a likely fact."""
     name = a.callee(factory)
     allowed = _ARGUMENTS.get(name or "")
     if allowed is None:
@@ -111,9 +120,19 @@ def _exact_everywhere(a, factory: cst.Call) -> bool:
         if dtype is not None and not a.qualnames(dtype.value) & _INTEGER_DTYPES:
             return False
         return bool(args) and all(
-            a.python_number_type(arg.value) == "int" for arg in factory.args if arg is not dtype
+            a.python_number_type(arg.value) == "int" or likely_sizes and _size_of(a, arg.value)
+            for arg in factory.args
+            if arg is not dtype
         )
     return True
+
+
+def _size_of(a, expr: cst.BaseExpression) -> bool:
+    """A size (``x.shape[0]``, ``x.size(0)``), or a name every binding of which is one."""
+    if isinstance(expr, cst.Name):
+        values = a.reaching_values(expr)
+        return bool(values) and all(isinstance(v, cst.BaseExpression) and int_like(a, v) for v in values)
+    return int_like(a, expr)
 
 
 def _only_device_argument(call: cst.Call) -> cst.BaseExpression | None:

@@ -234,7 +234,9 @@ class BlockingHostToDevice(Rule):
     the argument is provably a device (`x.device` of a tensor), **unsafe** where only its name
     says so (`args.device`, `labels.device` of an object syncfix cannot see): `.to` also takes
     `None` (no move, where `device=None` is the default device), another tensor (its dtype too)
-    or a dtype. Not in a module that uses streams: a blocking copy has landed when the next
+    or a dtype. It is unsafe too where `torch.arange`'s bounds are sizes of a value syncfix
+    cannot name (`torch.arange(B).to(device)` with `B = points.shape[0]`): ints, as a tensor's or
+    an array's sizes are, by a likely fact. Not in a module that uses streams: a blocking copy has landed when the next
     line runs, a fill queued on a side stream has not. The same fix is given where the device
     is CUDA or the CPU but the project sets a default device or tensor type
     (`set_default_tensor_type(torch.cuda.HalfTensor)` in a script that imports the module): the
@@ -455,13 +457,14 @@ class BlockingHostToDevice(Rule):
         else:
             self.report(node, headline, fix=fix)
 
-    def _built_there_fix(self, node: cst.Call, built: tuple[cst.Call, bool]) -> Fix:
-        """The factory with ``device=``: safe where the device is proven one, else unsafe."""
-        new, proven = built
-        if proven:
+    def _built_there_fix(self, node: cst.Call, built: tuple[cst.Call, list[str]]) -> Fix:
+        """The factory with ``device=``: safe where proven exact, else unsafe, saying why."""
+        new, likely = built
+        if not likely:
             return self.safe_fix({node: new}, _BUILT_THERE)
         device = device_argument(node)
-        return self.unsafe_fix({node: new}, _BUILT_THERE_NAMED.format(code(self.analysis, device or node)))
+        facts = {"device": _NAMED_DEVICE.format(code(self.analysis, device or node)), "sizes": _SIZES_INTS}
+        return self.unsafe_fix({node: new}, f"{_BUILT_THERE} (unsafe: {'; '.join(facts[f] for f in likely)})")
 
     def _type_as(self, node: cst.Call) -> None:
         """``p.type_as(x)`` converts ``p`` to ``x``'s tensor type, CUDA's where ``x`` is on a GPU:
@@ -557,10 +560,11 @@ _BUILT_THERE = (
     "Build it on the device (`device=` in the factory): no host tensor and no copy, the same "
     "values, dtype and device on every accelerator"
 )
-_BUILT_THERE_NAMED = (
-    _BUILT_THERE + " (unsafe: `{}` is taken to hold a device, as its name says, not None, a "
-    "tensor or a dtype, which `.to` also takes and `device=` does not)"
+_NAMED_DEVICE = (
+    "`{}` is taken to hold a device, as its name says, not None, a tensor or a dtype, which `.to` "
+    "also takes and `device=` does not"
 )
+_SIZES_INTS = "the bounds are taken to be ints, as a tensor's or an array's sizes are"
 
 
 _TYPE_AS_HEAD = (
