@@ -177,11 +177,9 @@ def result_dropped(a, node: cst.Call) -> bool:
 
 
 def project_narrow_to(a) -> bool:
-    """Does a class of the project (of the modules in sight: a closed project's) define a
-    ``to`` that takes no ``non_blocking``, so that an object syncfix cannot name may be one of
-    its instances?"""
-    members = a.project.members if a.project is not None else None
-    return members is not None and members.narrow_to()
+    """Does a class of the project (any of its files) define a ``to`` that takes no
+    ``non_blocking``, so that an object syncfix cannot name may be one of its instances?"""
+    return bool(a.narrow_to)
 
 
 def places_a_module(a, call: cst.Call) -> bool:

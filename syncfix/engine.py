@@ -209,6 +209,7 @@ def analyze(
         datasets_placed=context.datasets_placed if context else False,
         other_accelerator=context.other_accelerator if context else "",
         torch_elsewhere=context.torch_by_star if context else False,
+        narrow_to=context.narrow_to if context else False,
         source=source,
         trivia=any(visits_trivia(rule) for rule in rules),
     )

@@ -131,6 +131,7 @@ class Project:
             )
         }
         self.one_time = {f.module for f in calls if one_time(f, self.hot.get(f.module, frozenset()))}
+        self.narrow_to = any(f.narrow_to for f in calls)
         aliases: dict[str, list[str]] = {}
         for suffix, name in self.resolve.items():
             aliases.setdefault(name, []).append(suffix)
@@ -277,6 +278,7 @@ class Project:
             self.other_accelerator.get(name, ""),
             name in self.one_time,
             name in self.torch_by_star,
+            self.narrow_to,
         )
 
 

@@ -455,6 +455,58 @@ def test_an_object_called_through_an_attribute_runs_its_call_method():
     assert "pkg.creator_tool" not in hot_functions(files)
 
 
+LOSS = """\
+class RPNLossComputation:
+    def __call__(self, anchors, targets):
+        return anchors
+
+
+class Unrelated:
+    def __call__(self, x):
+        return x
+
+
+def make_rpn_loss_evaluator(cfg):
+    evaluator = RPNLossComputation()
+    return evaluator
+
+
+def make_other(cfg):
+    return cfg.build()
+"""
+
+RPN_HEAD = """\
+from pkg.loss import make_rpn_loss_evaluator, make_other
+
+
+class RPN:
+    def __init__(self, cfg):
+        loss_evaluator = make_rpn_loss_evaluator(cfg)
+        self.loss_evaluator = loss_evaluator
+        self.other = make_other(cfg)
+
+    def forward(self, anchors, targets):
+        self.other(anchors)
+        return self.loss_evaluator(anchors, targets)
+"""
+
+
+def test_an_object_a_factory_function_returns_runs_its_call_method_where_called_through_an_attribute():
+    # maskrcnn-benchmark: ``loss_evaluator = make_rpn_loss_evaluator(cfg, coder)``, kept on
+    # ``self`` and called in ``forward``: ``RPNLossComputation.__call__`` runs every step; a
+    # factory whose result syncfix cannot name runs nothing of the project
+    resolve = {"pkg.loss": "pkg.loss", "pkg.rpn": "pkg.rpn"}
+    files = [
+        file_calls("pkg.loss", LOSS.encode(), ["forward"], resolve),
+        file_calls("pkg.rpn", RPN_HEAD.encode(), ["forward"], resolve),
+    ]
+    assert files[0].factories == {"make_rpn_loss_evaluator": ("", "RPNLossComputation")}
+    assert hot_functions(files)["pkg.loss"] == {"__call__"}
+    # without the factory's class, nothing of pkg.loss is hot
+    files[0] = file_calls("pkg.loss", LOSS.replace("evaluator = RPNLossComputation()", "evaluator = cfg.build()").encode(), ["forward"], resolve)
+    assert "pkg.loss" not in hot_functions(files)
+
+
 def test_a_function_a_package_re_exports_is_hot_where_called_through_it(tmp_path):
     # gpt-neox's ``mpu.broadcast_data(...)`` every micro-batch: ``megatron/mpu/__init__.py``
     # binds it with ``from .data import broadcast_data`` (relative to the package itself)

@@ -426,6 +426,26 @@ def test_a_batch_part_gets_no_unsafe_fix_where_a_project_class_defines_a_narrow_
     assert [f["fix"] is not None for f in json.loads(result.stdout) if f["code"] == "SFX101"] == [fixed]
 
 
+def test_a_class_with_a_narrow_to_anywhere_in_an_installable_project_holds_back_a_batch_part_fix(tmp_path, monkeypatch):
+    # maskrcnn-benchmark's shape: the trainer imports no module of the class, the project can be
+    # installed (so not closed), and the targets are copied in a list comprehension
+    _files(tmp_path, monkeypatch, {
+        "setup.py": "",
+        "trainer.py": (
+            "import torch\n\n\ndef do_train(model, data_loader, device):\n"
+            "    for images, targets in data_loader:\n"
+            "        targets = [target.to(device) for target in targets]\n"
+            "        model(images, targets)\n"
+        ),
+        "boxes.py": "class BoxList:\n    def to(self, device):\n        return self\n",
+    })
+    result = CliRunner().invoke(cli, ["check", "trainer.py", "--unsafe-fixes", "-o", "json", "--no-cache"])
+    assert [f["fix"] for f in json.loads(result.stdout) if f["code"] == "SFX101"] == [None]
+    (tmp_path / "boxes.py").write_text("class BoxList:\n    def to(self, *args, **kwargs):\n        return self\n")
+    result = CliRunner().invoke(cli, ["check", "trainer.py", "--unsafe-fixes", "-o", "json", "--no-cache"])
+    assert [f["fix"] is not None for f in json.loads(result.stdout) if f["code"] == "SFX101"] == [True]
+
+
 def test_a_folder_named_on_the_command_line_is_the_project_of_files_under_no_marker(tmp_path, monkeypatch):
     # no .git, no pyproject.toml: the helper in pkg/ runs under a side stream that main.py sets,
     # which only an index of the whole named folder sees

@@ -97,6 +97,19 @@ class FileCalls:
     # names it binds by importing them from project modules (``from .data import
     # broadcast_data`` in a package's ``__init__``): a call of ``pkg.broadcast_data`` runs that
     imported: dict[str, Callee] = field(default_factory=dict)
+    # its module-level functions that return an instance of a class (``return C(...)``, or a
+    # name bound to one): ``self.<attr> = make_loss(...)`` then holds a ``C`` (maskrcnn-benchmark's
+    # ``self.loss_evaluator = make_rpn_loss_evaluator(cfg, coder)``)
+    factories: dict[str, Callee] = field(default_factory=dict)
+    # a class of it defines a ``to`` that takes no ``non_blocking`` (maskrcnn-benchmark's
+    # ``BoxList.to(self, device)``): an object syncfix cannot name may be one of its instances
+    narrow_to: bool = False
+
+
+def takes_no_non_blocking(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """``def to(self, device)``: no ``non_blocking`` parameter and no ``**kwargs``."""
+    names = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+    return fn.args.kwarg is None and "non_blocking" not in names
 
 
 def _imports(
@@ -155,7 +168,13 @@ def file_calls(
         package = module.rpartition(".")[0]
     names, modules, foreign, out.stars = _imports(tree, package, resolve)
     out.imported = {local: callee for local, callee in names.items() if local != "*"}
-    _Collector(out, hot, names, modules, foreign).collect(tree)
+    collector = _Collector(out, hot, names, modules, foreign)
+    collector.collect(tree)
+    for fn in tree.body:
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            made = collector.returned_instance(fn)
+            if made is not None:
+                out.factories[fn.name] = made
     return out
 
 
@@ -212,6 +231,7 @@ class _Collector:
         self.names = names
         self.modules = modules
         self.foreign = foreign  # names imports bind to what is not the project's (``math``, ``F``)
+        self.made: dict[str, Callee] = {}  # ``name = f(...)``: the last such call of each name
 
     def collect(self, tree: ast.Module) -> None:
         """Each call, under the function it is in and whether a loop of that function that
@@ -241,6 +261,7 @@ class _Collector:
                 for stmt in node.body:  # type: ignore[attr-defined]
                     if type(stmt) in _DEFS:
                         out.methods.setdefault(stmt.name, set()).add(node.name)  # type: ignore[attr-defined]
+                        out.narrow_to = out.narrow_to or stmt.name == "to" and takes_no_non_blocking(stmt)
                 out.bases.update(_last_name(b) for b in node.bases)  # type: ignore[attr-defined]
             elif kind is ast.Assign:
                 self._instance(node)  # type: ignore[arg-type]
@@ -281,16 +302,41 @@ class _Collector:
 
     def _instance(self, node: ast.Assign) -> None:
         """``self.<attr> = C(...)`` with ``C`` a class name (capitalised) this file defines or
-        imports from the project."""
-        value = node.value
-        if len(node.targets) != 1 or not isinstance(value, ast.Call) or not isinstance(value.func, ast.Name):
+        imports from the project, or a function of the project that may return one."""
+        value, target = node.value, node.targets[0]
+        if len(node.targets) != 1:
             return
-        target = node.targets[0]
-        if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"):
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+            made: Callee | None = self.names.get(value.func.id, ("", value.func.id))
+        else:  # ``loss_evaluator = make_loss(...)``, then ``self.loss_evaluator = loss_evaluator``
+            made = self.made.get(value.id) if isinstance(value, ast.Name) else None
+        if made is None:
             return
-        made = self.names.get(value.func.id, ("", value.func.id))
-        if made[1][:1].isupper():
+        if isinstance(target, ast.Name):
+            self.made[target.id] = made
+        elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
             self.out.instances[target.attr] = made
+
+    def returned_instance(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Callee | None:
+        """The class (capitalised) whose instance ``fn`` returns: ``return C(...)``, or a name
+        the function binds to ``C(...)`` once."""
+        made: dict[str, str] = {}
+        returned: list[ast.expr] = []
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                value = node.value
+                name = value.func.id if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) else ""
+                made[node.targets[0].id] = name if node.targets[0].id not in made else ""
+            elif isinstance(node, ast.Return) and node.value is not None:
+                returned.append(node.value)
+        classes = {
+            e.func.id if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) else made.get(e.id, "") if isinstance(e, ast.Name) else ""
+            for e in returned
+        }
+        if len(classes) != 1 or not next(iter(classes))[:1].isupper():
+            return None
+        cls = classes.pop()
+        return self.names.get(cls, ("", cls))
 
     def _callee(self, func: ast.expr, arguments: int = 0) -> Callee | None:
         if isinstance(func, ast.Name):
@@ -388,6 +434,10 @@ def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
             # ``self.<attr> = C(...)``: the object's ``__call__`` (it shadows a method of that name)
             called: list[tuple[str, str]] = []
             made = own.instances.get(callee[1])
+            if made is not None and not made[1][:1].isupper():  # a factory's result: its class
+                factory = defined(made[0] or caller, made[1], _MAX_REEXPORTS)
+                built = by_module[factory[0]].factories.get(factory[1]) if factory is not None else None
+                made = (built[0] or factory[0], built[1]) if built is not None and factory is not None else None
             if made is not None:
                 module = made[0] or caller
                 if module in by_module and made[1] in by_module[module].classes:

@@ -42,8 +42,6 @@ class MemberUse:
     dynamic_calls: bool = False  # ``getattr(x, computed)(...)``
     dynamic_stores: bool = False  # ``setattr(x, computed, v)``
     builds_by_type: bool = False  # ``type(x)(...)``, ``x.__class__(...)``: a class called unnamed
-    # a class of the file defines ``to`` taking no ``non_blocking`` (nor ``**kwargs``)
-    narrow_to: bool = False
 
     def keep(self, names: frozenset[str]) -> MemberUse:
         """The summary for ``names`` only (what the project's classes define)."""
@@ -57,7 +55,6 @@ class MemberUse:
             self.dynamic_calls,
             self.dynamic_stores,
             self.builds_by_type,
-            self.narrow_to,
         )
 
 
@@ -78,7 +75,7 @@ def member_use(tree: ast.Module) -> MemberUse:
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
         methods.update(t.id for t in targets if isinstance(t, ast.Name))
     callees: set[int] = set()  # ids of Attribute nodes that are a plain call's callee
-    dynamic_calls = dynamic_stores = builds_by_type = narrow_to = False
+    dynamic_calls = dynamic_stores = builds_by_type = False
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
             if isinstance(node.ctx, (ast.Store, ast.Del)):
@@ -118,9 +115,6 @@ def member_use(tree: ast.Module) -> MemberUse:
             methods.update(
                 s.name for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
             )
-            narrow_to = narrow_to or any(
-                isinstance(s, ast.FunctionDef) and s.name == "to" and _takes_no_non_blocking(s) for s in node.body
-            )
             for s in node.body:  # ``device = "cuda"`` in the class body: ``Trainer.device = ...`` may set it
                 targets = s.targets if isinstance(s, ast.Assign) else [s.target] if isinstance(s, ast.AnnAssign) else []
                 methods.update(t.id for t in targets if isinstance(t, ast.Name))
@@ -134,14 +128,7 @@ def member_use(tree: ast.Module) -> MemberUse:
         dynamic_calls,
         dynamic_stores,
         builds_by_type,
-        narrow_to,
     )
-
-
-def _takes_no_non_blocking(fn: ast.FunctionDef) -> bool:
-    """``def to(self, device)``: no ``non_blocking`` parameter and no ``**kwargs``."""
-    names = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
-    return fn.args.kwarg is None and "non_blocking" not in names
 
 
 def _literal_name(call: ast.Call) -> str | None:
@@ -165,11 +152,6 @@ class Members:
     def callers(self, name: str) -> list[str]:
         """The modules that call ``.name(...)``."""
         return sorted(m for m, use in self.uses.items() if name in use.calls)
-
-    def narrow_to(self) -> bool:
-        """Does some class of the project define a ``to`` that takes no ``non_blocking``
-        (``def to(self, device)``, DETR's ``NestedTensor``)?"""
-        return any(getattr(u, "narrow_to", False) for u in self.uses.values())
 
     def escapes(self, name: str) -> bool:
         """Does some file use ``.name`` other than as the callee of a plain call (or call

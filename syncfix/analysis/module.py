@@ -123,6 +123,7 @@ class ModuleAnalysis:
         datasets_placed: bool = False,
         other_accelerator: str = "",
         torch_elsewhere: bool = False,
+        narrow_to: bool = False,
         source: str | None = None,
         trivia: bool = False,
     ) -> None:
@@ -144,6 +145,8 @@ class ModuleAnalysis:
         #: Torch code without a torch import of its own: it star-imports a project module that
         #: imports torch, or derives a class from one such a module defines (``ModuleContext``).
         self.torch_elsewhere = torch_elsewhere
+        #: A class of the project defines a ``to`` without ``non_blocking`` (``ModuleContext``).
+        self.narrow_to = narrow_to
         #: The dotted module name of this file in its project (None: a source without a path).
         self.module_name = module_name
         #: The names other files of the project import from this module (``"*"``: any); None
@@ -199,6 +202,7 @@ class ModuleAnalysis:
             datasets_placed=self.datasets_placed,
             other_accelerator=self.other_accelerator,
             torch_elsewhere=self.torch_elsewhere,
+            narrow_to=self.narrow_to,
         )
         view.cuda_or_cpu_only = self.cuda_or_cpu_only
         view.assume_tensors = True
@@ -593,7 +597,7 @@ class ModuleAnalysis:
     def result_base(self, call: cst.Call) -> cst.BaseExpression | None:
         """For a ``torch.*`` function call, the argument whose memory the result is (``out=``,
         a view's base, an in-place op's input); None where it is new memory."""
-        return provenance.torch_result_base(self, call)
+        return effects.torch_result_base(self, call)
 
     def to_target(self, call: cst.Call) -> Device | None:
         """The device a ``.to(...)`` call moves to, or None when it names no device we know."""
