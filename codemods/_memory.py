@@ -21,6 +21,7 @@ from syncfix.analysis import (
     METHODS_TAKING_MEMORY,
     SHARING_CALLS,
     Device,
+    Effects,
     Kind,
     ModuleAnalysis,
     dotted_name,
@@ -232,12 +233,28 @@ def source_may_change(
         or _free(a, root_node, scope_node)
     ):
         return True
+    # The statement that binds the source, before the copy and in no loop of this function
+    # around it (mbrl-lib's ``(states, actions) = memory.sample(n)``), makes it: a call there that
+    # may write what it reads wrote before the copy was queued. (An in-place write before the
+    # copy still counts: the next call of the function refills the buffer, ``buf.copy_(x)``.)
+    loops = set()
+    for anc in a.ancestors(call):
+        if anc is scope_node:
+            break
+        if isinstance(anc, (cst.For, cst.While)):
+            loops.add(id(anc))
+
+    def binds_before(s: cst.CSTNode, fx: Effects) -> bool:
+        return bool(fx.writes & watched) and order.get(s, -1) < order.get(call, -1) and not any(
+            id(x) in loops for x in a.ancestors(s)
+        )
+
     for s in statements:
         fx = a.effects(s)
         seen = watched if s is stmt else outside
         if (fx.inplace - _entry_store(a, s)) & seen:
             return True
-        if passed_on and s is not stmt and fx.may_mutate_anything and _reads_shared(
+        if passed_on and s is not stmt and fx.may_mutate_anything and not binds_before(s, fx) and _reads_shared(
             a, s, fx.reads & seen, seen, copies
         ):
             return True

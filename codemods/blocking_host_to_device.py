@@ -179,10 +179,11 @@ class BlockingHostToDevice(Rule):
       (`train_loader`, `self.data`, `dl`, `pbar`: a list of model outputs, features or call
       arguments passed in is no loader, and its items may be on a GPU already), its parts (`x, y = batch`, `batch["input_ids"]`, `batch[0]`), the
       items in `{k: v.to(device) for k, v in batch.items()}` or `[t.to(device) for t in
-      batch]`, `batch = next(it)`, what a method of an object named as a loader hands out as its
+      batch]`, `batch = next(it)` (or the old `it.next()`), what a method of an object named as a loader hands out as its
       next batch (llm.c's `x, y = train_loader.next_batch()`; also `get_batch`, `sample_batch`),
-      and a parameter that every call in its module passes such
-      an item (`batch = next(self.data); self.run_step(batch)`): syncfix cannot see the loader,
+      and a parameter that every call in its module passes such an item (`batch =
+      next(self.data); self.run_step(batch)`) or a batch of a loader the code builds (monodepth2's
+      `self.process_batch(inputs)`, a method others may call too): syncfix cannot see the loader,
       so the batch may be a pinned buffer its loader refills, or not a tensor at all (and other
       callers of that parameter's function may pass something else): an object whose own `.to`
       takes no `non_blocking` (flex attention's `BlockMask` in a packed batch dict) then raises
@@ -195,7 +196,7 @@ class BlockingHostToDevice(Rule):
       which may not take `non_blocking` (transformers' did not before 4.48); nor does `.to` of a
       part whose result is unpacked (`edge_index, _, size = adj.to(device)`: PyG's sampler
       yields a named tuple there, as a tensor rarely is unpacked); nor does `.to` of
-      a part of one where a class of the project defines a `to` without `non_blocking` or
+      a part of one where a class of the project, in any of its files, defines a `to` without `non_blocking` or
       `**kwargs` (DETR's `NestedTensor.to(self, device)`: the part may be one of its instances). A loader passed
       through accelerate's `accelerator.prepare(...)` (an `Accelerator` built in the same
       function without `device_placement=False`) yields batches already on the accelerator's

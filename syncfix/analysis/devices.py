@@ -568,7 +568,10 @@ def _passed_batches(a: ModuleAnalysis, param: cst.Param) -> bool:
     next(self.data); self.run_step(batch, cond)``)? A likely fact: callers elsewhere may pass
     something else, so a function that escapes counts its calls here alone."""
     passed = callgraph.param_arguments(a, param, likely=True)
-    return passed is not None and all(is_likely_batch_item(a, expr) for expr in passed)
+    # a batch of a loader the code builds counts too (monodepth2's ``self.process_batch(inputs)``)
+    return passed is not None and all(
+        is_likely_batch_item(a, expr) or a.likely.value(expr).kind is Kind.BATCH for expr in passed
+    )
 
 
 def _may_reach(a: ModuleAnalysis, asg: object, use: cst.Name) -> bool:
@@ -710,6 +713,8 @@ def already_on_target(a: ModuleAnalysis, call: cst.Call) -> bool:
     returns ``x`` itself: no copy, no wait."""
     func = call.func
     assert isinstance(func, cst.Attribute)
+    if _like_its_target(a, func.value, call):
+        return True
     origin = a.device_origin(func.value)
     if origin is None or origin != a.device_origin(call):
         return False
@@ -722,3 +727,20 @@ def already_on_target(a: ModuleAnalysis, call: cst.Call) -> bool:
         return len(scope[origin]) == 1
     except Exception:  # LibCST's scope lookup of a name it does not know
         return False
+
+
+def _like_its_target(a: ModuleAnalysis, receiver: cst.BaseExpression, call: cst.Call) -> bool:
+    """``torch.ones_like(s).to(s.device)`` (DPM-Solver's): a ``*_like`` factory without
+    ``device=`` builds on ``s``'s device, which ``.to`` then names again (``s`` a plain name)."""
+    if not isinstance(receiver, cst.Call) or keyword(receiver, "device") is not None:
+        return False
+    name = a.callee(receiver) or ""
+    args = positional(receiver)
+    if not (name.startswith("torch.") and name.endswith("_like") and args and isinstance(args[0].value, cst.Name)):
+        return False
+    target = positional(call)
+    dev = target[0].value if len(target) == 1 and len(call.args) == 1 else None
+    return (
+        isinstance(dev, cst.Attribute) and dev.attr.value == "device"
+        and isinstance(dev.value, cst.Name) and dev.value.value == args[0].value.value
+    )

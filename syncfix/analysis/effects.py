@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from ..walk import walk
-from .syntax import dotted_name, in_place_keyword, keyword, target_names
+from .syntax import dotted_name, in_place_keyword, keyword, positional, target_names
 from .torch_api import (
     CLOCKS,
     LEGACY_CONSTRUCTORS,
@@ -27,6 +27,7 @@ from .torch_api import (
     RANDOM_OPS,
     TENSOR_NAMESPACES,
     is_inplace_method,
+    shares_first_argument,
 )
 from .values import Kind
 
@@ -442,4 +443,23 @@ def _memory_of_call(a: ModuleAnalysis, call: cst.Call) -> cst.BaseExpression | N
         return a.result_base(call)
     if isinstance(call.func, cst.Attribute):
         return call.func.value
+    return None
+
+
+def torch_result_base(a: ModuleAnalysis, call: cst.Call) -> cst.BaseExpression | None:
+    """For a ``torch.*`` function call: the argument whose memory its result is (``out=``, the
+    base of a view, the input of an in-place op: ``torch.relu_(x)``, ``F.relu(x,
+    inplace=True)``); None where the result is new memory."""
+    out = keyword(call, "out")
+    if out is not None:
+        return out.value
+    args = [arg.value for arg in positional(call)]
+    name = a.callee(call) or ""
+    short = name.rsplit(".", 1)[-1]
+    if name == f"torch.{short}" and short in LEGACY_CONSTRUCTORS and len(args) == 1:  # an array's memory, not a list's
+        return None if isinstance(args[0], (cst.List, cst.Tuple, cst.ListComp)) or a.value(args[0]).kind in (Kind.OTHER, Kind.NUMBER) else args[0]
+    if short == "einsum" and args and isinstance(args[0], cst.SimpleString):
+        args = args[1:]  # ``torch.einsum("ij->ji", x)``: the equation first
+    if args and shares_first_argument(short, in_place_keyword(call)):
+        return args[0]
     return None

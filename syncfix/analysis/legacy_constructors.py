@@ -1,5 +1,5 @@
 """What the legacy constructors (``torch.Tensor(...)``, ``torch.LongTensor(...)``) make: a new
-host tensor copied from a list of numbers, new host memory of the sizes given, or a tensor in a
+host tensor copied from a list (of numbers, or one the code built), new host memory of the sizes given, or a tensor in a
 NumPy array's memory; a typed constructor (``torch.FloatTensor``) of any other one argument, a
 host tensor in memory that may be the argument's (``torch.Tensor`` of a CUDA tensor is that
 tensor's: not modelled). Where the project sets a default device or tensor type, the new tensor's device is
@@ -31,6 +31,8 @@ def legacy_value(a: ModuleAnalysis, short: str, call: cst.Call) -> Value | None:
     if data.kind is Kind.NDARRAY:  # ``torch.FloatTensor(buf[idx])``: in the array's memory (or a copy)
         memory = Memory.PAGEABLE if data.memory is Memory.PAGEABLE else Memory.UNKNOWN
         return Value(Kind.TENSOR, device, memory, False, LEGACY_CONSTRUCTORS[short], origin)
+    if data.kind is Kind.OTHER:  # a list the code built (FastSpeech2's ``torch.LongTensor(mel_len)``): copied
+        return Value(Kind.TENSOR, device, Memory.PAGEABLE, True, LEGACY_CONSTRUCTORS[short], origin)
     if one and (short != "Tensor" or isinstance(call.args[0].value, (cst.List, cst.Tuple, cst.ListComp))):
         # a typed constructor makes a host tensor of its type from anything else it takes (data,
         # a size, a CPU tensor of that type to share), or raises (a CUDA tensor: "expected

@@ -29,7 +29,15 @@ from .dtypes import dtype_kw, is_dtype
 from .legacy_constructors import legacy_value
 from .narrowing import narrowed_kind
 from .navigation import in_main_block, target_path
-from .syntax import in_place_keyword, keyword, literal_index, literal_kind, positional, through_call
+from .syntax import (
+    display_argument,
+    in_place_keyword,
+    keyword,
+    literal_index,
+    literal_kind,
+    positional,
+    through_call,
+)
 from .tokenizers import tokenized_item
 from .torch_api import (
     CREATION_DEVICE_ARG,
@@ -457,12 +465,13 @@ def _call_value(a: ModuleAnalysis, call: cst.Call) -> Value:
         if receiver.kind is Kind.BOTTOM:
             return BOTTOM
         if receiver.kind is Kind.NDARRAY:  # numpy methods give arrays/numpy scalars, never tensors
-            method = func.attr.value
-            if method in NDARRAY_COPYING_METHODS and keyword(call, "copy") is None:
+            if func.attr.value in NDARRAY_COPYING_METHODS and keyword(call, "copy") is None:
                 return NUMPY_OWNED
-            return {"tolist": OTHER, "item": NUMBER}.get(method, Value(Kind.NDARRAY))
+            return {"tolist": OTHER, "item": NUMBER}.get(func.attr.value, Value(Kind.NDARRAY))
         if receiver.kind is Kind.BATCH and func.attr.value in ("items", "values", "keys"):
             return OTHER  # a dict batch's views; iterating them is handled in _element_of
+        if receiver.kind is Kind.LOADER and func.attr.value in ("next", "__next__") and not call.args:
+            return replace(receiver, kind=Kind.BATCH)  # ``it.next()`` of ``iter(loader)``: next(it)
         if receiver.is_tensor:
             return _method_value(a, receiver, func.attr.value, call)
         if receiver.kind is Kind.MODULE:
@@ -537,8 +546,7 @@ def _module_placement(a: ModuleAnalysis, method: str, call: cst.Call, module: Va
 
 
 def _loader_step(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | None:
-    """``iter(loader)`` iterates like the loader (so it is one here); ``next(it)`` of it is a
-    batch (joined with ``next``'s default, when given)."""
+    """``iter(loader)`` is one here; ``next(it)`` of it a batch (joined with its default)."""
     args = positional(call)
     if not args or any(arg.star for arg in call.args) or len(call.args) > (1 if name == "builtins.iter" else 2):
         return None
@@ -626,7 +634,7 @@ def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | N
     named = _tuple_bound(a, positional(call)[0].value) if short in SEQUENCE_OPS and positional(call) else None
     if named is not None:  # ``parts = (a, b, c)`` then ``torch.cat(parts)`` (sd-scripts' id chunks)
         operands += [a.value(el.value) for el in named.elements if isinstance(el, cst.Element)]
-    elif short in SEQUENCE_OPS and namespace == "torch." and not _display_arg(call) and positional(call):
+    elif short in SEQUENCE_OPS and namespace == "torch." and not display_argument(call) and positional(call):
         items = a.value(positional(call)[0].value)
         operands.append(items)
         if items.kind is Kind.TENSORS and items.device is not Device.UNKNOWN:
@@ -638,7 +646,7 @@ def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | N
     tensor_args = [v for v in operands if v.is_tensor]
     if dev_arg is not None:
         device = a.device_of(dev_arg.value)
-    elif short in DEFAULT_DEVICE_FACTORIES or short == "tensor" and _display_arg(call):
+    elif short in DEFAULT_DEVICE_FACTORIES or short == "tensor" and display_argument(call, repeated=True):
         device = Device.UNKNOWN if a.sets_default_device else Device.CPU  # whatever the arguments
     elif hidden:
         device = Device.UNKNOWN
@@ -676,25 +684,6 @@ def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | N
     return Value(Kind.TENSOR, device, memory, True, dtype_kw(a, call), origin)
 
 
-def torch_result_base(a: ModuleAnalysis, call: cst.Call) -> cst.BaseExpression | None:
-    """For a ``torch.*`` function call: the argument whose memory its result is (``out=``, the
-    base of a view, the input of an in-place op: ``torch.relu_(x)``, ``F.relu(x,
-    inplace=True)``); None where the result is new memory."""
-    out = keyword(call, "out")
-    if out is not None:
-        return out.value
-    args = [arg.value for arg in positional(call)]
-    name = a.callee(call) or ""
-    short = name.rsplit(".", 1)[-1]
-    if name == f"torch.{short}" and short in LEGACY_CONSTRUCTORS and len(args) == 1:  # ``torch.FloatTensor(arr)``
-        return None if isinstance(args[0], (cst.List, cst.Tuple, cst.ListComp)) else args[0]  # a display is copied
-    if short == "einsum" and args and isinstance(args[0], cst.SimpleString):
-        args = args[1:]  # ``torch.einsum("ij->ji", x)``: the equation first
-    if args and shares_first_argument(short, in_place_keyword(call)):
-        return args[0]
-    return None
-
-
 def _tuple_bound(a: ModuleAnalysis, expr: cst.BaseExpression) -> cst.Tuple | None:
     """The tuple display that every binding reaching the name ``expr`` is (one binding; a tuple
     cannot change after), or None."""
@@ -706,11 +695,6 @@ def _tuple_bound(a: ModuleAnalysis, expr: cst.BaseExpression) -> cst.Tuple | Non
     if any(isinstance(el, cst.StarredElement) for el in values[0].elements):
         return None
     return values[0]
-
-
-def _display_arg(call: cst.Call) -> bool:
-    args = positional(call)
-    return bool(args) and isinstance(args[0].value, (cst.List, cst.Tuple))
 
 
 def _method_value(a: ModuleAnalysis, receiver: Value, method: str, call: cst.Call) -> Value:

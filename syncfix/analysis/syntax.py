@@ -63,6 +63,30 @@ def keyword(call: cst.Call, name: str) -> cst.Arg | None:
 def positional(call: cst.Call) -> list[cst.Arg]:
     return [a for a in call.args if a.keyword is None and not a.star]
 
+def shape_item_of(expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """For ``x.shape[k]`` or ``x.size()[k]`` (``k`` an int literal): ``x``; else None."""
+    if not (
+        isinstance(expr, cst.Subscript) and len(expr.slice) == 1
+        and isinstance(expr.slice[0].slice, cst.Index) and isinstance(expr.slice[0].slice.value, cst.Integer)
+    ):
+        return None
+    holder = expr.value
+    if isinstance(holder, cst.Attribute) and holder.attr.value == "shape":
+        return holder.value
+    if isinstance(holder, cst.Call) and not holder.args and isinstance(holder.func, cst.Attribute) and holder.func.attr.value == "size":
+        return holder.func.value  # dgcnn's ``batch_size = data.size()[0]``
+    return None
+
+
+def display_argument(call: cst.Call, *, repeated: bool = False) -> bool:
+    """Is the first positional argument a list or tuple display (with ``repeated``, also one
+    repeated: ``[t] * n``, img2img's ``torch.tensor([t_enc] * batch_size)``)?"""
+    args = positional(call)
+    first = args[0].value if args else None
+    if repeated and isinstance(first, cst.BinaryOperation) and isinstance(first.operator, cst.Multiply):
+        first = first.left if isinstance(first.left, (cst.List, cst.Tuple)) else first.right
+    return isinstance(first, (cst.List, cst.Tuple))
+
 def target_names(target: cst.BaseExpression) -> Iterator[cst.Name]:
     if isinstance(target, cst.Name):
         yield target

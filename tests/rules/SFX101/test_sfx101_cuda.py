@@ -252,6 +252,35 @@ def test_sfx101_legacy_constructor_of_a_list():
 
 
 @pytest.mark.cuda
+def test_sfx101_legacy_constructor_of_a_built_list_and_a_repeated_display():
+    # `torch.LongTensor(lengths)` of a list the loop appends to, and `torch.tensor([t] * n)` of a
+    # CUDA 0-d tensor (read on the host, then a new CPU tensor): copied to cuda|cpu, safely
+    # non-blocking (fixtures legacy_constructors, repeated_display)
+    check_fewer_syncs(
+        "SFX101",
+        """
+        import torch
+
+        DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+        def run(steps=6):
+            w = torch.linspace(-1, 1, 256 * 256, device="cuda").reshape(256, 256)
+            out = []
+            for i in range(steps):
+                for _ in range(4):
+                    w = (w @ w).tanh()  # queued work the copies would wait for
+                lengths = list()
+                for k in range(3):
+                    lengths.append(i + k)
+                n = torch.LongTensor(lengths).to(DEVICE)
+                t = torch.tensor([w[0, 0]] * 3).to(DEVICE)
+                out.append((w[0, :3] * n, t))
+            return out
+        """,
+    )
+
+
+@pytest.mark.cuda
 def test_sfx101_legacy_constructors_by_size_filled_then_copied():
     # ssd.pytorch's targets: `torch.Tensor(n, k, 4)` / `torch.LongTensor(n, k)` filled in place
     # on the host (here by a helper), then copied every step: made non-blocking, same values
