@@ -12,6 +12,7 @@ from syncfix.analysis import (
     Device,
     HostRead,
     Kind,
+    shape_item_of,
     stored_names,
 )
 from syncfix.rules import Fix, Invalid, Rule
@@ -77,7 +78,7 @@ class AccumulateOnDevice(Rule):
     or `F.cross_entropy`/`F.mse_loss`... with the default or `"sum"` reduction is a 0-d float;
     `(out.argmax(1) == y).sum()`, `pred.eq(y).sum()` and `count_nonzero()` are int64 counts.
     A float total may weight each value by a size, `total += loss.item() * x.size(0)` (or
-    `len(batch) * ...`, `x.shape[0]`, an int literal): Python multiplies in float64, and so does
+    `len(batch) * ...`, `x.shape[0]`, `x.size()[0]`, an int literal): Python multiplies in float64, and so does
     the fix (`loss.detach().to(torch.float64) * x.size(0)`), so the sum is the same to the bit.
     Where `x` is not provably a tensor (a batch item of a loader syncfix does not see), that
     `x.size(0)` is an int is a likely fact, and the fix is **unsafe**; a weight that is no size
@@ -673,17 +674,12 @@ def _likely_size(a, expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.Name):
         values = a.binding_values(expr)
         return bool(values) and all(not isinstance(v, cst.Name) and _likely_size(a, v) for v in values)
+    receiver: cst.BaseExpression | None = shape_item_of(expr)  # ``x.shape[0]``, ``x.size()[0]``
+    ok = receiver is not None
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
         receiver, ok = expr.func.value, expr.func.attr.value in ("size", "numel") and all(
             isinstance(arg.value, cst.Integer) and arg.keyword is None for arg in expr.args
         )
-    elif isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute) and expr.value.attr.value == "shape":
-        receiver = expr.value.value
-        ok = len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) and isinstance(
-            expr.slice[0].slice.value, cst.Integer
-        )
-    else:
-        return False
     return ok and isinstance(receiver, cst.Name) and a.value(receiver).kind is Kind.UNKNOWN
 
 

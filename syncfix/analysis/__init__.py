@@ -70,6 +70,7 @@ from .syntax import (
     named_as_device,
     positional,
     root_name,
+    shape_item_of,
     stored_names,
     target_names,
 )
@@ -131,6 +132,7 @@ __all__ = [
     "named_as_device",
     "positional",
     "root_name",
+    "shape_item_of",
     "stored_names",
     "target_names",
 ]

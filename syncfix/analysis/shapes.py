@@ -16,7 +16,7 @@ from .bindings import fact_of_name
 from .fixpoint import CYCLE, agree, solve
 from .losses import loss_reduction
 from .pynumbers import number_kind
-from .syntax import int_args, keyword, literal_kind, only_dtype_args, positional
+from .syntax import int_args, keyword, literal_kind, only_dtype_args, positional, shape_item_of
 from .torch_api import (
     BOOL_ELEMENTWISE,
     CAST_METHODS,
@@ -323,17 +323,8 @@ def is_element_count(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
         if isinstance(func, cst.Attribute) and func.attr.value in ("size", "numel") and _sized(a, func.value):
             return isinstance(func.value, cst.Name) and all(isinstance(arg.value, cst.Integer) for arg in expr.args)
         return False
-    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute):
-        shape = expr.value
-        return (
-            shape.attr.value == "shape"
-            and isinstance(shape.value, cst.Name)
-            and _sized(a, shape.value)
-            and len(expr.slice) == 1
-            and isinstance(expr.slice[0].slice, cst.Index)
-            and isinstance(expr.slice[0].slice.value, cst.Integer)
-        )
-    return False
+    sized = shape_item_of(expr)  # ``t.shape[i]``, ``t.size()[i]``
+    return isinstance(sized, cst.Name) and _sized(a, sized)
 
 
 def _sized(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
