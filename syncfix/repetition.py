@@ -158,7 +158,21 @@ def _sets_self_attribute(body: cst.BaseSuite, attr: str) -> bool:
             )
             if any(_self_attribute(t) == attr for t in targets):
                 return True
+            if _registers(small, attr):
+                return True
     return False
+
+
+def _registers(small: cst.BaseSmallStatement, attr: str) -> bool:
+    """``self.register_buffer("attr", ...)`` (or ``register_parameter``): it makes ``self.attr``
+    (stable-diffusion's ``if not hasattr(self, "colorize"): self.register_buffer("colorize", ...)``)."""
+    call = small.value if isinstance(small, cst.Expr) else None
+    return (
+        isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+        and call.func.attr.value in ("register_buffer", "register_parameter")
+        and _self_attribute(call.func) is not None and bool(call.args)
+        and isinstance(call.args[0].value, cst.SimpleString) and call.args[0].value.evaluated_value == attr
+    )
 
 
 def _raised(a: ModuleAnalysis, node: cst.CSTNode) -> bool:

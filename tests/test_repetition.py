@@ -331,6 +331,23 @@ def test_an_attribute_made_on_first_use_is_one_time_code():
     assert codes(src, include_cold=True) == [("SFX101", 6), ("SFX101", 9), ("SFX101", 11), ("SFX101", 13)]
 
 
+def test_a_buffer_registered_on_first_use_is_one_time_code():
+    # stable-diffusion's `to_rgb`: `if not hasattr(self, "colorize"): self.register_buffer(...)`
+    src = """\
+    import torch
+
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            if not hasattr(self, "colorize"):
+                self.register_buffer("colorize", torch.randn(3, 4).cuda())
+            if not hasattr(self, "other"):
+                self.register_buffer("colorize", torch.randn(3, 4).cuda())
+            return x
+    """
+    assert codes(src) == [("SFX101", 8)]
+    assert codes(src, include_cold=True) == [("SFX101", 6), ("SFX101", 8)]
+
+
 def test_a_value_made_once_per_key_of_a_cache_is_one_time_code():
     # edm2's torch_utils/misc.constant: made on a cache miss, then reused for that key
     src = """\
