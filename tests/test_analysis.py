@@ -672,9 +672,10 @@ def test_a_legacy_constructor_of_a_list_comprehension_is_a_cpu_tensor():
     )
     v = a.value(last_name(module, "sizes"))
     assert v.kind is Kind.TENSOR and v.device is Device.CPU and v.memory is Memory.PAGEABLE
-    # elements that may be tensors: still a host tensor (or an error), its memory not known new
+    # elements that may be tensors: still a host tensor (or an error) in new memory, which no
+    # list can share (FastSpeech2's ``torch.LongTensor(mel_len)`` of a list it appended to)
     reads = a.value(last_name(module, "reads"))
-    assert reads.kind is Kind.TENSOR and reads.device is Device.CPU and reads.memory is Memory.UNKNOWN
+    assert reads.kind is Kind.TENSOR and reads.device is Device.CPU and reads.memory is Memory.PAGEABLE and reads.fresh
 
 
 def test_a_plain_tensor_constructor_of_an_unknown_value_may_be_on_the_gpu():
