@@ -115,6 +115,11 @@ _MASK_NO_FIX = (
 )
 
 
+# Methods only tensors have (numpy's arrays have ``nonzero``, pandas' ``unique``): ``x.masked_select(m)``
+# of a value syncfix cannot name is a tensor's (FastSpeech2's loss, nine a step)
+_TENSOR_ONLY = frozenset({"masked_select"})
+
+
 class DataDependentShape(Rule):
     """
     ## What it finds
@@ -133,7 +138,8 @@ class DataDependentShape(Rule):
     `x[~valid_mask]`; not `x[mask_idx]`) counts as boolean, and the message says so. Indexed by a
     likely mask tensor, a value syncfix cannot name is taken for a tensor (nothing else is indexed
     by one); a name that says mask, of a value syncfix cannot name, is a mask only where it
-    indexes a tensor.
+    indexes a tensor. `x.masked_select(m)` of a value syncfix cannot name is a tensor's (no other
+    type has that method).
 
     ## Why it costs
     The output must be allocated before the kernel that fills it runs, so the host waits for the
@@ -209,7 +215,7 @@ class DataDependentShape(Rule):
         if name is not None and name.startswith("torch."):
             op = name.rsplit(".", 1)[-1]
             subject = args[0].value if args else None
-        elif isinstance(func, cst.Attribute) and a.likely.is_tensor(func.value):
+        elif isinstance(func, cst.Attribute) and (a.likely.is_tensor(func.value) or func.attr.value in _TENSOR_ONLY):
             op = func.attr.value
             subject = func.value
             args = [cst.Arg(func.value), *args]  # as if torch.op(x, ...)
@@ -223,7 +229,8 @@ class DataDependentShape(Rule):
         if unplaced and not unplaced_tensor(a, subject) and not (
             # ``torch.nonzero(vis[0])`` takes a tensor only: where the code repeats, its result
             # is a tensor of the argument's device (a loader's item stays on the CPU)
-            name is not None and name.startswith("torch.") and not loader_item(a, subject) and unplaced_tensor(a, node)
+            (name is not None and name.startswith("torch.") or op in _TENSOR_ONLY)
+            and not loader_item(a, subject) and unplaced_tensor(a, node)
         ):
             return
         if op == "histc" and _has_range(node, args):

@@ -145,7 +145,7 @@ LIKELY_TENSOR_METHODS = {
     "view", "view_as", "reshape", "squeeze", "unsqueeze", "flatten", "clone", "exp", "log",
     "sqrt", "pow", "norm", "softmax", "log_softmax", "sigmoid", "masked_fill", "nonzero", "any",
     "all", "isnan", "isfinite", "logical_not", "logical_and", "std", "var", "prod", "cumsum",
-    "numel", "contiguous", "type_as", "topk", "sort", "gather",
+    "numel", "contiguous", "type_as", "topk", "sort", "gather", "masked_select",
     "numpy",  # then an array: ``x.numpy().astype(bool).sum()`` is no tensor's
 }
 LIKELY_TENSOR_ATTRS = {"grad", "weight", "bias"}
