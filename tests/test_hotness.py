@@ -576,6 +576,35 @@ def test_a_method_a_base_and_its_subclasses_define_resolves_to_all_of_them():
     assert not hot_functions(files).get("beam")
 
 
+def test_a_model_zoo_of_overrides_resolves_to_all_of_them_unless_torch_objects_share_the_name():
+    # PyTorch-VAE: ``self.model.loss_function(...)`` in ``training_step``; a base class and
+    # twenty-odd models override it, each in a file of its own. A distribution's ``q.sample()``
+    # in a loop is no model's ``sample``, however many models define one.
+    models = [f"m{i}" for i in range(10)]
+    resolve = {m: m for m in ("base", "experiment", *models)}
+    base = (
+        "class BaseVAE:\n    def loss_function(self, *a):\n        raise NotImplementedError\n\n"
+        "    def sample(self, n):\n        raise NotImplementedError\n"
+    )
+    model = (
+        "from base import BaseVAE\n\nclass VAE(BaseVAE):\n    def loss_function(self, *a):\n"
+        "        return a\n\n    def sample(self, n):\n        return n\n"
+    )
+    experiment = (
+        "class Experiment:\n    def training_step(self, batch, q):\n"
+        "        for _ in range(3):\n            q.sample()\n"
+        "        return self.model.loss_function(batch)\n"
+    )
+    sources = {"base": base, "experiment": experiment, **{m: model for m in models}}
+    hot = hot_functions([file_calls(m, src.encode(), ["training_step"], resolve) for m, src in sources.items()])
+    assert all(hot.get(m) == {"loss_function"} for m in ("base", *models))
+    # called in a loop that is not over batches (fast-reid's evaluators, once per test set):
+    # too common a name to resolve to twenty-odd classes
+    sources["experiment"] = "def test_all(models, batch):\n    for m in models:\n        m.loss_function(batch)\n"
+    hot = hot_functions([file_calls(m, src.encode(), ["training_step"], resolve) for m, src in sources.items()])
+    assert not any(hot.get(m) for m in ("base", *models))
+
+
 def test_a_logger_method_called_with_a_key_and_a_value_resolves_by_name():
     # pytorch_sac: ``logger.log("train/batch_reward", reward.mean(), step)`` in the agent's
     # ``update``, whose ``Logger.log`` reads ``value.item()``; a tensor's ``p.log()`` and

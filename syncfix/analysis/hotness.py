@@ -51,6 +51,14 @@ _HOOK_REGISTRARS = frozenset({
 # unless those files' classes derive from one another (a base and its overrides), up to the second.
 _MAX_DEFINERS = 2
 _MAX_FAMILY = 6
+# A larger family (a model zoo's overrides of its base's ``loss_function``: PyTorch-VAE's 23)
+# resolves too where step code calls it (a step-like function, a loop over batches), for a name
+# no torch object has (a distribution's ``q.sample()`` in a loop is no model's ``sample``).
+_MAX_ZOO = 32
+_TORCH_OBJECT_METHODS = frozenset({
+    "sample", "rsample", "sample_n", "log_prob", "entropy", "cdf", "icdf", "expand", "perplexity",
+    "enumerate_support", "extra_repr", "register_buffer", "named_children", "share_memory",
+})
 # Names too common to resolve by name: those of builtin containers, tensors and nn.Modules.
 _COMMON = frozenset(
     {n for t in (list, dict, set, str, bytes, int, float) for n in dir(t)}
@@ -84,6 +92,9 @@ class FileCalls:
     # methods called through ``self`` in a loop over batches (``for idx, batch in
     # enumerate(loader): self.run_step(...)``): a subclass's override in another file runs there
     batch_calls: set[str] = field(default_factory=set)
+    # methods called through another object in step code (a step-like function, a loop over
+    # batches): PyTorch-VAE's ``self.model.loss_function(...)`` in ``training_step``
+    step_calls: set[str] = field(default_factory=set)
     # it names an accelerator other than CUDA (accelerators.py): for the copy rules' device fact
     other_accelerator: bool = False
     # it imports modules by a computed name (``importlib.import_module(path)``): any project
@@ -278,6 +289,8 @@ class _Collector:
                     made.append((function, callee, loop))
                     if callee[0] == SELF and loop is not None and every_time and _over_batches(loop):
                         out.batch_calls.add(callee[1])
+                    if callee[0].startswith(ANY) and (function in self.hot or loop is not None and _over_batches(loop)):
+                        out.step_calls.add(callee[1])
                 if type(func) is ast.Attribute and func.attr in _HOOK_REGISTRARS and node.args:  # type: ignore[attr-defined]
                     # a hook runs on every forward or backward pass: as if called in a loop
                     hook = self._callee(node.args[0])  # type: ignore[attr-defined]
@@ -423,7 +436,9 @@ def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
     def targets(callee: Callee, caller: str, across: bool = False) -> list[tuple[str, str]]:
         if callee[0].startswith(ANY):  # ``x.view(...)`` reaches no module-level ``def view`` (2DGS's viewer)
             methods = method_definers.get(callee[1], [])
-            if len(methods) <= _MAX_DEFINERS or (len(methods) <= _MAX_FAMILY and family(methods)):
+            step = callee[1] in by_module[caller].step_calls and callee[1] not in _TORCH_OBJECT_METHODS
+            zoo = _MAX_ZOO if step else _MAX_FAMILY
+            if len(methods) <= _MAX_DEFINERS or (len(methods) <= zoo and family(methods)):
                 return [(m, callee[1]) for m in methods]
             # too common a name: the classes named like the receiver (``logger.log(...)``
             # reaches ``Logger.log``, not an actor's ``log`` in another file)
