@@ -62,6 +62,9 @@ class BlockingHostToDevice(Rule):
     Where code repeats, a tokenizer's output moved whole (`tokenizer(text,
     return_tensors="pt").to(device)`: likely new CPU tensors, each copied blocking) is reported
     with no fix: copying the tensors the model takes with `non_blocking=True` is the user's edit.
+    So is `self.t.to(device)` where code repeats and every method of the class that sets `self.t`
+    sets it to a CPU tensor (DPM-Solver's `self.t_array.to(t.device)`, several times a step): the
+    same host tensor copied again each time, which moving it once (or a buffer) would spare.
 
     Not copies, so never reported: casts (`.to(dtype)` where the argument is a dtype by every
     sign syncfix can read: `torch.float16`, a name or attribute called `dtype` or `*_dtype`
@@ -389,6 +392,8 @@ class BlockingHostToDevice(Rule):
                         why,
                     )
                 self.report(node, why if fix is None else self.MESSAGE, fix=fix)
+            elif receiver.kind is Kind.UNKNOWN and method == "to" and a.is_hot(node) and _kept_on_host(a, func.value):
+                self.report(node, _MAYBE_GPU + _KEPT_ON_HOST.format(code(a, func.value)))
             return
         if source is not Source.CPU and target is not Device.CUDA and source is not Source.LIKELY_BATCH:
             # the source may be on CUDA and the target the CPU: a device-to-host copy made
@@ -647,6 +652,21 @@ _DEFAULT_DEVICE = (
     "with it, sets a default device or tensor type (`set_default_device`, "
     "`set_default_tensor_type`)"
 )
+_KEPT_ON_HOST = (
+    " (`{}` is a CPU tensor its class keeps, copied again each time: move it to the device once, "
+    "or register it as a buffer; no fix)"
+)
+
+
+def _kept_on_host(a, expr: cst.BaseExpression) -> bool:
+    """``self.t_array`` that every method of its class sets to a CPU tensor (DPM-Solver's
+    ``self.t_array.to(t.device)``, nine times a step): the likely view's attribute value."""
+    if not (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self"):
+        return False
+    held = a.likely.value(expr)
+    return held.is_tensor and held.device is Device.CPU
+
+
 _UNKNOWN_DEVICE = (
     "Possibly blocking copy: syncfix can prove neither that the device is CUDA nor that the "
     "tensor is on the CPU (no fix: name the device, e.g. `torch.device(\"cuda\", rank)`, or "

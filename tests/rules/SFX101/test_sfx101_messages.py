@@ -233,3 +233,13 @@ def test_a_copy_put_back_under_its_key_writes_no_tensor(loop, fixed):
     assert found and (found[0].fix is not None) is fixed
     if not fixed:
         assert "the source may be written again" in found[0].message
+
+
+def test_a_cpu_tensor_a_class_keeps_is_said_to_be_copied_again_each_time():
+    # DPM-Solver's ``self.t_array.to(t.device)``: the advice is to move it once, and no fix
+    from pathlib import Path
+
+    source = (Path(__file__).parent / "fixtures" / "kept_on_host_untouched.in.py").read_text()
+    found = [f for f in check_code(source, path="schedule.py", unsafe_fixes=True) if f.code == "SFX101"]
+    kept = [f for f in found if "`self.t_array` is a CPU tensor its class keeps" in f.message]
+    assert len(kept) == 1 and kept[0].fix is None and "move it to the device once" in kept[0].message
