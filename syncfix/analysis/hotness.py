@@ -316,9 +316,9 @@ class _Collector:
     def _instance(self, node: ast.Assign) -> None:
         """``self.<attr> = C(...)`` with ``C`` a class name (capitalised) this file defines or
         imports from the project, or a function of the project that may return one."""
-        value, target = node.value, node.targets[0]
         if len(node.targets) != 1:
             return
+        value, target = node.value, node.targets[0]
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
             made: Callee | None = self.names.get(value.func.id, ("", value.func.id))
         else:  # ``loss_evaluator = make_loss(...)``, then ``self.loss_evaluator = loss_evaluator``
