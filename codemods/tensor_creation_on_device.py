@@ -121,7 +121,11 @@ class TensorCreationOnDevice(Rule):
       `[img.size(-1) for img in images]`, directly or through a name bound to it just before):
       sizes are ints for tensors and numpy arrays. A Python number there (`len(records)`,
       `float(scale)`) is instead filled on that device, `torch.full((), v, device=d)`: no copy at
-      all, **unsafe** for the same reason (and for the scalar reasons above).
+      all, **unsafe** for the same reason (and for the scalar reasons above). So is a number that
+      only an `isinstance(v, (int, float))` test proves, when `dtype=` is given (numpy scalars
+      and bools pass such a test; without `dtype`, `tensor` would infer float64 for numpy's
+      float64 where `full` gives the default float), even where the project names another
+      accelerator: a fill copies nothing.
     - Data that may already be a tensor, a device expression that is not a plain name, string or
       attribute (it would be evaluated later), a file that uses CUDA streams (the copy would be
       ordered on the current stream only) or calls `torch.set_default_device`: finding, no fix.
@@ -281,12 +285,30 @@ class TensorCreationOnDevice(Rule):
         dtype with another error); exact where they fill as ``torch.tensor`` builds."""
         element = _one_element(data)
         if self.analysis.python_number_type(data if element is None else element) is None:
-            return None
+            return self._narrowed_fill(node, data) if element is None else None
         fix = self._fix(node, data, dev)
         if fix is None:
             return None
         reason = fix.description.partition(" (unsafe")[0]
         return self.unsafe_fix(fix.changes, reason + _UNNAMED_DEVICE_FILL)
+
+    def _narrowed_fill(self, node: cst.Call, data: cst.BaseExpression) -> Fix | None:
+        """``torch.full((), v, dtype=..., ...)`` for a number only an ``isinstance(v, (int,
+        float))`` test proves (peft's embed scale): unsafe. Subclasses pass such a test (numpy's
+        float64, bool), whose inferred dtypes differ, so only with ``dtype=`` given."""
+        a = self.analysis
+        dtype_arg = keyword(node, "dtype")
+        kwargs = {arg.keyword.value for arg in node.args if arg.keyword is not None}
+        if (
+            a.value(data).kind is not Kind.NUMBER
+            or dtype_arg is None
+            or (isinstance(dtype_arg.value, cst.Name) and dtype_arg.value.value == "None")
+            or not kwargs <= _SCALAR_KEYWORDS
+            or not self._rewritable(node)
+            or a.caught_by_handler(node)
+        ):
+            return None
+        return self.unsafe_fix({node: _full(node)}, _FILL + _NARROWED_FILL)
 
     def _rewritable(self, node: cst.Call) -> bool:
         """``torch.tensor``/``torch.as_tensor`` spelled through the module name, in a file with
@@ -499,6 +521,11 @@ _UNNAMED_DEVICE_FILL = (
     " (unsafe: the device is one syncfix cannot name; filling is exact on CUDA and the CPU, and"
     f" {_RANGES}; declare `devices = [\"cuda\", \"cpu\"]` in [tool.syncfix.torch] if the project runs on"
     " nothing else)"
+)
+_NARROWED_FILL = (
+    " (unsafe: the number is an int or a float by an isinstance test only, which numpy scalars"
+    " and bools pass too (the given dtype makes both build the same dtype); the device is one"
+    f" syncfix cannot name; filling is exact on CUDA and the CPU, and {_RANGES})"
 )
 _UNKNOWN_DATA = _IF_A_GPU[:-1] + _UNKNOWN_DATA_HERE + ")"
 

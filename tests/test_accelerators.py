@@ -127,6 +127,32 @@ def test_copies_to_an_unnamed_device_get_no_fix_where_the_project_names_mps(tmp_
     assert all(f["fix"] is not None for f in _findings(root).values())
 
 
+SCALED = """
+import torch
+import common
+
+class Scaled(torch.nn.Module):
+    def forward(self, x, scale, offset):
+        if isinstance(scale, (int, float)):
+            x = x * torch.tensor(scale, device=x.device, dtype=x.dtype)
+        if isinstance(offset, (int, float)):
+            x = x + torch.tensor(offset, device=x.device)
+        return x
+"""
+
+
+def test_a_narrowed_number_is_filled_where_the_project_names_mps(tmp_path):
+    # a fill copies nothing, so another accelerator does not hold it back (peft's embed scale);
+    # without dtype= a numpy float64 passing the isinstance test would build float64: no fill
+    found = _findings(_project(tmp_path, {"train.py": SCALED, "common.py": COMMON}))
+    assert set(found) == {(7, "SFX102"), (9, "SFX102")}
+    fill = found[(7, "SFX102")]["fix"]
+    assert fill["applicability"] == "unsafe"
+    assert [e["content"].strip() for e in fill["edits"]] == ["x = x * torch.full((), scale, device=x.device, dtype=x.dtype)"]
+    assert found[(9, "SFX102")]["fix"] is None
+    assert "(module `common` names it)" in found[(9, "SFX102")]["message"]
+
+
 LOOP = """
 import torch
 import common
