@@ -11,6 +11,7 @@ import libcst as cst
 
 from syncfix.analysis import (
     HOST_FACTORIES,
+    LEGACY_CONSTRUCTORS,
     METHOD_MAYBE_SELF,
     Kind,
     keyword,
@@ -197,15 +198,44 @@ def places_a_module(a, call: cst.Call) -> bool:
     )
 
 
-def no_elements(a, expr: cst.BaseExpression) -> bool:
+def _changed_in_place(a, name: cst.Name) -> bool:
+    """May a statement of ``name``'s function change its object in place (``holder.set_(buf)``,
+    ``shown.data = buf``, an unknown call it is passed to)?"""
+    scope = a.enclosing_function(name) or a.module
+    for stmt in a.nodes_within(scope, cst.SimpleStatementLine):
+        fx = a.effects(stmt)
+        if name.value in fx.inplace or (fx.may_mutate_anything and name.value in fx.reads):
+            return True
+    return False
+
+
+# Methods that convert a tensor's dtype and keep its elements (none stay none).
+_CASTS = frozenset({"long", "int", "float", "double", "half", "bfloat16", "bool", "byte", "short"})
+
+
+def no_elements(a, expr: cst.BaseExpression, hops: int = 2) -> bool:
     """A tensor made here with no elements: ``torch.empty(0)``, ``torch.zeros((0, n))``,
-    ``torch.tensor([])``, ``torch.Tensor([])``."""
+    ``torch.tensor([])``, ``torch.Tensor([])``, a cast of one (``.long()``), or a name every
+    binding of which reaching here is one (retinanet's ``scores = torch.Tensor([])`` before
+    ``if torch.cuda.is_available(): scores = scores.cuda()``)."""
+    if isinstance(expr, cst.Name) and hops:
+        values = a.reaching_values(expr)
+        return bool(values) and not _changed_in_place(a, expr) and all(
+            isinstance(v, cst.BaseExpression) and no_elements(a, v, hops - 1) for v in values
+        )
     if not isinstance(expr, cst.Call):
         return False
-    name = a.callee(expr)
+    func = expr.func
+    if isinstance(func, cst.Attribute) and func.attr.value in _CASTS and not expr.args:
+        return no_elements(a, func.value, hops)
+    name = a.callee(expr) or ""
     args = positional(expr)
-    if name in ("torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.FloatTensor", "torch.LongTensor"):
-        return len(args) == 1 and isinstance(args[0].value, (cst.List, cst.Tuple)) and not args[0].value.elements
+    legacy = name.removeprefix("torch.") in LEGACY_CONSTRUCTORS
+    if (legacy or name in ("torch.tensor", "torch.as_tensor")) and len(args) == 1 and isinstance(args[0].value, (cst.List, cst.Tuple)):
+        return not args[0].value.elements
+    if legacy and len(args) >= 2 and len(args) == len(expr.args):
+        # ``torch.LongTensor(b, k, 0)``: sizes, one of them 0 (self-critical's beam tables)
+        return any(isinstance(s.value, cst.Integer) and s.value.evaluated_value == 0 for s in args)
     if name in _SIZED_FACTORIES and args:
         sizes = args[0].value.elements if len(args) == 1 and isinstance(args[0].value, (cst.Tuple, cst.List)) else args
         return any(isinstance(s.value, cst.Integer) and s.value.evaluated_value == 0 for s in sizes)

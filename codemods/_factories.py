@@ -11,7 +11,7 @@ import libcst as cst
 
 from syncfix.analysis import Kind, keyword, named_as_device, positional
 
-from ._support import append_kwarg, int_like
+from ._support import append_kwarg, code, int_like
 
 # What each factory's result depends on besides its device: its own arguments, the same on every
 # device. ``torch.arange`` only of Python ints, to an integer dtype (exact everywhere; float
@@ -48,6 +48,8 @@ def built_on_device(a, call: cst.Call) -> tuple[cst.Call, list[str]] | None:
     factory = func.value
     if not isinstance(factory, cst.Call):
         return None
+    if "#" in code(a, call).replace(code(a, factory), "", 1):
+        return None  # a comment among ``.to(...)``'s arguments, which the rewrite would drop
     if _exact_everywhere(a, factory):
         likely = []
     elif _exact_everywhere(a, factory, likely_sizes=True):

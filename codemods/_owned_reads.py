@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ._support import per_element_read, runs_every_iteration
+from ._support import per_element_read, runs_every_iteration, runs_on_every_call
 from ._totals import added_to_total
 
 _HANDLED_CONTEXTS = (
@@ -51,7 +51,7 @@ def owned_elsewhere(a, node: cst.Call, stmt: cst.SimpleStatementLine, proven: bo
             # provably on CUDA, and where they report the read this finding gives way
             # (DEFERS_TO); cleanrl's five ``writer.add_scalar(..., v_loss.item(), ...)`` at the
             # end of each iteration neither moves nor defers
-            in_log(a, anc) and not runs_every_iteration(a, stmt)
+            in_log(a, anc) and not (runs_every_iteration(a, stmt) or runs_on_every_call(a, stmt))
             # a meter's update: SFX302's
             or method == "update"
             # SFX404 reads a list's values after the loop, for tensors it can place on CUDA
@@ -68,8 +68,9 @@ def owned_elsewhere(a, node: cst.Call, stmt: cst.SimpleStatementLine, proven: bo
         return True  # ``total = total + t.item()``: the same running total, SFX302's
     in_stmt = a.likely.host_read_syncs(stmt, any_device=True)
     if len(in_stmt) > 1:
-        if proven:
-            return True  # several reads in one statement: SFX301's
+        if proven and len(a.host_read_syncs(stmt, any_device=True)) == len(in_stmt):
+            return True  # several reads in one statement: SFX301's (not where some are reads
+            # only in the likely view, which SFX301 does not merge: pygcn's ``acc_train.item()``)
         first = min(in_stmt, key=lambda n: a.structure.order.get(n, -1))
         return first is not node  # one finding for the statement
     if not proven:

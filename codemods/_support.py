@@ -618,6 +618,18 @@ def runs_every_iteration(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
     return False
 
 
+def runs_on_every_call(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
+    """Does ``node`` run on every call of a function that repeats (a step-like function, or one
+    called from a loop), outside any loop, ``if`` or ``try`` of that function? pygcn's
+    ``train(epoch)``, called once per epoch, prints its losses on every call."""
+    for anc in a.ancestors(node):
+        if isinstance(anc, (cst.For, cst.While, cst.If, cst.Try, cst.TryStar, cst.ClassDef, cst.Lambda)):
+            return False
+        if isinstance(anc, cst.FunctionDef):
+            return a.is_hot(node)
+    return False
+
+
 def _loop_invariant(a: ModuleAnalysis, tests: list[cst.BaseExpression], loop: cst.For | cst.While) -> bool:
     """Are ``tests`` made of names (``rank``, ``args.local_rank``), literals and operators only,
     none of the names bound in ``loop``?"""

@@ -8,6 +8,7 @@ from dataclasses import replace
 import libcst as cst
 
 from syncfix.analysis import (
+    LEGACY_CONSTRUCTORS,
     Device,
     Kind,
     Memory,
@@ -36,6 +37,18 @@ from ._copy_calls import (
 from ._factories import built_like, built_on_device
 from ._memory import PASSED_ON, non_blocking_flag, source_may_change
 from ._support import code, other_accelerator
+
+
+def _typed_of_unknown(a, expr: cst.BaseExpression) -> str | None:
+    """``torch.FloatTensor(x)`` (a legacy constructor) of one value syncfix cannot name: the
+    constructor's name, else None."""
+    if not isinstance(expr, cst.Call) or len(expr.args) != 1 or expr.args[0].keyword or expr.args[0].star:
+        return None
+    name = a.callee(expr) or ""
+    short = name.removeprefix("torch.")
+    if short not in LEGACY_CONSTRUCTORS or a.value(expr.args[0].value).kind is not Kind.UNKNOWN:
+        return None
+    return f"torch.{short}"
 
 
 class BlockingHostToDevice(Rule):
@@ -246,7 +259,10 @@ class BlockingHostToDevice(Rule):
     (`set_default_tensor_type(torch.cuda.HalfTensor)` in a script that imports the module): the
     factory's tensor may then already be on the GPU and the copy's direction is unknown, but
     built with `device=` it is the same tensor either way (a tensor of data gets a finding that
-    names the default, and no fix). Where the device is provably CUDA, the copy is made
+    names the default, and no fix). Where the device is provably CUDA, or CUDA or the CPU, such
+    a factory's tensor is built there too, where that is proven exact (**safe**): no copy beats a
+    non-blocking one, which from pageable memory still waits for the GPU at a few MiB
+    (`torch.ones(classification.shape).cuda()` of a detection loss); other copies are made
     non-blocking as above. Likewise `torch.zeros(...).to(t)` of a `t` provably a
     tensor, in code that repeats (fastMRI's `torch.zeros(1, 1, 1, 1, 1).to(current_kspace)` in
     each cascade of a forward), is a copy to `t`'s device, whichever it is, converted to `t`'s
@@ -282,8 +298,13 @@ class BlockingHostToDevice(Rule):
     ]
     INVALID = [
         Invalid(
+            "import torch\nx = torch.randn(3).cuda()\n",
+            "import torch\nx = torch.randn(3).to(\"cuda\", non_blocking=True)\n",
+        ),
+        # a factory's zeros or ones: built on the device, no copy at all
+        Invalid(
             "import torch\nx = torch.ones(3).cuda()\n",
-            "import torch\nx = torch.ones(3).to(\"cuda\", non_blocking=True)\n",
+            "import torch\nx = torch.ones(3, device=\"cuda\")\n",
         ),
         Invalid(
             "import torch\nx = torch.ones(3)\ny = x.to('cuda:1')\n",
@@ -354,6 +375,7 @@ class BlockingHostToDevice(Rule):
             if branch is True:
                 target = Device.CUDA  # the body of ``if device.type == "cuda":``
         whole_batch = False
+        narrow_class = ""
         if receiver.is_tensor:
             source = Source.CPU if receiver.device is Device.CPU else Source.TENSOR
         elif receiver.kind is Kind.UNKNOWN and a.is_likely_batch_item(func.value):
@@ -365,11 +387,9 @@ class BlockingHostToDevice(Rule):
             # so may a part's where a project class defines a ``to`` without ``non_blocking``
             # (DETR's ``NestedTensor``), or whose copy is unpacked (PyG's sampler: ``edge_index,
             # _, size = adj.to(device)``, a named tuple of tensors)
-            whole_batch = method == "to" and (
-                bool(loaders) and any(whole for _, whole in loaders or ())
-                or project_narrow_to(a)
-                or unpacked(a, node)
-            )
+            whole = bool(loaders) and any(whole for _, whole in loaders or ()) or unpacked(a, node)
+            whole_batch = method == "to" and (whole or project_narrow_to(a))
+            narrow_class = "" if whole else a.narrow_to
         elif receiver.kind is Kind.UNKNOWN and method == "to" and a.is_hot(node) and a.is_tokenizer_output(func.value):
             # BLIP's ``self.tokenizer(caption, ...).to(image.device)``
             caught = a.caught_by_handler(node)
@@ -442,21 +462,30 @@ class BlockingHostToDevice(Rule):
         headline = _MAYBE_GPU if target is Device.UNKNOWN else self.MESSAGE
         if target is Device.CUDA and source is Source.TENSOR:
             headline = _MAYBE_ON_HOST  # ``torch.unique(labels).cuda()``: labels may be on the GPU
-        built = built_on_device(a, node) if target is Device.UNKNOWN and not a.uses_streams else None
-        if built is not None:
-            # exact on every device, where a non-blocking copy is proven on CUDA and the CPU only
+        built = built_on_device(a, node) if not a.uses_streams else None
+        if built is not None and (target is Device.UNKNOWN or not built[1]):
+            # exact on every device, where a non-blocking copy is proven on CUDA and the CPU only;
+            # to CUDA no copy at all beats a non-blocking one, which from pageable memory still
+            # waits for the GPU at a few MiB (retinanet's ``torch.ones(classification.shape).cuda()``)
             self.report(node, headline, fix=self._built_there_fix(node, built))
             return
         if target is Device.UNKNOWN and a.other_accelerator and not a.cuda_or_cpu_only:
             self.report(node, f"{headline} ({other_accelerator(a.other_accelerator)}: no fix)")
             return
         if whole_batch:
-            why = _WRITTEN if source_may_change(a, node, passed_on=False) else _WHOLE_BATCH
+            why = (
+                _WRITTEN if source_may_change(a, node, passed_on=False)
+                else _NARROW_CLASS.format(narrow_class) if narrow_class
+                else _WHOLE_BATCH
+            )
             self.report(node, f"{headline} ({why}: no fix)")
             return
         fix = self._fix(node, receiver, source, target)
         if fix is None:
             why = _WRITTEN
+            shared = _typed_of_unknown(a, func.value)
+            if shared is not None:
+                why = _MAY_SHARE.format(shared)
             if a.uses_streams:
                 why = _STREAMS + (f" (in module `{a.streams_around}`)" if a.streams_around else " (in this module)")
             self.report(node, f"{headline} ({why}: no fix)")
@@ -703,6 +732,17 @@ _WHOLE_BATCH = (
     "`non_blocking`), which may not take `non_blocking`; pass "
     "non_blocking=True yourself where it "
     "does, or copy the tensors it holds (`batch[\"input_ids\"].to(device, non_blocking=True)`)"
+)
+_MAY_SHARE = (
+    "`{0}` of a value syncfix cannot name is new memory for a list, a tuple or sizes, but shares "
+    "the memory of a CPU tensor of its type, which other code may write before a non-blocking "
+    "copy reads it; if the value is a list of numbers (a config's), build and copy the tensor "
+    "once, before the code that repeats"
+)
+_NARROW_CLASS = (
+    "the batch part may be an instance of {}, a class of this project whose `to` takes no "
+    "`non_blocking`; pass non_blocking=True yourself where it is a tensor, or give that `to` a "
+    "`non_blocking` parameter"
 )
 _UNKNOWN_TARGET_FIX = (
     "Copy with non_blocking=True (unsafe: the source is a CPU tensor, exact on CUDA and the CPU; "

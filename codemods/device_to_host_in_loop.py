@@ -67,6 +67,11 @@ _WRITER_HINT = (
 )
 # ``math`` functions whose torch twin has another name (none for ``gamma``, ``cbrt``).
 _TORCH_TWIN = {"fabs": "abs", "degrees": "rad2deg", "radians": "deg2rad", "gamma": "", "cbrt": ""}
+_SLICE_HINT = (
+    "; no fix: a slice bound is read as a Python int (`__index__`); keep the bound a number the "
+    "host already has (a length it set, or one `.tolist()` before the loop), or select on the "
+    "device (a mask, `torch.where`, `index_select`)"
+)
 _HOST_COPY = (
     "; the value is already on the host: the fix takes it from the list the tensor was built from"
 )
@@ -173,9 +178,9 @@ class DeviceToHostInLoop(Rule):
     in a slice, added to a total kept in a container: `counts["raw"] += t.sum().item()`) is
     reported as well, unless another rule owns it: a running total in a name (SFX302), a log
     line that SFX401 moves or SFX402 defers (another log line, or a metric written with
-    `add_scalar`, is reported here, without a fix, where it runs on every iteration of its loop,
-    and not under `if step % 100 == 0:`), a branch or check (SFX201-SFX206), a comprehension
-    (SFX303), or reads in a row that SFX301 can merge (of reads it cannot, one finding per
+    `add_scalar`, is reported here, without a fix, where it runs on every iteration of its loop
+    or on every call of a function that repeats, and not under `if step % 100 == 0:`), a branch
+    or check (SFX201-SFX206), a comprehension (SFX303), or reads in a row that SFX301 can merge (of reads it cannot, one finding per
     statement; lines that call a writer, as cleanrl's `writer.add_scalar(..., v_loss.item(),
     step)` lines do, are no run it merges). So is
     `float(t)` / `int(t)` of a tensor, or of a tensor op's result (`float(preds.eq(y).sum())`,
@@ -185,7 +190,9 @@ class DeviceToHostInLoop(Rule):
     a tensor not provably on the CPU (`math.sqrt(kl_clip / vg_sum)`, `math.isinf(g) or
     math.isnan(g)`: each reads its argument as a Python float), one finding per statement, without
     a fix (`torch.sqrt` keeps it on the device); not `math.floor`/`ceil`/`trunc`, which call the
-    tensor's own method, nor a check (SFX203). So is a tensor written with
+    tensor's own method, nor a check (SFX203). So is a tensor used as a slice bound
+    (`mels[:, :, :self.r]` of a registered buffer `r`, `x[:lengths.max()]`), which Python reads
+    as an int (`__index__`), without a fix. So is a tensor written with
     `writer.add_scalar(tag, t, step)` (TensorBoard converts it with `.cpu().numpy()`) where the
     line runs on every iteration of its loop, without a fix. A part of a batch from a loader named as such (`data_loader`, `self.train_loader`)
     that the code never copies is, by SFX101's likely fact, a CPU tensor: its reads are not
@@ -281,7 +288,7 @@ class DeviceToHostInLoop(Rule):
     MESSAGE = "Blocking device-to-host copy in a loop: the CPU waits for all queued GPU work"
     FIX = "sometimes"
     SAFETY = ("unsafe",)
-    TRIGGERS = (".cpu(", ".tolist(", ".to(", ".item(", "float(", "int(", "math", "add_scalar(")
+    TRIGGERS = (".cpu(", ".tolist(", ".to(", ".item(", "float(", "int(", "math", "add_scalar(", ":")
     # reads in a row (SFX301), a value read only for a later log line (SFX401) and values
     # collected to be read after the loop (SFX404) are theirs
     DEFERS_TO = ("SFX301", "SFX401", "SFX402", "SFX404")
@@ -371,6 +378,30 @@ class DeviceToHostInLoop(Rule):
                 "needed later, collect the tensor and convert it after one event wait)"
             )
         self.report(node, (self.MESSAGE if in_loop else _COPY_WHERE_REPEATS) + where + hint)
+
+    def visit_Slice(self, node: cst.Slice) -> None:
+        """``mels[:, :, :self.r]`` with ``r`` a tensor (a registered buffer, ``lengths.max()``):
+        slicing reads each bound on the host (``__index__``), a sync each time the code repeats."""
+        a = self.analysis
+        for bound in (node.lower, node.upper, node.step):
+            if bound is None or isinstance(bound, (cst.Integer, cst.UnaryOperation, cst.SimpleString)):
+                continue
+            value = a.value(bound)
+            if value.is_tensor and value.device in (Device.CUDA, Device.CUDA_OR_CPU):
+                if a.enclosing_loop(node) is None and not a.is_hot(node):
+                    continue
+                where = "" if value.device is Device.CUDA else " (when the tensor is on CUDA)"
+            elif not value.is_tensor and a.torch_code and unplaced_tensor(a, bound):
+                where = unplaced_message(a, node)
+            else:
+                continue
+            stmt = a.statement_of(node)
+            if stmt in self._own_lines:
+                return  # one finding a statement (``fg_mask[b, v1:v2, u1:u2]``: four bounds)
+            if stmt is not None:
+                self._own_lines.add(stmt)  # type: ignore[arg-type]
+            self.report(bound, _SCALAR + where + _SLICE_HINT)
+            return
 
     def _scalar_read(self, node: cst.Call) -> None:
         """``v = t.item()`` or ``f(t.item())`` where code repeats, on a tensor that is (or may be)

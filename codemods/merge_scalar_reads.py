@@ -70,7 +70,8 @@ class MergeScalarReads(Rule):
     (`print(f"{loss.item():.3f} {acc.item():.3f}")`, `log({"loss": loss.item(), "acc": acc.item()})`)
     or in consecutive statements of one block with nothing in between that could change the
     tensors (no call that may mutate anything, no in-place write to a tensor, no rebinding of the
-    names read, no control flow).
+    names read, no control flow; a `print` to standard output writes no tensor, and a literal's
+    `str.format` calls nothing, as an f-string does).
 
     ## Why it costs
     Every read copies one value to the host and waits for the whole CUDA stream
@@ -234,8 +235,9 @@ class MergeScalarReads(Rule):
 
     def _quiet(self, stmt: cst.SimpleStatementLine) -> bool:
         """Nothing in ``stmt`` can change a tensor, exit, or run unknown code."""
-        fx = self.analysis.effects(stmt)
-        if fx.exits or fx.may_mutate_anything:
+        a = self.analysis
+        fx = a.effects(stmt)
+        if fx.exits or fx.may_mutate_anything and not all(a.is_pure_call(c) or _prints(a, c) for c in fx.calls):
             return False
         return all(self._not_tensor_name(stmt, name) for name in fx.inplace)
 
@@ -296,7 +298,8 @@ class MergeScalarReads(Rule):
         if not merged or torch_name is None:
             reuse = self._reuse(run, items)
             if reuse is not None:
-                self.report(first, f"{n} host reads in a row, one sync each", fix=reuse)
+                fix, reused = reuse
+                self.report(first, f"{n} host reads in a row, one sync each", fix=fix, covers=_others(first, reused))
                 return
             stmts = {id(i.stmt) for i in items}
             elements = elements_at_once(a, first, items[0].stmt) if len(stmts) == 1 else None
@@ -314,9 +317,15 @@ class MergeScalarReads(Rule):
                 why = "`torch` is not imported by name in this module"
             self.report(first, f"{n} host reads in a row, one sync each; no fix: {why}", covers=others)
             return
-        self.report(first, f"{n} host reads in a row, one sync each", fix=self._fix(run, merged, torch_name))
+        fixed = [i.read.node for g in merged for i in g]
+        message = f"{n} host reads in a row, one sync each"
+        left = [i for i in items if i.read.node not in fixed]
+        if left:  # GAN logs: ``d_loss``, ``g_loss`` merged, the scores read apart
+            why = next((i.why_not for i in left if i.why_not), None) or "another dtype kind or device"
+            message += f"; the fix merges {len(fixed)} of them, not {', '.join(f'`{i.code}`' for i in left)} ({why})"
+        self.report(first, message, fix=self._fix(run, merged, torch_name), covers=_others(first, fixed))
 
-    def _reuse(self, run, items: list[_Read]) -> Fix | None:
+    def _reuse(self, run, items: list[_Read]) -> tuple[Fix, list[cst.Call]] | None:
         """The same tensor read twice in the stretch (``print(u.item(), u.item() * 2)``): nothing
         between the reads can change it, so one read serves both, whatever its dtype or device.
         Only scalar forms (``item()``, ``float()``...): a list from ``tolist()`` is a new object
@@ -340,7 +349,8 @@ class MergeScalarReads(Rule):
                 replace[item.read.node] = cst.Name(name)
         changes = _rewrite_run(run, {id(i.stmt) for g in twice for i in g}, replace, new_stmts)
         names = ", ".join(f"`{g[0].code}`" for g in twice)
-        return self.safe_fix(changes, f"Read {names} once and use the value twice")
+        reused = [i.read.node for g in twice for i in g]
+        return self.safe_fix(changes, f"Read {names} once and use the value twice"), reused
 
     def _describe(self, read: HostRead, stmt: cst.SimpleStatementLine) -> _Read:
         a = self.analysis
@@ -398,6 +408,17 @@ _LIKELY_DEVICE = (
     " (unsafe: syncfix cannot name the tensors' device; values read together in code that "
     "repeats are likely on one, and where they are not `torch.stack` raises)"
 )
+
+
+def _prints(a: ModuleAnalysis, call: cst.Call) -> bool:
+    """``print(...)`` to standard output: it writes no tensor (a line logged between two reads
+    leaves the tensors as they were)."""
+    return a.callee(call) == "builtins.print" and all(arg.keyword is None or arg.keyword.value != "file" for arg in call.args)
+
+
+def _others(first: cst.CSTNode, reads: list[cst.Call]) -> tuple[cst.CSTNode, ...]:
+    """The reads a fix rewrites besides the finding's own: SFX105 says nothing more of them."""
+    return tuple(r for r in reads if r is not first)
 
 
 def _rewrite_run(run, touched: set[int], replace: dict, new_stmts: list) -> dict:

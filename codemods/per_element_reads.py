@@ -25,7 +25,10 @@ class PerElementReads(Rule):
     depends on the indices, so the message says to read the tensor once (`passk.tolist()`) and
     index the list, or to gather the elements with one index tensor. So is
     `all(t)`/`any(t)` of a tensor, which iterates it and reads each element with `bool()` until
-    the answer is known (`bool(t.all())` reads a 1-D tensor once).
+    the answer is known (`bool(t.all())` reads a 1-D tensor once). So is, where the code
+    repeats, `map(lambda t: t.item(), (a, b, c))`, a read per element as in a comprehension
+    (a diffusion sampler's `sigma, sigma_next, gamma = map(lambda t: t.item(), ...)` every
+    step), without a fix.
 
     ## Why it costs
     Each read is a device-to-host copy plus a full stream sync: a comprehension over N elements
@@ -145,6 +148,9 @@ class PerElementReads(Rule):
         """``all(t)``/``any(t)`` of a tensor: Python iterates it, one ``bool()`` read (a sync)
         per element until the answer is known (llm.c's ``if all(eos_reached):`` every token)."""
         func = node.func
+        if isinstance(func, cst.Name) and func.value == "map" and len(node.args) == 2:
+            self._mapped_reads(node)
+            return
         if not (isinstance(func, cst.Name) and func.value in ("all", "any") and len(node.args) == 1):
             return
         arg = node.args[0]
@@ -165,6 +171,32 @@ class PerElementReads(Rule):
             f"(for a 1-D tensor) reads once{where}; no fix: syncfix rewrites only comprehensions "
             "and loops",
         )
+
+    def _mapped_reads(self, node: cst.Call) -> None:
+        """``map(lambda t: t.item(), (a, b, c))`` where code repeats: a read per element, as in
+        a comprehension (imagen's sampler reads ``sigma, sigma_next, gamma`` so every step)."""
+        a = self.analysis
+        fn, items = node.args[0].value, node.args[1].value
+        if (
+            a.callee(node) != "builtins.map"
+            or not isinstance(fn, cst.Lambda)
+            or len(fn.params.params) != 1
+            or not isinstance(fn.body, cst.Call)
+            or not a.is_hot(node)
+        ):
+            return
+        read = a.host_read(fn.body) or a.likely.host_read(fn.body)
+        param = fn.params.params[0].name.value
+        if read is None or not (isinstance(read.receiver, cst.Name) and read.receiver.value == param):
+            return
+        elements = items.elements if isinstance(items, (cst.Tuple, cst.List)) else None
+        if elements is not None and any(
+            isinstance(el, cst.StarredElement) or a.likely.value(el.value).device is Device.CPU for el in elements
+        ):
+            return
+        if elements is None and (a.likely.value(items).device is Device.CPU or _host_rows(a, items)):
+            return
+        self.report(node, f"{self.MESSAGE}{_MAYBE_GPU}; no fix: {_MAPPED}")
 
     def visit_ListComp(self, node: cst.ListComp) -> None:
         self._comprehension(node)
@@ -507,6 +539,11 @@ _NO_TORCH_NAME = (
 
 # Elements syncfix cannot name may be CPU tensors (a tokenizer's output), which do not sync.
 _MAYBE_GPU = " (if the tensors are on a GPU: syncfix cannot tell which device they are on)"
+_MAPPED = (
+    "`map` reads each element on the host; where they are tensors of one shape, dtype kind and "
+    "device, `torch.stack([...]).tolist()` reads them with one transfer (or read them once, "
+    "before the loop that repeats this)"
+)
 _UNKNOWN_ELEMENTS = (
     "syncfix cannot tell what the iterated values are; where they are tensors of one shape, dtype "
     "kind and device, `torch.stack([...]).tolist()` (or `torch.cat`) reads them with one transfer"

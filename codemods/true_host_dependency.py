@@ -389,6 +389,9 @@ class TrueHostDependency(Rule):
                 if _is_literal(value) or a.python_number_type(value) is not None
             )
             reshaped = sorted(name for name, value in chosen.items() if _reshapes(a, value))
+            # ``torch.where`` runs both sides: not a call that may draw random numbers or write
+            # (imagen's ``renoised = scheduler.q_sample_from_to(img, ...)``, a ``randn_like``)
+            impure = sorted(name for name, value in chosen.items() if not a.is_effect_free(value))
             if host:
                 why = (
                     f"the branch sets the Python value {_names(host)}, which later code reads on the "
@@ -400,6 +403,13 @@ class TrueHostDependency(Rule):
                     "selection by a mask or an index tensor), which "
                     "`torch.where` cannot express. Keep the shape fixed (pad, or mask the rows), or "
                     "decide every N steps"
+                )
+            elif impure:
+                why = (
+                    f"the branch computes {_names(impure)} with calls syncfix cannot see into. If "
+                    "they draw no random numbers and have no side effects, compute both sides and "
+                    "choose on the device (`torch.where`); otherwise decide every N steps, or on "
+                    "values the host already has"
                 )
             else:
                 why = (

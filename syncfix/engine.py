@@ -209,7 +209,7 @@ def analyze(
         datasets_placed=context.datasets_placed if context else False,
         other_accelerator=context.other_accelerator if context else "",
         torch_elsewhere=context.torch_by_star if context else False,
-        narrow_to=context.narrow_to if context else False,
+        narrow_to=context.narrow_to if context else "",
         source=source,
         trivia=any(visits_trivia(rule) for rule in rules),
     )
@@ -630,19 +630,33 @@ def apply_suppressions(
 
 
 def drop_deferred(raws: list[RawFinding]) -> list[RawFinding]:
-    """Drop the findings without a fix whose node a rule they defer to (``Rule.DEFERS_TO``)
-    also reports, or covers (SFX301's run of reads): the same sync, said twice. After suppressions, so a silenced finding does
-    not silence another rule's."""
+    """Drop the findings whose node a rule they defer to (``Rule.DEFERS_TO``) also reports, or
+    covers (SFX301's run of reads): the same sync, said twice. A finding with a fix stays unless
+    the other's fix is as trusted (faster-rcnn's two reads of ``num_examples``: SFX301's safe
+    merge, not SFX105's unsafe read-once as well). After suppressions, so a silenced finding
+    does not silence another rule's."""
     if not any(r.rule.DEFERS_TO for r in raws):
         return raws
-    codes_at: dict[int, set[str]] = {}
+    # per node: each rule reporting it, with the rank of its best fix (lower: more trusted)
+    ranks_at: dict[int, dict[str, int]] = {}
     for r in raws:
         for node in (r.node, *r.covers):
-            codes_at.setdefault(id(node), set()).add(r.rule.CODE)
-    return [
-        r for r in raws
-        if r.fix is not None or not codes_at[id(r.node)].intersection(r.rule.DEFERS_TO)
-    ]
+            codes = ranks_at.setdefault(id(node), {})
+            codes[r.rule.CODE] = min(codes.get(r.rule.CODE, _NO_FIX), _rank(r))
+    kept = []
+    for r in raws:
+        others = [rank for code, rank in ranks_at[id(r.node)].items() if code in r.rule.DEFERS_TO]
+        if not others or (r.fix is not None and min(others) > _rank(r)):
+            kept.append(r)
+    return kept
+
+
+_TRUST = {Applicability.SAFE: 0, Applicability.OBSERVED: 1, Applicability.UNSAFE: 2}
+_NO_FIX = len(_TRUST)
+
+
+def _rank(raw: RawFinding) -> int:
+    return _NO_FIX if raw.fix is None else _TRUST[raw.fix.applicability]
 
 
 # ---- a whole file ------------------------------------------------------------------------------

@@ -131,7 +131,9 @@ class Project:
             )
         }
         self.one_time = {f.module for f in calls if one_time(f, self.hot.get(f.module, frozenset()))}
-        self.narrow_to = any(f.narrow_to for f in calls)
+        self.narrow_to = next(
+            (f"`{f.narrow_to}` (module `{f.module}`)" for f in sorted(calls, key=lambda f: f.module) if f.narrow_to), ""
+        )
         aliases: dict[str, list[str]] = {}
         for suffix, name in self.resolve.items():
             aliases.setdefault(name, []).append(suffix)

@@ -15,7 +15,7 @@ from syncfix.config import Settings
 from syncfix.engine import Job, process_file
 from syncfix.projects import contexts
 
-SAFE = "import torch\nx = torch.ones(3).cuda()\n"
+SAFE = "import torch\nx = torch.rand(3).cuda()\n"
 UNSAFE = "import torch\ndef f(x: torch.Tensor):\n    return x.cuda()\n"
 
 

@@ -20,10 +20,10 @@ from syncfix.model import Finding
 from syncfix.noqa import add_noqa
 
 REPO = Path(__file__).resolve().parent.parent
-SAFE = "import torch\nfor step in range(3):\n    x = torch.ones(3).cuda()\n"
+SAFE = "import torch\nfor step in range(3):\n    x = torch.rand(3).cuda()\n"
 UNSAFE = "import torch\ndef forward(x: torch.Tensor):\n    return x.cuda()\n"
 NO_FIX = "import torch\nfor b in loader:\n    s = b.state.cuda()\n"  # not provably a tensor: no fix
-FIXED = 'import torch\nfor step in range(3):\n    x = torch.ones(3).to("cuda", non_blocking=True)\n'
+FIXED = 'import torch\nfor step in range(3):\n    x = torch.rand(3).to("cuda", non_blocking=True)\n'
 
 
 def _invoke(*args: str):
@@ -192,7 +192,7 @@ def test_exit_non_zero_on_fix(workdir):
 def test_add_noqa_suppresses_every_finding(workdir):
     source = (
         "import torch\n"
-        "x = torch.ones(3).cuda()  # noqa: E501\n"
+        "x = torch.rand(3).cuda()  # noqa: E501\n"
         "def f(x: torch.Tensor):\n"
         "    return x.cuda()  # a note\n"
         "for b in loader:\n"
@@ -203,7 +203,7 @@ def test_add_noqa_suppresses_every_finding(workdir):
     assert r.exit_code == 0 and "Added 3 noqa directives." in r.stderr
     assert (workdir / "m.py").read_text() == (
         "import torch\n"
-        "x = torch.ones(3).cuda()  # noqa: E501, SFX101\n"
+        "x = torch.rand(3).cuda()  # noqa: E501, SFX101\n"
         "def f(x: torch.Tensor):\n"
         "    return x.cuda()  # a note  # noqa: SFX101\n"
         "for b in loader:\n"
@@ -243,19 +243,19 @@ def test_add_noqa_never_breaks_a_multi_line_string():
 
 
 def test_used_suppressions_are_not_reported():
-    src = "import torch\nx = torch.ones(3).cuda()  # noqa: SFX101\ny = torch.ones(3).cuda()  # syncfix: ignore[SFX101]\n"
+    src = "import torch\nx = torch.rand(3).cuda()  # noqa: SFX101\ny = torch.rand(3).cuda()  # syncfix: ignore[SFX101]\n"
     assert check_code(src) == []
-    src = "# syncfix: noqa: SFX101\nimport torch\nx = torch.ones(3).cuda()\n"
+    src = "# syncfix: noqa: SFX101\nimport torch\nx = torch.rand(3).cuda()\n"
     assert check_code(src) == []
 
 
 def test_unused_suppression_of_an_enabled_rule():
-    src = 'import torch\nx = torch.ones(3).to("cuda", non_blocking=True)  # noqa: SFX101, E501\n'
+    src = 'import torch\nx = torch.rand(3).to("cuda", non_blocking=True)  # noqa: SFX101, E501\n'
     (f,) = check_code(src)
     assert (f.code, f.line, f.fix.applicability.value) == ("SFX900", 2, "safe")
     assert "nothing to suppress: SFX101" in f.message
-    assert f.fix.edit.content == 'x = torch.ones(3).to("cuda", non_blocking=True)  # noqa: E501\n'
-    assert fix_code(src) == 'import torch\nx = torch.ones(3).to("cuda", non_blocking=True)  # noqa: E501\n'
+    assert f.fix.edit.content == 'x = torch.rand(3).to("cuda", non_blocking=True)  # noqa: E501\n'
+    assert fix_code(src) == 'import torch\nx = torch.rand(3).to("cuda", non_blocking=True)  # noqa: E501\n'
 
 
 def test_bare_and_foreign_noqa_and_disabled_rules_are_never_reported():

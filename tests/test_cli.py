@@ -10,8 +10,8 @@ from click.testing import CliRunner
 
 from syncfix.cli import cli
 
-SAFE = "import torch\nx = torch.ones(3).cuda()\n"
-SAFE_FIXED = 'import torch\nx = torch.ones(3).to("cuda", non_blocking=True)\n'
+SAFE = "import torch\nx = torch.rand(3).cuda()\n"
+SAFE_FIXED = 'import torch\nx = torch.rand(3).to("cuda", non_blocking=True)\n'
 UNSAFE = "import torch\ndef f(x: torch.Tensor):\n    return x.cuda()\n"
 UNSAFE_FIXED = 'import torch\ndef f(x: torch.Tensor):\n    return x.to("cuda", non_blocking=True)\n'
 CLEAN = "import torch\nx = torch.ones(3)\n"
@@ -54,7 +54,7 @@ def test_check_clean_exits_zero(project):
 def test_full_format_shows_snippet_and_fix(project):
     project("a.py", SAFE)
     r = run("check", "a.py")
-    assert "2 | x = torch.ones(3).cuda()" in r.output
+    assert "2 | x = torch.rand(3).cuda()" in r.output
     assert "^^^^" in r.output
     assert "help: Copy with non_blocking=True" in r.output
 
@@ -87,7 +87,7 @@ def test_diff_is_git_style_and_writes_nothing(project):
     r = run("apply", "--diff", "pkg")
     assert r.exit_code == 1
     assert "--- a/pkg/a.py\n+++ b/pkg/a.py\n" in r.stdout
-    assert '+x = torch.ones(3).to("cuda", non_blocking=True)' in r.stdout
+    assert '+x = torch.rand(3).to("cuda", non_blocking=True)' in r.stdout
     assert "\x1b[" not in r.stdout  # piped: no colour
     assert open("pkg/a.py").read() == SAFE
     assert "Would fix 1 finding in 1 file." in r.stderr
@@ -114,7 +114,7 @@ def test_json_output_carries_fix_applicability(project):
     assert by_file["a.py"]["fix"]["applicability"] == "safe"
     assert by_file["b.py"]["fix"]["applicability"] == "unsafe"
     edit = by_file["a.py"]["fix"]["edits"][0]
-    assert edit["content"] == 'x = torch.ones(3).to("cuda", non_blocking=True)\n'
+    assert edit["content"] == 'x = torch.rand(3).to("cuda", non_blocking=True)\n'
     assert edit["location"] == {"row": 2, "column": 1}
 
 
@@ -221,10 +221,10 @@ def test_declared_devices_make_copies_to_an_unnamed_device_safe(project):
 @pytest.mark.parametrize(
     "line",
     [
-        "x = torch.ones(3).cuda()  # noqa: SFX101",
-        "x = torch.ones(3).cuda()  # noqa",
-        "x = torch.ones(3).cuda()  # syncfix: ignore[SFX101]",
-        "x = torch.ones(3).cuda()  # noqa: E501, SFX101",
+        "x = torch.rand(3).cuda()  # noqa: SFX101",
+        "x = torch.rand(3).cuda()  # noqa",
+        "x = torch.rand(3).cuda()  # syncfix: ignore[SFX101]",
+        "x = torch.rand(3).cuda()  # noqa: E501, SFX101",
     ],
 )
 def test_line_suppression(project, line):
@@ -233,17 +233,17 @@ def test_line_suppression(project, line):
 
 
 def test_suppression_on_the_line_above_and_file_level(project):
-    project("a.py", "import torch\n# syncfix: ignore[SFX101]\nx = torch.ones(3).cuda()\n")
+    project("a.py", "import torch\n# syncfix: ignore[SFX101]\nx = torch.rand(3).cuda()\n")
     assert run("check", "a.py").exit_code == 0
-    project("b.py", "# syncfix: noqa: SFX101\nimport torch\nx = torch.ones(3).cuda()\n")
+    project("b.py", "# syncfix: noqa: SFX101\nimport torch\nx = torch.rand(3).cuda()\n")
     assert run("check", "b.py").exit_code == 0
 
 
 def test_suppression_of_another_code_does_not_count(project):
-    project("a.py", "import torch\nx = torch.ones(3).cuda()  # noqa: SFX201\n")
+    project("a.py", "import torch\nx = torch.rand(3).cuda()  # noqa: SFX201\n")
     assert run("check", "a.py").exit_code == 1
     # text in a string is not a comment
-    project("b.py", 'import torch\nx = torch.ones(3).cuda(); s = "# noqa: SFX101"\n')
+    project("b.py", 'import torch\nx = torch.rand(3).cuda(); s = "# noqa: SFX101"\n')
     assert run("check", "b.py").exit_code == 1
 
 
@@ -333,7 +333,7 @@ def test_check_fix_is_apply(project):
     """ruff's habit: `check --fix` writes fixes, `check --diff` shows them."""
     project("a.py", SAFE)
     r = run("check", "--diff", "a.py")
-    assert r.exit_code == 1 and "+x = torch.ones(3).to(" in r.stdout
+    assert r.exit_code == 1 and "+x = torch.rand(3).to(" in r.stdout
     assert open("a.py").read() == SAFE
     r = run("check", "--fix", "a.py")
     assert r.exit_code == 0
@@ -420,18 +420,18 @@ def test_per_file_problems_do_not_stop_the_run(project):
 def test_interactive_accept_skip_and_quit(project):
     project(
         "a.py",
-        "import torch\nx = torch.ones(3).cuda()\ny = torch.zeros(2).cuda()\nz = torch.ones(1).cuda()\n",
+        "import torch\nx = torch.rand(3).cuda()\ny = torch.randn(2).cuda()\nz = torch.rand(1).cuda()\n",
     )
     r = run("apply", "--interactive", "a.py", input="y\nn\nq\n")
     text = open("a.py").read()
-    assert 'x = torch.ones(3).to("cuda", non_blocking=True)' in text
-    assert "y = torch.zeros(2).cuda()" in text
-    assert "z = torch.ones(1).cuda()" in text
+    assert 'x = torch.rand(3).to("cuda", non_blocking=True)' in text
+    assert "y = torch.randn(2).cuda()" in text
+    assert "z = torch.rand(1).cuda()" in text
     assert "[safe]" in r.output
 
 
 def test_interactive_accept_rest_of_rule(project):
-    project("a.py", "import torch\nx = torch.ones(3).cuda()\ny = torch.zeros(2).cuda()\n")
+    project("a.py", "import torch\nx = torch.rand(3).cuda()\ny = torch.randn(2).cuda()\n")
     run("apply", "--interactive", "a.py", input="a\n")
     assert ".cuda()" not in open("a.py").read()
 

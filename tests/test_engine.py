@@ -16,8 +16,8 @@ from syncfix.fileio import FileError, read_source, write_atomic
 
 ROOT = Path(__file__).resolve().parent.parent
 
-SAFE = "import torch\nx = torch.ones(3).cuda()\n"
-FIXED_LINE = 'x = torch.ones(3).to("cuda", non_blocking=True)'
+SAFE = "import torch\nx = torch.rand(3).cuda()\n"
+FIXED_LINE = 'x = torch.rand(3).to("cuda", non_blocking=True)'
 
 
 def apply_file(path) -> tuple:
@@ -35,7 +35,7 @@ def test_syntax_error_is_reported_not_raised(tmp_path):
 
 def test_python2_print_is_a_syntax_error(tmp_path):
     p = tmp_path / "py2.py"
-    p.write_text('import torch\nprint "hello"\nx = torch.ones(2).cuda()\n')
+    p.write_text('import torch\nprint "hello"\nx = torch.rand(2).cuda()\n')
     result, _ = apply_file(p)
     assert "syntax error" in result.error
 
@@ -50,18 +50,18 @@ def test_binary_file(tmp_path):
 
 def test_undecodable_file(tmp_path):
     p = tmp_path / "latin.py"
-    p.write_bytes(b"import torch\ns = '\xe9'\nx = torch.ones(3).cuda()\n")
+    p.write_bytes(b"import torch\ns = '\xe9'\nx = torch.rand(3).cuda()\n")
     result, _ = apply_file(p)
     assert result.error.startswith("cannot decode as utf-8")
 
 
 def test_latin1_with_coding_cookie_keeps_its_encoding(tmp_path):
     p = tmp_path / "latin.py"
-    src = "# -*- coding: latin-1 -*-\nimport torch\ns = 'café'\nx = torch.ones(3).cuda()\n"
+    src = "# -*- coding: latin-1 -*-\nimport torch\ns = 'café'\nx = torch.rand(3).cuda()\n"
     p.write_bytes(src.encode("latin-1"))
     result, data = apply_file(p)
     assert result.error is None and result.written
-    assert data == src.replace("x = torch.ones(3).cuda()", FIXED_LINE).encode("latin-1")
+    assert data == src.replace("x = torch.rand(3).cuda()", FIXED_LINE).encode("latin-1")
 
 
 def test_bad_coding_cookie(tmp_path):
@@ -73,20 +73,20 @@ def test_bad_coding_cookie(tmp_path):
 
 def test_crlf_and_bom_are_kept(tmp_path):
     p = tmp_path / "crlf.py"
-    src = "\ufeffimport torch\r\n\r\nx = torch.ones(3).cuda()\r\ny = 1\r\n"
+    src = "\ufeffimport torch\r\n\r\nx = torch.rand(3).cuda()\r\ny = 1\r\n"
     p.write_bytes(src.encode("utf-8"))
     result, data = apply_file(p)
     assert result.written
-    assert data == src.replace("x = torch.ones(3).cuda()", FIXED_LINE).encode("utf-8")
+    assert data == src.replace("x = torch.rand(3).cuda()", FIXED_LINE).encode("utf-8")
     assert data.startswith(b"\xef\xbb\xbf")
 
 
 def test_mixed_line_endings_tabs_and_no_trailing_newline(tmp_path):
     p = tmp_path / "mixed.py"
-    src = "import torch\r\nif True:\n\tx = torch.ones(3).cuda()\r\n\ty = 2\x0c\n\tz = 3"
+    src = "import torch\r\nif True:\n\tx = torch.rand(3).cuda()\r\n\ty = 2\x0c\n\tz = 3"
     p.write_bytes(src.encode())
     _, data = apply_file(p)
-    assert data == src.replace("x = torch.ones(3).cuda()", FIXED_LINE).encode()
+    assert data == src.replace("x = torch.rand(3).cuda()", FIXED_LINE).encode()
 
 
 def test_read_only_file_is_reported_and_unchanged(tmp_path):
@@ -113,7 +113,7 @@ def test_permissions_are_kept_and_no_temp_files_left(tmp_path):
 
 def test_unchanged_file_is_never_written(tmp_path):
     p = tmp_path / "clean.py"
-    p.write_text("import torch\nx = torch.ones(3).to('cuda', non_blocking=True)\n")
+    p.write_text("import torch\nx = torch.rand(3).to('cuda', non_blocking=True)\n")
     before = p.stat().st_mtime_ns
     result, _ = apply_file(p)
     assert not result.written and p.stat().st_mtime_ns == before
@@ -155,14 +155,14 @@ def test_empty_file_and_no_torch(tmp_path):
 
 def test_deep_nesting_does_not_crash(tmp_path):
     p = tmp_path / "deep.py"
-    p.write_text("import torch\nx = " + "(" * 400 + "torch.ones(2).cuda()" + ")" * 400 + "\n")
+    p.write_text("import torch\nx = " + "(" * 400 + "torch.rand(2).cuda()" + ")" * 400 + "\n")
     result, _ = apply_file(p)
     assert result.error is None or "nested" in result.error or "syntax" in result.error
 
 
 def test_output_does_not_depend_on_hash_seed(tmp_path):
     (tmp_path / "a.py").write_text(
-        "import torch\ndef f(x: torch.Tensor, y):\n    a = x.cuda()\n    b = torch.ones(2).cuda()\n"
+        "import torch\ndef f(x: torch.Tensor, y):\n    a = x.cuda()\n    b = torch.rand(2).cuda()\n"
         "    for i in range(3):\n        c = y.cuda()\n    return a, b, c\n"
     )
     outputs = set()
@@ -180,7 +180,7 @@ def test_output_does_not_depend_on_hash_seed(tmp_path):
 def test_file_libcst_cannot_reproduce_is_left_untouched(tmp_path):
     # LibCST 1.9 regenerates this source without its blank line; no fix may then be written.
     p = tmp_path / "odd.py"
-    src = "import torch\nx = torch.ones(2).cuda()\n\n #"
+    src = "import torch\nx = torch.rand(2).cuda()\n\n #"
     p.write_text(src)
     import libcst as cst
 
@@ -201,9 +201,9 @@ def _all_sources():
     for code, rule in all_rules().items():
         for i, example in enumerate(rule.INVALID):
             yield f"{code}-{i}", example.code
-    yield "crlf", "import torch\r\n\r\nx = torch.ones(3).cuda()\r\n"
-    yield "formfeed", "import torch\n\x0c\nx = 1  # \x0c\nif True:\n    y = torch.ones(3).cuda()\n"
-    yield "no-final-newline", "import torch\nx = torch.ones(3).cuda()"
+    yield "crlf", "import torch\r\n\r\nx = torch.rand(3).cuda()\r\n"
+    yield "formfeed", "import torch\n\x0c\nx = 1  # \x0c\nif True:\n    y = torch.rand(3).cuda()\n"
+    yield "no-final-newline", "import torch\nx = torch.rand(3).cuda()"
 
 
 @pytest.mark.parametrize("name,source", list(_all_sources()))

@@ -27,11 +27,11 @@ from syncfix.formats import sarif_schema as sarif_schema_in_package
 from syncfix.model import Applicability, Edit, Finding, FixInfo
 from syncfix.reporting import FORMATS, ReportContext
 
-SAFE = "import torch\nx = torch.ones(3).cuda()\n"
+SAFE = "import torch\nx = torch.rand(3).cuda()\n"
 UNSAFE = "import torch\ndef f(x: torch.Tensor):\n    return x.cuda()\n"
 NO_FIX = "import torch\nfor b in loader:\n    s = b.state.cuda()\n"  # not provably a tensor: no fix
 # Two code points that are 2 and 4 UTF-8 bytes long before the finding on the same line.
-NON_ASCII = 'import torch\ns = "é😀"; y = torch.ones(2).cuda()\n'
+NON_ASCII = 'import torch\ns = "é😀"; y = torch.rand(2).cuda()\n'
 ALL_KINDS = SAFE + UNSAFE.split("\n", 1)[1] + NO_FIX.split("\n", 1)[1]
 
 CI_FORMATS = ["github", "sarif", "rdjson", "rdjsonl", "json-lines", "junit", "gitlab", "grouped"]
@@ -77,7 +77,7 @@ def test_sarif_validates_against_the_2_1_0_schema(sarif_schema):
     assert "fixes" not in nofix and "properties" not in nofix
     repl = safe["fixes"][0]["artifactChanges"][0]["replacements"][0]
     assert repl["deletedRegion"] == {"startLine": 2, "startColumn": 1, "endLine": 3, "endColumn": 1}
-    assert repl["insertedContent"]["text"] == 'x = torch.ones(3).to("cuda", non_blocking=True)\n'
+    assert repl["insertedContent"]["text"] == 'x = torch.rand(3).to("cuda", non_blocking=True)\n'
     loc = safe["locations"][0]["physicalLocation"]
     assert loc["artifactLocation"]["uri"] == "m.py"
     assert loc["region"] == {"startLine": 2, "startColumn": 5, "endLine": 2, "endColumn": 25}
@@ -131,7 +131,7 @@ def test_rdjson_structure_and_line_span_rule():
         assert d["code"]["value"] == "SFX101"
         assert d["severity"] == "WARNING"
     safe, unsafe, nofix = diags
-    assert safe["suggestions"][0]["text"] == 'x = torch.ones(3).to("cuda", non_blocking=True)'
+    assert safe["suggestions"][0]["text"] == 'x = torch.rand(3).to("cuda", non_blocking=True)'
     assert unsafe["message"].endswith("[unsafe fix]") and "suggestions" in unsafe
     assert "[unsafe fix]" not in safe["message"]
     assert "suggestions" not in nofix
@@ -146,11 +146,11 @@ def test_rdjson_columns_are_utf8_bytes_with_exclusive_end():
     line = NON_ASCII.splitlines()[1].encode("utf-8")
     start, end = rng["start"]["column"], rng["end"]["column"]
     assert (start, end) == (19, 39)
-    assert line[start - 1 : end - 1] == b"torch.ones(2).cuda()"
+    assert line[start - 1 : end - 1] == b"torch.rand(2).cuda()"
 
 
 def test_rdjson_widens_the_range_to_a_multi_line_suggestion():
-    source = "import torch\nx = (\n    1 + torch.ones(3).cuda()\n)\n"
+    source = "import torch\nx = (\n    1 + torch.rand(3).cuda()\n)\n"
     lines = source.splitlines(keepends=True)
     edit = Edit(2, 4, "x = (1 + y)\n", "".join(lines[1:4]))
     f = Finding("SFX101", "n", "msg", "m.py", 3, 9, 3, 29, FixInfo(Applicability.SAFE, "d", edit))
@@ -259,7 +259,7 @@ def test_annotation_carries_the_fix_and_its_safety():
 
 def test_annotations_are_capped_per_level_with_a_full_summary():
     n = ANNOTATIONS_PER_LEVEL + 5
-    source = "import torch\n" + "".join(f"x{i} = torch.ones(3).cuda()\n" for i in range(n))
+    source = "import torch\n" + "".join(f"x{i} = torch.rand(3).cuda()\n" for i in range(n))
     findings, ctx = _findings(source)
     assert len(findings) == n
     out = FORMATS["github"](findings, replace(ctx, step_summary=True))
@@ -267,14 +267,14 @@ def test_annotations_are_capped_per_level_with_a_full_summary():
     assert "5 more findings not annotated" in out
     md = github_summary(findings, ctx)
     assert md.count("| `m.py:") == n
-    assert "```diff" in md and '+x14 = torch.ones(3).to("cuda", non_blocking=True)' in md
+    assert "```diff" in md and '+x14 = torch.rand(3).to("cuda", non_blocking=True)' in md
 
 
 def test_github_format_annotates_everything_without_a_step_summary(tmp_path, monkeypatch):
     """Outside Actions (no $GITHUB_STEP_SUMMARY) nothing else would list the findings past the
     cap, so every one is printed."""
     n = ANNOTATIONS_PER_LEVEL + 5
-    source = "import torch\n" + "".join(f"x{i} = torch.ones(3).cuda()\n" for i in range(n))
+    source = "import torch\n" + "".join(f"x{i} = torch.rand(3).cuda()\n" for i in range(n))
     findings, ctx = _findings(source)
     out = FORMATS["github"](findings, ctx)
     assert out.count("::warning ") == n and "not annotated" not in out
@@ -360,7 +360,7 @@ def test_step_summary_stays_under_githubs_size_limit(monkeypatch):
 
     monkeypatch.setattr(formats, "SUMMARY_BUDGET", 2_000)
     n = 40
-    source = "import torch\n" + "".join(f"x{i} = torch.ones(3).cuda()\n" for i in range(n))
+    source = "import torch\n" + "".join(f"x{i} = torch.rand(3).cuda()\n" for i in range(n))
     findings, ctx = _findings(source)
     md = github_summary(findings, ctx)
     assert len(md) < 4_000

@@ -637,3 +637,34 @@ def test_a_common_method_name_resolves_to_the_class_named_like_the_receiver():
     sources["agent"] += "        self.critic.log(logger, step)\n"
     hot = hot_functions([file_calls(m, src.encode(), ["update"], resolve) for m, src in sources.items()])
     assert "log" in hot.get("critic", set()) and "log" not in hot.get("actor", set())
+
+
+ONCE_PER_PASS = """
+def main(args, steps, batches):
+    for epoch in range(args.start_epoch, args.epochs):
+        train(epoch)
+        if epoch == args.start_epoch:
+            sanity_check(epoch)
+        for i, batch in enumerate(batches):
+            if i == 0:
+                show(batch)
+        for step in range(steps):
+            step = step + 1
+            if step == 3:
+                rebound(step)
+        for j in range(steps):
+            limit = j * 2
+            if j == limit:
+                moving(j)
+"""
+
+
+def test_a_call_under_an_if_on_the_loop_counter_runs_once_per_pass():
+    # simsiam's ``if epoch == args.start_epoch: sanity_check(...)``: once, not every epoch; under
+    # ``if i == 0:`` of an inner loop, once per pass of the outer one. Not where the body rebinds
+    # the counter, or where the value compared with changes in the loop
+    calls = file_calls("m", ONCE_PER_PASS.encode(), (), {}).calls["main"]
+    in_loop = {callee[1]: made for callee, made in calls}
+    assert in_loop["train"] and not in_loop["sanity_check"]
+    assert in_loop["show"]  # the epoch loop still repeats it
+    assert in_loop["rebound"] and in_loop["moving"]

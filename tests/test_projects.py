@@ -440,7 +440,10 @@ def test_a_class_with_a_narrow_to_anywhere_in_an_installable_project_holds_back_
         "boxes.py": "class BoxList:\n    def to(self, device):\n        return self\n",
     })
     result = CliRunner().invoke(cli, ["check", "trainer.py", "--unsafe-fixes", "-o", "json", "--no-cache"])
-    assert [f["fix"] for f in json.loads(result.stdout) if f["code"] == "SFX101"] == [None]
+    found = [f for f in json.loads(result.stdout) if f["code"] == "SFX101"]
+    assert [f["fix"] for f in found] == [None]
+    # the message names the class, which may be unrelated (opacus's benchmark `Layer`)
+    assert "an instance of `BoxList` (module `boxes`)" in found[0]["message"]
     (tmp_path / "boxes.py").write_text("class BoxList:\n    def to(self, *args, **kwargs):\n        return self\n")
     result = CliRunner().invoke(cli, ["check", "trainer.py", "--unsafe-fixes", "-o", "json", "--no-cache"])
     assert [f["fix"] is not None for f in json.loads(result.stdout) if f["code"] == "SFX101"] == [True]

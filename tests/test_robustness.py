@@ -16,8 +16,8 @@ from click.testing import CliRunner
 
 from syncfix.cli import cli
 
-OLD = "import torch\nfor step in range(3):\n    x = torch.ones(1 + {n}).cuda()\n"
-NEW = 'import torch\nfor step in range(3):\n    x = torch.ones(1 + {n}).to("cuda", non_blocking=True)\n'
+OLD = "import torch\nfor step in range(3):\n    x = torch.rand(1 + {n}).cuda()\n"
+NEW = 'import torch\nfor step in range(3):\n    x = torch.rand(1 + {n}).to("cuda", non_blocking=True)\n'
 
 
 def make_tree(root: Path, count: int) -> None:
@@ -116,7 +116,7 @@ def test_two_concurrent_runs_do_not_corrupt(tmp_path):
 def test_user_code_is_never_imported_or_run(tmp_path, monkeypatch):
     marker = tmp_path / "IMPORTED"
     (tmp_path / "evil.py").write_text(
-        f"import torch\nopen({str(marker)!r}, 'w').write('x')\nx = torch.ones(2).cuda()\n"
+        f"import torch\nopen({str(marker)!r}, 'w').write('x')\nx = torch.rand(2).cuda()\n"
         "if __name__ == '__main__':\n    open('MAIN', 'w')\n"
     )
     (tmp_path / "conftest.py").write_text(f"open({str(marker)!r}, 'w')\n")
@@ -195,9 +195,9 @@ def test_large_file_with_a_fix_round_trips(tmp_path):
     body = "".join(
         f"def f{i}(a, b):\n    \'\'\'doc {i}\'\'\'\n    return [a * {i}, b ** 2, {{'k': a}}]\n\n" for i in range(500)
     )
-    src = "import torch\n" + body + "x = torch.ones(2).cuda()\n"
+    src = "import torch\n" + body + "x = torch.rand(2).cuda()\n"
     p = tmp_path / "big.py"
     p.write_text(src)
     r = CliRunner().invoke(cli, ["apply", str(p)])
     assert r.exit_code == 0
-    assert p.read_text() == src.replace("torch.ones(2).cuda()", 'torch.ones(2).to("cuda", non_blocking=True)')
+    assert p.read_text() == src.replace("torch.rand(2).cuda()", 'torch.rand(2).to("cuda", non_blocking=True)')

@@ -262,6 +262,9 @@ def effects(a: ModuleAnalysis, stmt: cst.CSTNode) -> Effects:
     return fx
 
 
+_STRING_LITERALS = (cst.SimpleString, cst.ConcatenatedString)
+
+
 def is_pure_call(a: ModuleAnalysis, call: cst.Call) -> bool:
     """A call that mutates none of its arguments nor anything else we can see."""
     func = call.func
@@ -279,6 +282,9 @@ def is_pure_call(a: ModuleAnalysis, call: cst.Call) -> bool:
             "backward", "register_hook", "record_stream", "apply_", "numpy", "untyped_storage",
             "storage", "__array__", "__dlpack__",
         )
+    if isinstance(func, cst.Attribute) and func.attr.value == "format" and isinstance(func.value, _STRING_LITERALS):
+        # ``"loss {:.4f}".format(x)``: what ``f"loss {x:.4f}"`` does, which calls nothing
+        return True
     name = a.callee(call)
     if name is not None:
         if name.startswith("builtins."):

@@ -114,7 +114,7 @@ class FileCalls:
     factories: dict[str, Callee] = field(default_factory=dict)
     # a class of it defines a ``to`` that takes no ``non_blocking`` (maskrcnn-benchmark's
     # ``BoxList.to(self, device)``): an object syncfix cannot name may be one of its instances
-    narrow_to: bool = False
+    narrow_to: str = ""  # the first of its classes whose ``to`` takes no ``non_blocking``
 
 
 def takes_no_non_blocking(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -257,6 +257,7 @@ class _Collector:
         top_level = {id(s) for s in tree.body if type(s) in _DEFS}  # not a method, nor nested
         # node, function, innermost loop, and whether the node runs each time round that loop
         stack: list[tuple[ast.AST, str, ast.AST | None, bool]] = [(tree, "", None, False)]
+        outer: dict[int, ast.AST | None] = {}  # each loop's enclosing loop in its function
         while stack:
             node, function, loop, every_time = stack.pop()
             kind = type(node)
@@ -272,12 +273,14 @@ class _Collector:
                 for stmt in node.body:  # type: ignore[attr-defined]
                     if type(stmt) in _DEFS:
                         out.methods.setdefault(stmt.name, set()).add(node.name)  # type: ignore[attr-defined]
-                        out.narrow_to = out.narrow_to or stmt.name == "to" and takes_no_non_blocking(stmt)
+                        if not out.narrow_to and stmt.name == "to" and takes_no_non_blocking(stmt):
+                            out.narrow_to = node.name  # type: ignore[attr-defined]
                 out.bases.update(_last_name(b) for b in node.bases)  # type: ignore[attr-defined]
             elif kind is ast.Assign:
                 self._instance(node)  # type: ignore[arg-type]
             if kind in _LOOPS and not _runs_once(node):
                 out.loops = True
+                outer[id(node)] = loop
                 loop, every_time = node, True
             elif kind is ast.Call:
                 func = node.func  # type: ignore[attr-defined]
@@ -298,12 +301,16 @@ class _Collector:
                         out.calls.setdefault(function, [])
                         made.append((function, hook, node))
             sometimes = _SOMETIMES.get(kind, ())
+            # ``if epoch == args.start_epoch:`` of the loop's counter: once per pass of the
+            # loop around it (``navigation.repeating_loop`` says so of LibCST's tree)
+            once = kind is ast.If and loop is not None and _once_per_pass(node, loop)  # type: ignore[arg-type]
             children: list[tuple[ast.AST, str, ast.AST | None, bool]] = []
             for attr in kind._fields:
                 value = getattr(node, attr, None)
                 always = every_time and attr not in sometimes
                 if type(value) is list:
-                    children.extend([(v, function, loop, always) for v in value if isinstance(v, ast.AST)])
+                    around = outer.get(id(loop)) if once and attr == "body" else loop
+                    children.extend([(v, function, around, always) for v in value if isinstance(v, ast.AST)])
                     if kind is ast.BoolOp:  # ``a or input()``: only the first operand surely runs
                         children[1:] = [(v, f, lp, False) for v, f, lp, _ in children[1:]]
                 elif isinstance(value, ast.AST):
@@ -383,6 +390,38 @@ def _runs_once(loop: ast.AST) -> bool:
     return bool(body) and isinstance(body[-1], ast.Break) and not any(
         isinstance(n, ast.Continue) for stmt in body for n in ast.walk(stmt)
     )
+
+
+def _once_per_pass(test_if: ast.If, loop: ast.AST) -> bool:
+    """Is ``test_if`` an ``if i == e:`` on the counter ``i`` of ``loop`` (``for i in range(n)``,
+    ``for i, x in enumerate(xs)``), which the body never rebinds, with ``e`` reading nothing the
+    body binds? Its body then runs at most once per pass (``navigation._once_per_pass``)."""
+    if not isinstance(loop, ast.For) or not isinstance(loop.iter, ast.Call):
+        return False
+    func = loop.iter.func
+    if not (isinstance(func, ast.Name) and func.id in ("range", "enumerate")):
+        return False
+    target: ast.AST | None = loop.target
+    if func.id == "enumerate":
+        target = loop.target.elts[0] if isinstance(loop.target, ast.Tuple) and loop.target.elts else None
+    test = test_if.test
+    if not (
+        isinstance(target, ast.Name)
+        and isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq)
+    ):
+        return False
+    left, right = test.left, test.comparators[0]
+    if isinstance(right, ast.Name) and right.id == target.id:
+        left, right = right, left
+    if not (isinstance(left, ast.Name) and left.id == target.id):
+        return False
+    stored = {
+        n.id for stmt in loop.body for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    read = {n.id for n in ast.walk(right) if isinstance(n, ast.Name)}
+    return target.id not in stored and not read & (stored | {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)})
 
 
 def _over_batches(loop: ast.AST) -> bool:

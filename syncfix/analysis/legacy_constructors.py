@@ -55,12 +55,17 @@ def _legacy_sizes(a: ModuleAnalysis, call: cst.Call) -> bool:
 
 def _legacy_copy(a: ModuleAnalysis, call: cst.Call) -> bool:
     """One argument, a list or tuple display of numbers (``torch.Tensor([0, n])``), a list comprehension
-    of such (``torch.Tensor([t.shape for t in ts])``), or a ``range`` (``torch.LongTensor(range(n))``)."""
+    of such (``torch.Tensor([t.shape for t in ts])``), a ``range`` (``torch.LongTensor(range(n))``),
+    or a sum with a display (``torch.FloatTensor(x.size() + (n,))``)."""
     value = call.args[0].value if len(call.args) == 1 and call.args[0].keyword is None and not call.args[0].star else None
     if value is None or isinstance(value, cst.Call) and a.callee(value) == "builtins.range":
         return value is not None
     if isinstance(value, cst.ListComp):
         return not isinstance(value.elt, (cst.List, cst.Tuple, cst.Call))
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add):
+        # ``x.size() + (n,)``: a new tuple (sizes), or a new array where ``x.size()`` is one;
+        # never a tensor, which refuses to add a tuple
+        return any(isinstance(side, (cst.List, cst.Tuple)) for side in (value.left, value.right))
     return isinstance(value, (cst.List, cst.Tuple)) and all(
         isinstance(el, cst.Element) and not isinstance(el.value, (cst.List, cst.Tuple, cst.Call))
         for el in value.elements

@@ -123,7 +123,7 @@ class ModuleAnalysis:
         datasets_placed: bool = False,
         other_accelerator: str = "",
         torch_elsewhere: bool = False,
-        narrow_to: bool = False,
+        narrow_to: str = "",
         source: str | None = None,
         trivia: bool = False,
     ) -> None:

@@ -183,8 +183,9 @@ class ModuleContext:
     #: a class from one such a module defines: torch code all the same
     torch_by_star: bool = False
     #: a class of the project defines a ``to`` that takes no ``non_blocking`` (maskrcnn-benchmark's
-    #: ``BoxList.to(self, device)``): an object syncfix cannot name may be one of its instances
-    narrow_to: bool = False
+    #: ``BoxList.to(self, device)``): an object syncfix cannot name may be one of its instances;
+    #: the class and its module, for messages (empty where none)
+    narrow_to: str = ""
 
     def fingerprint(self) -> str:
         """For the results cache: a file's findings change when (only when) this does (a change
@@ -203,7 +204,7 @@ class ModuleContext:
                 self.other_accelerator,
                 str(self.one_time),
                 str(self.torch_by_star),
-                str(self.narrow_to),
+                self.narrow_to,
                 ",".join(
                     sorted(
                         f"{m.name}:{m.digest}:{','.join(sorted(m.imported))}:{','.join(m.aliases)}:{','.join(m.importers)}:{m.ambiguous}:{m.handlers_around}"

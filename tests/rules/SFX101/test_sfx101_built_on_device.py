@@ -103,3 +103,30 @@ def test_under_a_default_tensor_type_a_factory_is_built_on_the_device_and_data_i
         assert_same_result(load(src, "run")(xs), load(fixed, "run")(xs))
     finally:
         torch.set_default_dtype(previous)
+
+
+TO_CUDA = """
+import torch
+
+def run(x: torch.Tensor, steps=4):
+    out = []
+    for i in range(steps):
+        ones = torch.ones(x.shape).cuda()
+        zeros = torch.zeros(x.shape[0], 4, dtype=torch.float16).to("cuda")
+        filled = torch.full((3, 3), -1.5).cuda()
+        out.append((ones * x, zeros, filled, x * i))
+    return out
+"""
+
+
+@pytest.mark.cuda
+def test_factories_copied_to_cuda_are_built_there_with_the_same_results_and_fewer_syncs():
+    # retinanet's ``torch.ones(classification.shape).cuda()``: no host tensor and no copy, where a
+    # non-blocking copy of a large pageable tensor would still wait
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    fixed = fix_code(TO_CUDA, select=["SFX101"])
+    assert fixed.count('device="cuda"') == 3 and "non_blocking" not in fixed
+    x = torch.randn(256, 8, device="cuda")
+    assert_same_result(load(TO_CUDA, "run")(x), load(fixed, "run")(x))
+    check_fewer_syncs("SFX101", TO_CUDA, x)

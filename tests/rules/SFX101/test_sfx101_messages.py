@@ -243,3 +243,20 @@ def test_a_cpu_tensor_a_class_keeps_is_said_to_be_copied_again_each_time():
     found = [f for f in check_code(source, path="schedule.py", unsafe_fixes=True) if f.code == "SFX101"]
     kept = [f for f in found if "`self.t_array` is a CPU tensor its class keeps" in f.message]
     assert len(kept) == 1 and kept[0].fix is None and "move it to the device once" in kept[0].message
+
+
+def test_a_typed_constructor_of_an_unknown_value_says_it_may_share_memory():
+    # faster-rcnn's ``torch.FloatTensor(cfg.TRAIN.BBOX_NORMALIZE_STDS).cuda()`` each test image:
+    # the reason is the constructor's, not a write syncfix saw
+    src = (
+        "import torch\n"
+        "def test(cfg, deltas, images):\n"
+        "    for image in images:\n"
+        "        deltas = deltas * torch.FloatTensor(cfg.STDS).cuda()\n"
+        "        deltas = cfg.refine(deltas)\n"
+        "    return deltas\n"
+    )
+    (f,) = check_code(src, select=["SFX101"])
+    assert "`torch.FloatTensor` of a value syncfix cannot name" in f.message and f.fix is None
+    (g,) = check_code(src.replace("cfg.STDS", "[0.1, 0.2]"), select=["SFX101"])
+    assert g.fix is not None

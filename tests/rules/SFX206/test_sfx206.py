@@ -501,3 +501,25 @@ def test_a_tokenizers_tensors_are_read_without_a_wait():
     # another keyword, or none: no tokenizer's output by that sign
     other = src.replace("return_tensors='pt'", "return_tensors='np'")
     assert [f.line for f in check_code(other, select=["SFX206"])] == [9, 12, 15]
+
+
+def test_a_branch_that_calls_code_syncfix_cannot_see_offers_torch_where_only_if_it_is_pure():
+    """imagen's ``if ... not torch.all(is_last): renoised = scheduler.q_sample_from_to(img, ...)``:
+    the call draws random numbers, which ``torch.where`` would draw on every step: the message
+    says so."""
+    from syncfix import check_code
+
+    src = (
+        "import torch\n"
+        "def sample(unet, img, steps, scheduler):\n"
+        "    for t in steps:\n"
+        "        img = unet(img.cuda(), t)\n"
+        "        if not torch.all(img > 0):\n"
+        "            img = scheduler.renoise(img, t)\n"
+        "    return img\n"
+    )
+    (f,) = check_code(src, select=["SFX206"])
+    assert "computes `img` with calls syncfix cannot see into" in f.message and "draw no random numbers" in f.message
+    assert "only choose values" not in f.message
+    (g,) = check_code(src.replace("scheduler.renoise(img, t)", "img * 0.5"), select=["SFX206"])
+    assert "only choose values" in g.message
