@@ -288,7 +288,7 @@ class DeviceToHostInLoop(Rule):
     MESSAGE = "Blocking device-to-host copy in a loop: the CPU waits for all queued GPU work"
     FIX = "sometimes"
     SAFETY = ("unsafe",)
-    TRIGGERS = (".cpu(", ".tolist(", ".to(", ".item(", "float(", "int(", "math", "add_scalar(", ":")
+    TRIGGERS = (".cpu(", ".tolist(", ".to(", ".item(", "float(", "int(", "math", "add_scalar(", "[:", ":]")
     # reads in a row (SFX301), a value read only for a later log line (SFX401) and values
     # collected to be read after the loop (SFX404) are theirs
     DEFERS_TO = ("SFX301", "SFX401", "SFX402", "SFX404")
