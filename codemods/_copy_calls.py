@@ -220,9 +220,9 @@ def no_elements(a, expr: cst.BaseExpression, hops: int = 2) -> bool:
     ``if torch.cuda.is_available(): scores = scores.cuda()``)."""
     if isinstance(expr, cst.Name) and hops:
         values = a.reaching_values(expr)
-        return bool(values) and not _changed_in_place(a, expr) and all(
+        return bool(values) and all(
             isinstance(v, cst.BaseExpression) and no_elements(a, v, hops - 1) for v in values
-        )
+        ) and not _changed_in_place(a, expr)  # the function's scan last: only for empty bindings
     if not isinstance(expr, cst.Call):
         return False
     func = expr.func

@@ -383,13 +383,13 @@ class DeviceToHostInLoop(Rule):
         """``mels[:, :, :self.r]`` with ``r`` a tensor (a registered buffer, ``lengths.max()``):
         slicing reads each bound on the host (``__index__``), a sync each time the code repeats."""
         a = self.analysis
+        if a.enclosing_loop(node) is None and not a.is_hot(node):
+            return  # once: no value asked of its bounds
         for bound in (node.lower, node.upper, node.step):
             if bound is None or isinstance(bound, (cst.Integer, cst.UnaryOperation, cst.SimpleString)):
                 continue
             value = a.value(bound)
             if value.is_tensor and value.device in (Device.CUDA, Device.CUDA_OR_CPU):
-                if a.enclosing_loop(node) is None and not a.is_hot(node):
-                    continue
                 where = "" if value.device is Device.CUDA else " (when the tensor is on CUDA)"
             elif not value.is_tensor and a.torch_code and unplaced_tensor(a, bound):
                 where = unplaced_message(a, node)
