@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ._collected_lists import collected_after_loop
 from ._support import per_element_read, runs_every_iteration, runs_on_every_call
 from ._totals import added_to_total
 
@@ -55,7 +56,8 @@ def owned_elsewhere(a, node: cst.Call, stmt: cst.SimpleStatementLine, proven: bo
             # a meter's update: SFX302's
             or method == "update"
             # SFX404 reads a list's values after the loop, for tensors it can place on CUDA
-            or (proven and method == "append")
+            # (not a list read in the loop: SFX404 leaves that to this rule)
+            or (proven and method == "append" and collected_after_loop(a, anc))
         ):
             return True
     if per_element_read(a, node):

@@ -560,13 +560,22 @@ def _arg_names(call: cst.Call):
 
 
 def measures_itself(a: ModuleAnalysis, loop: cst.For | cst.While) -> bool:
-    """Does ``loop`` read a clock on every iteration, or a memory counter? Then it is a
-    benchmark, whose reads are deliberate: they pin what it measures to the step (SFX105,
-    SFX404). A clock read under an ``if`` (a speed estimate every 100 steps, Time-Series-Library's
-    training loops) makes no benchmark of a training loop."""
-    return any(
-        a.is_clock_read(c) and runs_every_iteration(a, c) for s in loop.body.body for c in a.effects(s).calls
-    ) or "memory_" in a.module.code_for_node(loop)
+    """Does ``loop`` time each iteration (two clock reads on every iteration, or one whose value
+    it collects), or read a memory counter? Then it is a benchmark, whose reads are deliberate:
+    they pin what it measures to the step (SFX105, SFX404). A clock read under an ``if`` (a
+    speed estimate every 100 steps, Time-Series-Library's training loops), or only a step's
+    start time read on every iteration (pytorch-vqvae's ``start_time = time.time()``, shown
+    every 100 steps), makes no benchmark of a training loop."""
+    clocks = [c for s in loop.body.body for c in a.effects(s).calls if a.is_clock_read(c) and runs_every_iteration(a, c)]
+    return (
+        len(clocks) >= 2
+        or any(isinstance(anc, cst.Call) and _called_method(anc) == "append" for c in clocks for anc in a.ancestors(c))
+        or "memory_" in a.module.code_for_node(loop)
+    )
+
+
+def _called_method(call: cst.Call) -> str | None:
+    return call.func.attr.value if isinstance(call.func, cst.Attribute) else None
 
 
 _DYNAMIC_READS = {"builtins.locals", "builtins.vars", "builtins.eval", "builtins.exec"}

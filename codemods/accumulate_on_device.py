@@ -423,6 +423,9 @@ keeps the finding). A value handed to a meter every
         receiver = acc.read.receiver
         kind = a.dtype_kind(receiver)
         if kind not in ("float", "int") or (acc.read.form != "item" and acc.read.form != kind):
+            if kind in ("float", "int"):
+                acc.why_not = _CONVERTED[kind]
+                return
             if kind is not None or acc.read.form == "int":
                 acc.why_not = "the summand's dtype is not provably floating (or an integer count)"
                 return
@@ -681,6 +684,15 @@ def _likely_size(a, expr: cst.BaseExpression) -> bool:
             isinstance(arg.value, cst.Integer) and arg.keyword is None for arg in expr.args
         )
     return ok and isinstance(receiver, cst.Name) and a.value(receiver).kind is Kind.UNKNOWN
+
+
+# A summand of a known kind read with the other kind's conversion (``float(bool_t.sum())``).
+_CONVERTED = {
+    "int": "the summand is an integer count converted with `float()`; syncfix keeps a total on "
+    "the device where it is read with `.item()` or `int()`",
+    "float": "the summand is floating and `int()` truncates it; syncfix keeps a total on the "
+    "device where it is read with `.item()` or `float()`",
+}
 
 
 def _is_count(a, expr: cst.BaseExpression) -> bool:

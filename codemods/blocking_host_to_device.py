@@ -158,7 +158,8 @@ class BlockingHostToDevice(Rule):
       cannot read, such as `args.batch_size`, is taken to be a number, but not a parameter whose
       default is `None`; `**kwargs` may pass `batch_size=None`; a loader whose `collate_fn` may
       be set after it is made is not: any `.collate_fn` store or `setattr` in the module, or the
-      loader handed to code syncfix does not read) and never mutated or passed on to code that might mutate it, also
+      loader handed to code syncfix does not read; also the item of a dict or list of such
+      loaders, `dataloaders[phase]`, that nothing else is stored in) and never mutated or passed on to code that might mutate it, also
       through another name for its memory (`y = x.cpu()`, `x.to(torch.float32)`, `x.numpy()`,
       `memoryview(...)`, `y = x if c else z`); its sizes and kinds passed on (`meter.update(v,
       x.size(0))`, `x.shape[0]`, `x.dtype`) are none of its memory. A tensor made from a numpy

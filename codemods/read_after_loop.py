@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 
 import libcst as cst
-from libcst.metadata import Assignment
 
 from syncfix.analysis import Device, Kind
 from syncfix.rules import Invalid, Rule
 from syncfix.walk import walk
 
+from ._collected_lists import append_of, list_problem, names_in
 from ._memory import aliases_in, held_elsewhere
 from ._support import is_backward_of, measures_itself, per_element_read
 
@@ -83,7 +83,9 @@ class ReadAfterLoop(Rule):
       until the loop ends, so no other name for its memory (`ema = loss.detach()`, `box =
       [loss]`, bound anywhere in the loop) is written in place in any statement of the loop, in
       this iteration or a later one;
-    - the loop reads no clock and no memory counter (a benchmark's reads are deliberate).
+    - the loop times no step (two clock reads on every iteration, or one it collects) and reads
+      no memory counter (a benchmark's reads are deliberate; a step's start time shown every N
+      steps makes no benchmark).
     The one cost, stated: the loop holds one small tensor per iteration on the device (the
     allocator rounds each to 512 bytes) until it ends, as the list held one Python value per
     iteration. Asynchronous CUDA errors surface at the read after the loop instead of in the
@@ -136,11 +138,11 @@ class ReadAfterLoop(Rule):
         body = list(loop.body.body)
         by_list: dict[str, list[tuple[int, cst.Call]]] = {}
         for i, stmt in enumerate(body):
-            append = _append_of(stmt)
+            append = append_of(stmt)
             if append is not None and self._gpu_reads(append.args[0].value):
                 by_list.setdefault(append.func.value.value, []).append((i, append))  # type: ignore[attr-defined]
         for name, appends in by_list.items():
-            if self._list_problem(loop, name, [c for _, c in appends]) is not None:
+            if list_problem(a, loop, name, [c for _, c in appends]) is not None:
                 continue  # not a list filled here and read after the loop: SFX105 reports the reads
             plan, why = self._plan(loop, body, name, appends)
             first = self._gpu_reads(appends[0][1].args[0].value)[0]
@@ -160,7 +162,7 @@ class ReadAfterLoop(Rule):
         end = a.positions[loop].end
         return fn is not None and any(
             (a.positions[use].start.line, a.positions[use].start.column) > (end.line, end.column)
-            for use in _names_in(fn, name)
+            for use in names_in(fn, name)
         )
 
     def _gpu_reads(self, expr: cst.BaseExpression) -> list[cst.Call]:
@@ -176,54 +178,6 @@ class ReadAfterLoop(Rule):
         walk(expr, V())
         return found
 
-    # ---- is the list unseen until the loop ends ------------------------------------------------
-    def _list_problem(self, loop: cst.For | cst.While, name: str, appends: list[cst.Call]) -> str | None:
-        a = self.analysis
-        fn = a.enclosing_function(loop)
-        if fn is None:
-            return "the list is not local to a function"
-        if loop.orelse is not None:
-            return "the loop has an `else`"
-        if any(c for n in ("locals", "vars", "eval", "exec") for c in a.calls_named(n) if a.enclosing_function(c) is fn):
-            return "the function reads names by string (`locals()`, `vars()`, `eval`, `exec`), which could see the list"
-        for outer in a.ancestors(loop):
-            if outer is fn:
-                break
-            if isinstance(outer, (cst.Try, cst.TryStar, cst.With)):
-                return "a `try` or `with` around the loop could see the list while it is incomplete"
-        uses = _names_in(fn, name)
-        append_names = {c.func.value for c in appends}  # type: ignore[attr-defined]
-        target = next(iter(append_names))
-        bindings = a.bindings(target)
-        if len(bindings) != 1:
-            return f"`{name}` is bound more than once"
-        (binding,) = bindings
-        if not isinstance(binding, Assignment) or a.enclosing_function(binding.node) is not fn:
-            return f"`{name}` is not a local of this function"
-        target_parent = a.parent(binding.node) if isinstance(binding.node, cst.Name) else None
-        assign = a.parent(target_parent) if target_parent is not None else None
-        if not (
-            isinstance(assign, cst.Assign)
-            and len(assign.targets) == 1
-            and assign.targets[0].target is binding.node
-            and isinstance(assign.value, cst.List)
-            and not assign.value.elements
-        ):
-            return f"`{name}` is not a new empty list (`{name} = []`)"
-        if _yields(fn):
-            return "the function is a generator"
-        end = a.positions[loop].end
-        start = a.positions[loop].start
-        for use in uses:
-            if use is binding.node or use in append_names:
-                continue
-            pos = a.positions[use].start
-            if (pos.line, pos.column) < (start.line, start.column):
-                return f"`{name}` is used before the loop"
-            if (pos.line, pos.column) <= (end.line, end.column):
-                return f"`{name}` is used in the loop other than by appends at the top of its body"
-        return None
-
     # ---- can the reads wait until the end of the iteration -------------------------------------
     def _plan(self, loop, body, name: str, appends: list[tuple[int, cst.Call]]):
         a = self.analysis
@@ -231,7 +185,7 @@ class ReadAfterLoop(Rule):
         if torch is None:
             return None, "the module does not `import torch`"
         if measures_itself(a, loop):
-            return None, "the loop reads a clock or a memory counter (a benchmark's reads are deliberate)"
+            return None, "the loop times its steps or reads a memory counter (a benchmark's reads are deliberate)"
         first = appends[0][0]
         for stmt in body[first:]:
             if a.effects(stmt).exits:
@@ -347,24 +301,6 @@ _UNREAD = (
 )
 
 
-def _append_of(stmt: cst.BaseStatement) -> cst.Call | None:
-    """``name.append(value)`` as a whole statement line."""
-    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)):
-        return None
-    call = stmt.body[0].value
-    if (
-        isinstance(call, cst.Call)
-        and isinstance(call.func, cst.Attribute)
-        and call.func.attr.value == "append"
-        and isinstance(call.func.value, cst.Name)
-        and len(call.args) == 1
-        and call.args[0].keyword is None
-        and not call.args[0].star
-    ):
-        return call
-    return None
-
-
 def _template_problem(a, expr: cst.BaseExpression) -> str | None:
     """Is ``expr`` built of reads and literals only (so it can be rebuilt after the loop)?"""
     problem: list[str] = []
@@ -410,32 +346,3 @@ def _template_problem(a, expr: cst.BaseExpression) -> str | None:
 
 # Format specs every Python number accepts (``.4f``, ``e``, ``.1%``): they cannot raise.
 _FLOAT_SPEC = re.compile(r"[<>=^]?[+\- ]?\d*(?:\.\d+)?[fFeEgG%]?")
-
-
-def _names_in(node: cst.CSTNode, name: str) -> list[cst.Name]:
-    found: list[cst.Name] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            if n.value == name:
-                found.append(n)
-
-    walk(node, V())
-    return found
-
-
-def _yields(fn: cst.FunctionDef) -> bool:
-    found: list[bool] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Yield(self, node: cst.Yield) -> None:
-            found.append(True)
-
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is fn
-
-        def visit_Lambda(self, node: cst.Lambda) -> bool:
-            return False
-
-    walk(fn, V())
-    return bool(found)

@@ -81,6 +81,10 @@ class Project:
     ) -> None:
         summarize = summarize or summarize_here
         self.index = ProjectIndex()
+        # memos of the import graph's questions, asked once per module and again per context
+        self._direct: dict[str, frozenset[str]] = {}
+        self._through: dict[str, frozenset[str]] = {}
+        self._importers: dict[str, frozenset[str]] = {}
         sources: dict[str, tuple[Path, bytes]] = {}
         for path in python_files(root, deep):
             try:
@@ -220,10 +224,13 @@ class Project:
             for m in sorted(programs):
                 self.other_accelerator.setdefault(m, naming)
 
-    def imports_of(self, name: str) -> set[str]:
+    def imports_of(self, name: str) -> frozenset[str]:
         """The project modules ``name`` imports directly."""
-        found = {self.resolve.get(t) for t in self.index.targets.get(name, ())}
-        return {m for m in found if m is not None and m != name}
+        known = self._direct.get(name)
+        if known is None:
+            found = {self.resolve.get(t) for t in self.index.targets.get(name, ())}
+            known = self._direct[name] = frozenset(m for m in found if m is not None and m != name)
+        return known
 
     def closure(self, name: str) -> tuple[ModuleFile, ...]:
         """The project modules ``name`` imports, directly or through each other."""
@@ -232,8 +239,14 @@ class Project:
             cached = self._closures[name] = tuple(self.files[m] for m in sorted(self._imported_through(name)))
         return cached
 
-    def _imported_through(self, name: str) -> set[str]:
+    def _imported_through(self, name: str) -> frozenset[str]:
         """The names of the project modules ``name`` imports, directly or through each other."""
+        known = self._through.get(name)
+        if known is None:
+            known = self._through[name] = frozenset(self._reach(name))
+        return known
+
+    def _reach(self, name: str) -> set[str]:
         seen: set[str] = set()
         todo = [name]
         while todo:
@@ -245,6 +258,12 @@ class Project:
 
     def importer_closure(self, name: str) -> set[str]:
         """The project modules that import ``name``, directly or through each other."""
+        known = self._importers.get(name)
+        if known is None:
+            known = self._importers[name] = frozenset(self._reached_by(name))
+        return set(known)
+
+    def _reached_by(self, name: str) -> set[str]:
         seen: set[str] = set()
         todo = [name]
         while todo:

@@ -17,6 +17,7 @@ from libcst.metadata import Assignment
 from ..walk import walk
 from .bindings import fact_of_name
 from .syntax import keyword, target_names
+from .values import Kind, Value, join_all
 
 if TYPE_CHECKING:
     from .module import ModuleAnalysis
@@ -133,3 +134,82 @@ def _filled_in_place(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
         return False
     async_op = keyword(call, "async_op")
     return async_op is None or (isinstance(async_op.value, cst.Name) and async_op.value.value == "False")
+
+
+# Methods of a dict or list that read it without changing it.
+_READING_METHODS = frozenset({"items", "values", "keys", "get", "index", "count", "copy"})
+
+
+def loader_item(a: ModuleAnalysis, expr: cst.Subscript) -> Value | None:
+    """``dataloaders[phase]`` of ``dataloaders = {x: DataLoader(...) for x in ...}`` (a dict or
+    list display or comprehension whose every value is a loader): the join of those loaders, or
+    None. Only a name bound once, that no other file imports, whose every other use in the module
+    reads an item (``d[k]``, ``d.items()``...) or stores a loader (``d["DG"] = DataLoader(...)``):
+    nothing else can put another object in it (Person_reID's, the transfer-learning tutorial's)."""
+    holder = expr.value
+    if not isinstance(holder, cst.Name) or a.imported_elsewhere(holder.value):
+        return None
+    values = a.reaching_values(holder)
+    if not values or len(values) != 1:
+        return None
+    items = _held_items(values[0])
+    if not items:
+        return None
+    for use in a.structure.of_type(cst.Name):
+        if not isinstance(use, cst.Name) or use.value != holder.value or use is holder:
+            continue
+        parent = a.parent(use)
+        if isinstance(parent, cst.Subscript) and parent.value is use:
+            store = _stored_item(a, parent)
+            if isinstance(store, bool):
+                return None
+            if store is not None:
+                items.append(store)
+            continue
+        if isinstance(parent, cst.Attribute) and parent.value is use and parent.attr.value in _READING_METHODS:
+            continue
+        if _bound_here(a, use, values[0]):
+            continue
+        return None
+    held = [a.value(item) for item in items]
+    if not all(v.kind is Kind.LOADER for v in held):
+        return None
+    return join_all(held)
+
+
+def _held_items(value: cst.CSTNode) -> list[cst.BaseExpression]:
+    if isinstance(value, cst.DictComp):
+        return [value.value]
+    if isinstance(value, cst.ListComp):
+        return [value.elt]
+    if isinstance(value, cst.Dict) and all(isinstance(el, cst.DictElement) for el in value.elements):
+        return [el.value for el in value.elements]
+    if isinstance(value, cst.List) and all(isinstance(el, cst.Element) for el in value.elements):
+        return [el.value for el in value.elements]
+    return []
+
+
+def _stored_item(a: ModuleAnalysis, sub: cst.Subscript) -> cst.BaseExpression | bool | None:
+    """For ``d[k]``: None where it is read, the value where ``d[k] = value`` stores it, False
+    where it is deleted, augmented or stored otherwise."""
+    parent = a.parent(sub)
+    if isinstance(parent, cst.AssignTarget):
+        assign = a.parent(parent)
+        return assign.value if isinstance(assign, cst.Assign) and len(assign.targets) == 1 else False
+    node: cst.CSTNode = sub
+    while isinstance(parent, (cst.Element, cst.StarredElement, cst.Tuple, cst.List)):
+        node, parent = parent, a.parent(parent)  # ``a, d[k] = ...``: a target inside a target
+    if isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.Del)):
+        return False
+    if isinstance(parent, (cst.For, cst.CompFor)) and parent.target is node:
+        return False
+    if isinstance(parent, cst.AsName) and parent.name is node:
+        return False
+    return None
+
+
+def _bound_here(a: ModuleAnalysis, use: cst.Name, value: cst.CSTNode) -> bool:
+    """Is ``use`` the target of the one binding (``dataloaders = {...}``)?"""
+    parent = a.parent(use)
+    assign = a.parent(parent) if isinstance(parent, cst.AssignTarget) else None
+    return isinstance(assign, cst.Assign) and assign.value is value

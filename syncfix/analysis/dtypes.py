@@ -190,6 +190,8 @@ def _call_dtype(a: ModuleAnalysis, call: cst.Call) -> str | None:
         if short in FLOAT_ONLY_FNS and args:
             d = a.dtype_of(args[0].value)
             return d if d in FLOATS else None
+        if short in ("sum", "cumsum", "prod") and args:
+            return _summed_dtype(a.dtype_of(args[0].value))
         return None
     if isinstance(func, cst.Attribute) and tensor_receiver(a, func):
         method = func.attr.value
@@ -221,8 +223,14 @@ def _call_dtype(a: ModuleAnalysis, call: cst.Call) -> str | None:
         if method in FLOAT_ONLY_FNS:
             return base if base in FLOATS else None
         if method in ("sum", "cumsum", "prod") and keyword(call, "dtype") is None:
-            return base if base in FLOATS else "torch.int64" if base in BOOL_INT else None
+            return _summed_dtype(base)
     return None
+
+
+def _summed_dtype(base: str | None | object) -> str | None:
+    """A sum's (product's) dtype without ``dtype=``: a floating input's, int64 for bool and
+    integer inputs (PyTorch widens them)."""
+    return cast("str | None", base) if base in FLOATS else "torch.int64" if base in BOOL_INT else None
 
 
 def _any_all_dtype(a: ModuleAnalysis, operand: cst.BaseExpression) -> str | None:

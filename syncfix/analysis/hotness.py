@@ -192,9 +192,9 @@ def file_calls(
 _STATEMENT_LISTS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
 
 
-def statements(tree: ast.Module) -> Iterator[ast.AST]:
-    """Every statement of the module, nested ones included (imports are statements: no need to
-    walk the expressions, most of the tree)."""
+def statements(tree: ast.Module | ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.AST]:
+    """Every statement of the module (or function), nested ones included (imports, assignments
+    and returns are statements: no need to walk the expressions, most of the tree)."""
     todo: deque[ast.AST] = deque(tree.body)
     while todo:  # breadth first, fields in order: the order of ``ast.walk``
         node = todo.popleft()
@@ -342,7 +342,7 @@ class _Collector:
         the function binds to ``C(...)`` once."""
         made: dict[str, str] = {}
         returned: list[ast.expr] = []
-        for node in ast.walk(fn):
+        for node in statements(fn):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 value = node.value
                 name = value.func.id if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) else ""

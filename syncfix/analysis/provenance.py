@@ -20,7 +20,7 @@ import libcst as cst
 from libcst.metadata import Assignment, GlobalScope
 from libcst.metadata.scope_provider import BaseAssignment
 
-from . import attributes, callgraph, loaders
+from . import attributes, callgraph, containers, loaders
 from .annotations import annotation_value
 from .attributes import assumed_tensor, attribute_value, declared_forward, is_module_class
 from .bindings import assignment_order, fact_of_name
@@ -131,6 +131,10 @@ def _value(a: ModuleAnalysis, expr: cst.CSTNode) -> Value:
             return base if sliced else replace(base, kind=Kind.TENSOR)
         if base.kind is Kind.NDARRAY:  # a view, a copy or a numpy scalar: in numpy's memory if the array is
             return Value(Kind.NDARRAY, memory=base.memory)
+        if base.kind in (Kind.OTHER, Kind.UNKNOWN):
+            held = containers.loader_item(a, expr)
+            if held is not None:
+                return held  # ``dataloaders[phase]`` of a dict of loaders
         key = expr.slice[0].slice if len(expr.slice) == 1 else None
         if base.kind is Kind.UNKNOWN and isinstance(key, cst.Index) and isinstance(key.value, cst.SimpleString):
             named = key.value.evaluated_value  # ``enc["input_ids"]`` of a tokenizer's output (likely)

@@ -231,7 +231,7 @@ PROMOTING_FNS = {"clamp", "clip", "maximum", "minimum", "fmax", "fmin"}
 SAME_DTYPE_FNS = {
     "abs", "neg", "negative", "clone", "detach", "relu",
     "flatten", "reshape", "squeeze", "unsqueeze", "transpose", "permute", "flip", "roll",
-    "amax", "amin", "sign", "masked_fill", "contiguous",
+    "amax", "amin", "sign", "masked_fill", "contiguous", "triu", "tril",
 }
 # Keep a floating input's dtype (integer inputs would promote or raise).
 FLOAT_ONLY_FNS = {

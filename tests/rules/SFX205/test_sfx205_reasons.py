@@ -87,3 +87,11 @@ def test_a_mask_read_of_a_value_syncfix_cannot_name():
     # training step, ``cond_data`` a join of a ``torch.cat`` and a normalizer's output
     found = [f.line for f in check_code(UNNAMED, path="policy.py") if f.code == "SFX205"]
     assert found == [11, 12]
+
+
+@pytest.mark.parametrize("mask", ["p.triu(diagonal=1)", "torch.tril(p)", "p.triu(1).view(-1)", "p.logical_not()"])
+def test_a_mask_stays_a_mask_through_triangles_views_and_negation(mask):
+    # circle loss (Person_reID): a label-equality matrix's upper triangle selects the pairs
+    src = HEAD + f"        p = y.unsqueeze(1) == y.unsqueeze(0)\n        a = y.view(-1)[{mask}]\n"
+    found = [f for f in check_code(src, path="train.py") if f.code == "SFX205"]
+    assert len(found) == 1 and "boolean-mask read" in found[0].message

@@ -34,3 +34,18 @@ def test_a_total_added_to_in_each_branch_is_not_said_to_be_read():
 def test_a_total_read_in_the_loop_is_said_to_be_read():
     reasons = _reasons("        print(correct)")
     assert reasons and all("is read elsewhere in the loop" in r for r in reasons)
+
+
+def test_a_count_converted_with_float_is_said_to_be_a_count():
+    # Person_reID's ``running_corrects += float(torch.sum(preds == labels.data))``
+    src = (
+        "import torch\n\ndef epoch(model, xs: list[torch.Tensor], y: torch.Tensor):\n"
+        "    correct = 0.0\n"
+        "    for x in xs:\n"
+        "        preds = model(x.cuda()).argmax(1)\n"
+        "        correct += float(torch.sum(preds == y.data))\n"
+        "    return correct\n"
+    )
+    (found,) = [f for f in check_code(src, path="train.py", unsafe_fixes=True) if f.code == "SFX302"]
+    assert found.fix is None
+    assert "an integer count converted with `float()`" in found.message
