@@ -37,7 +37,9 @@ class MaskedStoreToWhere(Rule):
     fill = x.mean()
     x.copy_(torch.where(x < 0, fill, x))
     ```
-    For a tensor of values (one per selected element): `x.masked_scatter_(mask, vals)`.
+    Values selected with the same mask from a tensor of `x`'s shape, `x[mask] = y[mask]`:
+    `x.copy_(torch.where(mask, y, x))`. For other values, one per selected element:
+    `x.masked_scatter_(mask, vals)`.
 
     ## Fix safety
     `x.copy_(torch.where(mask, v, x))` writes the same values in place. It is **safe** when syncfix
@@ -52,10 +54,15 @@ class MaskedStoreToWhere(Rule):
       summed in a different order).
 
     Otherwise the fix is **unsafe** (and casts `v` with `.to(x.dtype)` as `index_put_` would).
-    `x[mask] = vals` with a values tensor becomes `x.masked_scatter_(mask, vals)`: **unsafe**,
+    `x[mask] = y[mask]`, with `y` provably of `x`'s shape and the same mask written alike, is
+    rewritten the same way, with `y` in place of `v` (each selected element takes `y`'s element
+    there, as the store does); the same conditions make it safe.
+    `x[mask] = vals` with another values tensor becomes `x.masked_scatter_(mask, vals)`: **unsafe**,
     because `index_put_` raises when `vals` has the wrong number of elements while
     `masked_scatter_` silently uses the first ones (and broadcasts a 1-element `vals` differently).
-    Without a proof that `mask` has `x`'s shape there is no fix.
+    Where `vals` is itself selected with a mask (`f(y[mask])`), that selection syncs as well, so
+    there is no fix; the finding says so. Without a proof that `mask` has `x`'s shape there is no
+    fix.
     """
 
     CODE = "SFX204"
@@ -86,11 +93,19 @@ class MaskedStoreToWhere(Rule):
             "    x.copy_(torch.where(x > 0, v, x))\n",
             unsafe=True,
         ),
+        # the values selected with the store's own mask from a tensor of x's shape
+        Invalid(
+            "import torch\nx = torch.randn(8, device='cuda')\nm = x > 0\nv = torch.randn_like(x)\n"
+            "x[m] = v[m]\n",
+            "import torch\nx = torch.randn(8, device='cuda')\nm = x > 0\nv = torch.randn_like(x)\n"
+            "x.copy_(torch.where(m, v, x))\n",
+        ),
+        # values from elsewhere, one per selected element
         Invalid(
             "import torch\nx = torch.randn(8, device='cuda')\nm = x > 0\nv = torch.randn(8, device='cuda')\n"
-            "x[m] = v[m]\n",
+            "x[m] = v[:3]\n",
             "import torch\nx = torch.randn(8, device='cuda')\nm = x > 0\nv = torch.randn(8, device='cuda')\n"
-            "x.masked_scatter_(m, v[m])\n",
+            "x.masked_scatter_(m, v[:3])\n",
             unsafe=True,
         ),
     ]
@@ -109,7 +124,11 @@ class MaskedStoreToWhere(Rule):
         vv = a.value(v)
         if a.number_kind(v) is not None or not vv.is_tensor or vv.device not in _MAYBE_CUDA:
             return  # a host value: the sync-free masked_fill path (or a CPU tensor copy)
-        self.report(node, fix=self._fix(node, x, mask, v))
+        fix = self._fix(node, x, mask, v)
+        if fix is None and _reads_with_mask(a, v):
+            self.report(node, self.MESSAGE + _VALUES_SELECTED)
+            return
+        self.report(node, fix=fix)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         if _mask_index(self.analysis, node.target) is not None:
@@ -128,11 +147,14 @@ class MaskedStoreToWhere(Rule):
         same_shape = a.shape_key(mask) is not None and a.shape_key(mask) == a.shape_key(x)
         if not same_shape or not (a.is_effect_free(v) and a.is_effect_free(mask) and a.is_effect_free(x)):
             return None
-        dx, dv = a.dtype_of(x), a.dtype_of(v)
+        # ``x[m] = y[m]`` with ``y`` of ``x``'s shape: ``where`` takes ``y`` at the same elements
+        selected = _same_mask_read(a, v, mask, x)
+        source = v if selected is None else selected
+        dx, dv = a.dtype_of(x), a.dtype_of(source)
         same_dtype = dx is not None and dx == dv
-        xs, ms, vs = code(a, x), code(a, mask), code(a, v)
+        xs, ms, vs = code(a, x), code(a, mask), code(a, source)
         value = vs if same_dtype else f"({vs}).to({xs}.dtype)"
-        if a.is_zero_dim(v):
+        if a.is_zero_dim(v) or selected is not None:
             new = cst.parse_expression(f"{xs}.copy_({torch}.where({ms}, {value}, {xs}))")
             changes = {node: cst.Expr(new)}
             why = []
@@ -140,23 +162,55 @@ class MaskedStoreToWhere(Rule):
                 why.append("the value's dtype is not provably x's")
             if not isinstance(x, cst.Name):
                 why.append("x is evaluated twice")
-            if not is_new_tensor(a, v, follow_names=True):
+            if selected is None and not is_new_tensor(a, v, follow_names=True):
                 why.append("the value may share memory with x (index_put_ refuses overlap, where does not)")
             if not _no_overlap(a, x):
                 why.append("x may be an expanded view (copy_ refuses a tensor whose elements share memory)")
-            devices = {a.value(e).device for e in (x, mask, v)}
+            devices = {a.value(e).device for e in (x, mask, source)}
             if devices != {Device.CUDA} or a.may_use_several_devices:
                 why.append("not provably one CUDA device")
-            if not (a.in_no_grad(node) or a.is_grad_free(v)):
+            if not (a.in_no_grad(node) or a.is_grad_free(source)):
                 why.append("the value's gradient would be summed in another order")
             if not why:
                 return self.safe_fix(changes, "Store with torch.where on the device")
             return self.unsafe_fix(changes, "Store with torch.where (unsafe: " + "; ".join(why) + ")")
+        if _reads_with_mask(a, v):
+            return None  # ``masked_scatter_`` of values selected with a mask would sync as well
         new = cst.parse_expression(f"{xs}.masked_scatter_({ms}, {value})")
         return self.unsafe_fix(
             {node: cst.Expr(new)},
             "Store with masked_scatter_ (unsafe: a wrong number of values is no longer an error)",
         )
+
+
+_VALUES_SELECTED = (
+    "; no fix: the values are themselves selected with a mask, which syncs as the store does (a "
+    "`masked_scatter_` of them would sync too); where they are an element-wise function `f` of a "
+    "tensor of `x`'s shape, `x.copy_(torch.where(mask, f(x), x))` needs no sync"
+)
+
+
+def _same_mask_read(
+    a: ModuleAnalysis, v: cst.BaseExpression, mask: cst.BaseExpression, x: cst.BaseExpression
+) -> cst.BaseExpression | None:
+    """``y`` when ``v`` is ``y[mask]`` (the store's own mask, written alike) and ``y`` provably
+    has ``x``'s shape: ``torch.where(mask, y, x)`` holds ``y``'s element at each selected one."""
+    if not isinstance(v, cst.Subscript) or _mask_index(a, v) is None:
+        return None
+    index = v.slice[0].slice
+    assert isinstance(index, cst.Index)
+    if code(a, index.value) != code(a, mask):
+        return None
+    key = a.shape_key(v.value)
+    return v.value if key is not None and key == a.shape_key(x) else None
+
+
+def _reads_with_mask(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    """Does ``expr`` select values with a bool mask (``y[m]``, a sync of its own)?"""
+    return any(
+        isinstance(sub, cst.Subscript) and _mask_index(a, sub) is not None
+        for sub in a.nodes_within(expr, cst.Subscript)
+    )
 
 
 def _mask_index(a: ModuleAnalysis, target: cst.BaseExpression) -> cst.BaseExpression | None:

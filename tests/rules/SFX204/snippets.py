@@ -29,4 +29,17 @@ def f(n: int, thr: int):
     return c
 '''
 
-SAFE = [MASKED_FILL_FLOAT, MASKED_FILL_INT]
+SAME_MASK_VALUES = '''
+import torch
+
+
+@torch.no_grad()
+def f(n: int, thr: float):
+    x = torch.randn(n, 4, device="cuda")
+    floor = torch.rand_like(x) * thr
+    m = x < floor
+    x[m] = floor[m]
+    return x
+'''
+
+SAFE = [MASKED_FILL_FLOAT, MASKED_FILL_INT, SAME_MASK_VALUES]

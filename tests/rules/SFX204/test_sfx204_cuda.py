@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ..support import check_rewrite_keeps_values_with_fewer_syncs
-from .snippets import MASKED_FILL_FLOAT, MASKED_FILL_INT
+from .snippets import MASKED_FILL_FLOAT, MASKED_FILL_INT, SAME_MASK_VALUES
 
 torch = pytest.importorskip("torch")
 
@@ -15,6 +15,7 @@ CASES = [
     # (code, snippet, unsafe, args, bitwise)
     ("SFX204", MASKED_FILL_FLOAT, False, (1000, 0.0), True),
     ("SFX204", MASKED_FILL_INT, False, (1000, 2), True),
+    ("SFX204", SAME_MASK_VALUES, False, (1000, 0.5), True),
 ]
 
 
