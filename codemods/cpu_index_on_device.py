@@ -66,7 +66,11 @@ class CpuIndexOnDevice(Rule):
     without a fix, and so does a list index of a tensor whose device syncfix cannot name: the
     pinned index needs CUDA, and the slice that selects the same values (`x[:, -1:]` for
     `x[:, [-1]]`) returns a view where the list returns a new tensor, which a later in-place
-    write or a `.view()` could tell apart.
+    write or a `.view()` could tell apart. Where the indexed value is only an operand of a
+    comparison or of arithmetic (`logits < v[:, [-1]]`, whose result is new memory) and every
+    other index is a slice, the slice is an **unsafe** fix: the view cannot show there, but a
+    dimension too short for the index gives an empty result (and perhaps a broadcasting error
+    later) where the list raised `IndexError`.
     """
 
     CODE = "SFX104"
@@ -150,17 +154,28 @@ class CpuIndexOnDevice(Rule):
             return
         one = next((e for e in lists if len(e.elements) == 1), None)
         as_slice = _as_slice(a, one.elements[0].value) if one is not None else None
+        message = (
+            "Tensor indexed with a Python list: the index is copied to the tensor's device with a "
+            f"blocking copy{unplaced_message(a, node)}"
+        )
+        if one is not None and as_slice and _operand_only(a, node, one) and not a.caught_by_handler(node):
+            # makemore's ``logits < v[:, [-1]]``: a view nothing keeps or writes
+            element = cst.parse_expression(f"x[{as_slice}]").slice[0]  # type: ignore[attr-defined]
+            fix = self.unsafe_fix(
+                {next(el for el in node.slice if isinstance(el.slice, cst.Index) and el.slice.value is one): element},
+                f"Index with the slice `{as_slice}` (unsafe: a dimension too short for the index "
+                "gives an empty result where the list raised IndexError; the view it returns "
+                "where the list returned a copy is only an operand here)",
+            )
+            self.report(node, message, fix=fix)
+            return
         hint = (
             f"the slice `{as_slice}` in place of `{code(a, one)}` selects the same values with no copy of "
             "the index, but returns a view where the list returns a copy"
             if one is not None and as_slice else
             "an index tensor built on the device once, before the loop, needs no copy"
         )
-        self.report(
-            node,
-            "Tensor indexed with a Python list: the index is copied to the tensor's device with a "
-            f"blocking copy{unplaced_message(a, node)}; no fix: {hint}",
-        )
+        self.report(node, f"{message}; no fix: {hint}")
 
     def _host_index(self, expr: cst.BaseExpression) -> str | None:
         """"list" (a list of int literals), "tensor" (a provably 1-d CPU int tensor), "maybe"
@@ -250,6 +265,21 @@ def _as_slice(a, index: cst.BaseExpression) -> str | None:
     if not isinstance(k, int) or isinstance(k, bool):
         return None
     return "-1:" if k == -1 else f"{k}:{k + 1}"
+
+
+def _operand_only(a, node: cst.Subscript, index: cst.List) -> bool:
+    """Is ``node`` an operand of a comparison or of arithmetic (whose result is new memory, so a
+    view in place of a copy cannot show), with ``index`` its one advanced index and every other
+    element a slice (with an int too, a slice would move the selected dimension)?"""
+    others = [el.slice for el in node.slice if not (isinstance(el.slice, cst.Index) and el.slice.value is index)]
+    if len(others) != len(node.slice) - 1 or not all(isinstance(o, cst.Slice) for o in others):
+        return False
+    parent = a.parent(node)
+    if isinstance(parent, cst.ComparisonTarget):
+        return True
+    if isinstance(parent, cst.Comparison):
+        return parent.left is node
+    return isinstance(parent, cst.BinaryOperation) and not isinstance(parent.operator, cst.MatrixMultiply)
 
 
 def _is_plain(expr: cst.BaseExpression) -> bool:

@@ -34,3 +34,25 @@ def test_sfx104_index_on_device():
             return out
         """,
     )
+
+
+TOP_K_CUT = '''
+import torch
+
+
+def f(steps: int, k: int):
+    torch.manual_seed(0)
+    logits = torch.randn(16, 100, device="cuda")
+    for _ in range(steps):
+        v, _ = torch.topk(logits, k)
+        logits[logits < v[:, [-1]]] = -float("Inf")
+        logits = logits + torch.randn_like(logits)
+    return logits
+'''
+
+
+@pytest.mark.cuda
+def test_sfx104_unsafe_slice_of_an_operand():
+    from ..support import check_rewrite_keeps_values_with_fewer_syncs
+
+    check_rewrite_keeps_values_with_fewer_syncs("SFX104", TOP_K_CUT, True, (4, 5), True)
