@@ -207,6 +207,12 @@ def source_may_change(
         for target, it in _iteration_bindings(scope_node)
         if not through_rebound(_alias_root(it, a, copies), it) and not other_variable(target, it)
     ]
+    # Items of one fresh batch unpacked into names (``for x, y in loader``, or ``x, y = data`` of
+    # ``for data in loader``) are distinct tensors (the default collate stacks each anew): a write
+    # to one reaches no other, so the way down from the batch skips the source's siblings
+    # (Person_reID's ``model(inputs)`` after ``labels.cuda()``).
+    items = _batch_items(a, scope_node, statements)
+    siblings = items if any(t == root for t, _ in items) else set()
     # Up from the source to what it is a view or an item of, then down to every view or item
     # of those. (Not up from a view found on the way down: ``x = vae(x)`` after the loop's
     # ``for x, y in loader`` binds a new ``x``, which makes ``vae`` no part of the batch.)
@@ -216,7 +222,7 @@ def source_may_change(
         while changed:
             changed = False
             for target, origin in pairs:
-                if origin is None:
+                if origin is None or not upward and (target, origin) in siblings:
                     continue
                 new, old = (origin, target) if upward else (target, origin)
                 if old in aliases and new not in aliases:
@@ -568,13 +574,15 @@ def _alias_root(
                     return f"\0new{id(cur)}"
                 cur = base
                 continue
-            if not isinstance(cur.func, cst.Attribute) or cur.func.attr.value in _COPYING:
-                return None
+            if not isinstance(cur.func, cst.Attribute) or cur.func.attr.value in _COPYING | _METADATA:
+                return None  # new memory, or a size or kind (``n, c = x.size()``): none of it
             if cur.func.attr.value == "to" and (
                 a is None or a.to_target(cur) in copies or _same_device(a, cur, copies)
             ):
                 return None  # a cast, or a copy to the CPU, may return the tensor itself
             cur = cur.func.value
+        elif isinstance(cur, cst.Attribute) and cur.attr.value in _METADATA:
+            return None  # ``n, c, h, w = x.shape``: sizes, none of its memory
         else:
             cur = cur.value
     return cur.value if isinstance(cur, cst.Name) else None
@@ -630,6 +638,44 @@ def _names_in(target: cst.BaseExpression):
             yield from _names_in(el.value)
     elif isinstance(target, cst.StarredElement):
         yield from _names_in(target.value)
+
+
+def _batch_items(a: ModuleAnalysis, scope: cst.CSTNode, statements: list) -> set[tuple[str, str]]:
+    """(name, batch) pairs, as :func:`source_may_change` writes them, for the names a ``for``
+    over a fresh loader (or ``enumerate`` of one) binds to the items of its batch, directly or by
+    unpacking a name bound to the whole batch once and by that ``for`` alone."""
+    found: set[tuple[str, str]] = set()
+    batches: dict[str, int] = {}
+    for loop in _within(a, scope, cst.For):
+        assert isinstance(loop, cst.For)
+        it, target = loop.iter, loop.target
+        if (
+            isinstance(it, cst.Call) and a.callee(it) == "builtins.enumerate" and len(it.args) == 1
+            and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2
+        ):
+            inner = target.elements[1].value  # ``for i, batch in enumerate(loader)``
+            loader = it.args[0].value
+        else:
+            inner, loader = target, it
+        if not _fresh_batches(a, loader):
+            continue
+        if isinstance(inner, cst.Name):
+            batches[inner.value] = batches.get(inner.value, 0) + 1
+        elif isinstance(inner, (cst.Tuple, cst.List)) and all(isinstance(el.value, cst.Name) for el in inner.elements):
+            found |= {(el.value.value, f"\0batch{id(it)}") for el in inner.elements}  # type: ignore[attr-defined]
+    once = {name for name, n in batches.items() if n == 1}
+    assigned = {t for s in statements for t, _ in _assigned_pairs(s)}
+    for s in statements:
+        for small in s.body:
+            if (
+                isinstance(small, cst.Assign) and len(small.targets) == 1
+                and isinstance(small.targets[0].target, (cst.Tuple, cst.List))
+                and isinstance(small.value, cst.Name) and small.value.value in once - assigned
+            ):
+                names = [el.value for el in small.targets[0].target.elements]
+                if all(isinstance(n, cst.Name) for n in names):
+                    found |= {(n.value, small.value.value) for n in names if isinstance(n, cst.Name)}
+    return found
 
 
 def _fresh_batches(a: ModuleAnalysis, iterable: cst.BaseExpression) -> bool:
