@@ -153,8 +153,8 @@ def loader_item(a: ModuleAnalysis, expr: cst.Subscript) -> Value | None:
     if not values or len(values) != 1:
         return None
     items = _held_items(values[0])
-    if not items:
-        return None
+    if not items or not all(a.value(item).kind is Kind.LOADER for item in items):
+        return None  # (before the scan of the module's names below: most containers hold no loader)
     for use in a.structure.of_type(cst.Name):
         if not isinstance(use, cst.Name) or use.value != holder.value or use is holder:
             continue
