@@ -35,6 +35,11 @@ from ._support import (
 from ._totals import INTO_TENSOR_TOTAL, INTO_TENSOR_TOTAL_LIKELY, into_tensor_total
 
 _SCALAR = "GPU value read on the host where code repeats: the CPU waits for all queued GPU work"
+_STORED_HINT = (
+    " (a GPU tensor stored into a CPU tensor is copied to the host); no fix: collect the tensors "
+    "and copy them once after the loop (`torch.cat(parts).cpu()`), or store into a pinned buffer "
+    "with `.copy_(t, non_blocking=True)` and synchronize once before reading it"
+)
 _TOTAL_HINT = (
     "; no fix: a running total kept in a container or attribute; keep it a device tensor "
     "(`counts[k] = counts[k] + t.sum()`) and read it only where it is shown"
@@ -163,7 +168,8 @@ class DeviceToHostInLoop(Rule):
     `forward`), a copy of a CUDA tensor to the host that blocks: `x.cpu()`, `x.to("cpu")`,
     `x.tolist()` (and so `x.cpu().numpy()`, `x.detach().cpu().tolist()`). The tensor must be
     provably on CUDA, or provably CUDA-or-CPU. `x.numpy()` on a CUDA tensor raises, so it is
-    reported through the `.cpu()` before it.
+    reported through the `.cpu()` before it. A store of such a tensor into a CPU tensor
+    (`features[a:b] = ff`) copies it to the host just as blocking, and is reported too (no fix).
     Where the code repeats (a loop body, a step-like function or a function called from one), a
     tensor whose device syncfix cannot name (a parameter's `.grad`, a model output passed in) is
     reported too, as likely on the GPU, with no fix: the message says the device is unknown. So
@@ -288,7 +294,7 @@ class DeviceToHostInLoop(Rule):
     MESSAGE = "Blocking device-to-host copy in a loop: the CPU waits for all queued GPU work"
     FIX = "sometimes"
     SAFETY = ("unsafe",)
-    TRIGGERS = (".cpu(", ".tolist(", ".to(", ".item(", "float(", "int(", "math", "add_scalar(", "[:", ":]")
+    TRIGGERS = (".cpu(", ".tolist(", ".to(", ".item(", "float(", "int(", "math", "add_scalar(", "[:", ":]", "] =")
     # reads in a row (SFX301), a value read only for a later log line (SFX401) and values
     # collected to be read after the loop (SFX404) are theirs
     DEFERS_TO = ("SFX301", "SFX401", "SFX402", "SFX404")
@@ -378,6 +384,22 @@ class DeviceToHostInLoop(Rule):
                 "needed later, collect the tensor and convert it after one event wait)"
             )
         self.report(node, (self.MESSAGE if in_loop else _COPY_WHERE_REPEATS) + where + hint)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """``features[a:b] = ff``: a GPU tensor stored into a CPU tensor is copied to the host,
+        and the CPU waits for it (Person_reID's feature extraction, once per batch)."""
+        a = self.analysis
+        if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Subscript):
+            return
+        if a.enclosing_loop(node) is None and not a.is_hot(node):
+            return
+        held, stored = a.value(node.targets[0].target.value), a.value(node.value)  # type: ignore[attr-defined]
+        if not (held.is_tensor and held.device is Device.CPU and stored.is_tensor):
+            return
+        if stored.device not in (Device.CUDA, Device.CUDA_OR_CPU):
+            return
+        where = "" if stored.device is Device.CUDA else " (when the tensor is on CUDA)"
+        self.report(node.value, self.MESSAGE + where + _STORED_HINT)
 
     def visit_Slice(self, node: cst.Slice) -> None:
         """``mels[:, :, :self.r]`` with ``r`` a tensor (a registered buffer, ``lengths.max()``):
