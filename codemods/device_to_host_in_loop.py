@@ -393,7 +393,7 @@ class DeviceToHostInLoop(Rule):
             return
         if a.enclosing_loop(node) is None and not a.is_hot(node):
             return
-        held, stored = a.value(node.targets[0].target.value), a.value(node.value)  # type: ignore[attr-defined]
+        held, stored = a.value(node.targets[0].target.value), a.value(node.value)
         if not (held.is_tensor and held.device is Device.CPU and stored.is_tensor):
             return
         if stored.device not in (Device.CUDA, Device.CUDA_OR_CPU):
