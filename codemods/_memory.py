@@ -32,6 +32,14 @@ from syncfix.analysis import (
 )
 from syncfix.walk import walk
 
+from ._bound_names import (
+    assigned_pairs,
+    batch_items,
+    fresh_batches,
+    iteration_bindings,
+    names_in,
+    simple_statements,
+)
 from ._support import imported_modules
 
 # ---- copies: may the source change after a non-blocking copy is queued? ----
@@ -137,7 +145,7 @@ def source_may_change(
         return False  # a temporary: nothing else can reach it
     stmt = a.statement_of(call)
     scope_node = a.enclosing_function(call) or a.module
-    statements = list(_simple_statements(scope_node))
+    statements = list(simple_statements(scope_node))
     # Name pairs that may share memory, in both directions: a view of the source, and what
     # the source is a view or an item of (``view = staging[:n]``, ``for t in batch``,
     # ``x, y = batch``): a write to ``staging``/``batch`` reaches the copied bytes too.
@@ -158,7 +166,7 @@ def source_may_change(
     rebound: set[str] = set()
     if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and not walrus:
         rebound = {
-            t for t, value in _assigned_pairs(stmt)
+            t for t, value in assigned_pairs(stmt)
             if (origin := _alias_root(value, a, copies)) is None or origin.startswith("\0new")
         }
 
@@ -172,7 +180,7 @@ def source_may_change(
     for anc in a.ancestors(call):
         if isinstance(anc, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
             clause: cst.CompFor | None = anc.for_in
-            while clause is not None and root not in set(_names_in(clause.target)):
+            while clause is not None and root not in set(names_in(clause.target)):
                 clause = clause.inner_for_in
             if clause is not None:
                 own, comprehension = clause, anc
@@ -189,7 +197,7 @@ def source_may_change(
         (target, origin)
         for s in statements
         if s is not stmt
-        for target, value in _assigned_pairs(s)
+        for target, value in assigned_pairs(s)
         if (target != root or reaches(s))
         and not through_rebound(origin := _alias_root(value, a, copies), s)
         and not other_variable(target, s)
@@ -203,15 +211,15 @@ def source_may_change(
     # A batch of a loader whose batches are fresh is no part of the loader (it keeps none): its
     # items are items of that one batch only.
     pairs += [
-        (target, f"\0batch{id(it)}" if _fresh_batches(a, it) else _alias_root(it, a, copies))
-        for target, it in _iteration_bindings(scope_node)
+        (target, f"\0batch{id(it)}" if fresh_batches(a, it) else _alias_root(it, a, copies))
+        for target, it in iteration_bindings(scope_node)
         if not through_rebound(_alias_root(it, a, copies), it) and not other_variable(target, it)
     ]
     # Items of one fresh batch unpacked into names (``for x, y in loader``, or ``x, y = data`` of
     # ``for data in loader``) are distinct tensors (the default collate stacks each anew): a write
     # to one reaches no other, so the way down from the batch skips the source's siblings
     # (Person_reID's ``model(inputs)`` after ``labels.cuda()``).
-    items = _batch_items(a, scope_node, statements)
+    items = batch_items(a, scope_node, statements)
     siblings = items if any(t == root for t, _ in items) else set()
     # Up from the source to what it is a view or an item of, then down to every view or item
     # of those. (Not up from a view found on the way down: ``x = vae(x)`` after the loop's
@@ -588,138 +596,6 @@ def _alias_root(
     return cur.value if isinstance(cur, cst.Name) else None
 
 
-def _simple_statements(node: cst.CSTNode):
-    """Every simple statement line under ``node``, and every one-line body (``if c: x[0] = 0``),
-    not entering nested defs or classes."""
-    found: list[cst.SimpleStatementLine | cst.SimpleStatementSuite] = []
-
-    class V(cst.CSTVisitor):
-        def visit_SimpleStatementLine(self, n: cst.SimpleStatementLine) -> bool:
-            found.append(n)
-            return False
-
-        def visit_SimpleStatementSuite(self, n: cst.SimpleStatementSuite) -> bool:
-            found.append(n)
-            return False
-
-        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
-            return n is node
-
-        def visit_ClassDef(self, n: cst.ClassDef) -> bool:
-            return False
-
-    walk(node, V())
-    return found
-
-
-def _assigned_pairs(stmt: cst.SimpleStatementLine | cst.SimpleStatementSuite):
-    for small in stmt.body:
-        if isinstance(small, cst.Assign):
-            for t in small.targets:
-                if isinstance(t.target, cst.Name):
-                    yield t.target.value, small.value
-                elif isinstance(t.target, (cst.Tuple, cst.List)) and isinstance(small.value, (cst.Tuple, cst.List)):
-                    for el_t, el_v in zip(t.target.elements, small.value.elements, strict=False):
-                        if isinstance(el_t.value, cst.Name):
-                            yield el_t.value.value, el_v.value
-                elif isinstance(t.target, (cst.Tuple, cst.List)):
-                    # ``x, y = batch``: each name is an item of the container
-                    for name in _names_in(t.target):
-                        yield name, small.value
-        elif isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
-            yield small.target.value, small.value
-
-
-def _names_in(target: cst.BaseExpression):
-    if isinstance(target, cst.Name):
-        yield target.value
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for el in target.elements:
-            yield from _names_in(el.value)
-    elif isinstance(target, cst.StarredElement):
-        yield from _names_in(target.value)
-
-
-def _batch_items(a: ModuleAnalysis, scope: cst.CSTNode, statements: list) -> set[tuple[str, str]]:
-    """(name, batch) pairs, as :func:`source_may_change` writes them, for the names a ``for``
-    over a fresh loader (or ``enumerate`` of one) binds to the items of its batch, directly or by
-    unpacking a name bound to the whole batch once and by that ``for`` alone."""
-    found: set[tuple[str, str]] = set()
-    batches: dict[str, int] = {}
-    for loop in _within(a, scope, cst.For):
-        assert isinstance(loop, cst.For)
-        it, target = loop.iter, loop.target
-        if (
-            isinstance(it, cst.Call) and a.callee(it) == "builtins.enumerate" and len(it.args) == 1
-            and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2
-        ):
-            inner = target.elements[1].value  # ``for i, batch in enumerate(loader)``
-            loader = it.args[0].value
-        else:
-            inner, loader = target, it
-        if not _fresh_batches(a, loader):
-            continue
-        if isinstance(inner, cst.Name):
-            batches[inner.value] = batches.get(inner.value, 0) + 1
-        elif isinstance(inner, (cst.Tuple, cst.List)) and all(isinstance(el.value, cst.Name) for el in inner.elements):
-            found |= {(el.value.value, f"\0batch{id(it)}") for el in inner.elements}  # type: ignore[attr-defined]
-    once = {name for name, n in batches.items() if n == 1}
-    assigned = {t for s in statements for t, _ in _assigned_pairs(s)}
-    for s in statements:
-        for small in s.body:
-            if (
-                isinstance(small, cst.Assign) and len(small.targets) == 1
-                and isinstance(small.targets[0].target, (cst.Tuple, cst.List))
-                and isinstance(small.value, cst.Name) and small.value.value in once - assigned
-            ):
-                names = [el.value for el in small.targets[0].target.elements]
-                if all(isinstance(n, cst.Name) for n in names):
-                    found |= {(n.value, small.value.value) for n in names if isinstance(n, cst.Name)}
-    return found
-
-
-def _fresh_batches(a: ModuleAnalysis, iterable: cst.BaseExpression) -> bool:
-    """Is ``iterable`` a loader whose every batch is new memory (a ``DataLoader`` with the
-    default collate: it hands each batch on and keeps no reference to it)?"""
-    v = a.value(iterable)
-    return v.kind is Kind.LOADER and v.fresh
-
-
-def _iteration_bindings(node: cst.CSTNode):
-    """(name, iterable) for every ``for`` and comprehension target under ``node`` (not entering
-    nested defs or classes): each name is an item of the iterable (``for t in batch``)."""
-    found: list[tuple[str, cst.BaseExpression]] = []
-
-    def items(target: cst.BaseExpression, it: cst.BaseExpression):
-        # the keys of ``d.items()``/``d.keys()`` are no part of ``d``'s tensors
-        view = it.func.attr.value if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) else None
-        if view == "keys":
-            return
-        if view == "items" and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
-            target = target.elements[1].value
-        if isinstance(it, (cst.Tuple, cst.List, cst.Set)):
-            # ``for t in (x, y)``: each name is each element in turn
-            found.extend((name, el.value) for el in it.elements for name in _names_in(target))
-            return
-        found.extend((name, it) for name in _names_in(target))
-
-    class V(cst.CSTVisitor):
-        def visit_For(self, n: cst.For) -> None:
-            items(n.target, n.iter)
-
-        def visit_CompFor(self, n: cst.CompFor) -> None:
-            items(n.target, n.iter)
-
-        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
-            return n is node
-
-        def visit_ClassDef(self, n: cst.ClassDef) -> bool:
-            return False
-
-    walk(node, V())
-    return found
-
-
 # ---- names that may share a tensor's memory --------------------------------------------------
 # Attributes and methods whose result is no part of the tensor's memory.
 _DETACHED_USES = _METADATA | {"item", "tolist"}
@@ -792,8 +668,8 @@ def aliases_in(a: ModuleAnalysis, scope: cst.CSTNode, names: set[str], *, upward
     ``upward``, also what they were bound from (``v = x.flatten()``: ``x``). Conservative: a new
     tensor computed from them (``s = loss * 2``) counts too."""
     out = set(names)
-    pairs = [(t, v) for s in _simple_statements(scope) for t, v in _assigned_pairs(s)]
-    pairs += list(_iteration_bindings(scope))
+    pairs = [(t, v) for s in simple_statements(scope) for t, v in assigned_pairs(s)]
+    pairs += list(iteration_bindings(scope))
     changed = True
     while changed:
         changed = False

@@ -1,0 +1,142 @@
+"""Which names a function's statements and loops bind, and to what: the pairs the memory checks
+(_memory.py) follow from a name to what it may be another name for, and the items of a loader's
+fresh batches, which are distinct tensors."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from syncfix.analysis import Kind, ModuleAnalysis
+from syncfix.walk import walk
+
+
+def simple_statements(node: cst.CSTNode):
+    """Every simple statement line under ``node``, and every one-line body (``if c: x[0] = 0``),
+    not entering nested defs or classes."""
+    found: list[cst.SimpleStatementLine | cst.SimpleStatementSuite] = []
+
+    class V(cst.CSTVisitor):
+        def visit_SimpleStatementLine(self, n: cst.SimpleStatementLine) -> bool:
+            found.append(n)
+            return False
+
+        def visit_SimpleStatementSuite(self, n: cst.SimpleStatementSuite) -> bool:
+            found.append(n)
+            return False
+
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return n is node
+
+        def visit_ClassDef(self, n: cst.ClassDef) -> bool:
+            return False
+
+    walk(node, V())
+    return found
+
+
+def assigned_pairs(stmt: cst.SimpleStatementLine | cst.SimpleStatementSuite):
+    for small in stmt.body:
+        if isinstance(small, cst.Assign):
+            for t in small.targets:
+                if isinstance(t.target, cst.Name):
+                    yield t.target.value, small.value
+                elif isinstance(t.target, (cst.Tuple, cst.List)) and isinstance(small.value, (cst.Tuple, cst.List)):
+                    for el_t, el_v in zip(t.target.elements, small.value.elements, strict=False):
+                        if isinstance(el_t.value, cst.Name):
+                            yield el_t.value.value, el_v.value
+                elif isinstance(t.target, (cst.Tuple, cst.List)):
+                    # ``x, y = batch``: each name is an item of the container
+                    for name in names_in(t.target):
+                        yield name, small.value
+        elif isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
+            yield small.target.value, small.value
+
+
+def names_in(target: cst.BaseExpression):
+    if isinstance(target, cst.Name):
+        yield target.value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for el in target.elements:
+            yield from names_in(el.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from names_in(target.value)
+
+
+def batch_items(a: ModuleAnalysis, scope: cst.CSTNode, statements: list) -> set[tuple[str, str]]:
+    """(name, batch) pairs, as :func:`source_may_change` writes them, for the names a ``for``
+    over a fresh loader (or ``enumerate`` of one) binds to the items of its batch, directly or by
+    unpacking a name bound to the whole batch once and by that ``for`` alone."""
+    found: set[tuple[str, str]] = set()
+    batches: dict[str, int] = {}
+    for loop in a.nodes_within(scope, cst.For):
+        assert isinstance(loop, cst.For)
+        it, target = loop.iter, loop.target
+        if (
+            isinstance(it, cst.Call) and a.callee(it) == "builtins.enumerate" and len(it.args) == 1
+            and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2
+        ):
+            inner = target.elements[1].value  # ``for i, batch in enumerate(loader)``
+            loader = it.args[0].value
+        else:
+            inner, loader = target, it
+        if not fresh_batches(a, loader):
+            continue
+        if isinstance(inner, cst.Name):
+            batches[inner.value] = batches.get(inner.value, 0) + 1
+        elif isinstance(inner, (cst.Tuple, cst.List)) and all(isinstance(el.value, cst.Name) for el in inner.elements):
+            found |= {(el.value.value, f"\0batch{id(it)}") for el in inner.elements}  # type: ignore[attr-defined]
+    once = {name for name, n in batches.items() if n == 1}
+    assigned = {t for s in statements for t, _ in assigned_pairs(s)}
+    for s in statements:
+        for small in s.body:
+            if (
+                isinstance(small, cst.Assign) and len(small.targets) == 1
+                and isinstance(small.targets[0].target, (cst.Tuple, cst.List))
+                and isinstance(small.value, cst.Name) and small.value.value in once - assigned
+            ):
+                names = [el.value for el in small.targets[0].target.elements]
+                if all(isinstance(n, cst.Name) for n in names):
+                    found |= {(n.value, small.value.value) for n in names if isinstance(n, cst.Name)}
+    return found
+
+
+def fresh_batches(a: ModuleAnalysis, iterable: cst.BaseExpression) -> bool:
+    """Is ``iterable`` a loader whose every batch is new memory (a ``DataLoader`` with the
+    default collate: it hands each batch on and keeps no reference to it)?"""
+    v = a.value(iterable)
+    return v.kind is Kind.LOADER and v.fresh
+
+
+def iteration_bindings(node: cst.CSTNode):
+    """(name, iterable) for every ``for`` and comprehension target under ``node`` (not entering
+    nested defs or classes): each name is an item of the iterable (``for t in batch``)."""
+    found: list[tuple[str, cst.BaseExpression]] = []
+
+    def items(target: cst.BaseExpression, it: cst.BaseExpression):
+        # the keys of ``d.items()``/``d.keys()`` are no part of ``d``'s tensors
+        view = it.func.attr.value if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) else None
+        if view == "keys":
+            return
+        if view == "items" and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
+            target = target.elements[1].value
+        if isinstance(it, (cst.Tuple, cst.List, cst.Set)):
+            # ``for t in (x, y)``: each name is each element in turn
+            found.extend((name, el.value) for el in it.elements for name in names_in(target))
+            return
+        found.extend((name, it) for name in names_in(target))
+
+    class V(cst.CSTVisitor):
+        def visit_For(self, n: cst.For) -> None:
+            items(n.target, n.iter)
+
+        def visit_CompFor(self, n: cst.CompFor) -> None:
+            items(n.target, n.iter)
+
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return n is node
+
+        def visit_ClassDef(self, n: cst.ClassDef) -> bool:
+            return False
+
+    walk(node, V())
+    return found
