@@ -18,6 +18,7 @@ from syncfix.analysis import (
 from syncfix.rules import Fix, Invalid, Rule
 
 from ._collected_copies import collected, collected_for_joining, read_again_in
+from ._collected_lists import names_in
 from ._owned_reads import ancestors_in, in_log, owned_elsewhere
 from ._scalar_read_fixes import elements_at_once, from_host_list, read_once
 from ._stacked_reads import stacked_read
@@ -48,6 +49,11 @@ _TENSOR_TOTAL = "; the running total is a tensor already: add the value to it wi
 _COLLECT_HINT = (
     "; no fix: the value is only collected here; if the list is read after the loop, append the "
     "tensor (`t.detach()`) and read them all once there (`torch.stack(values).tolist()`)"
+)
+_SHOWN_HINT = (
+    "; no fix: the value is only collected here, and `{0}` is read in the loop at line {1}; "
+    "where that read runs every N steps, append the tensor (`t.detach()`) and convert the values "
+    "there (`torch.stack(values[-n:]).tolist()`), one read for them all"
 )
 _READ_TWICE = (
     "; no fix: the loop reads `{0}` on the host at line {1} too, so collecting the tensor would "
@@ -82,6 +88,19 @@ _HOST_COPY = (
 )
 _READ_AGAIN = "; the same value is read again in the next statement: the fix reads it once"
 _ELEMENTS = "; this line reads several elements of one tensor: the fix reads them with one transfer"
+
+
+def _list_read_in(a, loop: cst.For | cst.While, node: cst.Call, stmt: cst.SimpleStatementLine) -> tuple[str, int] | None:
+    """``(name, line)`` where the list the read is appended to (``train_loss.append(...)``) is
+    also read in the loop (pytorch-vqvae's ``np.asarray(train_loss)[-100:]`` every 100 steps)."""
+    call = next((c for c in a.ancestors(node) if isinstance(c, cst.Call) and isinstance(c.func, cst.Attribute) and c.func.attr.value == "append"), None)
+    if call is None or not isinstance(call.func, cst.Attribute) or not isinstance(call.func.value, cst.Name):
+        return None
+    name = call.func.value.value
+    for use in names_in(loop.body, name):
+        if use is not call.func.value and not any(anc is stmt for anc in a.ancestors(use)):
+            return name, a.positions[use].start.line
+    return None
 
 
 def _appended(a, node: cst.Call, stmt: cst.SimpleStatementLine) -> bool:
@@ -494,8 +513,11 @@ class DeviceToHostInLoop(Rule):
         if timed is not None:
             hint += _TIMED.format(*timed)
         again = read_again_in(a, loop, node, read.receiver) if appended and loop is not None else None
+        shown = _list_read_in(a, loop, node, stmt) if appended and loop is not None else None
         if again is not None:
             hint = _READ_TWICE.format(dotted_name(read.receiver), again)
+        elif shown is not None:
+            hint = _SHOWN_HINT.format(*shown)
         elif not total and isinstance(loop, cst.For):
             # ``for i in range(top_k): ... int(index[i])``: one read of ``index`` before the loop
             base = indexed_base(a, read.receiver, {n.value for n in target_names(loop.target)})

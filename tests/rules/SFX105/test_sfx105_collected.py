@@ -144,3 +144,27 @@ def test_a_copy_handed_to_a_method_of_the_modules_own_class_is_not_only_collecte
         "        for x in xs:\n", "        out = []\n        for x in xs:\n"
     )
     assert any("only collected" in f.message for f in check_code(listed, select=["SFX105"]))
+
+
+SHOWN = """\
+import numpy as np
+import torch
+
+criterion = torch.nn.CrossEntropyLoss().cuda()
+
+
+def train(model, loader):
+    train_loss = []
+    for i, (x, y) in enumerate(loader):
+        loss = criterion(model(x.cuda()), y.cuda())
+        train_loss.append(loss.item())
+        if (i + 1) % 100 == 0:
+            print(np.asarray(train_loss)[-100:].mean(0))
+"""
+
+
+def test_a_list_read_in_the_loop_is_named_with_its_line():
+    # pytorch-vqvae: the list is shown every 100 steps, not read after the loop
+    (found,) = [f for f in check_code(SHOWN, path="train.py") if f.code == "SFX105"]
+    assert "`train_loss` is read in the loop at line 13" in found.message
+    assert "if the list is read after the loop" not in found.message
