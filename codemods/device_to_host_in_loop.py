@@ -413,11 +413,14 @@ class DeviceToHostInLoop(Rule):
         if a.enclosing_loop(node) is None and not a.is_hot(node):
             return
         held, stored = a.value(node.targets[0].target.value), a.value(node.value)
-        if not (held.is_tensor and held.device is Device.CPU and stored.is_tensor):
+        if not (held.is_tensor and held.device is Device.CPU):
             return
-        if stored.device not in (Device.CUDA, Device.CUDA_OR_CPU):
+        if stored.is_tensor and stored.device in (Device.CUDA, Device.CUDA_OR_CPU):
+            where = "" if stored.device is Device.CUDA else " (when the tensor is on CUDA)"
+        elif unplaced_tensor(a, node.value):
+            where = unplaced_message(a, node.value)  # DomainBed's ``losses[i] = nll`` each step
+        else:
             return
-        where = "" if stored.device is Device.CUDA else " (when the tensor is on CUDA)"
         self.report(node.value, self.MESSAGE + where + _STORED_HINT)
 
     def visit_Slice(self, node: cst.Slice) -> None:
