@@ -59,7 +59,7 @@ def list_problem(a, loop: cst.For | cst.While, name: str, appends: list[cst.Call
             break
         if isinstance(outer, (cst.Try, cst.TryStar, cst.With)):
             return "a `try` or `with` around the loop could see the list while it is incomplete"
-    uses = names_in(fn, name)
+    uses = uses_of(fn, name)
     append_names = {c.func.value for c in appends}  # type: ignore[attr-defined]
     target = next(iter(append_names))
     bindings = a.bindings(target)
@@ -93,7 +93,9 @@ def list_problem(a, loop: cst.For | cst.While, name: str, appends: list[cst.Call
     return None
 
 
-def names_in(node: cst.CSTNode, name: str) -> list[cst.Name]:
+def uses_of(node: cst.CSTNode, name: str) -> list[cst.Name]:
+    """Every `Name` under ``node`` spelled ``name`` (not the names a target binds: see
+    _bound_names.names_in)."""
     found: list[cst.Name] = []
 
     class V(cst.CSTVisitor):

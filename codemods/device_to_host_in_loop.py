@@ -18,7 +18,7 @@ from syncfix.analysis import (
 from syncfix.rules import Fix, Invalid, Rule
 
 from ._collected_copies import collected, collected_for_joining, read_again_in
-from ._collected_lists import names_in
+from ._collected_lists import uses_of
 from ._owned_reads import ancestors_in, in_log, owned_elsewhere
 from ._scalar_read_fixes import elements_at_once, from_host_list, read_once
 from ._stacked_reads import stacked_read
@@ -97,7 +97,7 @@ def _list_read_in(a, loop: cst.For | cst.While, node: cst.Call, stmt: cst.Simple
     if call is None or not isinstance(call.func, cst.Attribute) or not isinstance(call.func.value, cst.Name):
         return None
     name = call.func.value.value
-    for use in names_in(loop.body, name):
+    for use in uses_of(loop.body, name):
         if use is not call.func.value and not any(anc is stmt for anc in a.ancestors(use)):
             return name, a.positions[use].start.line
     return None

@@ -10,7 +10,7 @@ from syncfix.analysis import Device, Kind
 from syncfix.rules import Invalid, Rule
 from syncfix.walk import walk
 
-from ._collected_lists import append_of, list_problem, names_in
+from ._collected_lists import append_of, list_problem, uses_of
 from ._memory import aliases_in, held_elsewhere
 from ._support import is_backward_of, measures_itself, per_element_read
 
@@ -162,7 +162,7 @@ class ReadAfterLoop(Rule):
         end = a.positions[loop].end
         return fn is not None and any(
             (a.positions[use].start.line, a.positions[use].start.column) > (end.line, end.column)
-            for use in names_in(fn, name)
+            for use in uses_of(fn, name)
         )
 
     def _gpu_reads(self, expr: cst.BaseExpression) -> list[cst.Call]:
