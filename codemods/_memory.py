@@ -259,7 +259,8 @@ def source_may_change(
             loops.add(id(anc))
 
     def binds_before(s: cst.CSTNode, fx: Effects) -> bool:
-        return bool(fx.writes & watched) and order.get(s, -1) < order.get(call, -1) and not any(
+        # (the source's own name too, where the copy rebinds it: ``x = f(im); x = x.cuda()``)
+        return bool(fx.writes & (watched | {root})) and order.get(s, -1) < order.get(call, -1) and not any(
             id(x) in loops for x in a.ancestors(s)
         )
 
@@ -584,6 +585,8 @@ def _alias_root(
                 continue
             if not isinstance(cur.func, cst.Attribute) or cur.func.attr.value in _COPYING | _METADATA:
                 return None  # new memory, or a size or kind (``n, c = x.size()``): none of it
+            if cur.func.attr.value == "astype" and keyword(cur, "copy") is None:
+                return None  # an array's copy (a tensor has no ``astype``)
             if cur.func.attr.value == "to" and (
                 a is None or a.to_target(cur) in copies or _same_device(a, cur, copies)
             ):

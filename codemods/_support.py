@@ -288,7 +288,8 @@ def unplaced_message(a: ModuleAnalysis, node: cst.CSTNode) -> str:
 def how_often(a: ModuleAnalysis, node: cst.CSTNode) -> str:
     """How often ``node``, in code that repeats, runs: every iteration of its loop; under an
     ``if`` of its loop or function (``if step % log_every == 0:``, or after ``if not log:
-    return``), each time the ``if`` lets it; outside a loop, as often as its function runs
+    return``), each time the ``if`` lets it (an ``if`` on the loop's items, ``if p.grad is not
+    None:``, every iteration it lets through); outside a loop, as often as its function runs
     (``evaluate`` may be called every N steps); after an inner loop over a loader's batches,
     once per pass."""
     handler = False  # in an ``except`` of its function: runs on an error only
@@ -306,6 +307,8 @@ def how_often(a: ModuleAnalysis, node: cst.CSTNode) -> str:
             # ``if rank == 0:``, a test the loop does not change: every iteration where it holds
             if guards and _loop_invariant(a, [g.test for g in guards], anc):
                 guards = []
+            elif guards and not skipped and _filters_items(a, [g.test for g in guards], anc):
+                return "every iteration of its loop that its `if` lets through"
             break
         if isinstance(anc, cst.FunctionDef):
             often = f"each time `{anc.name.value}` runs"
@@ -471,12 +474,16 @@ def assignments(suite: cst.BaseSuite | None) -> dict[str, cst.BaseExpression] | 
 _SIZE_METHODS = frozenset({"size", "numel", "dim"})
 
 
-def int_like(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+def int_like(a: ModuleAnalysis, expr: cst.BaseExpression, *, follow: bool = False) -> bool:
     """A Python int, provably (``len(x)``, int arithmetic) or by the likely fact that sizes
     are ints (``x.shape[i]``, ``x.size(i)``, ``x.numel()``: true of tensors and numpy arrays).
-    For unsafe fixes only."""
+    With ``follow``, also a name bound once to one (``n, d = x.shape[-2], x.device``). For
+    unsafe fixes only."""
     if a.python_number_type(expr) == "int":
         return True
+    if follow and isinstance(expr, cst.Name):
+        bound = _bound_once_to(a, expr)
+        return bound is not None and int_like(a, bound)
     if isinstance(expr, cst.Subscript) and len(expr.slice) == 1:
         holder = expr.value
         return (
@@ -487,6 +494,29 @@ def int_like(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and not any(arg.keyword for arg in expr.args):
         return expr.func.attr.value in _SIZE_METHODS and len(expr.args) == (expr.func.attr.value == "size")
     return False
+
+
+def _bound_once_to(a: ModuleAnalysis, name: cst.Name) -> cst.BaseExpression | None:
+    """The expression the only binding of ``name`` gives it, through a tuple display
+    (``n, d = x.shape[-2], x.device`` gives ``n`` ``x.shape[-2]``); else None."""
+    bindings = a.bindings(name)
+    if len(bindings) != 1:
+        return None
+    node = getattr(next(iter(bindings)), "node", None)
+    if not isinstance(node, cst.Name):
+        return None
+    path, parent = a.target_path(node)
+    if not isinstance(parent, cst.AssignTarget):
+        return None
+    value = a.parent(parent).value  # type: ignore[union-attr]
+    for index in path:
+        if not isinstance(value, (cst.Tuple, cst.List)) or index >= len(value.elements):
+            return None
+        element = value.elements[index]
+        if isinstance(element, cst.StarredElement):
+            return None
+        value = element.value
+    return value
 
 
 def is_new_tensor(a: ModuleAnalysis, e: cst.BaseExpression, *, follow_names: bool = False) -> bool:
@@ -637,6 +667,30 @@ def runs_on_every_call(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
         if isinstance(anc, cst.FunctionDef):
             return a.is_hot(node)
     return False
+
+
+def _filters_items(a: ModuleAnalysis, tests: list[cst.BaseExpression], loop: cst.For | cst.While) -> bool:
+    """Do ``tests`` pick items of ``loop`` rather than steps: each names the loop's variable and
+    none counts (``if p.grad is not None:`` in ``for n, p in named_params:``, ijepa's gradient
+    logger; not ``if step % 10 == 0:`` nor ``if i == 0:``)?"""
+    if not isinstance(loop, cst.For):
+        return False
+    names = {n.value for n in target_names(loop.target)}
+
+    def counts(n: cst.CSTNode) -> bool:  # ``step % 10``, ``i == 0``: a test of the count
+        if isinstance(n, cst.BinaryOperation):
+            return isinstance(n.operator, cst.Modulo)
+        return isinstance(n, cst.Comparison) and any(
+            isinstance(c.operator, (cst.Equal, cst.NotEqual))
+            and any(isinstance(side, cst.Name) and side.value in names for side in (n.left, c.comparator))
+            for c in n.comparisons
+        )
+
+    return all(
+        any(isinstance(n, cst.Name) and n.value in names for n in _nodes_of(test))
+        and not any(counts(n) for n in _nodes_of(test))
+        for test in tests
+    )
 
 
 def _loop_invariant(a: ModuleAnalysis, tests: list[cst.BaseExpression], loop: cst.For | cst.While) -> bool:

@@ -78,6 +78,9 @@ class BlockingHostToDevice(Rule):
     So is `self.t.to(device)` where code repeats and every method of the class that sets `self.t`
     sets it to a CPU tensor (DPM-Solver's `self.t_array.to(t.device)`, several times a step): the
     same host tensor copied again each time, which moving it once (or a buffer) would spare.
+    So is `xs[-1].to("cuda")` in a loop where every `xs.append(...)` of the function appends a
+    CPU tensor (ddim's sampler keeps each step's result as a CPU copy, `xs.append(x.to("cpu"))`,
+    and copies it back to the GPU the next step): keeping the device tensor is the fix.
 
     Not copies, so never reported: casts (`.to(dtype)` where the argument is a dtype by every
     sign syncfix can read: `torch.float16`, a name or attribute called `dtype` or `*_dtype`
@@ -167,7 +170,8 @@ class BlockingHostToDevice(Rule):
       `torch.FloatTensor(buf[idx])`) shares the array's memory (a legacy constructor copies it
       where the dtypes differ), which
       is pageable only where numpy allocated it (`np.zeros`, `np.random.*`, `np.array`,
-      arithmetic, `.copy()`, `.astype()`, slices of those); an array from elsewhere, or
+      arithmetic, `.copy()`, `.astype()`, slices of those; `torch.from_numpy(im.astype(t))`
+      of any `im`, as `torch.from_numpy` takes nothing but an array); an array from elsewhere, or
       `t.numpy()` of a tensor, may be a view of a pinned buffer. A pinned source that other
       code can reach without its name gets no fix: one kept in a container or on an object
       (`keep = [x]`, `h.x = x`), written through a call's view (`np.asarray(x)[:] = v`),
@@ -415,6 +419,10 @@ class BlockingHostToDevice(Rule):
                 self.report(node, why if fix is None else self.MESSAGE, fix=fix)
             elif receiver.kind is Kind.UNKNOWN and method == "to" and a.is_hot(node) and _kept_on_host(a, func.value):
                 self.report(node, _MAYBE_GPU + _KEPT_ON_HOST.format(code(a, func.value)))
+            elif receiver.kind is Kind.UNKNOWN and a.is_hot(node) and target is Device.CUDA:
+                appended = _appended_on_host(a, func.value)
+                if appended is not None:
+                    self.report(node, self.MESSAGE + _APPENDED_ON_HOST.format(code(a, func.value), appended))
             return
         if source is not Source.CPU and target is not Device.CUDA and source is not Source.LIKELY_BATCH:
             # the source may be on CUDA and the target the CPU: a device-to-host copy made
@@ -682,10 +690,44 @@ _DEFAULT_DEVICE = (
     "with it, sets a default device or tensor type (`set_default_device`, "
     "`set_default_tensor_type`)"
 )
+_APPENDED_ON_HOST = (
+    " (`{}` is a CPU copy the loop keeps (`{}`), copied back to the GPU: keep the device tensor for "
+    "the next step and copy only what the host needs; no fix)"
+)
 _KEPT_ON_HOST = (
     " (`{}` is a CPU tensor its class keeps, copied again each time: move it to the device once, "
     "or register it as a buffer; no fix)"
 )
+
+
+def _appended_on_host(a, expr: cst.BaseExpression) -> str | None:
+    """``xs[-1]`` of a list its loop appends host copies to (ddim's sampler:
+    ``xs.append(xt_next.to('cpu'))``, then ``xs[-1].to('cuda')`` the next step): the append's
+    text, where every append to the list in the function is of a CPU tensor; else None."""
+    if not (isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name)):
+        return None
+    loop, fn = a.enclosing_loop(expr), a.enclosing_function(expr)
+    if loop is None or fn is None:
+        return None
+    name = expr.value.value
+    appends = [
+        call
+        for call in a.structure.within(fn, cst.Call)
+        if isinstance(call, cst.Call)
+        and isinstance(call.func, cst.Attribute)
+        and call.func.attr.value == "append"
+        and isinstance(call.func.value, cst.Name)
+        and call.func.value.value == name
+    ]
+    if not appends or not any(any(anc is loop for anc in a.ancestors(c)) for c in appends):
+        return None
+    for call in appends:
+        args = positional(call)
+        held = a.likely.value(args[0].value) if len(call.args) == 1 and args else None
+        if held is None or not held.is_tensor or held.device is not Device.CPU:
+            return None
+    text = code(a, appends[-1])
+    return text if len(text) <= 60 else f"{name}.append(...)"
 
 
 def _kept_on_host(a, expr: cst.BaseExpression) -> bool:

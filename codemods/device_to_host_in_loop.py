@@ -122,7 +122,7 @@ def _read_as_array(a, node: cst.Call) -> bool:
     syncfix cannot name (vits's ``neg_cent.data.cpu().numpy()`` in ``maximum_path``, each step);
     not a loader's CPU item."""
     func = node.func
-    parent = a.parent(node)
+    parent = _past_same_memory(a, node)
     return (
         isinstance(func, cst.Attribute)
         and func.attr.value == "cpu"
@@ -136,6 +136,22 @@ def _read_as_array(a, node: cst.Call) -> bool:
         and not a.used_as_module(func.value)
         and not loader_item(a, func.value)
     )
+
+
+def _past_same_memory(a, node: cst.BaseExpression) -> cst.CSTNode | None:
+    """The parent of ``node`` past a ``.data`` or ``.detach()`` (the same memory on the same
+    device), so ``x.cpu().data.numpy()`` reads as ``x.cpu().numpy()`` (lmmd's ``cal_weight``)."""
+    parent = a.parent(node)
+    while isinstance(parent, cst.Attribute) and parent.value is node:
+        call = a.parent(parent)
+        if parent.attr.value == "data":
+            node = parent
+        elif parent.attr.value == "detach" and isinstance(call, cst.Call) and not call.args:
+            node = call
+        else:
+            break
+        parent = a.parent(node)
+    return parent
 
 
 # What a copy outside a loop, in a step function or one called from a loop, is said to be.
@@ -153,9 +169,37 @@ def _scalar_written(a: ModuleAnalysis, call: cst.Call) -> cst.BaseExpression | N
     value = keyword(call, "scalar_value")
     args = [arg for arg in call.args if arg.keyword is None and not arg.star]
     expr = value.value if value is not None else args[1].value if len(args) > 1 else None
-    if expr is None or not a.value(expr).is_tensor or not runs_every_iteration(a, call):
+    if expr is None or not runs_every_iteration(a, call):
+        return None
+    if not (a.value(expr).is_tensor or unplaced_tensor(a, expr) or _item_read_in_loop(a, expr)):
         return None
     return expr
+
+
+def _item_read_in_loop(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    """A name of a value syncfix cannot name that its loop also reads with ``.item()`` or
+    calls ``.backward()`` on: a tensor (ddim's ``tb_logger.add_scalar("loss", loss, ...)``, then
+    ``loss.item()`` in the log line)."""
+    loop = a.enclosing_loop(expr)
+    if (
+        not isinstance(expr, cst.Name)
+        or loop is None
+        or a.torch_alias is None  # torch code: not another library's ``item()``
+        or a.likely.value(expr).kind is not Kind.UNKNOWN
+    ):
+        return False
+    for use in a.structure.within(loop, cst.Name):
+        if use is expr or not isinstance(use, cst.Name) or use.value != expr.value:
+            continue
+        attr = a.parent(use)
+        if (
+            isinstance(attr, cst.Attribute)
+            and attr.value is use
+            and attr.attr.value in ("item", "backward")
+            and isinstance(a.parent(attr), cst.Call)
+        ):
+            return True
+    return False
 
 
 def _timed_after(a: ModuleAnalysis, loop: cst.CSTNode | None, node: cst.CSTNode) -> tuple[str, str] | None:
@@ -174,9 +218,24 @@ def _timed_after(a: ModuleAnalysis, loop: cst.CSTNode | None, node: cst.CSTNode)
             args = positional(call)
             end = args[0].value if args else func.value
             if isinstance(end, (cst.Name, cst.Attribute)) and len(code(a, call)) <= 60:
+                recorded = _records_of(a, loop, code(a, end))
+                if recorded and all(order.get(r, -1) > after for r in recorded):
+                    return None  # recorded after the read (k-diffusion's ``end_timer``): it cannot wait for it
                 return code(a, call), code(a, end)
             return None
     return None
+
+
+def _records_of(a: ModuleAnalysis, loop: cst.CSTNode, event: str) -> list[cst.Call]:
+    """The ``<event>.record(...)`` calls in ``loop``."""
+    return [
+        call
+        for call in a.structure.within(loop, cst.Call)
+        if isinstance(call, cst.Call)
+        and isinstance(call.func, cst.Attribute)
+        and call.func.attr.value == "record"
+        and code(a, call.func.value) == event
+    ]
 
 
 class DeviceToHostInLoop(Rule):
@@ -193,6 +252,7 @@ class DeviceToHostInLoop(Rule):
     tensor whose device syncfix cannot name (a parameter's `.grad`, a model output passed in) is
     reported too, as likely on the GPU, with no fix: the message says the device is unknown. So
     is `x.cpu().numpy()` of a value syncfix cannot name (a module's `.cpu()` has no `.numpy()`;
+    also `x.cpu().data.numpy()` and `x.cpu().detach().numpy()`;
     `x.cpu().item()` too, once: the copy waits, the read of the copy does not),
     and `feats.append(out.cpu())` where the function joins `feats` with `torch.cat`/`torch.stack`
     (only tensors can be joined; a module's `.cpu()` returns the module). Not a tokenizer's
@@ -219,7 +279,8 @@ class DeviceToHostInLoop(Rule):
     (`mels[:, :, :self.r]` of a registered buffer `r`, `x[:lengths.max()]`), which Python reads
     as an int (`__index__`), without a fix. So is a tensor written with
     `writer.add_scalar(tag, t, step)` (TensorBoard converts it with `.cpu().numpy()`) where the
-    line runs on every iteration of its loop, without a fix. A part of a batch from a loader named as such (`data_loader`, `self.train_loader`)
+    line runs on every iteration of its loop, without a fix (`t` a tensor, or a value syncfix
+    cannot name that the loop reads with `t.item()` or calls `t.backward()` on). A part of a batch from a loader named as such (`data_loader`, `self.train_loader`)
     that the code never copies is, by SFX101's likely fact, a CPU tensor: its reads are not
     reported (unless accelerate placed the loader's batches on its device).
 
@@ -367,7 +428,8 @@ class DeviceToHostInLoop(Rule):
             return
         scalar = _scalar_written(self.analysis, node)
         if scalar is not None:  # ``writer.add_scalar("loss", loss, step)``: TensorBoard reads it
-            self._reported_read(node, HostRead(node, scalar, "float"), False, fixes=False, own_hint=_WRITER_HINT)
+            likely = _item_read_in_loop(self.analysis, scalar)
+            self._reported_read(node, HostRead(node, scalar, "float"), likely, fixes=False, own_hint=_WRITER_HINT)
             return
         if not isinstance(func, cst.Attribute) or func.attr.value not in ("cpu", "to", "tolist"):
             return

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from syncfix.analysis import Device, HostRead, Kind, ModuleAnalysis
+from syncfix.analysis import Device, HostRead, Kind, ModuleAnalysis, target_names
 from syncfix.rules import Fix, Invalid, Rule
 from syncfix.walk import walk
 
 from ._scalar_read_fixes import elements_at_once
-from ._support import ReplaceNodes
+from ._support import INDEXED_ELEMENTS, ReplaceNodes, code, indexed_base
 
 # Receiver forms that cannot raise, so evaluating them earlier moves no exception.
 _SAFE_CHAIN = {"detach", "float", "double", "clone", "sum", "long", "int", "bool"}
@@ -128,7 +128,9 @@ class MergeScalarReads(Rule):
       `torch.stack` raises. Reads of a device syncfix cannot name are merged only with each
       other;
     - the tensors are plain names (or `.detach()`/`.float()`/`.sum()`... chains of them), which
-      cannot raise when read earlier, and nothing between the first and the last read writes them,
+      cannot raise when read earlier (elements indexed with a loop's variable, `cu[i].item()`,
+      get no fix: merged, they would still sync once per iteration; the finding says to read the
+      tensor once, before the loop), and nothing between the first and the last read writes them,
       mutates anything, exits, or calls code that might (in one statement: no unknown call is
       evaluated between the reads, other than calls that take the read values as arguments);
     - values may be used between the reads only by code without side effects (they are the same
@@ -356,8 +358,11 @@ class MergeScalarReads(Rule):
         a = self.analysis
         item = _Read(read, stmt)
         if not _safe_receiver(read.receiver):
+            base = _loop_indexed(a, read.receiver)
             item.why_not = (
-                "a tensor is computed where it is read; bind it to a name first (`v = ...`) and read "
+                # merged, the reads would still sync once per iteration (mamba's varlen mapping)
+                INDEXED_ELEMENTS.format(code(a, base)) if base is not None
+                else "a tensor is computed where it is read; bind it to a name first (`v = ...`) and read "
                 "the name, then the reads can be merged"
             )
             return item
@@ -442,6 +447,19 @@ def _start(a: ModuleAnalysis, node: cst.CSTNode) -> int:
     """Source order of a read (pre-order rank: the same order as start positions for the reads
     of one statement, without resolving positions for the whole file)."""
     return a.structure.order.get(node, -1)
+
+
+def _loop_indexed(a: ModuleAnalysis, receiver: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The tensor ``receiver`` indexes with the variable of a ``for`` around it
+    (``cu_seqlens[i].item()`` in ``for i in range(n):``), named briefly; else None."""
+    for loop in a.ancestors(receiver):
+        if isinstance(loop, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return None
+        if isinstance(loop, cst.For):
+            base = indexed_base(a, receiver, {n.value for n in target_names(loop.target)})
+            if base is not None and (a.is_tensor(base) or a.likely.is_tensor(base)) and len(code(a, base)) <= 40:
+                return base
+    return None
 
 
 def _safe_receiver(expr: cst.BaseExpression) -> bool:

@@ -63,7 +63,7 @@ class SynchronizeInLoop(Rule):
     is not, so it only reports. A deliberate (timing) synchronization is reported as such, not as
     a bug, and is never rewritten: the wait is the point of it, and the cost is only that the
     timed loop runs slower than the untimed one (CUDA events, read after the loop, time the GPU
-    without that).
+    without that; where the loop records events already, the message says they suffice).
     """
 
     CODE = "SFX106"
@@ -110,6 +110,14 @@ class SynchronizeInLoop(Rule):
                 "iterations where its `if` lets it run; CUDA events (`Event(enable_timing=True)`, "
                 "read later) time the GPU without that"
             )
+        elif why is not None and self._records_events(a.enclosing_loop(node)):
+            # k-diffusion: ``synchronize()`` around ``start.record()``/``end.record()``
+            message = (
+                f"{what} in a loop, deliberate (timing): {why}; left as is. It stalls every "
+                "iteration, so the timed loop runs slower than the untimed one; the loop's CUDA "
+                "events time the GPU without it: read `elapsed_time` later, after the end "
+                "event's own `synchronize()`, where the time is shown"
+            )
         elif why is not None:
             message = (
                 f"{what} in a loop, deliberate (timing): {why}; left as is. It stalls every "
@@ -121,6 +129,17 @@ class SynchronizeInLoop(Rule):
         else:
             message = f"{what} in a loop: the CPU waits for the GPU each time it runs"
         self.report(node, message)
+
+    def _records_events(self, loop: cst.CSTNode | None) -> bool:
+        """Does ``loop`` record a CUDA event it makes or names (``end.record()``)?"""
+        a = self.analysis
+        for call in a.structure.within(loop, cst.Call) if loop is not None else ():
+            func = call.func  # type: ignore[attr-defined]
+            if isinstance(func, cst.Attribute) and func.attr.value == "record" and isinstance(func.value, cst.Name):
+                makers = a.reaching_values(func.value) or []
+                if makers and all(isinstance(m, cst.Call) and a.qualnames(m.func) & _EVENTS for m in makers):
+                    return True
+        return False
 
     def _what(self, node: cst.Call) -> str | None:
         a = self.analysis

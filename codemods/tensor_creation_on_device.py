@@ -6,10 +6,12 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from syncfix.analysis import LEGACY_CONSTRUCTORS, Device, Kind, keyword, positional
+from syncfix.analysis import LEGACY_CONSTRUCTORS, Device, Kind, ModuleAnalysis, keyword, positional
+from syncfix.model import Applicability
 from syncfix.rules import Fix, Invalid, Rule
 
 from ._support import (
+    code,
     comma,
     int_like,
     kwarg,
@@ -125,7 +127,10 @@ class TensorCreationOnDevice(Rule):
       only an `isinstance(v, (int, float))` test proves, when `dtype=` is given (numpy scalars
       and bools pass such a test; without `dtype`, `tensor` would infer float64 for numpy's
       float64 where `full` gives the default float), even where the project names another
-      accelerator: a fill copies nothing.
+      accelerator: a fill copies nothing. And so is a size (`n = x.shape[-2]`, also through a
+      tuple, `n, device = x.shape[-2], x.device`), an int by the likely fact that sizes are.
+    - `tensor(...)` imported from torch (`from torch import tensor`) gets the same fixes where
+      the module also imports `torch` by a name the fix can call (`torch.full`).
     - Data that may already be a tensor, a device expression that is not a plain name, string or
       attribute (it would be evaluated later), a file that uses CUDA streams (the copy would be
       ordered on the current stream only) or calls `torch.set_default_device`: finding, no fix.
@@ -207,7 +212,7 @@ class TensorCreationOnDevice(Rule):
                     fix = self._scalar_fill(node, data, dev.value)
                     if fix is None and not elsewhere:
                         fix = self._pageable_fix(node, data, dev.value, safe=False)
-                known = a.is_host_data(data) or _likely_numbers(a, data)
+                known = a.is_host_data(data) or _likely_numbers(a, data) or int_like(a, data, follow=True)
                 unplaced = _UNPLACED_DEVICE
                 if elsewhere:
                     unplaced = f" (if the device is a GPU's, which syncfix cannot tell; {other_accelerator(a.other_accelerator, built=True)}: no fix)"
@@ -285,11 +290,15 @@ class TensorCreationOnDevice(Rule):
         dtype with another error); exact where they fill as ``torch.tensor`` builds."""
         element = _one_element(data)
         if self.analysis.python_number_type(data if element is None else element) is None:
-            return self._narrowed_fill(node, data) if element is None else None
+            if element is not None:
+                return None
+            return self._narrowed_fill(node, data) or self._size_fill(node, data)
         fix = self._fix(node, data, dev)
         if fix is None:
             return None
         reason = fix.description.partition(" (unsafe")[0]
+        if fix.applicability is Applicability.SAFE:  # the value is exact: only the device is not
+            return self.unsafe_fix(fix.changes, reason + _UNNAMED_DEVICE_EXACT_FILL)
         return self.unsafe_fix(fix.changes, reason + _UNNAMED_DEVICE_FILL)
 
     def _narrowed_fill(self, node: cst.Call, data: cst.BaseExpression) -> Fix | None:
@@ -308,18 +317,35 @@ class TensorCreationOnDevice(Rule):
             or a.caught_by_handler(node)
         ):
             return None
-        return self.unsafe_fix({node: _full(node)}, _FILL + _NARROWED_FILL)
+        return self.unsafe_fix({node: _full(a, node)}, _FILL + _NARROWED_FILL)
+
+    def _size_fill(self, node: cst.Call, data: cst.BaseExpression) -> Fix | None:
+        """``torch.full((), n, ...)`` for a size (``n, d = x.shape[-2], x.device``, the
+        vector-quantize codebook's count): unsafe, an int by the likely fact that sizes are."""
+        a = self.analysis
+        kwargs = {arg.keyword.value for arg in node.args if arg.keyword is not None}
+        if (
+            not int_like(a, data, follow=True)
+            or not kwargs <= _SCALAR_KEYWORDS
+            or not self._rewritable(node)
+            or a.caught_by_handler(node)
+        ):
+            return None
+        return self.unsafe_fix({node: _full(a, node)}, _FILL + _SIZE_FILL.format(code(a, data)))
 
     def _rewritable(self, node: cst.Call) -> bool:
-        """``torch.tensor``/``torch.as_tensor`` spelled through the module name, in a file with
-        no streams (a copy would be ordered on the current one only) and no default device."""
+        """``torch.tensor``/``torch.as_tensor`` spelled through the module name, or imported
+        (``from torch import tensor``) where ``torch`` is also a name the fix can call, in a file
+        with no streams (a copy would be ordered on the current one only) and no default device."""
         a = self.analysis
         func = node.func
         return (
             not a.uses_streams
             and not a.sets_default_device
-            and isinstance(func, cst.Attribute)
-            and a.qualname(func.value) == "torch"
+            and (
+                isinstance(func, cst.Attribute) and a.qualname(func.value) == "torch"
+                or isinstance(func, cst.Name) and a.torch_alias_at(node) is not None
+            )
         )
 
     def _pageable_fix(
@@ -352,10 +378,8 @@ class TensorCreationOnDevice(Rule):
 
     def _fix(self, node: cst.Call, data: cst.BaseExpression, dev: cst.BaseExpression) -> Fix | None:
         a = self.analysis
-        func = node.func
         if not self._rewritable(node) or a.caught_by_handler(node):
             return None  # caught: pinning raises another error without CUDA, a late copy later
-        assert isinstance(func, cst.Attribute)
         kwargs = {arg.keyword.value for arg in node.args if arg.keyword is not None}
         scalar = a.python_number_type(data)
         element = _one_element(data)  # ``[0.0]``: filled as ``torch.full((1,), 0.0)``
@@ -365,7 +389,7 @@ class TensorCreationOnDevice(Rule):
             if not kwargs <= _SCALAR_KEYWORDS:
                 return None
             value = data if element is None else element
-            new = _full(node, one=element is not None)
+            new = _full(a, node, one=element is not None)
             if self._scalar_exact(node, value, scalar):
                 return self.safe_fix({node: new}, _FILL if element is None else _FILL_ONE)
             return self.unsafe_fix({node: new}, (_FILL if element is None else _FILL_ONE) + _FILL_UNSAFE)
@@ -374,7 +398,7 @@ class TensorCreationOnDevice(Rule):
         to = cst.Attribute(cst.Name("_"), cst.Name("to"))
         device_arg = keyword(node, "device")
         assert device_arg is not None
-        if func.attr.value == "tensor":
+        if (a.callee(node) or "").endswith(".tensor"):
             # pin_memory=True takes device=...'s place (and its comma, so layouts survive)
             pin = device_arg.with_changes(keyword=cst.Name("pin_memory"), value=cst.Name("True"))
             built = node.with_changes(args=[pin if a is device_arg else a for a in node.args])
@@ -431,10 +455,13 @@ class TensorCreationOnDevice(Rule):
         return False
 
 
-def _full(node: cst.Call, *, one: bool = False) -> cst.Call:
+def _full(a: ModuleAnalysis, node: cst.Call, *, one: bool = False) -> cst.Call:
     """``torch.tensor(v, ...)`` -> ``torch.full((), v, ...)``, every argument kept; with
-    ``one``, ``torch.tensor([v], ...)`` -> ``torch.full((1,), v, ...)``."""
+    ``one``, ``torch.tensor([v], ...)`` -> ``torch.full((1,), v, ...)``. A bare ``tensor(v)``
+    becomes ``torch.full`` through the module's name for ``torch``."""
     func = node.func
+    if isinstance(func, cst.Name):
+        func = cst.Attribute(cst.Name(a.torch_alias_at(node) or "torch"), cst.Name("tensor"))
     assert isinstance(func, cst.Attribute)
     args = list(node.args)
     shape = cst.Tuple([])
@@ -521,6 +548,16 @@ _UNNAMED_DEVICE_FILL = (
     " (unsafe: the device is one syncfix cannot name; filling is exact on CUDA and the CPU, and"
     f" {_RANGES}; declare `devices = [\"cuda\", \"cpu\"]` in [tool.syncfix.torch] if the project runs on"
     " nothing else)"
+)
+_UNNAMED_DEVICE_EXACT_FILL = (
+    " (unsafe: the device is one syncfix cannot name; filling is exact on CUDA and the CPU;"
+    " declare `devices = [\"cuda\", \"cpu\"]` in [tool.syncfix.torch] if the project runs on"
+    " nothing else)"
+)
+_SIZE_FILL = (
+    " (unsafe: `{}` is taken to be an int, as a tensor's or an array's sizes are; the device is one"
+    " syncfix cannot name; filling is exact on CUDA and the CPU, and an int beyond 2**24 may round"
+    " differently to a 32-bit float dtype (torch.tensor rounds it to a double first))"
 )
 _NARROWED_FILL = (
     " (unsafe: the number is an int or a float by an isinstance test only, which numpy scalars"

@@ -8,8 +8,10 @@ made on first use (``if not hasattr(self, "x"): self.x = ...``, ``if self.x is N
 made once per key of a cache (``if key not in cache: cache[key] = ...``), a branch taken once
 per pass of its loop (``if i == n - 1:`` on the loop's counter), the message of a ``raise``
 (it runs once, as the error leaves), and test code
-(files under ``tests/``, ``test_*.py`` holding tests, ``*_test.py``, ``conftest.py``: a ``test()`` function in
-a training script is the evaluation loop, not a test), where nothing waits on the GPU; and a
+(files under ``tests/``, ``test_*.py`` holding tests, ``*_test.py``, ``conftest.py``, and a
+module-level ``def test_*()`` without arguments that no loop calls: a ``test()`` or
+``test_epoch(model, loader)`` function in a training script is the evaluation loop, not a
+test), where nothing waits on the GPU; and a
 loop that calls ``input()``, which waits for a person each time round (a loop inside it repeats). ``--include-cold`` (``include-cold = true``) shows everything.
 """
 
@@ -186,6 +188,26 @@ def _raised(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
     return False
 
 
+def _test_function(a: ModuleAnalysis, fn: cst.FunctionDef) -> bool:
+    """A test in a library file: a module-level ``def test_*()`` that takes no arguments and
+    that no loop calls (mamba's ``test_dacs_segsum_correctness()``, run by pytest or once from
+    ``__main__``). A training script's ``test_epoch(model, loader)`` takes its arguments."""
+    params = fn.params
+    return (
+        fn.name.value.startswith("test_")
+        and isinstance(a.parent(fn), cst.Module)
+        and not (params.params or params.posonly_params or params.kwonly_params)
+        and params.star_arg is cst.MaybeSentinel.DEFAULT
+        and params.star_kwarg is None
+        and fn.name.value not in a.called_from_loops
+        and not any(a.repeating_loop(call) is not None for call in a.calls_named(fn.name.value))
+    )
+
+
+def _in_test_function(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
+    return any(isinstance(anc, cst.FunctionDef) and _test_function(a, anc) for anc in a.ancestors(node))
+
+
 class Repetition:
     """Answers "does this node run repeatedly?" for one module."""
 
@@ -198,7 +220,7 @@ class Repetition:
         if self.test_file:
             return False
         a = self.analysis
-        if lazy_init(a, node) or _raised(a, node):
+        if lazy_init(a, node) or _raised(a, node) or _in_test_function(a, node):
             return False
         if a.repeating_loop(node) is not None:
             return True
@@ -214,6 +236,8 @@ class Repetition:
         if self.test_file:
             return True
         if isinstance(node, cst.FunctionDef):
+            if _test_function(self.analysis, node):
+                return True
             if self.repeats(node) or self._function_repeats(node):
                 return False
         elif isinstance(node, (cst.ClassDef, cst.For, cst.While)) or self.repeats(node):

@@ -157,6 +157,30 @@ def test_test_files_are_quiet_even_in_loops():
     assert codes(src.replace("def test(", "def test_copy("), path="pkg/test_copy.py") == []
 
 
+def test_a_test_function_in_a_library_file_is_quiet():
+    # mamba's kernels module ends with ``def test_...():`` checks, run by pytest or from
+    # ``__main__``: their loops are no training loop
+    src = """\
+    import torch
+
+    def test_segsum_correctness():
+        for case in range(3):
+            x = torch.ones(3).cuda()
+
+    def test_epoch(model, loader):  # an evaluation loop: it takes its model and loader
+        for i in range(3):
+            y = torch.ones(3).cuda()
+
+    if __name__ == "__main__":
+        test_segsum_correctness()
+    """
+    assert codes(src, path="pkg/kernels.py") == [("SFX101", 9)]
+    assert codes(src, path="pkg/kernels.py", include_cold=True) == [("SFX101", 5), ("SFX101", 9)]
+    # called from a loop, it repeats like any other function
+    looped = src.replace('if __name__ == "__main__":', "for _ in range(9):")
+    assert codes(looped, path="pkg/kernels.py") == [("SFX101", 5), ("SFX101", 9)]
+
+
 def test_a_loader_built_at_set_up_still_gets_pinned():
     src = """\
     import torch

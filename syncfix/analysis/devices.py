@@ -29,6 +29,7 @@ from .syntax import keyword, named_as_device, positional
 from .torch_api import (
     BATCH_DICT_VIEWS,
     BATCH_GETTERS,
+    CPU_KEEPING_ATTRS,
     CPU_KEEPING_METHODS,
     CUDA_AVAILABLE,
     DEVICE_TYPE_ATTR,
@@ -351,7 +352,7 @@ def is_likely_batch_item(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
     value (a parameter, ``self.loader``, ``get_loader()``'s result; through ``enumerate``,
     ``zip``, ``tqdm``, ``iter``), a part of it (``x, y = batch``, ``batch["input_ids"]``,
     ``batch[0]``, ``batch[i:j]``), an item of its ``.items()``/``.values()`` or of a loop over
-    it, ``next(it)`` of such an iterator, and a cast or view of these (``x.float()``).
+    it, ``next(it)`` of such an iterator, and a cast or view of these (``x.float()``, ``x.data``).
     A value the analysis knows (a tensor, a number, a module, a list...) is never one."""
     return bool(a.solver.get("likely-batch", expr, lambda n: _likely_batch(a, n), True, False))
 
@@ -361,6 +362,8 @@ def _likely_batch(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
         return False
     if isinstance(expr, cst.Subscript):
         return is_likely_batch_item(a, expr.value)
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value in CPU_KEEPING_ATTRS and is_likely_batch_item(a, expr.value)
     if isinstance(expr, cst.Call):
         func = expr.func
         args = positional(expr)
@@ -404,6 +407,8 @@ def batch_sources(a: ModuleAnalysis, expr: cst.BaseExpression) -> list[tuple[cst
     if isinstance(expr, cst.Subscript):
         found = batch_sources(a, expr.value)
         return None if found is None else [(loader, False) for loader, _ in found]
+    if isinstance(expr, cst.Attribute) and expr.attr.value in CPU_KEEPING_ATTRS:
+        return batch_sources(a, expr.value)
     if isinstance(expr, cst.Call):
         args = positional(expr)
         if a.callee(expr) == "builtins.next" and args:
@@ -580,6 +585,8 @@ def _may_reach(a: ModuleAnalysis, asg: object, use: cst.Name) -> bool:
     node = getattr(asg, "node", None)
     if not isinstance(node, cst.CSTNode) or a.carrying_loops(use):
         return True
+    if _comprehension_variable(a, node, use):
+        return True  # ``[d[0].cuda() for d in batches]``: bound before the element runs, written after it
     order = a.structure.order
     if order.get(node, -1) > order.get(use, -1):
         return False
@@ -591,6 +598,19 @@ def _may_reach(a: ModuleAnalysis, asg: object, use: cst.Name) -> bool:
                 return False
             return True
     return True
+
+
+def _comprehension_variable(a: ModuleAnalysis, target: cst.CSTNode, use: cst.Name) -> bool:
+    """Is ``target`` bound by a ``for`` clause of a comprehension that holds ``use``?"""
+    for anc in a.ancestors(target):
+        if isinstance(anc, cst.CompFor):
+            comprehension = a.parent(anc)
+            while isinstance(comprehension, cst.CompFor):
+                comprehension = a.parent(comprehension)
+            return any(up is comprehension for up in a.ancestors(use))
+        if not isinstance(anc, (cst.Tuple, cst.List, cst.Element, cst.StarredElement)):
+            return False
+    return False
 
 
 def _child_ancestor_pairs(a: ModuleAnalysis, node: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, cst.CSTNode]]:

@@ -61,6 +61,7 @@ from .host_reads import HostRead
 from .imported import ProjectModules
 from .project import ALL
 from .syntax import dotted_name, literal_number, through_call
+from .torch_api import REEXPORTED
 from .values import Device, Value
 
 
@@ -264,7 +265,7 @@ class ModuleAnalysis:
             # for the whole module costs more than every other provider together.
             scope = self.scope(node)
             names = scope.get_qualified_names_for(node) if scope is not None else ()
-            found = frozenset(q.name for q in names)
+            found = frozenset(REEXPORTED.get(q.name, q.name) for q in names)
             if found and all(n.startswith("builtins.") for n in found) and not self._builtins_hold(found):
                 found = frozenset()  # ``from lib import *`` may bind ``len``, ``range``...
             if not found and scope is not None:
@@ -530,6 +531,11 @@ class ModuleAnalysis:
         if found is None:
             found = memo[name] = bindings.bindings(self, name)
         return found
+
+    def target_path(self, target: cst.Name) -> tuple[list[int], cst.CSTNode | None]:
+        """Where a binding target sits in the destructuring around it: its positions, outermost
+        first (``(i, (x, y))`` gives ``[1, 0]`` for ``x``), and the node that binds them."""
+        return navigation.target_path(self, target)
 
     def reaching_values(self, name: cst.Name) -> list[cst.CSTNode] | None:
         """The expressions of every binding that may reach ``name`` (see bindings.py)."""

@@ -679,6 +679,8 @@ def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | N
             # is Python's (copied); a view of a tensor (``t.numpy()``) may be pinned memory
             data = operands[0] if operands else UNKNOWN
             owned = data.kind in (Kind.NUMBER, Kind.OTHER) or data.kind is Kind.NDARRAY and data.memory is Memory.PAGEABLE
+            if short == "from_numpy" and positional(call) and _copied_array(positional(call)[0].value):
+                owned = True  # ``torch.from_numpy(im.astype(np.float32))``: only an ndarray's copy is accepted
             if short == "from_numpy":
                 device, origin = Device.CPU, '"cpu"'
             return Value(Kind.TENSOR, device, Memory.PAGEABLE if owned else Memory.UNKNOWN, False, origin=origin)
@@ -686,6 +688,18 @@ def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | N
     if device is not Device.CPU:
         memory = Memory.UNKNOWN
     return Value(Kind.TENSOR, device, memory, True, dtype_kw(a, call), origin)
+
+
+def _copied_array(expr: cst.BaseExpression) -> bool:
+    """``im.astype(np.float32)``, ``im.copy()`` (no ``copy=False``), whatever ``im`` is: given to
+    ``torch.from_numpy``, which takes nothing but an ndarray, it is an ndarray's copy, in memory
+    numpy allocated (CRAFT's ``torch.from_numpy(normalize(image).astype(...))``)."""
+    return (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value in NDARRAY_COPYING_METHODS
+        and keyword(expr, "copy") is None
+    )
 
 
 def _tuple_bound(a: ModuleAnalysis, expr: cst.BaseExpression) -> cst.Tuple | None:

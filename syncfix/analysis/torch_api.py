@@ -266,6 +266,14 @@ FLOAT_LOSSES = {
     "mse_loss", "smooth_l1_loss", "huber_loss", "l1_loss", "soft_margin_loss", "kl_div",
 }
 # Norms: a floating result.
+# Where torch defines a function that it exports under a shorter public name: a name imported
+# from the defining module is the public one (``from torch.nn.utils.clip_grad import
+# clip_grad_norm_``, ESPnet's recipes).
+REEXPORTED = {
+    "torch.nn.utils.clip_grad.clip_grad_norm_": "torch.nn.utils.clip_grad_norm_",
+    "torch.nn.utils.clip_grad.clip_grad_norm": "torch.nn.utils.clip_grad_norm_",
+    "torch.nn.utils.clip_grad_norm": "torch.nn.utils.clip_grad_norm_",
+}
 NORMS = {"torch.nn.utils.clip_grad_norm_", "torch.linalg.vector_norm", "torch.norm"}
 # Methods and torch.* functions whose result is int64 whatever the input's dtype.
 INT64_RESULTS = {"argmax", "argmin", "argsort", "count_nonzero", "nonzero"}
@@ -399,6 +407,9 @@ CPU_KEEPING_METHODS = {
     "contiguous", "view", "view_as", "reshape", "squeeze", "unsqueeze", "permute", "transpose",
     "flatten", "detach", "clone", "pin_memory", "narrow", "select", "t",
 }
+# Tensor attributes that are the receiver's own memory (an item of a batch stays one through
+# them: ``data.data.view(-1, 784).to(DEVICE)``).
+CPU_KEEPING_ATTRS = {"data"}
 # torch.* factories whose positional arguments are sizes (and ints): without ``device=`` they
 # build on the default device (the CPU unless the module sets one), whatever those values are.
 SIZE_FACTORIES = {"zeros", "ones", "empty", "rand", "randn", "randint", "randperm", "eye"}

@@ -134,6 +134,23 @@ def test_an_unsafe_fill_says_a_large_int_may_round_differently():
     assert torch.tensor(v, dtype=torch.float32).item() != torch.full((), v, dtype=torch.float32).item()
 
 
+def test_an_exact_fill_on_an_unnamed_device_names_only_the_device():
+    # `0.0` fills exactly in any dtype: the unsafe fix rests on the device alone, and says only
+    # that (vector-quantize's `residual_lfq`); a size still names the int it takes it to be
+    src = (
+        "import torch\n\ndef train(model, xs, device):\n    for x in xs:\n"
+        "        zero = torch.tensor(0.0, device=device)\n"
+        "        n, x_device = x.shape[0], x.device\n"
+        "        count = torch.tensor(n, device=x_device, dtype=torch.float32)\n"
+        "        model(x, zero, count)\n"
+    )
+    zero, count = check_code(src, select=["SFX102"], unsafe_fixes=True)
+    assert zero.fix is not None and count.fix is not None
+    assert "the device is one syncfix cannot name" in zero.fix.description
+    assert "2**24" not in zero.fix.description and "float32's range" not in zero.fix.description
+    assert "`n` is taken to be an int" in count.fix.description and "2**24" in count.fix.description
+
+
 def test_a_legacy_cuda_constructor_of_data_is_a_blocking_copy():
     # gpt-neox's ``sizes_cuda = torch.cuda.LongTensor(sizes)`` every micro-batch: reported (no
     # fix); of sizes it allocates on the device, of a CUDA tensor it copies nothing

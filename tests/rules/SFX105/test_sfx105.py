@@ -192,6 +192,25 @@ def test_a_read_under_an_if_is_not_said_to_sync_every_step():
     assert "each time its `if` lets it run" in sometimes.message and "every iteration" not in sometimes.message
 
 
+def test_a_read_under_an_if_that_picks_the_loops_items_runs_for_each_item_it_passes():
+    # ijepa's gradient logger: `if p.grad is not None:` filters parameters, it does not throttle
+    src = (
+        "import torch\n\ndef grad_logger(named_params, stats):\n"
+        "    for n, p in named_params:\n"
+        "        if p.grad is not None and not n.endswith('.bias'):\n"
+        "            stats.update(float(torch.norm(p.grad)))\n"
+        "        if n.startswith('head') and len(stats) % 10 == 0:\n"
+        "            stats.update(float(torch.norm(p)))\n"
+        "    for i, p in enumerate(named_params):\n"
+        "        if i != 0:\n"
+        "            stats.update(float(torch.norm(p)))\n"
+    )
+    each, counted, first = sorted(check_code(src, select=["SFX105", "SFX302"]), key=lambda f: f.line)
+    assert "every iteration of its loop that its `if` lets through" in each.message
+    assert "each time its `if` lets it run" in counted.message
+    assert "each time its `if` lets it run" in first.message
+
+
 def test_float_and_int_of_a_tensor_are_reads_like_item():
     src = (
         "import torch\n\ndef train(model, loader, opt, accs):\n    for x, y in loader:\n"
@@ -431,4 +450,8 @@ def test_a_read_an_event_timing_counts_on_says_so():
     assert "`start.elapsed_time(end)` later in the loop needs its events complete" in found.message
     assert "call `end.synchronize()` before it" in found.message
     (found,) = [f for f in check_code(src.format(timing="0"), path="train.py") if f.code == "SFX105"]
+    assert "elapsed_time" not in found.message
+    # k-diffusion: the end event is recorded after the read, which so cannot wait for it
+    late = src.replace("        end.record()\n", "").replace("report(ema, {timing})", "end.record()\n        report(ema, {timing})")
+    (found,) = [f for f in check_code(late.format(timing="start.elapsed_time(end)"), path="train.py") if f.code == "SFX105"]
     assert "elapsed_time" not in found.message

@@ -168,3 +168,19 @@ def test_a_deliberate_sync_under_an_if_does_not_say_it_stalls_every_iteration():
     (f,) = check_code(src, select=["SFX106"], include_cold=True)
     assert "deliberate (timing)" in f.message and "where its `if` lets it run" in f.message
     assert "stalls every iteration" not in f.message and "closes the timing" not in f.message
+
+
+def test_a_deliberate_sync_in_a_loop_that_records_events_says_the_events_suffice():
+    # k-diffusion's training loop already records CUDA events around each step: the advice is
+    # not to add events, but to stop waiting for them every step
+    src = (
+        "import torch\n\ndef train(step_fn, n, log):\n    elapsed = 0.0\n"
+        "    for step in range(n):\n"
+        "        start = torch.cuda.Event(enable_timing=True)\n"
+        "        end = torch.cuda.Event(enable_timing=True)\n"
+        "        start.record()\n        step_fn()\n        end.record()\n"
+        "        torch.cuda.synchronize()\n        elapsed += start.elapsed_time(end)\n"
+    )
+    (f,) = check_code(src, select=["SFX106"], include_cold=True)
+    assert "deliberate (timing)" in f.message and "the loop's CUDA events time the GPU without it" in f.message
+    assert "`Event(enable_timing=True)`, read after the loop" not in f.message

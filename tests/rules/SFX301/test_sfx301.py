@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from syncfix import check_code
+
 from ..support import fix_body
 
 
@@ -76,3 +78,21 @@ def test_a_run_of_reads_without_a_fix_is_said_once():
     )
     found = [(f.code, f.line) for f in check_code(src, path="train.py")]
     assert found == [("SFX301", 10)]
+
+
+def test_sfx301_reads_of_elements_indexed_by_the_loop_say_read_the_tensor_once():
+    # mamba's varlen chunk mapping: merged, the two reads would still sync every iteration
+    code = (
+        "import torch\n\n"
+        "def mapping(cu_seqlens: torch.Tensor, chunks: torch.Tensor, n: int):\n"
+        "    cu_seqlens = cu_seqlens.cuda()\n"
+        "    for i in range(n):\n"
+        "        start = int(cu_seqlens[i].item())\n"
+        "        count = int(chunks[i].item())\n"
+        "        print(start, count)\n"
+        "    print(int((cu_seqlens * 2).sum().item()), int((cu_seqlens * 3).sum().item()))\n"
+    )
+    found = [f for f in check_code(code, select=["SFX301"], include_cold=True)]
+    assert [f.line for f in found] == [6, 9]
+    assert "read the values once, before (e.g. `vals = cu_seqlens.tolist()`" in found[0].message
+    assert "bind it to a name first" in found[1].message
