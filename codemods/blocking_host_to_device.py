@@ -76,7 +76,8 @@ class BlockingHostToDevice(Rule):
     return_tensors="pt").to(device)`: likely new CPU tensors, each copied blocking) is reported
     with no fix: copying the tensors the model takes with `non_blocking=True` is the user's edit.
     So is `self.t.to(device)` where code repeats and every method of the class that sets `self.t`
-    sets it to a CPU tensor (DPM-Solver's `self.t_array.to(t.device)`, several times a step): the
+    sets it to a CPU tensor (DPM-Solver's `self.t_array.to(t.device)`, several times a step;
+    vit-pytorch's sin-cos `self.pos_embedding.to(device, dtype=x.dtype)` every forward): the
     same host tensor copied again each time, which moving it once (or a buffer) would spare.
     So is `xs[-1].to("cuda")` in a loop where every `xs.append(...)` of the function appends a
     CPU tensor (ddim's sampler keeps each step's result as a CPU copy, `xs.append(x.to("cpu"))`,
@@ -431,6 +432,11 @@ class BlockingHostToDevice(Rule):
                 return
             if target is Device.UNKNOWN and receiver.is_tensor and likely_other_tensor(a, node):
                 return  # ``self.q_norm(q).to(v)``: a computed tensor cast like another, likely
+            if method == "to" and receiver.device is Device.UNKNOWN and _kept_on_host(a, func.value):
+                # ``self.pos_embedding.to(device, dtype=x.dtype)``: a tensor of a device syncfix
+                # cannot prove, that every method of its class sets to a CPU tensor (likely)
+                self.report(node, _MAYBE_GPU + _KEPT_ON_HOST.format(code(a, func.value)))
+                return
             built = None if a.uses_streams or a.caught_by_handler(node) else built_on_device(a, node)
             if built is not None:
                 # a factory's tensor (perhaps on a default device another file set): built

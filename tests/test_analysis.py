@@ -233,6 +233,53 @@ def test_layers_held_by_module_containers_and_their_outputs():
         assert a.value(last_name(module, name)).kind is Kind.UNKNOWN, name
 
 
+def test_items_of_module_containers_are_modules():
+    # ESPnet: ``self.criterion = nn.ModuleDict()`` filled per language, then
+    # ``self.criterion[language](pred, target)`` every forward: a module's output
+    a, module = analyse(
+        """
+        import torch
+        from torch import nn
+        class Net(nn.Module):
+            def __init__(self, langs, extra):
+                super().__init__()
+                self.criterion = nn.ModuleDict()
+                for lang in langs:
+                    self.criterion[lang] = nn.CrossEntropyLoss()
+                self.heads = nn.ModuleList([nn.Linear(4, 4) for _ in langs])
+                self.table = dict(extra)
+            def forward(self, x, y, language, k):
+                loss = self.criterion[language](x, y)
+                head = self.heads[k]
+                other = self.table[language]
+                use(loss, head, other)
+        """
+    )
+    assert a.value(last_name(module, "loss")).kind is Kind.TENSOR
+    assert a.value(last_name(module, "head")).kind is Kind.MODULE
+    assert a.value(last_name(module, "other")).kind is not Kind.MODULE  # a plain dict's item
+
+
+def test_the_tensors_torch_returns_in_a_sequence_are_on_their_inputs_device():
+    a, module = analyse(
+        """
+        import torch
+        def f(h, w, z):
+            y, x = torch.meshgrid(torch.arange(h), torch.arange(w), indexing="ij")
+            first, second = torch.chunk(torch.ones(4, device="cuda"), 2)
+            parts = torch.split(z, 2)
+            use(y, x, first, second, parts)
+        """
+    )
+    for name in ("y", "x"):
+        v = a.value(last_name(module, name))
+        assert v.kind is Kind.TENSOR and v.device is Device.CPU, name
+    for name in ("first", "second"):
+        v = a.value(last_name(module, name))
+        assert v.kind is Kind.TENSOR and v.device is Device.CUDA, name
+    assert a.value(last_name(module, "parts")).kind is not Kind.TENSORS  # of a value syncfix cannot name
+
+
 def test_effects_of_statements():
     a, module = analyse(
         """

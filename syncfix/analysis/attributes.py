@@ -180,6 +180,19 @@ def holds_module_sequence(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
     return bool(entries) and all(isinstance(e, cst.Call) and a.callee(e) in _MODULE_SEQUENCES for e in entries or ())
 
 
+_MODULE_CONTAINERS = (
+    *_MODULE_SEQUENCES, "torch.nn.ModuleDict", "torch.nn.modules.container.ModuleDict",
+)
+
+
+def holds_module_container(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    """Does ``expr`` (``self.criterion``) only ever hold an ``nn.ModuleList``, an
+    ``nn.Sequential`` or an ``nn.ModuleDict``, whose items (``self.criterion[lang]``) are modules?"""
+    if not (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name)):
+        return False
+    return _held_constructions(a, expr, _MODULE_CONTAINERS) is not None
+
+
 def _makes_parameter(a: ModuleAnalysis, value: cst.BaseExpression) -> bool:
     return isinstance(value, cst.Call) and a.callee(value) in ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
 

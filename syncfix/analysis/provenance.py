@@ -57,6 +57,7 @@ from .torch_api import (
     SEQUENCE_OPS,
     SIZE_FACTORIES,
     TENSOR_NAMESPACES,
+    TENSOR_SEQUENCES,
     TORCH_NON_TENSOR,
     is_inplace_method,
     shares_first_argument,
@@ -131,6 +132,8 @@ def _value(a: ModuleAnalysis, expr: cst.CSTNode) -> Value:
             return base if sliced else replace(base, kind=Kind.TENSOR)
         if base.kind is Kind.NDARRAY:  # a view, a copy or a numpy scalar: in numpy's memory if the array is
             return Value(Kind.NDARRAY, memory=base.memory)
+        if base.kind is Kind.MODULE and attributes.holds_module_container(a, expr.value):
+            return base  # ``self.criterion[lang]`` of an ``nn.ModuleDict``: a module, placed with it
         if base.kind in (Kind.OTHER, Kind.UNKNOWN):
             held = containers.loader_item(a, expr)
             if held is not None:
@@ -620,6 +623,13 @@ def _torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | N
             return made
     if short[:1].isupper():  # a class: nn layers are modules, anything else we do not model
         return Value(Kind.MODULE) if is_module_class(a, call.func) else UNKNOWN
+    if namespace == "torch." and short in TENSOR_SEQUENCES:
+        # ``y, x = torch.meshgrid(torch.arange(h), torch.arange(w))``: tensors on the inputs'
+        # device (one device: torch raises on a mix), views of their memory
+        tensors = [v for v in (a.value(arg.value) for arg in call.args if arg.keyword is None) if v.is_tensor]
+        if tensors and not any(arg.star for arg in call.args):
+            return Value(Kind.TENSORS, join_all(tensors).device)
+        return UNKNOWN
     if namespace not in TENSOR_NAMESPACES or short.startswith("_") or short in TORCH_NON_TENSOR:
         return UNKNOWN
     dev_arg = keyword(call, CREATION_DEVICE_ARG)
@@ -721,6 +731,9 @@ def _method_value(a: ModuleAnalysis, receiver: Value, method: str, call: cst.Cal
         # the tensor itself); ``t.type("torch.cuda.FloatTensor")`` may move it
         arg = call.args[0].value
         if is_dtype(a, arg) or isinstance(arg, cst.Name) and fact_of_name(a, arg, lambda e: is_dtype(a, e)):
+            return replace(receiver, kind=Kind.TENSOR, dtype=None)
+        if a.assume_tensors and a.is_cast_argument(arg):
+            # likely: ``pe.type(dtype)`` of a parameter named so (vit-pytorch's sin-cos embedding)
             return replace(receiver, kind=Kind.TENSOR, dtype=None)
         return Value(Kind.TENSOR)
     if method in METHOD_NON_TENSOR:

@@ -50,6 +50,8 @@ TORCH_NON_TENSOR = {
     "chunk", "split", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit", "meshgrid",
     "broadcast_tensors", "sym_int", "sym_float", "get_device", "is_inference_mode_enabled",
 }
+# torch.* functions returning a sequence of tensors on their tensor arguments' device.
+TENSOR_SEQUENCES = {"meshgrid", "broadcast_tensors", "split", "chunk", "unbind", "tensor_split"}
 # torch.* callables returning a view of (or possibly the same object as) their first argument.
 TORCH_VIEWS = {
     "narrow", "select", "squeeze", "unsqueeze", "reshape", "flatten", "t", "transpose",

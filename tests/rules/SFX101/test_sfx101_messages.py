@@ -260,3 +260,26 @@ def test_a_typed_constructor_of_an_unknown_value_says_it_may_share_memory():
     assert "`torch.FloatTensor` of a value syncfix cannot name" in f.message and f.fix is None
     (g,) = check_code(src.replace("cfg.STDS", "[0.1, 0.2]"), select=["SFX101"])
     assert g.fix is not None
+
+
+def test_a_cpu_embedding_a_class_keeps_is_said_to_be_copied_each_time():
+    # vit-pytorch's SimpleViT: a sin-cos embedding made on the CPU (through `torch.meshgrid` and
+    # `.type(dtype)`) kept as a plain attribute, copied to the input's device every forward
+    src = (
+        "import torch\n\n\n"
+        "def posemb(h, w, dim, dtype=torch.float32):\n"
+        "    y, x = torch.meshgrid(torch.arange(h), torch.arange(w), indexing='ij')\n"
+        "    omega = torch.arange(dim // 4) / (dim // 4 - 1)\n"
+        "    pe = torch.cat((x.flatten()[:, None] * omega, y.flatten()[:, None] * omega), dim=1)\n"
+        "    return pe.type(dtype)\n\n\n"
+        "class SimpleViT(torch.nn.Module):\n"
+        "    def __init__(self, h, w, dim):\n"
+        "        super().__init__()\n"
+        "        self.pos_embedding = posemb(h, w, dim)\n\n"
+        "    def forward(self, img):\n"
+        "        x = img.flatten(2)\n"
+        "        return x + self.pos_embedding.to(img.device, dtype=x.dtype)\n"
+    )
+    (found,) = check_code(src, select=["SFX101"], path="vit.py")
+    assert "`self.pos_embedding` is a CPU tensor its class keeps" in found.message
+    assert found.fix is None

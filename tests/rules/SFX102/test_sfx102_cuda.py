@@ -113,3 +113,29 @@ def test_sfx102_legacy_cuda_constructor_of_a_list_waits_each_time():
     _, syncs = count_syncs(_legacy, [3, 1, 4, 1, 5], 8)
     print(f"\nSFX102 torch.cuda.LongTensor(list): {syncs} syncs over 8 calls")
     assert syncs >= 8
+
+
+SIZES_AND_IMPORTED = """
+import torch
+from torch import tensor
+
+
+def f(data: torch.Tensor, training: bool):
+    out = ()
+    for i in range(8):
+        data = data @ data.T @ data  # queued GPU work a blocking copy would wait for
+        num_vectors, device, dtype = data.shape[-2], data.device, data.dtype
+        count = tensor(num_vectors, device=device, dtype=dtype)  # a size, filled (unsafe)
+        loss = tensor(0.0, device=device, requires_grad=training)  # imported `tensor`, filled
+        out = out + ((count, loss, data.sum()),)
+    return out
+"""
+
+
+@pytest.mark.cuda
+def test_sfx102_sizes_and_an_imported_tensor_fill_on_the_device():
+    from ..support import check_rewrite_keeps_values_with_fewer_syncs
+
+    # vector-quantize's codebook: a size unpacked from a tuple, `tensor` imported from torch
+    data = torch.eye(64, device="cuda")
+    check_rewrite_keeps_values_with_fewer_syncs("SFX102", SIZES_AND_IMPORTED, True, (data, True), True)
