@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from syncfix.analysis import (
+    LEGACY_CONSTRUCTORS,
     Device,
     HostRead,
     Kind,
@@ -176,6 +177,75 @@ def _scalar_written(a: ModuleAnalysis, call: cst.Call) -> cst.BaseExpression | N
     return expr
 
 
+_DATA_BUILDERS = {"torch.tensor", "torch.as_tensor", "torch.asarray"} | {f"torch.{n}" for n in LEGACY_CONSTRUCTORS}
+_AS_DATA = (
+    "GPU values read on the host where code repeats: a tensor built from a list of tensors "
+    "(`{}`) reads each one to the host, one sync each, and drops their gradients"
+)
+_AS_DATA_HINT = (
+    "; no fix: `torch.stack(...)` of the tensors keeps them on the device (and keeps the "
+    "gradients), where they have one shape"
+)
+
+
+def _tensors_as_data(a: ModuleAnalysis, call: cst.Call) -> tuple[str, bool] | None:
+    """``torch.Tensor([losses])``/``torch.tensor([a, b])`` where code repeats, the data a list
+    (display, or a name the function fills with ``.append``) of tensors not provably on the CPU
+    (SRGAN's content loss, every step: one read per element): the data's text, and whether
+    every tensor is provably on CUDA; else None."""
+    if a.callee(call) not in _DATA_BUILDERS or not a.is_hot(call):
+        return None
+    args = positional(call)
+    if len(args) != 1 or not isinstance(args[0].value, (cst.List, cst.Tuple, cst.Name)):
+        return None
+    items = _listed(a, args[0].value, depth=2)
+    if not items:
+        return None
+    values = [a.likely.value(item) for item in items]
+    if not all(v.is_tensor and v.device is not Device.CPU for v in values):
+        return None
+    text = code(a, args[0].value)
+    proven = all(a.value(item).is_tensor and a.value(item).device is Device.CUDA for item in items)
+    return (text if len(text) <= 40 else "...", proven)
+
+
+def _listed(a: ModuleAnalysis, data: cst.BaseExpression, depth: int) -> list[cst.BaseExpression]:
+    """The items of a list display (nested ones flattened), or what a function's ``name = []``
+    is filled with by ``name.append(x)``; empty where syncfix cannot list them."""
+    if isinstance(data, (cst.List, cst.Tuple)):
+        out: list[cst.BaseExpression] = []
+        for el in data.elements:
+            if isinstance(el, cst.StarredElement):
+                return []
+            inner = _listed(a, el.value, depth - 1) if depth > 0 and isinstance(el.value, (cst.List, cst.Tuple, cst.Name)) else []
+            out.extend(inner or [el.value])
+        return out
+    if not isinstance(data, cst.Name) or depth <= 0:
+        return []
+    fn = a.enclosing_function(data)
+    bound = a.reaching_values(data)
+    if fn is None or not bound or not all(isinstance(v, cst.List) and not v.elements for v in bound):
+        return []
+    appended = []
+    order = a.structure.order
+    looped = a.enclosing_loop(data) is not None  # a later use may come round before it
+    for use in a.structure.within(fn, cst.Name):
+        if not isinstance(use, cst.Name) or use.value != data.value or use is data:
+            continue
+        if not looped and order.get(use, -1) > order.get(data, -1):
+            continue  # after the list is read (``return losses`` of the new tensor)
+        attr = a.parent(use)
+        parent = a.parent(attr) if attr is not None else None
+        if isinstance(attr, cst.Attribute) and attr.value is use and isinstance(parent, cst.Call) and attr.attr.value == "append":
+            args = positional(parent)
+            if len(parent.args) != 1 or not args:
+                return []
+            appended.append(args[0].value)
+        elif not isinstance(a.parent(use), cst.AssignTarget):
+            return []  # read or changed otherwise: its items are not only the appended ones
+    return appended
+
+
 def _item_read_in_loop(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
     """A name of a value syncfix cannot name that its loop also reads with ``.item()`` or
     calls ``.backward()`` on: a tensor (ddim's ``tb_logger.add_scalar("loss", loss, ...)``, then
@@ -280,7 +350,10 @@ class DeviceToHostInLoop(Rule):
     as an int (`__index__`), without a fix. So is a tensor written with
     `writer.add_scalar(tag, t, step)` (TensorBoard converts it with `.cpu().numpy()`) where the
     line runs on every iteration of its loop, without a fix (`t` a tensor, or a value syncfix
-    cannot name that the loop reads with `t.item()` or calls `t.backward()` on). A part of a batch from a loader named as such (`data_loader`, `self.train_loader`)
+    cannot name that the loop reads with `t.item()` or calls `t.backward()` on). So is a tensor
+    built from a list of tensors not provably on the CPU (`torch.tensor([a, b])`, SRGAN's
+    `torch.Tensor([losses])` of a list the function fills with `.append`), which reads each one
+    to the host, without a fix (`torch.stack` keeps them on the device). A part of a batch from a loader named as such (`data_loader`, `self.train_loader`)
     that the code never copies is, by SFX101's likely fact, a CPU tensor: its reads are not
     reported (unless accelerate placed the loader's batches on its device).
 
@@ -425,6 +498,12 @@ class DeviceToHostInLoop(Rule):
             twin = _TORCH_TWIN.get(fn, fn)
             hint = _MATH_HINT.format(f"math.{fn}", f" (`torch.{twin}(t)`)" if twin else "")
             self._reported_read(node, HostRead(node, converted, "float"), False, fixes=False, own_hint=hint)
+            return
+        gathered = _tensors_as_data(self.analysis, node)
+        if gathered is not None:  # ``torch.Tensor([losses])`` of GPU losses: each one read
+            text, proven = gathered
+            hedge = "" if proven else " (if they are on a GPU: syncfix cannot tell which device they are on)"
+            self.report(node, _AS_DATA.format(text) + hedge + _AS_DATA_HINT)
             return
         scalar = _scalar_written(self.analysis, node)
         if scalar is not None:  # ``writer.add_scalar("loss", loss, step)``: TensorBoard reads it

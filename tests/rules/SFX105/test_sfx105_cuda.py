@@ -77,3 +77,22 @@ def f(x: torch.Tensor, make=lambda t: torch.stack([t.sum(), t.amax(), t.abs().me
 def test_sfx105_element_reads_take_one_transfer():
     x = torch.randn(64, 64, device="cuda")
     check_rewrite_keeps_values_with_fewer_syncs("SFX105", ELEMENTS, True, (x,), True)
+
+
+def _gathered(losses, n):
+    out = []
+    for _ in range(n):
+        out.append(torch.Tensor([losses]))
+        out.append(torch.tensor(losses))
+    return out
+
+
+@pytest.mark.cuda
+def test_a_tensor_built_from_a_list_of_gpu_tensors_reads_each_one():
+    # what SFX105 says of SRGAN's `torch.Tensor([losses])`: one sync per element, each time
+    from ..support import count_syncs
+
+    losses = [torch.rand((), device="cuda") for _ in range(5)]
+    _, syncs = count_syncs(_gathered, losses, 4)
+    print(f"\nSFX105 torch.Tensor([5 GPU losses]) and torch.tensor(...), 4 times each: {syncs} syncs")
+    assert syncs >= 2 * 4 * 5
