@@ -13,6 +13,7 @@ from syncfix.analysis import (
     HOST_FACTORIES,
     LEGACY_CONSTRUCTORS,
     METHOD_MAYBE_SELF,
+    Device,
     Kind,
     keyword,
     named_as_device,
@@ -20,7 +21,7 @@ from syncfix.analysis import (
 )
 
 from ._memory import non_blocking_flag
-from ._support import append_kwarg, kwarg
+from ._support import append_kwarg, code, kwarg
 
 _ARRAY_CALLS = {"torch.from_numpy", "torch.as_tensor", "torch.asarray"}
 
@@ -240,3 +241,54 @@ def no_elements(a, expr: cst.BaseExpression, hops: int = 2) -> bool:
         sizes = args[0].value.elements if len(args) == 1 and isinstance(args[0].value, (cst.Tuple, cst.List)) else args
         return any(isinstance(s.value, cst.Integer) and s.value.evaluated_value == 0 for s in sizes)
     return False
+
+
+# ---- a CPU tensor copied again each time ----------------------------------------------------
+
+APPENDED_ON_HOST = (
+    " (`{}` is a CPU copy the loop keeps (`{}`), copied back to the GPU: keep the device tensor for "
+    "the next step and copy only what the host needs; no fix)"
+)
+KEPT_ON_HOST = (
+    " (`{}` is a CPU tensor its class keeps, copied again each time: move it to the device once, "
+    "or register it as a buffer; no fix)"
+)
+
+
+def appended_on_host(a, expr: cst.BaseExpression) -> str | None:
+    """``xs[-1]`` of a list its loop appends host copies to (ddim's sampler:
+    ``xs.append(xt_next.to('cpu'))``, then ``xs[-1].to('cuda')`` the next step): the append's
+    text, where every append to the list in the function is of a CPU tensor; else None."""
+    if not (isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name)):
+        return None
+    loop, fn = a.enclosing_loop(expr), a.enclosing_function(expr)
+    if loop is None or fn is None:
+        return None
+    name = expr.value.value
+    appends = [
+        call
+        for call in a.structure.within(fn, cst.Call)
+        if isinstance(call, cst.Call)
+        and isinstance(call.func, cst.Attribute)
+        and call.func.attr.value == "append"
+        and isinstance(call.func.value, cst.Name)
+        and call.func.value.value == name
+    ]
+    if not appends or not any(any(anc is loop for anc in a.ancestors(c)) for c in appends):
+        return None
+    for call in appends:
+        args = positional(call)
+        held = a.likely.value(args[0].value) if len(call.args) == 1 and args else None
+        if held is None or not held.is_tensor or held.device is not Device.CPU:
+            return None
+    text = code(a, appends[-1])
+    return text if len(text) <= 60 else f"{name}.append(...)"
+
+
+def kept_on_host(a, expr: cst.BaseExpression) -> bool:
+    """``self.t_array`` that every method of its class sets to a CPU tensor (DPM-Solver's
+    ``self.t_array.to(t.device)``, nine times a step): the likely view's attribute value."""
+    if not (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self"):
+        return False
+    held = a.likely.value(expr)
+    return held.is_tensor and held.device is Device.CPU

@@ -19,11 +19,15 @@ from syncfix.model import Applicability
 from syncfix.rules import Fix, Invalid, Rule
 
 from ._copy_calls import (
+    APPENDED_ON_HOST,
+    KEPT_ON_HOST,
     after_type_as,
+    appended_on_host,
     converts_dtype,
     device_argument,
     from_array,
     is_false,
+    kept_on_host,
     likely_other_tensor,
     no_elements,
     non_blocking_call,
@@ -418,12 +422,12 @@ class BlockingHostToDevice(Rule):
                         why,
                     )
                 self.report(node, why if fix is None else self.MESSAGE, fix=fix)
-            elif receiver.kind is Kind.UNKNOWN and method == "to" and a.is_hot(node) and _kept_on_host(a, func.value):
-                self.report(node, _MAYBE_GPU + _KEPT_ON_HOST.format(code(a, func.value)))
+            elif receiver.kind is Kind.UNKNOWN and method == "to" and a.is_hot(node) and kept_on_host(a, func.value):
+                self.report(node, _MAYBE_GPU + KEPT_ON_HOST.format(code(a, func.value)))
             elif receiver.kind is Kind.UNKNOWN and a.is_hot(node) and target is Device.CUDA:
-                appended = _appended_on_host(a, func.value)
+                appended = appended_on_host(a, func.value)
                 if appended is not None:
-                    self.report(node, self.MESSAGE + _APPENDED_ON_HOST.format(code(a, func.value), appended))
+                    self.report(node, self.MESSAGE + APPENDED_ON_HOST.format(code(a, func.value), appended))
             return
         if source is not Source.CPU and target is not Device.CUDA and source is not Source.LIKELY_BATCH:
             # the source may be on CUDA and the target the CPU: a device-to-host copy made
@@ -432,10 +436,10 @@ class BlockingHostToDevice(Rule):
                 return
             if target is Device.UNKNOWN and receiver.is_tensor and likely_other_tensor(a, node):
                 return  # ``self.q_norm(q).to(v)``: a computed tensor cast like another, likely
-            if method == "to" and receiver.device is Device.UNKNOWN and _kept_on_host(a, func.value):
+            if method == "to" and receiver.device is Device.UNKNOWN and kept_on_host(a, func.value):
                 # ``self.pos_embedding.to(device, dtype=x.dtype)``: a tensor of a device syncfix
                 # cannot prove, that every method of its class sets to a CPU tensor (likely)
-                self.report(node, _MAYBE_GPU + _KEPT_ON_HOST.format(code(a, func.value)))
+                self.report(node, _MAYBE_GPU + KEPT_ON_HOST.format(code(a, func.value)))
                 return
             built = None if a.uses_streams or a.caught_by_handler(node) else built_on_device(a, node)
             if built is not None:
@@ -696,55 +700,6 @@ _DEFAULT_DEVICE = (
     "with it, sets a default device or tensor type (`set_default_device`, "
     "`set_default_tensor_type`)"
 )
-_APPENDED_ON_HOST = (
-    " (`{}` is a CPU copy the loop keeps (`{}`), copied back to the GPU: keep the device tensor for "
-    "the next step and copy only what the host needs; no fix)"
-)
-_KEPT_ON_HOST = (
-    " (`{}` is a CPU tensor its class keeps, copied again each time: move it to the device once, "
-    "or register it as a buffer; no fix)"
-)
-
-
-def _appended_on_host(a, expr: cst.BaseExpression) -> str | None:
-    """``xs[-1]`` of a list its loop appends host copies to (ddim's sampler:
-    ``xs.append(xt_next.to('cpu'))``, then ``xs[-1].to('cuda')`` the next step): the append's
-    text, where every append to the list in the function is of a CPU tensor; else None."""
-    if not (isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name)):
-        return None
-    loop, fn = a.enclosing_loop(expr), a.enclosing_function(expr)
-    if loop is None or fn is None:
-        return None
-    name = expr.value.value
-    appends = [
-        call
-        for call in a.structure.within(fn, cst.Call)
-        if isinstance(call, cst.Call)
-        and isinstance(call.func, cst.Attribute)
-        and call.func.attr.value == "append"
-        and isinstance(call.func.value, cst.Name)
-        and call.func.value.value == name
-    ]
-    if not appends or not any(any(anc is loop for anc in a.ancestors(c)) for c in appends):
-        return None
-    for call in appends:
-        args = positional(call)
-        held = a.likely.value(args[0].value) if len(call.args) == 1 and args else None
-        if held is None or not held.is_tensor or held.device is not Device.CPU:
-            return None
-    text = code(a, appends[-1])
-    return text if len(text) <= 60 else f"{name}.append(...)"
-
-
-def _kept_on_host(a, expr: cst.BaseExpression) -> bool:
-    """``self.t_array`` that every method of its class sets to a CPU tensor (DPM-Solver's
-    ``self.t_array.to(t.device)``, nine times a step): the likely view's attribute value."""
-    if not (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self"):
-        return False
-    held = a.likely.value(expr)
-    return held.is_tensor and held.device is Device.CPU
-
-
 _UNKNOWN_DEVICE = (
     "Possibly blocking copy: syncfix can prove neither that the device is CUDA nor that the "
     "tensor is on the CPU (no fix: name the device, e.g. `torch.device(\"cuda\", rank)`, or "
