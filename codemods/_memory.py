@@ -279,8 +279,9 @@ def source_may_change(
 def _entry_store(a: ModuleAnalysis, s: cst.CSTNode) -> frozenset[str]:
     """``batch[k] = batch[k].to(device)`` in ``for k in batch.keys():``: the statement puts a
     new object under a key of a mapping (the one whose keys ``k`` runs over, or a string key),
-    writing no tensor's memory. The name of that mapping, where nothing in the value writes in
-    place; else nothing."""
+    or into a list (``inputs[i] = inputs[i].cuda()`` under ``if isinstance(inputs, list):``),
+    writing no tensor's memory. The name of that mapping or list, where nothing in the value
+    writes in place; else nothing."""
     if not (isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1 and isinstance(s.body[0], cst.Assign)):
         return frozenset()
     assign = s.body[0]
@@ -296,7 +297,8 @@ def _entry_store(a: ModuleAnalysis, s: cst.CSTNode) -> frozenset[str]:
     for t in targets:
         assert isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name)
         index = t.slice[0].slice
-        if not (isinstance(index, cst.Index) and _key_of(a, index.value, t.value)):
+        listed = a.narrowed_kind(t.value) is Kind.OTHER
+        if not (isinstance(index, cst.Index) and (listed or _key_of(a, index.value, t.value))):
             return frozenset()
         names.add(t.value.value)
     return frozenset(names)

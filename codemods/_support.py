@@ -471,29 +471,15 @@ def assignments(suite: cst.BaseSuite | None) -> dict[str, cst.BaseExpression] | 
 
 
 # ``x.shape[i]``, ``x.size(i)``: an int for a tensor or an array (a likely fact for others)
-_SIZE_METHODS = frozenset({"size", "numel", "dim"})
-
-
 def int_like(a: ModuleAnalysis, expr: cst.BaseExpression, *, follow: bool = False) -> bool:
     """A Python int, provably (``len(x)``, int arithmetic) or by the likely fact that sizes
     are ints (``x.shape[i]``, ``x.size(i)``, ``x.numel()``: true of tensors and numpy arrays).
     With ``follow``, also a name bound once to one (``n, d = x.shape[-2], x.device``). For
     unsafe fixes only."""
-    if a.python_number_type(expr) == "int":
-        return True
-    if follow and isinstance(expr, cst.Name):
+    if follow and isinstance(expr, cst.Name) and a.python_number_type(expr) != "int":
         bound = _bound_once_to(a, expr)
-        return bound is not None and int_like(a, bound)
-    if isinstance(expr, cst.Subscript) and len(expr.slice) == 1:
-        holder = expr.value
-        return (
-            isinstance(holder, cst.Attribute)
-            and holder.attr.value == "shape"
-            and isinstance(expr.slice[0].slice, cst.Index)
-        )
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and not any(arg.keyword for arg in expr.args):
-        return expr.func.attr.value in _SIZE_METHODS and len(expr.args) == (expr.func.attr.value == "size")
-    return False
+        return bound is not None and a.likely_size(bound)
+    return a.likely_size(expr)
 
 
 def _bound_once_to(a: ModuleAnalysis, name: cst.Name) -> cst.BaseExpression | None:

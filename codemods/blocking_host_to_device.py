@@ -393,6 +393,8 @@ class BlockingHostToDevice(Rule):
             loaders = a.batch_sources(func.value)
             if loaders and all(a.placed_by_accelerate(loader) for loader, _ in loaders):
                 return  # accelerate put the batch on its device already: the copy returns it
+            if a.placed_by_lightning(func.value):
+                return  # so did Lightning, before its step got the batch
             # ``.to`` of a whole item may be an object's own (``.cuda`` all but never is), and
             # so may a part's where a project class defines a ``to`` without ``non_blocking``
             # (DETR's ``NestedTensor``), or whose copy is unpacked (PyG's sampler: ``edge_index,

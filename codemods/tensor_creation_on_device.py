@@ -291,7 +291,7 @@ class TensorCreationOnDevice(Rule):
         element = _one_element(data)
         if self.analysis.python_number_type(data if element is None else element) is None:
             if element is not None:
-                return None
+                return self._size_fill(node, element, one=True)
             return self._narrowed_fill(node, data) or self._size_fill(node, data)
         fix = self._fix(node, data, dev)
         if fix is None:
@@ -319,9 +319,10 @@ class TensorCreationOnDevice(Rule):
             return None
         return self.unsafe_fix({node: _full(a, node)}, _FILL + _NARROWED_FILL)
 
-    def _size_fill(self, node: cst.Call, data: cst.BaseExpression) -> Fix | None:
+    def _size_fill(self, node: cst.Call, data: cst.BaseExpression, *, one: bool = False) -> Fix | None:
         """``torch.full((), n, ...)`` for a size (``n, d = x.shape[-2], x.device``, the
-        vector-quantize codebook's count): unsafe, an int by the likely fact that sizes are."""
+        vector-quantize codebook's count; ``torch.full((1,), n, ...)`` for ``[t.numel()]``):
+        unsafe, an int by the likely fact that sizes are."""
         a = self.analysis
         kwargs = {arg.keyword.value for arg in node.args if arg.keyword is not None}
         if (
@@ -331,7 +332,7 @@ class TensorCreationOnDevice(Rule):
             or a.caught_by_handler(node)
         ):
             return None
-        return self.unsafe_fix({node: _full(a, node)}, _FILL + _SIZE_FILL.format(code(a, data)))
+        return self.unsafe_fix({node: _full(a, node, one=one)}, _FILL + _SIZE_FILL.format(code(a, data)))
 
     def _rewritable(self, node: cst.Call) -> bool:
         """``torch.tensor``/``torch.as_tensor`` spelled through the module name, or imported
@@ -578,12 +579,13 @@ def _likely_numbers(a, data: cst.BaseExpression) -> bool:
     """Host numbers by a likely fact only: a list or tuple literal whose items are names or
     arithmetic that syncfix cannot name and that are not tensors (``[[x0, y0, x0, y0]]``), a
     parameter annotated as a list or tuple of numbers (``crop_box: List[int]``), or a list of
-    sizes (``[seq.shape[0] for seq in seqs]``), itself or bound to a name just before."""
+    sizes (``[seq.shape[0] for seq in seqs]``, ``[t.numel()]``), itself or bound to a name just
+    before."""
     if isinstance(data, (cst.List, cst.Tuple)):
         return bool(data.elements) and all(
             not isinstance(el, cst.StarredElement) and _likely_numbers(a, el.value) for el in data.elements
         )
-    if isinstance(data, (cst.Integer, cst.Float)):
+    if isinstance(data, (cst.Integer, cst.Float)) or int_like(a, data):  # ``[t.numel()]``
         return True
     if isinstance(data, cst.ListComp):  # ``[seq.shape[0] for seq in sequences]``
         return int_like(a, data.elt)

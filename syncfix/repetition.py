@@ -6,7 +6,9 @@ and functions this file calls from such code. One-time code is quiet by default:
 top level outside loops (``if __name__ == "__main__":`` included), ``__init__``, an attribute
 made on first use (``if not hasattr(self, "x"): self.x = ...``, ``if self.x is None:``), a value
 made once per key of a cache (``if key not in cache: cache[key] = ...``), a branch taken once
-per pass of its loop (``if i == n - 1:`` on the loop's counter), the message of a ``raise``
+per pass of its loop (``if i == n - 1:`` on the loop's counter), a loop over a model's layers or
+tensors (``for name, m in model.named_modules():``) where the code around it runs once, the
+message of a ``raise``
 (it runs once, as the error leaves), and test code
 (files under ``tests/``, ``test_*.py`` holding tests, ``*_test.py``, ``conftest.py``, and a
 module-level ``def test_*()`` without arguments that no loop calls: a ``test()`` or
@@ -222,8 +224,10 @@ class Repetition:
         a = self.analysis
         if lazy_init(a, node) or _raised(a, node) or _in_test_function(a, node):
             return False
-        if a.repeating_loop(node) is not None:
-            return True
+        loop = a.repeating_loop(node)
+        if loop is not None:
+            # a walk over a model's layers repeats where the code around it does
+            return not a.walks_model(loop) or self.repeats(loop)
         fn = a.enclosing_function(node)
         return fn is not None and self._function_repeats(fn)
 

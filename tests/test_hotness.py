@@ -668,3 +668,28 @@ def test_a_call_under_an_if_on_the_loop_counter_runs_once_per_pass():
     assert in_loop["train"] and not in_loop["sanity_check"]
     assert in_loop["show"]  # the epoch loop still repeats it
     assert in_loop["rebound"] and in_loop["moving"]
+
+
+def test_a_walk_over_a_models_layers_makes_nothing_hot_by_itself():
+    # nanodet's conversion calls each layer's ``repvgg_convert`` once, from a set-up function
+    convert = '''
+from .layers import fuse, quantize
+
+
+def convert(model):
+    for name, module in model.named_modules():
+        fuse(module)
+
+
+def train(model):
+    for step in range(10):
+        for p in model.parameters():
+            quantize(p)
+'''
+    layers = "def fuse(m):\n    return m\n\n\ndef quantize(p):\n    return p\n"
+    resolve = {"pkg.convert": "pkg.convert", "pkg.layers": "pkg.layers"}
+    files = [
+        file_calls("pkg.convert", convert.encode(), ["forward"], resolve),
+        file_calls("pkg.layers", layers.encode(), ["forward"], resolve),
+    ]
+    assert hot_functions(files).get("pkg.layers") == {"quantize"}

@@ -494,3 +494,39 @@ def test_the_message_of_a_raise_runs_once():
     """
     assert codes(src) == [("SFX203", 7), ("SFX205", 9)]
     assert ("SFX205", 8) in codes(src, include_cold=True)
+
+
+def test_a_walk_over_a_models_layers_repeats_only_where_the_code_around_it_does():
+    # a conversion run once (nanodet's RepVGG weights) is quiet; the same walk in a step
+    # function, or inside the training loop, repeats
+    src = """\
+    import torch
+
+    def convert(model):
+        weights = {}
+        for name, module in model.named_modules():
+            weights[name] = module.weight.detach().cpu().numpy()
+        for i, (name, p) in enumerate(model.named_parameters()):
+            weights[name] = p.detach().cpu().numpy()
+        for k, v in model.state_dict().items():
+            weights[k] = v.cpu().numpy()
+        return weights
+
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            for m in self.modules():
+                print(m.weight.detach().cpu().numpy())
+            return x
+
+    def train(model, loader):
+        for step in range(10):
+            for p in model.parameters():
+                print(p.grad.norm().cpu().numpy())
+        for layer in model.layers:
+            print(layer.weight.cpu().numpy())
+
+    if __name__ == "__main__":
+        convert(torch.nn.Linear(2, 2))
+    """
+    assert [line for _, line in codes(src, select=["SFX105"])] == [16, 22, 24]
+    assert [line for _, line in codes(src, select=["SFX105"], include_cold=True)] == [6, 8, 10, 16, 22, 24]

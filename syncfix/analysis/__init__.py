@@ -38,6 +38,7 @@ Which functions do other files call from repeating code?    ``hotness``
 Which device expression placed this tensor?                 ``devices``
 Does a file name an accelerator other than CUDA (``"mps"``,  ``accelerators``
 ``torch_xla``)?
+Is a batch Lightning's, already on the module's device?     ``lightning``
 Does a name read as a loader's or a batch's?                ``loader_names``
 Which dtype (exact, or its kind)?                           ``dtypes``
 Which shape: one shape, 0-d, one element, 1-D?              ``shapes``
@@ -46,6 +47,7 @@ Is this call a torch loss; with which reduction?            ``losses``
 What does ``torch.Tensor(...)``/``torch.LongTensor(n, k)``   ``legacy_constructors``
 make?
 Python number or host data, never a tensor?                 ``pynumbers``
+A size (``x.shape[i]``), an int in the likely view?         ``sizes``
 Can autograd matter here?                                   ``autograd``
 Where is a tensor read on the host?                         ``host_reads``
 Would a ``try`` around here (or around a caller) see an     ``handlers``

@@ -13,6 +13,7 @@ from libcst.metadata import ExpressionContext, ExpressionContextProvider
 from . import callgraph
 from .annotations import annotation_value
 from .project import ALL
+from .sizes import likely_size
 from .tokenizers import tokenized_item
 from .torch_api import (
     FLOAT_CONSTANTS,
@@ -379,14 +380,33 @@ def declared_forward(a: ModuleAnalysis, func: cst.BaseExpression) -> Value | Non
     forward = next(
         (s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "forward"), None
     ) if cls is not None and isinstance(cls.body, cst.IndentedBlock) else None
-    if forward is None or forward.returns is None:
+    if forward is None:
         return None
+    if forward.returns is None:
+        return _returned_sizes(a, forward)
     declared = annotation_value(a, forward.returns)
     if isinstance(declared, TupleValue):
         return declared
     ann = forward.returns.annotation
     name = a.qualname(ann.value if isinstance(ann, cst.Subscript) else ann)
     return UNKNOWN if name in _CONTAINERS else None
+
+
+def _returned_sizes(a: ModuleAnalysis, forward: cst.FunctionDef) -> TupleValue | None:
+    """A ``forward`` without annotation whose every ``return`` is a tuple display of one length,
+    some item of which is a size in each (TimeSformer's ``return x, T, W`` with ``B, C, T, H, W
+    = x.shape``): that item is no tensor (unknown: a size is an int only in the likely view),
+    the others the module's output. None otherwise."""
+    returns = callgraph.return_statements(a, forward)
+    rows = [r.value.elements for r in returns or () if isinstance(r.value, cst.Tuple)]
+    if not returns or len(rows) != len(returns) or len({len(row) for row in rows}) != 1:
+        return None
+    if any(not isinstance(el, cst.Element) for row in rows for el in row):
+        return None
+    sizes = [all(likely_size(a, row[i].value, follow=True) for row in rows) for i in range(len(rows[0]))]
+    if not any(sizes):
+        return None
+    return TupleValue(tuple(UNKNOWN if size else Value(Kind.TENSOR) for size in sizes))
 
 
 _CONTAINERS = {

@@ -514,7 +514,7 @@ def return_value(a: ModuleAnalysis, fn: cst.FunctionDef) -> Value:
         return UNKNOWN
     if fn.asynchronous is not None:
         return OTHER
-    returns = _returns(a, fn)
+    returns = return_statements(a, fn)
     if returns is None:
         return _generated(a, fn)
     values = [OTHER if r.value is None else _return_item(a, r.value) for r in returns]
@@ -577,7 +577,7 @@ def _return_item(a: ModuleAnalysis, expr: cst.BaseExpression) -> Value:
     return a.value(expr)
 
 
-def _returns(a: ModuleAnalysis, fn: cst.FunctionDef) -> list[cst.Return] | None:
+def return_statements(a: ModuleAnalysis, fn: cst.FunctionDef) -> list[cst.Return] | None:
     """The ``return`` statements of ``fn`` itself (not of nested functions), or None when it
     yields (memoised)."""
     cached = a.cache.returns.get(fn)

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from .loader_names import loader_like
-from .torch_api import METHOD_HOOKS
+from .torch_api import METHOD_HOOKS, MODEL_WALKS
 
 # A call, resolved as far as one file can: (module, function) with module "" for the file itself
 # and ``ANY`` for a method called through another object (resolved by name in the fixpoint).
@@ -280,8 +280,9 @@ class _Collector:
                 self._instance(node)  # type: ignore[arg-type]
             if kind in _LOOPS and not _runs_once(node):
                 out.loops = True
-                outer[id(node)] = loop
-                loop, every_time = node, True
+                if not _walks_model(node):  # a walk over a model's layers: the code around decides
+                    outer[id(node)] = loop
+                    loop, every_time = node, True
             elif kind is ast.Call:
                 func = node.func  # type: ignore[attr-defined]
                 if type(func) is ast.Name and func.id == "input" and every_time:
@@ -422,6 +423,24 @@ def _once_per_pass(test_if: ast.If, loop: ast.AST) -> bool:
     }
     read = {n.id for n in ast.walk(right) if isinstance(n, ast.Name)}
     return target.id not in stored and not read & (stored | {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)})
+
+
+def _walks_model(loop: ast.AST) -> bool:
+    """``for m in model.named_modules():`` and the like (``navigation.walks_model``)."""
+    it = loop.iter if isinstance(loop, ast.For) else None
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" and it.args:
+        it = it.args[0]
+    if not isinstance(it, ast.Call) or not isinstance(it.func, ast.Attribute):
+        return False
+    if it.func.attr in MODEL_WALKS:
+        return True
+    inner = it.func.value
+    return (
+        it.func.attr in ("items", "values", "keys")
+        and isinstance(inner, ast.Call)
+        and isinstance(inner.func, ast.Attribute)
+        and inner.func.attr == "state_dict"
+    )
 
 
 def _over_batches(loop: ast.AST) -> bool:

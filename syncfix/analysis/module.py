@@ -45,11 +45,14 @@ from . import (
     effects,
     handlers,
     host_reads,
+    lightning,
     losses,
+    narrowing,
     navigation,
     provenance,
     pynumbers,
     shapes,
+    sizes,
     star_imports,
     tokenizers,
 )
@@ -62,7 +65,7 @@ from .imported import ProjectModules
 from .project import ALL
 from .syntax import dotted_name, literal_number, through_call
 from .torch_api import REEXPORTED
-from .values import Device, Value
+from .values import Device, Kind, Value
 
 
 @dataclass
@@ -371,6 +374,10 @@ class ModuleAnalysis:
         """:meth:`enclosing_loop`, unless that loop waits on ``input()`` each time round."""
         return navigation.repeating_loop(self, node)
 
+    def walks_model(self, loop: cst.CSTNode) -> bool:
+        """Is ``loop`` a ``for`` over a model's layers or tensors (``model.named_modules()``)?"""
+        return navigation.walks_model(loop)
+
     def loops_around(self, node: cst.CSTNode) -> list[cst.For | cst.While]:
         return navigation.loops_around(self, node)
 
@@ -650,6 +657,11 @@ class ModuleAnalysis:
         the accelerator's device (``device_placement`` left on)?"""
         return devices.placed_by_accelerate(self, loader)
 
+    def placed_by_lightning(self, expr: cst.BaseExpression) -> bool:
+        """Is ``expr`` (a part of) the batch a Lightning step received, already on the module's
+        device (see lightning.py)?"""
+        return lightning.placed_by_lightning(self, expr)
+
     # ---- dtypes (dtypes.py) ---------------------------------------------------------------
     @cached_property
     def default_float(self) -> str | None:
@@ -676,6 +688,15 @@ class ModuleAnalysis:
     def python_number_type(self, expr: cst.BaseExpression) -> str | None:
         """``"bool"``/``"int"``/``"float"`` when ``expr`` is provably a Python number of that type."""
         return pynumbers.python_number_type(self, expr)
+
+    def likely_size(self, expr: cst.BaseExpression, *, follow: bool = False) -> bool:
+        """An int, or a size (``x.shape[i]``, ``x.size(i)``) taken for an int (see sizes.py)."""
+        return sizes.likely_size(self, expr, follow=follow)
+
+    def narrowed_kind(self, name: cst.Name) -> Kind | None:
+        """What an ``if isinstance(name, ...):`` around this use proves: a tensor, a Python
+        number, or a list/tuple/dict (``Kind.OTHER``); None where nothing does."""
+        return narrowing.narrowed_kind(self, name)
 
     def int64_by_construction(self, expr: cst.BaseExpression) -> bool:
         """Is ``expr`` an int within int64 in any run that ends (``len(x)``, a ``range`` counter)?"""

@@ -1,7 +1,8 @@
 """Type tests that narrow a name: inside ``if isinstance(x, torch.Tensor):`` (or an ``elif``, or
 one operand of an ``and`` test), ``x`` is a tensor, whatever reached it; inside
 ``if isinstance(x, (int, float)):`` it is a host number (a Python ``int``/``float``/``bool``, or a
-NumPy float64, which subclasses ``float``).
+NumPy float64, which subclasses ``float``); inside ``if isinstance(x, list):`` (or ``tuple``,
+``dict``) it is that container, whose item stores write no tensor's memory.
 
 Only the ``if`` body is narrowed, and only where the body never rebinds the name (so the value
 tested is the value used). The device, dtype and shape stay unknown: the test says nothing
@@ -26,8 +27,8 @@ _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
 def narrowed_kind(a: ModuleAnalysis, name: cst.Name) -> Kind | None:
-    """``Kind.TENSOR`` or ``Kind.NUMBER`` where this use of ``name`` is inside the body of an
-    ``if`` whose test proves it one; None elsewhere."""
+    """``Kind.TENSOR``, ``Kind.NUMBER`` or ``Kind.OTHER`` (a list, tuple or dict) where this use
+    of ``name`` is inside the body of an ``if`` whose test proves it one; None elsewhere."""
     child: cst.CSTNode = name
     for anc in a.ancestors(name):
         if isinstance(anc, _SCOPES):
@@ -57,7 +58,10 @@ def _proven_kind(a: ModuleAnalysis, test: cst.BaseExpression, var: str) -> Kind 
         return Kind.TENSOR
     if kinds and all(k in _NUMBER_TYPES for k in kinds):
         return Kind.NUMBER
+    if kinds and all(k in _CONTAINER_TYPES for k in kinds):
+        return Kind.OTHER
     return None
 
 
 _NUMBER_TYPES = {"builtins.int", "builtins.float", "builtins.bool"}
+_CONTAINER_TYPES = {"builtins.list", "builtins.tuple", "builtins.dict"}

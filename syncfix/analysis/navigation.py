@@ -16,7 +16,7 @@ from libcst.metadata import GlobalScope
 
 from .project import imports_torch
 from .syntax import dotted_name, stored_names, target_names
-from .torch_api import METHOD_HOOKS, STREAM_APIS, STREAM_METHODS, STREAM_WORDS
+from .torch_api import METHOD_HOOKS, MODEL_WALKS, STREAM_APIS, STREAM_METHODS, STREAM_WORDS
 
 if TYPE_CHECKING:
     from .module import ModuleAnalysis
@@ -163,6 +163,27 @@ def runs_once(a: ModuleAnalysis, loop: cst.CSTNode) -> bool:
         isinstance(last, cst.SimpleStatementLine)
         and isinstance(last.body[-1], cst.Break)
         and not a.nodes_within(body, cst.Continue)
+    )
+
+
+def walks_model(loop: cst.CSTNode) -> bool:
+    """A ``for`` over a model's layers or tensors: ``model.named_modules()``, ``m.parameters()``
+    (through ``enumerate``), or ``model.state_dict().items()``. It runs once per layer, and
+    repeats only where the code around it does (repetition.py)."""
+    it = loop.iter if isinstance(loop, cst.For) else None
+    if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "enumerate" and it.args:
+        it = it.args[0].value
+    if not isinstance(it, cst.Call) or not isinstance(it.func, cst.Attribute):
+        return False
+    method = it.func.attr.value
+    if method in MODEL_WALKS:
+        return True
+    inner = it.func.value
+    return (
+        method in ("items", "values", "keys")
+        and isinstance(inner, cst.Call)
+        and isinstance(inner.func, cst.Attribute)
+        and inner.func.attr.value == "state_dict"
     )
 
 

@@ -251,6 +251,8 @@ def _name_value(a: ModuleAnalysis, name: cst.Name) -> Value:
             return replace(held, kind=Kind.TENSOR) if held.kind is Kind.BATCH else Value(Kind.TENSOR)
         if narrowed is Kind.NUMBER and held.kind is Kind.UNKNOWN:
             return NUMBER  # ``if isinstance(x, (int, float)):``
+        if narrowed is Kind.OTHER and held.kind is Kind.UNKNOWN:
+            return OTHER  # ``if isinstance(x, list):``
     return held
 
 

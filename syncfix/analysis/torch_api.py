@@ -156,6 +156,12 @@ MODULE_ONLY_METHODS = frozenset({
     "eval", "train", "parameters", "named_parameters", "modules", "named_modules", "children",
     "state_dict", "load_state_dict", "buffers", "named_buffers", "zero_grad", "register_buffer",
 })
+# ``nn.Module`` methods that walk a model's layers or tensors: a loop over one runs once per
+# layer, so it repeats only where the code around it does (a conversion or an init is one-time).
+MODEL_WALKS = frozenset({
+    "modules", "named_modules", "children", "named_children", "parameters", "named_parameters",
+    "buffers", "named_buffers",
+})
 # Methods of both that return the object itself, placed or cast (``model.cpu().parameters()``).
 PLACING_METHODS = frozenset({"cpu", "cuda", "to", "half", "float", "double", "bfloat16", "requires_grad_"})
 

@@ -177,3 +177,73 @@ def test_a_module_that_names_only_the_current_stream_uses_no_other_stream():
     # a stream of its own: copy ordering is not syncfix's to prove
     side = src.replace("        model(images)\n", "        with torch.cuda.stream(torch.cuda.Stream()):\n            model(images)\n")
     assert all(f.fix is None for f in check_code(side, select=["SFX101"]))
+
+
+# Lightning moves a step's batch to the module's device before ``training_step`` gets it
+# (nanodet's TrainingTask passes it on to a helper, and ``test_step`` through ``predict``): those
+# copies return their tensors. A class that is no LightningModule, or that overrides
+# ``transfer_batch_to_device``, gets its batch as its caller made it.
+LIGHTNING = '''\
+import torch
+from pytorch_lightning import LightningModule
+
+
+class Task(LightningModule):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def _prepare(self, batch):
+        batch_imgs = batch["img"]
+        if isinstance(batch_imgs, list):
+            batch["img"] = torch.stack([img.to(self.device) for img in batch_imgs])
+        return batch
+
+    def predict(self, batch, batch_idx=None):
+        batch = self._prepare(batch)
+        return self.model(batch["img"])
+
+    def training_step(self, batch, batch_idx):
+        batch = self._prepare(batch)
+        batch_targets = batch["target"]
+        batch_targets = [t.to(self.device) for t in batch_targets]
+        return torch.nn.functional.mse_loss(self.model(batch["img"]), torch.stack(batch_targets))
+
+    def test_step(self, batch, batch_idx):
+        return self.predict(batch, batch_idx)
+
+
+class OwnTransfer(LightningModule):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def transfer_batch_to_device(self, batch, device, dataloader_idx):
+        return batch
+
+    def training_step(self, batch, batch_idx):
+        batch_imgs = batch["img"]
+        x = torch.stack([img.to(self.device) for img in batch_imgs])  # reported
+        return self.model(x).sum()
+
+
+class Plain(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def training_step(self, batch, batch_idx):
+        batch_imgs = batch["img"]
+        x = torch.stack([img.to(self.model.weight.device) for img in batch_imgs])  # reported
+        return self.model(x).sum()
+'''
+
+
+@pytest.mark.parametrize("base", ["pytorch_lightning.LightningModule", "lightning.pytorch.LightningModule"])
+def test_a_lightning_step_batch_is_on_the_device_already(base):
+    module, name = base.rsplit(".", 1)
+    src = LIGHTNING.replace("from pytorch_lightning import LightningModule", f"from {module} import {name}")
+    findings = check_code(src, select=["SFX101"], unsafe_fixes=True)
+    reported = [n for n, line in enumerate(src.splitlines(), 1) if line.endswith("# reported")]
+    assert len(reported) == 2
+    assert [f.line for f in findings] == reported
