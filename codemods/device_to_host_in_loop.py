@@ -190,13 +190,13 @@ _AS_DATA_HINT = (
 
 def _tensors_as_data(a: ModuleAnalysis, call: cst.Call) -> tuple[str, bool] | None:
     """``torch.Tensor([losses])``/``torch.tensor([a, b])`` where code repeats, the data a list
-    (display, or a name the function fills with ``.append``) of tensors not provably on the CPU
+    (display, comprehension, or a name the function fills with ``.append``) of tensors not provably on the CPU
     (SRGAN's content loss, every step: one read per element): the data's text, and whether
     every tensor is provably on CUDA; else None."""
     if a.callee(call) not in _DATA_BUILDERS or not a.is_hot(call):
         return None
     args = positional(call)
-    if len(args) != 1 or not isinstance(args[0].value, (cst.List, cst.Tuple, cst.Name)):
+    if len(args) != 1 or not isinstance(args[0].value, (cst.List, cst.Tuple, cst.Name, cst.ListComp)):
         return None
     items = _listed(a, args[0].value, depth=2)
     if not items:
@@ -210,8 +210,11 @@ def _tensors_as_data(a: ModuleAnalysis, call: cst.Call) -> tuple[str, bool] | No
 
 
 def _listed(a: ModuleAnalysis, data: cst.BaseExpression, depth: int) -> list[cst.BaseExpression]:
-    """The items of a list display (nested ones flattened), or what a function's ``name = []``
+    """The items of a list display (nested ones flattened), the element of a list comprehension
+    (muzero's ``[policy_logits[0][a] for a in actions]``), or what a function's ``name = []``
     is filled with by ``name.append(x)``; empty where syncfix cannot list them."""
+    if isinstance(data, cst.ListComp):
+        return [data.elt]
     if isinstance(data, (cst.List, cst.Tuple)):
         out: list[cst.BaseExpression] = []
         for el in data.elements:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from syncfix.analysis import Device, ModuleAnalysis
-from syncfix.rules import Invalid, Rule
+from syncfix.rules import Fix, Invalid, Rule
 
-from ._support import code, is_new_tensor
+from ._support import code, is_new_tensor, unplaced_message
 
 _MAYBE_CUDA = (Device.CUDA, Device.CUDA_OR_CPU)
 
@@ -16,7 +16,9 @@ class MaskedStoreToWhere(Rule):
     """
     ## What it finds
     A store through a boolean mask whose value is a CUDA tensor: `x[mask] = v` (a 0-d value, or a
-    tensor of values), where `mask` is a bool tensor on the GPU.
+    tensor of values), where `mask` is a bool tensor on the GPU; and a masked update
+    `x[mask] += v` (or `-=`, `*=`, `/=`), which reads the selected elements and stores them back
+    (reported where code repeats also when syncfix cannot tell the tensor's device).
 
     ## Why it costs
     With a CUDA value, `index_put_` cannot use its `masked_fill` fast path (that needs a host
@@ -57,6 +59,14 @@ class MaskedStoreToWhere(Rule):
     `x[mask] = y[mask]`, with `y` provably of `x`'s shape and the same mask written alike, is
     rewritten the same way, with `y` in place of `v` (each selected element takes `y`'s element
     there, as the store does); the same conditions make it safe.
+    `x[mask] += v` becomes `x.copy_(torch.where(mask, x + v, x))`: each selected element is
+    computed as the update computes it (`x` and `v` in `x`'s dtype), the others keep their bits
+    (a `-0.0` stays `-0.0`, as it would not under `x.add_(torch.where(mask, v, 0))`). It is
+    **safe** when `mask` provably has `x`'s shape, `x` is a plain name of a tensor whose
+    elements share no memory, `x`'s dtype is provably floating (on an integer tensor
+    `x[mask] += 0.5` raises) and `v` is a Python number (or a 0-d tensor of `x`'s dtype that
+    cannot require grad); otherwise **unsafe**, saying which of these is not proven. A value of
+    another shape (`x[m] += y[m]`) gets no fix.
     `x[mask] = vals` with another values tensor becomes `x.masked_scatter_(mask, vals)`: **unsafe**,
     because `index_put_` raises when `vals` has the wrong number of elements while
     `masked_scatter_` silently uses the first ones (and broadcasts a 1-element `vals` differently).
@@ -70,7 +80,7 @@ class MaskedStoreToWhere(Rule):
     MESSAGE = "Masked store of a CUDA tensor value syncs (index_put_ counts the mask on the host)"
     FIX = "sometimes"
     SAFETY = ("safe", "unsafe")
-    TRIGGERS = ("] =",)
+    TRIGGERS = ("] =", "] +=", "] -=", "] *=", "] /=")
     VALID = [
         # a Python number: the masked_fill fast path, no sync
         "import torch\nx = torch.randn(8, device='cuda')\nx[x < 0] = 0.0\n",
@@ -131,12 +141,50 @@ class MaskedStoreToWhere(Rule):
         self.report(node, fix=fix)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        if _mask_index(self.analysis, node.target) is not None:
-            self.report(
-                node,
-                "Masked update `x[mask] op= v` syncs twice (a masked read and a masked store); "
-                "use `x.add_(torch.where(mask, v, 0))` (or the matching op) on the device",
-            )
+        a = self.analysis
+        target = node.target
+        mask = _mask_index(a, target, unplaced=a.is_hot(node))
+        if mask is None:
+            return
+        assert isinstance(target, cst.Subscript)
+        placed = a.value(mask).device in _MAYBE_CUDA
+        message = _UPDATE + ("" if placed else unplaced_message(a, node))
+        self.report(node, message, fix=self._update_fix(node, target.value, mask))
+
+    def _update_fix(self, node: cst.AugAssign, x: cst.BaseExpression, mask: cst.BaseExpression) -> Fix | None:
+        """``x[mask] += v`` -> ``x.copy_(torch.where(mask, x + v, x))`` (muzero's
+        ``scale[scale < 1e-5] += 1e-5``): each selected element gets ``x + v`` computed as the
+        update computes it, the others keep theirs."""
+        a = self.analysis
+        op = _UPDATE_OPS.get(type(node.operator))
+        torch = a.torch_alias_at(node)
+        stmt = a.parent(node)
+        v = node.value
+        if op is None or torch is None or not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+            return None
+        same_shape = a.shape_key(mask) is not None and a.shape_key(mask) == a.shape_key(x)
+        number = a.python_number_type(v) in ("int", "float")
+        if not (same_shape and (number or a.is_zero_dim(v))):
+            return None
+        if not (a.is_effect_free(v) and a.is_effect_free(mask) and a.is_effect_free(x)):
+            return None
+        xs, ms, vs = code(a, x), code(a, mask), code(a, v)
+        value = vs if isinstance(v, (cst.Name, cst.Integer, cst.Float, cst.Attribute)) else f"({vs})"
+        new = cst.parse_expression(f"{xs}.copy_({torch}.where({ms}, {xs} {op} {value}, {xs}))")
+        why = []
+        if a.dtype_kind(x) != "float" or not number and a.dtype_of(v) != a.dtype_of(x):
+            # ``x[m] += 0.5`` on an int tensor raises (the selected copy is updated in place)
+            why.append("x's dtype is not provably floating, or v's not provably x's")
+        if not isinstance(x, cst.Name):
+            why.append("x is evaluated more than once")
+        if not _no_overlap(a, x):
+            why.append("x may be an expanded view (copy_ refuses a tensor whose elements share memory)")
+        if not (number or a.in_no_grad(node) or a.is_grad_free(v)):
+            why.append("the value's gradient would be summed in another order")
+        changes = {node: cst.Expr(new)}
+        if not why:
+            return self.safe_fix(changes, "Update with torch.where on the device")
+        return self.unsafe_fix(changes, "Update with torch.where (unsafe: " + "; ".join(why) + ")")
 
     def _fix(self, node, x, mask, v):
         a = self.analysis
@@ -183,6 +231,14 @@ class MaskedStoreToWhere(Rule):
         )
 
 
+_UPDATE = (
+    "Masked update `x[mask] op= v` syncs twice (a masked read and a masked store); "
+    "`x.copy_(torch.where(mask, x op v, x))` updates the same elements on the device"
+)
+_UPDATE_OPS: dict[type, str] = {
+    cst.AddAssign: "+", cst.SubtractAssign: "-", cst.MultiplyAssign: "*", cst.DivideAssign: "/",
+}
+
 _VALUES_SELECTED = (
     "; no fix: the values are themselves selected with a mask, which syncs as the store does (a "
     "`masked_scatter_` of them would sync too); where they are an element-wise function `f` of a "
@@ -213,8 +269,9 @@ def _reads_with_mask(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
     )
 
 
-def _mask_index(a: ModuleAnalysis, target: cst.BaseExpression) -> cst.BaseExpression | None:
-    """``mask`` when ``target`` is ``x[mask]`` with a bool tensor mask that may be on CUDA."""
+def _mask_index(a: ModuleAnalysis, target: cst.BaseExpression, *, unplaced: bool = False) -> cst.BaseExpression | None:
+    """``mask`` when ``target`` is ``x[mask]`` with a bool tensor mask that may be on CUDA (with
+    ``unplaced``, also one on a device syncfix cannot name)."""
     if not isinstance(target, cst.Subscript) or len(target.slice) != 1:
         return None
     index = target.slice[0].slice
@@ -222,7 +279,8 @@ def _mask_index(a: ModuleAnalysis, target: cst.BaseExpression) -> cst.BaseExpres
         return None
     mask = index.value
     v = a.value(mask)
-    if not (v.is_tensor and v.device in _MAYBE_CUDA and a.dtype_of(mask) == "torch.bool"):
+    devices = (*_MAYBE_CUDA, Device.UNKNOWN) if unplaced else _MAYBE_CUDA
+    if not (v.is_tensor and v.device in devices and a.dtype_of(mask) == "torch.bool"):
         return None
     if not a.is_tensor(target.value):
         return None

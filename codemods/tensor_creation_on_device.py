@@ -582,10 +582,11 @@ def _likely_numbers(a, data: cst.BaseExpression) -> bool:
     sizes (``[seq.shape[0] for seq in seqs]``, ``[t.numel()]``), itself or bound to a name just
     before."""
     if isinstance(data, (cst.List, cst.Tuple)):
-        return bool(data.elements) and all(
-            not isinstance(el, cst.StarredElement) and _likely_numbers(a, el.value) for el in data.elements
+        return bool(data.elements) and all(  # sizes too, in a display: ``[t.numel()]``
+            not isinstance(el, cst.StarredElement) and (_likely_numbers(a, el.value) or int_like(a, el.value))
+            for el in data.elements
         )
-    if isinstance(data, (cst.Integer, cst.Float)) or int_like(a, data):  # ``[t.numel()]``
+    if isinstance(data, (cst.Integer, cst.Float)):
         return True
     if isinstance(data, cst.ListComp):  # ``[seq.shape[0] for seq in sequences]``
         return int_like(a, data.elt)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -207,6 +208,11 @@ def test_a_self_call_reaches_the_overrides_of_derived_classes_in_other_files():
     assert "pkg.other" not in hot
 
 
+_WALK = re.compile(
+    r"^(enumerate\()?.+\.(?:(?:named_)?(?:modules|children|parameters|buffers)\(\)|state_dict\(\)\.(?:items|values|keys)\(\))\)?$"
+)
+
+
 def _visitor_calls(tree, hot):
     """What ``file_calls`` must find, collected the plain way (recursion over ``ast.iter_fields``),
     resolving each callee as the index does: a call is made in a loop when its innermost loop
@@ -232,7 +238,8 @@ def _visitor_calls(tree, hot):
         one_item = isinstance(getattr(node, "iter", None), (ast.List, ast.Tuple, ast.Set)) and len(node.iter.elts) == 1
         if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and not one_item:  # one item: runs once
             out.loops = True
-            loop, every = node, True
+            if not (isinstance(node, ast.For) and _WALK.search(ast.unparse(node.iter))):  # over layers
+                loop, every = node, True
         if isinstance(node, ast.Call):
             if isinstance(node.func, ast.Name) and node.func.id == "input" and every:
                 interactive.add(loop)

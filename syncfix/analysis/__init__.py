@@ -19,6 +19,7 @@ What a statement reads/writes/mutates; pure, effect-free,   ``effects``
 logging and clock calls
 Which bindings reach this use?                              ``bindings``
 What value (tensor? device? pinned? fresh?) is this?        ``provenance``
+What does a ``torch.*`` call give (device, memory, new)?    ``torch_calls``
 What does an annotation promise (``torch.Tensor``,          ``annotations``
 ``tuple[...]``, ``Optional[T]``)?
 Are a DataLoader's batches new memory each step, and stay   ``loaders``

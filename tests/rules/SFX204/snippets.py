@@ -42,4 +42,17 @@ def f(n: int, thr: float):
     return x
 '''
 
-SAFE = [MASKED_FILL_FLOAT, MASKED_FILL_INT, SAME_MASK_VALUES]
+MASKED_UPDATE = '''
+import torch
+
+
+def f(n: int, thr: float):
+    # muzero's floor on a range: selected elements updated in place, negative zeros kept
+    x = torch.rand(n, 4, device="cuda") * 1e-4
+    x[::3] = -0.0
+    x[x < 1e-5] += 1e-5
+    x[x > thr] *= 2
+    return x
+'''
+
+SAFE = [MASKED_FILL_FLOAT, MASKED_FILL_INT, SAME_MASK_VALUES, MASKED_UPDATE]

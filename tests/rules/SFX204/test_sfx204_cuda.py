@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ..support import check_rewrite_keeps_values_with_fewer_syncs
-from .snippets import MASKED_FILL_FLOAT, MASKED_FILL_INT, SAME_MASK_VALUES
+from .snippets import MASKED_FILL_FLOAT, MASKED_FILL_INT, MASKED_UPDATE, SAME_MASK_VALUES
 
 torch = pytest.importorskip("torch")
 
@@ -16,6 +16,7 @@ CASES = [
     ("SFX204", MASKED_FILL_FLOAT, False, (1000, 0.0), True),
     ("SFX204", MASKED_FILL_INT, False, (1000, 2), True),
     ("SFX204", SAME_MASK_VALUES, False, (1000, 0.5), True),
+    ("SFX204", MASKED_UPDATE, False, (1000, 5e-5), True),
 ]
 
 
