@@ -222,7 +222,9 @@ def _visitor_calls(tree, hot):
     from syncfix.analysis.hotness import FileCalls, _Collector, _imports
 
     out = FileCalls("m")
-    resolve = _Collector(out, set(hot), *_imports(tree, "", {})[:3])._callee
+    collector = _Collector(out, set(hot), *_imports(tree, "", {})[:3])
+    collector.classes = {s.name for s in tree.body if isinstance(s, ast.ClassDef)}
+    resolve = collector._callee
     made, interactive = [], set()
     sometimes = {ast.If: {"body", "orelse"}, ast.IfExp: {"body", "orelse"}, ast.Try: {"handlers", "orelse"},
                  ast.Match: {"cases"}, ast.For: {"orelse"}, ast.AsyncFor: {"orelse"}, ast.While: {"orelse"}}
@@ -700,3 +702,32 @@ def train(model):
         file_calls("pkg.layers", layers.encode(), ["forward"], resolve),
     ]
     assert hot_functions(files).get("pkg.layers") == {"quantize"}
+
+
+def test_a_method_of_a_class_built_in_the_loop_runs_in_it():
+    # muzero's self-play: ``MCTS(self.config).run(...)`` once per move, whose own loop calls
+    # the network; an imported project class's method the same way
+    play = """
+from .search import Planner
+
+
+class MCTS:
+    def run(self, model):
+        return model
+
+
+def play(config, model):
+    while True:
+        MCTS(config).run(model)
+        Planner(config).plan(model)
+        Tokenizer(config).encode(model)
+"""
+    search = "class Planner:\n    def plan(self, model):\n        return model\n"
+    resolve = {"pkg.play": "pkg.play", "pkg.search": "pkg.search"}
+    files = [
+        file_calls("pkg.play", play.encode(), ["forward"], resolve),
+        file_calls("pkg.search", search.encode(), ["forward"], resolve),
+    ]
+    hot = hot_functions(files)
+    assert "run" in hot["pkg.play"]
+    assert "plan" in hot["pkg.search"]

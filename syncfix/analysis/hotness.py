@@ -243,6 +243,7 @@ class _Collector:
         self.modules = modules
         self.foreign = foreign  # names imports bind to what is not the project's (``math``, ``F``)
         self.made: dict[str, Callee] = {}  # ``name = f(...)``: the last such call of each name
+        self.classes: set[str] = set()  # the file's top-level classes (``collect`` fills it)
 
     def collect(self, tree: ast.Module) -> None:
         """Each call, under the function it is in and whether a loop of that function that
@@ -255,6 +256,7 @@ class _Collector:
         made: list[tuple[str, Callee, ast.AST | None]] = []  # function, callee, innermost loop
         interactive: set[ast.AST] = set()
         top_level = {id(s) for s in tree.body if type(s) in _DEFS}  # not a method, nor nested
+        self.classes = {s.name for s in tree.body if type(s) is ast.ClassDef}
         # node, function, innermost loop, and whether the node runs each time round that loop
         stack: list[tuple[ast.AST, str, ast.AST | None, bool]] = [(tree, "", None, False)]
         outer: dict[int, ast.AST | None] = {}  # each loop's enclosing loop in its function
@@ -372,6 +374,14 @@ class _Collector:
                 return None
         if not isinstance(func, ast.Attribute) or func.attr.startswith("__"):
             return None
+        made = func.value
+        if isinstance(made, ast.Call) and isinstance(made.func, ast.Name):
+            # ``MCTS(config).run(...)`` (muzero's self-play loop): a method of the class it builds
+            if made.func.id in self.classes:
+                return (SELF, func.attr)
+            imported = self.names.get(made.func.id)
+            if imported is not None and imported[0] and made.func.id[:1].isupper():
+                return (imported[0], func.attr)
         if func.attr not in _COMMON or (func.attr in _COMMON_UNLESS_ARGUMENTS and arguments >= 2):
             # ``self.sampler.update_with_local_losses(...)``; the receiver's name goes along
             receiver = func.value
