@@ -90,9 +90,11 @@ class AssertOnGpuValue(Rule):
             if not unplaced:
                 return
         msg = node.msg
+        # a name of a string literal just before (pycls's ``err_str = "..."``) is a str as well
+        named = isinstance(msg, cst.Name) and isinstance(a.straight_line_binding(msg), cst.SimpleString)
         fix = None
         why: str | None = _COMPUTED_MESSAGE
-        if msg is None or isinstance(msg, cst.SimpleString):
+        if msg is None or isinstance(msg, cst.SimpleString) or named:
             cond = as_tensor_condition(a, node.test)
             text = self._call(node, cond.code if cond else None, a.module.code_for_node(msg) if msg else None)
             why = self._why_not(node, cond)

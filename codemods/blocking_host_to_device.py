@@ -200,7 +200,7 @@ class BlockingHostToDevice(Rule):
     *likely* facts:
     - **An item of a batch from a loader the code does not construct is a fresh CPU tensor.**
       A loop over a loader passed in as a parameter, an attribute (`self.loader`) or another
-      function's result (also through `enumerate`, `zip`, `tqdm`, `iter` and a metric logger's
+      function's result (also through `enumerate`, `zip`, `tqdm`, `iter`, `itertools.islice` and a metric logger's
       `log_every(loader, ...)`, which yields the loader's batches), named as a loader, a dataset or a progress bar over one
       (`train_loader`, `self.data`, `dl`, `pbar`: a list of model outputs, features or call
       arguments passed in is no loader, and its items may be on a GPU already), its parts (`x, y = batch`, `batch["input_ids"]`, `batch[0]`), the
@@ -358,7 +358,7 @@ class BlockingHostToDevice(Rule):
             # ``block.to(device)`` as a statement places a module in place (a batch object's own
             # ``.to``, PyG's ``Data`` or a tokenizer's ``BatchEncoding``, moves its tensors in place)
             return
-        if receiver.is_tensor and receiver.device is Device.CUDA:
+        if receiver.is_tensor and receiver.device is Device.CUDA or func.attr.value == "cuda" and a.tested_on_cuda(func.value):
             return  # a copy between GPUs: the host does not wait for it
         if no_elements(a, func.value):
             return  # ``torch.empty(0).cuda()``: nothing to copy, nothing waits

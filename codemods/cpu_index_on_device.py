@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfix.analysis import Device, Memory, positional
+from syncfix.analysis import Device, Kind, Memory, positional
 from syncfix.rules import Fix, Invalid, Rule
 
-from ._support import code, comma, kwarg, unplaced_message, unplaced_tensor
+from ._support import code, comma, kwarg, loader_item, unplaced_message, unplaced_tensor
 
 # torch factories whose integer result is always 1-d (so it indexes like a list, never like an int)
 _ONE_DIM = {"torch.arange", "torch.randperm"}
@@ -19,8 +19,10 @@ class CpuIndexOnDevice(Rule):
     In a loop or a training step, a CUDA tensor indexed with a Python list of ints
     (`x[[1, 2, 3]]`, `x[:, [0, 2]]`, `x[[i, i + 1]]` with `i` provably a Python int) or with a CPU integer index tensor (`x[idx_cpu]`), read or
     assigned. A tensor whose device syncfix cannot name, indexed with a list of ints where code
-    repeats (a model's `forward`: `self.lm_head(x[:, [-1], :])` once per generated token), is
-    reported too, as a copy if the tensor is on a GPU.
+    repeats (a model's `forward`: `self.lm_head(x[:, [-1], :])` once per generated token), or
+    with a CPU integer index tensor (mixup's `inputs[torch.randperm(n)]` every step: a value so
+    indexed in torch code is taken for a tensor), is reported too, as a copy if the tensor is on
+    a GPU.
 
     ## Why it costs
     PyTorch moves the index to the GPU with a blocking `.to(device)` before indexing: the CPU waits
@@ -150,7 +152,27 @@ class CpuIndexOnDevice(Rule):
             if isinstance(el.slice, cst.Index) and isinstance(el.slice.value, cst.List)
             and self._host_index(el.slice.value) in ("list", "int-list")
         ]
-        if not lists or not unplaced_tensor(a, node.value):
+        if not lists:
+            tensors = [
+                el.slice.value for el in node.slice
+                if isinstance(el.slice, cst.Index) and self._host_index(el.slice.value) == "tensor"
+            ]
+            # indexed with an integer tensor, in torch code that repeats: likely a tensor itself
+            held = a.likely.value(node.value)
+            likely = held.kind is Kind.UNKNOWN and a.torch_code and not a.used_as_module(node.value)
+            if tensors and (unplaced_tensor(a, node.value) or likely and not loader_item(a, node.value)):
+                # pycls's mixup: ``inputs[permutation, :]`` with ``permutation = torch.randperm(n)``
+                index = code(a, tensors[0])
+                self.report(
+                    node,
+                    "Tensor indexed with a CPU index tensor: the index is copied to the tensor's "
+                    f"device with a blocking copy{unplaced_message(a, node)}; no fix: copy it without "
+                    f"the wait, `{index}.to({code(a, node.value)}.device, non_blocking=True)`, once "
+                    "where it is made (exact on CUDA and the CPU for an index nothing writes "
+                    "afterwards; `torch.randperm(n, device=...)` would draw other numbers)",
+                )
+            return
+        if not unplaced_tensor(a, node.value):
             return
         one = next((e for e in lists if len(e.elements) == 1), None)
         as_slice = _as_slice(a, one.elements[0].value) if one is not None else None

@@ -10,12 +10,14 @@ from syncfix.analysis import LEGACY_CONSTRUCTORS, Device, Kind, ModuleAnalysis, 
 from syncfix.model import Applicability
 from syncfix.rules import Fix, Invalid, Rule
 
+from . import _new_tensor as new_tensor
 from ._support import (
     code,
     comma,
     int_like,
     kwarg,
     other_accelerator,
+    unplaced_message,
     unplaced_tensor,
 )
 
@@ -38,7 +40,9 @@ class TensorCreationOnDevice(Rule):
     (`"cuda" if torch.cuda.is_available() else "cpu"`). The legacy CUDA constructors of data,
     `torch.cuda.LongTensor(sizes)` (not of sizes: `torch.cuda.FloatTensor(n, k)`, or one size
     such as `x.size()`, `x.shape[0]`, `t.item()`, `len(x)`, a name bound to one), copy it the
-    same way: reported, with no fix (their conversions are their own).
+    same way: reported, with no fix (their conversions are their own). Where the code repeats,
+    `x.new_tensor(data)` of a tensor not provably on the CPU: it builds on the host and copies to
+    `x`'s device just the same.
 
     ## Why it costs
     PyTorch builds the tensor on the CPU and then moves it with a *blocking* copy
@@ -64,6 +68,15 @@ class TensorCreationOnDevice(Rule):
     ```
 
     ## Fix safety
+    `x.new_tensor(v)` of a number (or `[v]`) becomes `torch.full((), v, dtype=x.dtype,
+    device=x.device)` (`(1,)` for `[v]`; the call's own `dtype`/`device`/`requires_grad` kept):
+    filled on the device, no copy. **Safe** for an int of a count (`len(items)`) with an int64
+    `dtype` on a provable tensor; otherwise **unsafe**: a size (`x.size(0)`) is an int only in the
+    likely view, and `torch.full` converts a value to the dtype directly where `torch.tensor`
+    goes through a double (an int beyond 2**24 may round differently to a 32-bit float).
+    Other data gets no fix (`torch.tensor(data, dtype=x.dtype).to(x.device, non_blocking=True)`
+    is the non-blocking form).
+
     No fix, safe or unsafe, is given inside a `try` whose handler may catch a `RuntimeError` or
     an `AssertionError` (or around a call of the function, or in `contextlib.suppress`/
     `pytest.raises`), as for SFX101: the blocking copy is where an error from queued GPU work
@@ -193,6 +206,7 @@ class TensorCreationOnDevice(Rule):
             self._legacy_cuda(node, name)
             return
         if name not in ("torch.tensor", "torch.as_tensor"):
+            self._new_tensor(node)
             return
         dev = keyword(node, "device")
         args = positional(node)
@@ -318,6 +332,16 @@ class TensorCreationOnDevice(Rule):
         ):
             return None
         return self.unsafe_fix({node: _full(a, node)}, _FILL + _NARROWED_FILL)
+
+    def _new_tensor(self, node: cst.Call) -> None:
+        """``x.new_tensor(data)``: a number filled on ``x``'s device (codemods/_new_tensor.py)."""
+        a = self.analysis
+        x = new_tensor.receiver_of(a, node)
+        if x is None:
+            return
+        fix = new_tensor.fill_fix(self, a, node, x)
+        where = "" if a.value(x).device is Device.CUDA else unplaced_message(a, node)
+        self.report(node, new_tensor.MESSAGE + where + ("" if fix else new_tensor.NO_FIX), fix=fix)
 
     def _size_fill(self, node: cst.Call, data: cst.BaseExpression, *, one: bool = False) -> Fix | None:
         """``torch.full((), n, ...)`` for a size (``n, d = x.shape[-2], x.device``, the

@@ -37,6 +37,7 @@ Which names may ``from module import *`` bind (so which     ``star_imports``
 names are still builtins)?
 Which functions do other files call from repeating code?    ``hotness``
 Which device expression placed this tensor?                 ``devices``
+Does an ``if x.is_cuda:`` around code put ``x`` on a GPU?   ``device_tests``
 Does a file name an accelerator other than CUDA (``"mps"``,  ``accelerators``
 ``torch_xla``)?
 Is a batch Lightning's, already on the module's device?     ``lightning``

@@ -350,7 +350,7 @@ def is_likely_batch_item(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
     """Is ``expr`` an item of a batch from a loader this code does not construct, and so
     *likely* (not provably) a fresh CPU tensor? A target of ``for`` over an iterable of unknown
     value (a parameter, ``self.loader``, ``get_loader()``'s result; through ``enumerate``,
-    ``zip``, ``tqdm``, ``iter``), a part of it (``x, y = batch``, ``batch["input_ids"]``,
+    ``zip``, ``tqdm``, ``iter``, ``islice``), a part of it (``x, y = batch``, ``batch["input_ids"]``,
     ``batch[0]``, ``batch[i:j]``), an item of its ``.items()``/``.values()`` or of a loop over
     it, ``next(it)`` of such an iterator, and a cast or view of these (``x.float()``, ``x.data``).
     A value the analysis knows (a tensor, a number, a module, a list...) is never one."""

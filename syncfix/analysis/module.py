@@ -40,6 +40,7 @@ from . import (
     bindings,
     callgraph,
     containers,
+    device_tests,
     devices,
     dtypes,
     effects,
@@ -632,6 +633,10 @@ class ModuleAnalysis:
     def is_cast_argument(self, expr: cst.BaseExpression) -> bool:
         """Does the first argument of ``.to(expr)`` name a dtype by every sign (a cast, no copy)?"""
         return devices.is_cast_argument(self, expr)
+
+    def tested_on_cuda(self, x: cst.BaseExpression) -> bool:
+        """Does an ``is_cuda`` test around ``x`` put it on a GPU (see device_tests.py)?"""
+        return device_tests.tested_on_cuda(self, x)
 
     def cuda_branch(self, call: cst.Call) -> bool | None:
         """In a branch where ``call``'s (a ``.to(...)``) device is CUDA (True), is not (False)?"""

@@ -388,6 +388,11 @@ def _element_of(a: ModuleAnalysis, iterable: cst.BaseExpression) -> Value:
         return Value(Kind.NDARRAY, memory=v.memory)  # rows or numpy scalars, never tensors
     if v.kind is Kind.MODULE and attributes.holds_module_sequence(a, iterable):
         return Value(Kind.MODULE)  # ``for block in self.h`` of an ``nn.ModuleList``: its layers
+    if isinstance(iterable, (cst.Tuple, cst.List)) and iterable.elements:
+        # ``for x in (ws, ds)``: each of the display's items in turn (a star's are unknown)
+        if all(isinstance(el, cst.Element) for el in iterable.elements):
+            return join_all([a.value(el.value) for el in iterable.elements])
+        return UNKNOWN
     if isinstance(iterable, cst.Call):
         batch_view = _batch_dict_view(a, iterable)
         if batch_view is not None:

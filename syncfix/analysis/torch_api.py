@@ -480,7 +480,7 @@ FLOAT_CONSTANTS = frozenset(
     f"{module}.{name}" for module in ("math", "numpy") for name in ("inf", "nan", "pi", "e", "tau")
 )
 # Wrappers whose iteration yields the wrapped iterable's items.
-PASS_THROUGH_ITER = {"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "iter", "list", "tuple"}
+PASS_THROUGH_ITER = {"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "iter", "list", "tuple", "itertools.islice"}
 # Step hooks of a framework's class (a Hugging Face ``Trainer``'s ``compute_loss``/
 # ``prediction_step``, Lightning's ``test_step``/``predict_step``) or handed to an engine from
 # the function that builds it (ignite's ``Engine(test_step)``): a module's top-level function of

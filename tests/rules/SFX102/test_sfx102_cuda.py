@@ -139,3 +139,29 @@ def test_sfx102_sizes_and_an_imported_tensor_fill_on_the_device():
     # vector-quantize's codebook: a size unpacked from a tuple, `tensor` imported from torch
     data = torch.eye(64, device="cuda")
     check_rewrite_keeps_values_with_fewer_syncs("SFX102", SIZES_AND_IMPORTED, True, (data, True), True)
+
+
+NEW_TENSORS = """
+import torch
+
+
+def f(data: torch.Tensor, items: list):
+    out = ()
+    for i in range(8):
+        data = data @ data.T @ data  # queued GPU work a blocking copy would wait for
+        n = data.size(0)
+        count = data.new_tensor([n], dtype=torch.long)  # a size (unsafe)
+        total = data.new_tensor(len(items), dtype=torch.long)
+        half = data.new_tensor(0.5)  # data's dtype and device
+        out = out + ((count, total, half, data.sum()),)
+    return out
+"""
+
+
+@pytest.mark.cuda
+def test_sfx102_new_tensor_fills_on_the_device():
+    from ..support import check_rewrite_keeps_values_with_fewer_syncs
+
+    # semseg's distributed count: `target.new_tensor([n], dtype=torch.long)` every step
+    data = torch.eye(64, device="cuda", dtype=torch.float16)
+    check_rewrite_keeps_values_with_fewer_syncs("SFX102", NEW_TENSORS, True, (data, [1, 2, 3]), True)
