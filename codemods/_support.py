@@ -30,6 +30,7 @@ from syncfix.analysis import (
     Kind,
     ModuleAnalysis,
     dotted_name,
+    element_at,
     last_name,
     literal_number,
     root_name,
@@ -494,15 +495,7 @@ def _bound_once_to(a: ModuleAnalysis, name: cst.Name) -> cst.BaseExpression | No
     path, parent = a.target_path(node)
     if not isinstance(parent, cst.AssignTarget):
         return None
-    value = a.parent(parent).value  # type: ignore[union-attr]
-    for index in path:
-        if not isinstance(value, (cst.Tuple, cst.List)) or index >= len(value.elements):
-            return None
-        element = value.elements[index]
-        if isinstance(element, cst.StarredElement):
-            return None
-        value = element.value
-    return value
+    return element_at(a.parent(parent).value, path)  # type: ignore[union-attr]
 
 
 def is_new_tensor(a: ModuleAnalysis, e: cst.BaseExpression, *, follow_names: bool = False) -> bool:

@@ -66,6 +66,7 @@ from .host_reads import HostRead, math_read
 from .module import ModuleAnalysis
 from .syntax import (
     dotted_name,
+    element_at,
     int_args,
     keyword,
     last_name,
@@ -126,6 +127,7 @@ __all__ = [
     "ModuleAnalysis",
     "Value",
     "dotted_name",
+    "element_at",
     "int_args",
     "is_inplace_method",
     "join_all",

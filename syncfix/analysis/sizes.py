@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.metadata import Assignment
 
+from .syntax import element_at
+
 if TYPE_CHECKING:
     from .module import ModuleAnalysis
 
@@ -51,14 +53,8 @@ def _binds_size(a: ModuleAnalysis, binding: object) -> bool:
     value = a.parent(binder).value  # type: ignore[union-attr]
     if path and _is_shape(value):
         return len(path) == 1 and _unpacked_plainly(a, node)
-    for index in path:
-        if not isinstance(value, (cst.Tuple, cst.List)) or index >= len(value.elements):
-            return False
-        element = value.elements[index]
-        if isinstance(element, cst.StarredElement):
-            return False
-        value = element.value
-    return likely_size(a, value)
+    element = element_at(value, path)
+    return element is not None and likely_size(a, element)
 
 
 def _unpacked_plainly(a: ModuleAnalysis, node: cst.Name) -> bool:

@@ -282,3 +282,18 @@ def literal_index(expr: cst.Subscript) -> int | None:
         return None
     n = int(inner.value, 0)
     return -n if negative else n
+
+
+def element_at(value: cst.BaseExpression, path: list[int]) -> cst.BaseExpression | None:
+    """What a destructuring target at ``path`` takes from ``value`` when ``value`` is a display
+    (``n, d = x.shape[-2], x.device`` gives ``n`` ``x.shape[-2]``, path ``[0]``); None where a
+    step is no tuple or list display, or a starred element."""
+    for index in path:
+        if not isinstance(value, (cst.Tuple, cst.List)) or index >= len(value.elements):
+            return None
+        element = value.elements[index]
+        if isinstance(element, cst.StarredElement):
+            return None
+        value = element.value
+    return value
+
