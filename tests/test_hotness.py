@@ -242,6 +242,8 @@ def _visitor_calls(tree, hot):
             out.loops = True
             if not (isinstance(node, ast.For) and _WALK.search(ast.unparse(node.iter))):  # over layers
                 loop, every = node, True
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            collector.bind_call(node.targets[0], node.value)  # ``step = make_step(...)``
         if isinstance(node, ast.Call):
             if isinstance(node.func, ast.Name) and node.func.id == "input" and every:
                 interactive.add(loop)
@@ -731,3 +733,43 @@ def play(config, model):
     hot = hot_functions(files)
     assert "run" in hot["pkg.play"]
     assert "plan" in hot["pkg.search"]
+
+
+def test_a_function_a_factory_returns_runs_where_its_result_is_called():
+    # score_sde's ``train_step_fn = losses.get_step_fn(...)`` and BigGAN's
+    # ``train = train_fns.GAN_training_function(...)``, each called once per step
+    run = """
+from . import fns
+
+
+def main(loader):
+    train = fns.make_train(3)
+    evaluate = fns.make_eval(3)
+    for batch in loader:
+        train(batch)
+    evaluate(loader)
+"""
+    fns = """
+def make_train(n):
+    def train(x):
+        return read(x)
+    return train
+
+
+def make_eval(n):
+    def evaluate(x):
+        return x
+    return evaluate
+
+
+def read(x):
+    return x
+"""
+    resolve = {"pkg.run": "pkg.run", "pkg.fns": "pkg.fns", "pkg": "pkg"}
+    files = [
+        file_calls("pkg.run", run.encode(), ["forward"], resolve, package="pkg"),
+        file_calls("pkg.fns", fns.encode(), ["forward"], resolve, package="pkg"),
+    ]
+    hot = hot_functions(files)
+    assert {"train", "read"} <= hot["pkg.fns"]
+    assert "evaluate" not in hot["pkg.fns"]

@@ -41,6 +41,9 @@ ANY = "?"
 # ``self.method(...)``: this file's method, or an override or base method in a file whose
 # classes derive from this file's (or this file's from theirs).
 SELF = "@self"
+# ``step = make_step(...)`` then ``step(...)``: the function ``make_step`` returns (a ``def`` nested
+# in it), looked up in the fixpoint; the callee is (CLOSURE + factory's module, factory's name)
+CLOSURE = "@closure:"
 # Methods that register a hook: ``module.register_forward_hook(self.save_activation)``,
 # ``tensor.register_hook(fn)``; the hook runs on every forward or backward pass.
 _HOOK_REGISTRARS = frozenset({
@@ -112,6 +115,9 @@ class FileCalls:
     # name bound to one): ``self.<attr> = make_loss(...)`` then holds a ``C`` (maskrcnn-benchmark's
     # ``self.loss_evaluator = make_rpn_loss_evaluator(cfg, coder)``)
     factories: dict[str, Callee] = field(default_factory=dict)
+    # its module-level functions that return a function they define (score_sde's
+    # ``get_step_fn``, BigGAN's ``GAN_training_function``): the nested function's name
+    closures: dict[str, str] = field(default_factory=dict)
     # a class of it defines a ``to`` that takes no ``non_blocking`` (maskrcnn-benchmark's
     # ``BoxList.to(self, device)``): an object syncfix cannot name may be one of its instances
     narrow_to: str = ""  # the first of its classes whose ``to`` takes no ``non_blocking``
@@ -186,7 +192,29 @@ def file_calls(
             made = collector.returned_instance(fn)
             if made is not None:
                 out.factories[fn.name] = made
+            closure = returned_closure(fn)
+            if closure is not None:
+                out.closures[fn.name] = closure
     return out
+
+
+def returned_closure(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """The name of the function ``fn`` defines in its own body and returns (``def step(...):
+    ...; return step``), the one ``fn``'s every ``return`` gives; else None."""
+    nested = {s.name for s in fn.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    if not nested:
+        return None
+    returned: set[str] = set()
+    todo: list[ast.AST] = list(fn.body)
+    while todo:  # its own statements: not those of the functions and classes it defines
+        node = todo.pop()
+        if isinstance(node, ast.Return):
+            returned.add(node.value.id if isinstance(node.value, ast.Name) else "")
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            todo.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
+            todo.extend(h for h in getattr(node, "handlers", ()))
+    name = returned.pop() if len(returned) == 1 else ""
+    return name if name in nested else None
 
 
 _STATEMENT_LISTS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
@@ -244,6 +272,8 @@ class _Collector:
         self.foreign = foreign  # names imports bind to what is not the project's (``math``, ``F``)
         self.made: dict[str, Callee] = {}  # ``name = f(...)``: the last such call of each name
         self.classes: set[str] = set()  # the file's top-level classes (``collect`` fills it)
+        # ``step = make_step(...)``: a call of ``step`` runs what ``make_step`` returns
+        self.closure_calls: dict[str, Callee] = {}
 
     def collect(self, tree: ast.Module) -> None:
         """Each call, under the function it is in and whether a loop of that function that
@@ -329,6 +359,7 @@ class _Collector:
         if len(node.targets) != 1:
             return
         value, target = node.value, node.targets[0]
+        self.bind_call(target, value)
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
             made: Callee | None = self.names.get(value.func.id, ("", value.func.id))
         else:  # ``loss_evaluator = make_loss(...)``, then ``self.loss_evaluator = loss_evaluator``
@@ -339,6 +370,17 @@ class _Collector:
             self.made[target.id] = made
         elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
             self.out.instances[target.attr] = made
+
+    def bind_call(self, target: ast.expr, value: ast.expr) -> None:
+        """``name = f(...)`` (or ``mod.f(...)``) of a function of the project: a later call of
+        ``name`` runs the function ``f`` returns, if it returns one it defines."""
+        if not isinstance(target, ast.Name):
+            return
+        self.closure_calls.pop(target.id, None)
+        if isinstance(value, ast.Call) and isinstance(value.func, (ast.Name, ast.Attribute)):
+            factory = self._callee(value.func)
+            if factory is not None and not factory[0].startswith((ANY, SELF, CLOSURE)):
+                self.closure_calls[target.id] = (CLOSURE + factory[0], factory[1])
 
     def returned_instance(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Callee | None:
         """The class (capitalised) whose instance ``fn`` returns: ``return C(...)``, or a name
@@ -363,7 +405,7 @@ class _Collector:
 
     def _callee(self, func: ast.expr, arguments: int = 0) -> Callee | None:
         if isinstance(func, ast.Name):
-            return self.names.get(func.id, ("", func.id))
+            return self.closure_calls.get(func.id) or self.names.get(func.id, ("", func.id))
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
             owner = func.value.id
             if owner in ("self", "cls"):
@@ -512,6 +554,10 @@ def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
             # reaches ``Logger.log``, not an actor's ``log`` in another file)
             named = [m for m in methods if named_like(callee[0][len(ANY):], by_module[m].methods[callee[1]])]
             return [(m, callee[1]) for m in named] if len(named) <= _MAX_DEFINERS else []
+        if callee[0].startswith(CLOSURE):  # ``step = make_step(...); step(...)``
+            factory = defined(callee[0][len(CLOSURE):] or caller, callee[1], _MAX_REEXPORTS)
+            closure = by_module[factory[0]].closures.get(factory[1]) if factory is not None else None
+            return [(factory[0], closure)] if factory is not None and closure is not None else []
         if callee[0] == SELF:  # detectron2's ``self.forward_training(...)``, overridden elsewhere
             own = by_module[caller]
             # ``self.<attr> = C(...)``: the object's ``__call__`` (it shadows a method of that name)
