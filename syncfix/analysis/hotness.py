@@ -21,7 +21,10 @@ never runs a module-level ``def view``), or a few more whose classes derive from
 builtins, tensors or modules also have (``update``, ``sum``, ``step``...): hotness decides what
 is worth reporting, never what a fix may assume. A function registered as a hook
 (``layer.register_forward_hook(self.save_activation)``, ``t.register_hook(fn)``) runs on every
-forward or backward pass, as if called in a loop. Test files make nothing hot.
+forward or backward pass, as if called in a loop. A function a factory defines and returns
+(``step_fn = losses.get_step_fn(...)``, then ``step_fn(...)`` in the loop) runs where the
+factory's result is called, and a method of a class built where it is called
+(``MCTS(config).run(...)``) where that call runs. Test files make nothing hot.
 """
 
 from __future__ import annotations
