@@ -223,7 +223,7 @@ def _visitor_calls(tree, hot):
 
     out = FileCalls("m")
     collector = _Collector(out, set(hot), *_imports(tree, "", {})[:3])
-    collector.classes = {s.name for s in tree.body if isinstance(s, ast.ClassDef)}
+    collector.prepare(tree)
     resolve = collector._callee
     made, interactive = [], set()
     sometimes = {ast.If: {"body", "orelse"}, ast.IfExp: {"body", "orelse"}, ast.Try: {"handlers", "orelse"},
@@ -251,6 +251,12 @@ def _visitor_calls(tree, hot):
             if callee is not None:
                 out.calls.setdefault(function, [])
                 made.append((function, callee, loop))
+            applier = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+            hook = isinstance(node.func, ast.Attribute) and node.func.attr.startswith("register_") and node.func.attr.endswith("hook")
+            for arg in node.args if applier in ("map", "filter", "partial", "starmap", "multi_apply", "apply") and not hook else ():
+                if collector.handed(arg) is not None:
+                    out.calls.setdefault(function, [])
+                    made.append((function, collector.handed(arg), loop))
         for field, value in ast.iter_fields(node):
             always = every and field not in sometimes.get(type(node), ())
             for i, child in enumerate(value if isinstance(value, list) else [value]):
@@ -773,3 +779,39 @@ def read(x):
     hot = hot_functions(files)
     assert {"train", "read"} <= hot["pkg.fns"]
     assert "evaluate" not in hot["pkg.fns"]
+
+
+def test_a_function_handed_to_a_call_runs_where_that_call_does():
+    # nanodet's ``multi_apply(self.loss_single, cls_scores, ...)`` in its head's loss, every step
+    head = """
+from functools import partial
+
+
+def multi_apply(func, *args):
+    return tuple(map(func, *args))
+
+
+def per_image(x):
+    return x
+
+
+class Head:
+    def loss(self, scores):
+        multi_apply(self.loss_single, scores)
+        record(self.unused)  # handed as data, not applied
+        return list(map(partial(per_image), scores))
+
+    def loss_single(self, score):
+        return score
+
+    def unused(self, score):
+        return score
+
+
+def train(loader, head):
+    for batch in loader:
+        head.loss(batch)
+"""
+    hot = hot_functions([file_calls("pkg.head", head.encode(), ["forward"], {"pkg.head": "pkg.head"})])
+    assert {"loss", "loss_single", "per_image", "multi_apply"} <= hot["pkg.head"]
+    assert "unused" not in hot["pkg.head"]

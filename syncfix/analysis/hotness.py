@@ -201,6 +201,15 @@ def file_calls(
     return out
 
 
+# Calls that call the function handed to them, by the callee's last name.
+_APPLIERS = frozenset({"map", "filter", "partial", "starmap", "multi_apply", "apply"})
+
+
+def _applies(func: ast.expr) -> bool:
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    return name in _APPLIERS
+
+
 def returned_closure(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
     """The name of the function ``fn`` defines in its own body and returns (``def step(...):
     ...; return step``), the one ``fn``'s every ``return`` gives; else None."""
@@ -274,7 +283,9 @@ class _Collector:
         self.modules = modules
         self.foreign = foreign  # names imports bind to what is not the project's (``math``, ``F``)
         self.made: dict[str, Callee] = {}  # ``name = f(...)``: the last such call of each name
-        self.classes: set[str] = set()  # the file's top-level classes (``collect`` fills it)
+        self.classes: set[str] = set()  # the file's top-level classes (``prepare`` fills it)
+        self.functions: set[str] = set()  # its top-level functions
+        self.method_names: set[str] = set()  # the methods of its top-level classes
         # ``step = make_step(...)``: a call of ``step`` runs what ``make_step`` returns
         self.closure_calls: dict[str, Callee] = {}
 
@@ -289,7 +300,7 @@ class _Collector:
         made: list[tuple[str, Callee, ast.AST | None]] = []  # function, callee, innermost loop
         interactive: set[ast.AST] = set()
         top_level = {id(s) for s in tree.body if type(s) in _DEFS}  # not a method, nor nested
-        self.classes = {s.name for s in tree.body if type(s) is ast.ClassDef}
+        self.prepare(tree)
         # node, function, innermost loop, and whether the node runs each time round that loop
         stack: list[tuple[ast.AST, str, ast.AST | None, bool]] = [(tree, "", None, False)]
         outer: dict[int, ast.AST | None] = {}  # each loop's enclosing loop in its function
@@ -336,6 +347,16 @@ class _Collector:
                     if hook is not None:
                         out.calls.setdefault(function, [])
                         made.append((function, hook, node))
+                elif _applies(func):
+                    # a function handed to a call that applies it (nanodet's
+                    # ``multi_apply(self.loss_single, ...)``, ``map(f, xs)``, ``partial(f, ...)``)
+                    # runs where that call does (not one handed as data: litgpt's
+                    # ``save_hyperparameters(setup, path)`` records its arguments)
+                    for arg in node.args:  # type: ignore[attr-defined]
+                        handed = self.handed(arg)
+                        if handed is not None:
+                            out.calls.setdefault(function, [])
+                            made.append((function, handed, loop))
             sometimes = _SOMETIMES.get(kind, ())
             # ``if epoch == args.start_epoch:`` of the loop's counter: once per pass of the
             # loop around it (``navigation.repeating_loop`` says so of LibCST's tree)
@@ -373,6 +394,34 @@ class _Collector:
             self.made[target.id] = made
         elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
             self.out.instances[target.attr] = made
+
+    def prepare(self, tree: ast.Module) -> None:
+        """What the file defines at its top level, before its calls are read: its classes, its
+        functions and its classes' methods (what a function handed to a call may be)."""
+        self.classes = {s.name for s in tree.body if isinstance(s, ast.ClassDef)}
+        self.functions = {s.name for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        self.method_names = {
+            m.name
+            for c in tree.body if isinstance(c, ast.ClassDef)
+            for m in c.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+
+    def handed(self, arg: ast.expr) -> Callee | None:
+        """The function ``arg`` names, where it is one of the project's: a function of this file
+        or imported from the project (``f``), or a method of this file (``self.f``)."""
+        if type(arg) is ast.Name:
+            if arg.id in self.functions:
+                return ("", arg.id)
+            imported = self.names.get(arg.id)
+            return imported if imported is not None and imported[0] and not arg.id[:1].isupper() else None
+        if (
+            type(arg) is ast.Attribute
+            and type(arg.value) is ast.Name
+            and arg.value.id == "self"
+            and arg.attr in self.method_names
+        ):
+            return (SELF, arg.attr)
+        return None
 
     def bind_call(self, target: ast.expr, value: ast.expr) -> None:
         """``name = f(...)`` (or ``mod.f(...)``) of a function of the project: a later call of
