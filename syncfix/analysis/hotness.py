@@ -23,8 +23,10 @@ is worth reporting, never what a fix may assume. A function registered as a hook
 (``layer.register_forward_hook(self.save_activation)``, ``t.register_hook(fn)``) runs on every
 forward or backward pass, as if called in a loop. A function a factory defines and returns
 (``step_fn = losses.get_step_fn(...)``, then ``step_fn(...)`` in the loop) runs where the
-factory's result is called, and a method of a class built where it is called
-(``MCTS(config).run(...)``) where that call runs. Test files make nothing hot.
+factory's result is called, a method of a class built where it is called
+(``MCTS(config).run(...)``) where that call runs, and a function handed to a call that applies
+it (``map(f, xs)``, ``partial(f, ...)``, mmdetection-style ``multi_apply(self.loss_single, ...)``)
+where that call runs. Test files make nothing hot.
 """
 
 from __future__ import annotations
