@@ -39,6 +39,8 @@ def receiver_of(a: ModuleAnalysis, node: cst.Call) -> cst.BaseExpression | None:
     held = a.likely.value(x)
     if held.kind not in (Kind.TENSOR, Kind.UNKNOWN) or held.device is Device.CPU:
         return None
+    if held.kind is Kind.UNKNOWN and not a.torch_code:
+        return None  # a ``new_tensor`` of something else, in a file that is no torch code
     return x
 
 
