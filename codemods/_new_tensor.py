@@ -69,8 +69,8 @@ def fill_fix(rule: Rule, a: ModuleAnalysis, node: cst.Call, x: cst.BaseExpressio
     grad = keyword(node, "requires_grad")
     if grad is not None:
         parts.append(f"requires_grad={code(a, grad.value)}")
-    if device is None and not a.is_effect_free(x):
-        return None  # ``x`` would be evaluated twice
+    if not (a.is_effect_free(x) and a.is_effect_free(data)):
+        return None  # ``x`` is read after ``data`` in the fill (and twice without ``device=``)
     new = cst.parse_expression(f"{torch}.full({', '.join(parts)})")
     exact_int = (
         number == "int"
