@@ -27,15 +27,19 @@ def collected_for_joining(a, node: cst.Call) -> bool:
         return False
     parent = a.parent(node)
     call = a.parent(parent) if isinstance(parent, cst.Arg) else None
-    if not (
+    added = _added_to(a, node)
+    if added is not None:
+        name = added.value
+    elif (
         isinstance(call, cst.Call)
         and isinstance(call.func, cst.Attribute)
         and call.func.attr.value == "append"
         and isinstance(call.func.value, cst.Name)
         and len(call.args) == 1
     ):
+        name = call.func.value.value
+    else:
         return False
-    name = call.func.value.value
     scope = a.enclosing_function(node) or a.module
     return any(
         (a.callee(c) or "") in _JOINS
@@ -69,6 +73,8 @@ def collected(a, node: cst.Call) -> bool:
         containers = [call.func.value]
     elif isinstance(parent, cst.Assign) and all(isinstance(t.target, cst.Subscript) for t in parent.targets):
         containers = [t.target for t in parent.targets]
+    elif (added := _added_to(a, cur)) is not None:
+        containers = [added]
     else:
         return False
     # and nothing else in the loop reads the container (``images[k] = torch.clamp(images[k])``
@@ -85,6 +91,22 @@ def collected(a, node: cst.Call) -> bool:
         for other in _statements_in(a, loop.body)
         if other is not stmt
     )
+
+
+def _added_to(a, node: cst.CSTNode) -> cst.Name | None:
+    """The list ``name`` of ``name += [..., node, ...]`` (BigGAN's ``ims += [o.data.cpu()]``,
+    an append), where it is bound to a list display; else None."""
+    element = a.parent(node)
+    display = a.parent(element) if isinstance(element, cst.Element) else None
+    aug = a.parent(display) if isinstance(display, cst.List) else None
+    if not (isinstance(aug, cst.AugAssign) and aug.value is display and isinstance(aug.operator, cst.AddAssign)):
+        return None
+    target = aug.target
+    made = a.reaching_values(target) if isinstance(target, cst.Name) else None
+    # ``x += [t]`` of an array or tensor would add, not store: only a name bound to lists
+    if not made or not all(isinstance(m, (cst.List, cst.ListComp)) or m is aug for m in made):
+        return None
+    return target  # type: ignore[return-value]
 
 
 # What a name bound to one of these holds is a builtin container: its ``append`` stores.

@@ -212,7 +212,7 @@ def _tensors_as_data(a: ModuleAnalysis, call: cst.Call) -> tuple[str, bool] | No
 def _listed(a: ModuleAnalysis, data: cst.BaseExpression, depth: int) -> list[cst.BaseExpression]:
     """The items of a list display (nested ones flattened), the element of a list comprehension
     (muzero's ``[policy_logits[0][a] for a in actions]``), or what a function's ``name = []``
-    is filled with by ``name.append(x)``; empty where syncfix cannot list them."""
+    is filled with (``name.append(x)``, ``name += [x]``); empty where syncfix cannot list them."""
     if isinstance(data, cst.ListComp):
         return [data.elt]
     if isinstance(data, (cst.List, cst.Tuple)):
@@ -225,28 +225,7 @@ def _listed(a: ModuleAnalysis, data: cst.BaseExpression, depth: int) -> list[cst
         return out
     if not isinstance(data, cst.Name) or depth <= 0:
         return []
-    fn = a.enclosing_function(data)
-    bound = a.reaching_values(data)
-    if fn is None or not bound or not all(isinstance(v, cst.List) and not v.elements for v in bound):
-        return []
-    appended = []
-    order = a.structure.order
-    looped = a.enclosing_loop(data) is not None  # a later use may come round before it
-    for use in a.structure.within(fn, cst.Name):
-        if not isinstance(use, cst.Name) or use.value != data.value or use is data:
-            continue
-        if not looped and order.get(use, -1) > order.get(data, -1):
-            continue  # after the list is read (``return losses`` of the new tensor)
-        attr = a.parent(use)
-        parent = a.parent(attr) if attr is not None else None
-        if isinstance(attr, cst.Attribute) and attr.value is use and isinstance(parent, cst.Call) and attr.attr.value == "append":
-            args = positional(parent)
-            if len(parent.args) != 1 or not args:
-                return []
-            appended.append(args[0].value)
-        elif not isinstance(a.parent(use), cst.AssignTarget):
-            return []  # read or changed otherwise: its items are not only the appended ones
-    return appended
+    return a.filled_items(data)
 
 
 def _item_read_in_loop(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:

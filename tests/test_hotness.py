@@ -242,8 +242,8 @@ def _visitor_calls(tree, hot):
             out.loops = True
             if not (isinstance(node, ast.For) and _WALK.search(ast.unparse(node.iter))):  # over layers
                 loop, every = node, True
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            collector.bind_call(node.targets[0], node.value)  # ``step = make_step(...)``
+        if isinstance(node, ast.Assign):
+            collector._instance(node)  # ``step = make_step(...)``, ``trainer = Trainer(...)``
         if isinstance(node, ast.Call):
             if isinstance(node.func, ast.Name) and node.func.id == "input" and every:
                 interactive.add(loop)
@@ -253,7 +253,7 @@ def _visitor_calls(tree, hot):
                 made.append((function, callee, loop))
             applier = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
             hook = isinstance(node.func, ast.Attribute) and node.func.attr.startswith("register_") and node.func.attr.endswith("hook")
-            for arg in node.args if applier in ("map", "filter", "partial", "starmap", "multi_apply", "apply") and not hook else ():
+            for arg in node.args if applier in ("map", "filter", "partial", "starmap", "multi_apply", "apply", "retry_call") and not hook else ():
                 if collector.handed(arg) is not None:
                     out.calls.setdefault(function, [])
                     made.append((function, collector.handed(arg), loop))
@@ -815,3 +815,38 @@ def train(loader, head):
     hot = hot_functions([file_calls("pkg.head", head.encode(), ["forward"], {"pkg.head": "pkg.head"})])
     assert {"loss", "loss_single", "per_image", "multi_apply"} <= hot["pkg.head"]
     assert "unused" not in hot["pkg.head"]
+
+
+def test_a_method_of_a_built_object_handed_to_a_call_runs_where_that_call_does():
+    # lightweight-gan's ``while ...: retry_call(model.train, tries=3, ...)`` of ``model =
+    # Trainer(...)`` (a class of another file): every step runs ``Trainer.train``
+    trainer = """
+class Trainer:
+    def train(self):
+        self.step()
+
+    def step(self):
+        pass
+
+    def save(self):
+        pass
+"""
+    cli = """
+from retry.api import retry_call
+from pkg.trainer import Trainer
+
+
+def run(steps):
+    model = Trainer()
+    while model.steps < steps:
+        retry_call(model.train, tries=3)
+    record(model.save)  # handed as data, not applied
+"""
+    resolve = {"pkg.trainer": "pkg.trainer", "pkg.cli": "pkg.cli"}
+    files = [
+        file_calls("pkg.trainer", trainer.encode(), ["forward"], resolve),
+        file_calls("pkg.cli", cli.encode(), ["forward"], resolve),
+    ]
+    hot = hot_functions(files)
+    assert {"train", "step"} <= hot["pkg.trainer"]
+    assert "save" not in hot["pkg.trainer"]

@@ -425,6 +425,27 @@ def range_calls(a: ModuleAnalysis, name: cst.Name) -> list[cst.Call] | None:
     return calls or None
 
 
+def display_items(a: ModuleAnalysis, name: cst.Name) -> list[cst.BaseExpression] | None:
+    """The items of the tuple or list displays iterated by the loops whose plain target is
+    every binding reaching ``name`` (``for l in (g_loss, d_loss)``: both, each in turn), or
+    None when some binding is another (or a display holds a starred item)."""
+    items: list[cst.BaseExpression] = []
+    for asg in a.bindings(name):
+        node = getattr(asg, "node", None)
+        parent = a.parent(node) if isinstance(node, cst.CSTNode) else None
+        if not (
+            isinstance(asg, Assignment)
+            and isinstance(parent, (cst.For, cst.CompFor))
+            and parent.target is node
+            and isinstance(parent.iter, (cst.Tuple, cst.List))
+            and parent.iter.elements
+            and all(isinstance(el, cst.Element) for el in parent.iter.elements)
+        ):
+            return None
+        items.extend(el.value for el in parent.iter.elements)
+    return items or None
+
+
 def binding_values(a: ModuleAnalysis, name: cst.Name) -> list[cst.BaseExpression] | None:
     """The right-hand sides of the bindings of ``name`` that can reach this use, or None
     when one of them is not a plain ``name = expr``.

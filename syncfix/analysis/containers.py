@@ -213,3 +213,55 @@ def _bound_here(a: ModuleAnalysis, use: cst.Name, value: cst.CSTNode) -> bool:
     parent = a.parent(use)
     assign = a.parent(parent) if isinstance(parent, cst.AssignTarget) else None
     return isinstance(assign, cst.Assign) and assign.value is value
+
+
+def filled_items(a: ModuleAnalysis, name: cst.Name) -> list[cst.BaseExpression]:
+    """What the list ``name`` holds where it is read: the items its function puts into a
+    ``name = []`` with ``name.append(x)`` or ``name += [x, y]``, where every binding reaching
+    this use is such an empty list; empty where syncfix cannot list them (the list is changed,
+    passed on or read otherwise: ``ims[0]`` and ``len(ims)`` only look). In a loop, uses after
+    this one count too (they may come round before it)."""
+    fn = a.enclosing_function(name)
+    bound = a.reaching_values(name)
+    if fn is None or not bound or not all(_empty_list_or_added(v) for v in bound):
+        return []
+    items: list[cst.BaseExpression] = []
+    order = a.structure.order
+    looped = a.enclosing_loop(name) is not None
+    for use in a.structure.within(fn, cst.Name):
+        if not isinstance(use, cst.Name) or use.value != name.value or use is name:
+            continue
+        if not looped and order.get(use, -1) > order.get(name, -1):
+            continue  # after the list is read (``return losses``)
+        parent = a.parent(use)
+        grand = a.parent(parent) if parent is not None else None
+        if isinstance(parent, cst.Attribute) and parent.value is use and isinstance(grand, cst.Call) and parent.attr.value == "append":
+            if len(grand.args) != 1 or grand.args[0].keyword is not None or grand.args[0].star:
+                return []
+            items.append(grand.args[0].value)
+        elif isinstance(parent, cst.AugAssign) and parent.target is use:
+            added = _empty_list_or_added(parent) and parent.value
+            if not isinstance(added, cst.List):
+                return []
+            items.extend(el.value for el in added.elements if isinstance(el, cst.Element))
+        elif isinstance(parent, cst.Subscript) and parent.value is use:
+            if isinstance(grand, (cst.AssignTarget, cst.AugAssign, cst.Del)):
+                return []  # ``ims[0] = t``: a store
+        elif isinstance(parent, cst.Arg) and isinstance(grand, cst.Call) and a.callee(grand) == "builtins.len":
+            continue
+        elif not isinstance(parent, cst.AssignTarget):
+            return []  # read or changed otherwise: its items are not only the ones put in
+    return items
+
+
+def _empty_list_or_added(value: cst.CSTNode) -> bool:
+    """``[]``, or ``name += [x, ...]`` (a display of plain items: it adds them)."""
+    if isinstance(value, cst.List):
+        return not value.elements
+    return (
+        isinstance(value, cst.AugAssign)
+        and isinstance(value.operator, cst.AddAssign)
+        and isinstance(value.value, cst.List)
+        and all(isinstance(el, cst.Element) for el in value.value.elements)
+    )
+

@@ -132,6 +132,12 @@ class _HostReads(cst.CSTVisitor):
                 self.any_device and a.value(func.value).kind is Kind.UNKNOWN and host_read(a, node) is not None
             ):
                 self.found.append(node)
+        elif isinstance(func, cst.Name) and func.value in ("any", "all") and a.callee(node) in _TRUTH_CALLS:
+            # ``any(torch.isnan(l) for l in losses)`` takes the truth of each item, one read each
+            # (lightweight-gan's NaN check every step); ``any(t)`` of a tensor is SFX303's
+            args = positional(node)
+            if len(args) == 1 and isinstance(args[0].value, (cst.GeneratorExp, cst.ListComp, cst.SetComp)):
+                self.truthy(args[0].value.elt)
         elif a.callee(node) in _CONVERTING_CALLS:
             # ``math.isnan(loss)`` converts the tensor with ``float()`` first (SlowFast's
             # per-step NaN check)
@@ -142,6 +148,8 @@ class _HostReads(cst.CSTVisitor):
     def visit_Lambda(self, node: cst.Lambda) -> bool:
         return False
 
+
+_TRUTH_CALLS = frozenset({"builtins.any", "builtins.all"})
 
 # Calls that read one tensor argument on the host as a Python number.
 _CONVERTING_CALLS = frozenset({

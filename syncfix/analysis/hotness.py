@@ -204,7 +204,7 @@ def file_calls(
 
 
 # Calls that call the function handed to them, by the callee's last name.
-_APPLIERS = frozenset({"map", "filter", "partial", "starmap", "multi_apply", "apply"})
+_APPLIERS = frozenset({"map", "filter", "partial", "starmap", "multi_apply", "apply", "retry_call"})
 
 
 def _applies(func: ast.expr) -> bool:
@@ -410,19 +410,22 @@ class _Collector:
 
     def handed(self, arg: ast.expr) -> Callee | None:
         """The function ``arg`` names, where it is one of the project's: a function of this file
-        or imported from the project (``f``), or a method of this file (``self.f``)."""
+        or imported from the project (``f``), a method of this file (``self.f``), or a method of
+        an object the file builds from a class (``obj.f`` of ``obj = C(...)``)."""
         if type(arg) is ast.Name:
             if arg.id in self.functions:
                 return ("", arg.id)
             imported = self.names.get(arg.id)
             return imported if imported is not None and imported[0] and not arg.id[:1].isupper() else None
-        if (
-            type(arg) is ast.Attribute
-            and type(arg.value) is ast.Name
-            and arg.value.id == "self"
-            and arg.attr in self.method_names
-        ):
-            return (SELF, arg.attr)
+        if type(arg) is not ast.Attribute or type(arg.value) is not ast.Name:
+            return None
+        if arg.value.id == "self":
+            return (SELF, arg.attr) if arg.attr in self.method_names else None
+        made = self.made.get(arg.value.id)
+        if made is not None and made[1][:1].isupper() and not arg.attr.startswith("__"):
+            # ``retry_call(model.train, ...)`` of ``model = Trainer(...)`` (lightweight-gan's
+            # step): a method of that class, found by the class's name
+            return (ANY + made[1], arg.attr)
         return None
 
     def bind_call(self, target: ast.expr, value: ast.expr) -> None:

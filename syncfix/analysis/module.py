@@ -749,6 +749,11 @@ class ModuleAnalysis:
         device and shape, as ``name`` holds it inside ``read`` (see containers.py)."""
         return containers.uniform_list_element(self, name, read)
 
+    def filled_items(self, name: cst.Name) -> list[cst.BaseExpression]:
+        """What the list ``name`` (bound to ``[]``) was filled with by ``.append``/``+= [...]``
+        where it is read; empty where syncfix cannot list them (containers.py)."""
+        return containers.filled_items(self, name)
+
     def is_scalar_list(self, expr: cst.BaseExpression) -> bool:
         """Is ``expr`` provably a list of Python scalars, never of sequences (containers.py)?"""
         return containers.is_scalar_list(self, expr)

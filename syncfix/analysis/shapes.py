@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, cast
 
 import libcst as cst
 
-from .bindings import fact_of_name
+from .bindings import display_items, fact_of_name
 from .fixpoint import CYCLE, agree, solve
 from .losses import loss_reduction
 from .pynumbers import number_kind
@@ -51,7 +51,9 @@ def _shape_key(a: ModuleAnalysis, e: cst.CSTNode) -> str | None | object:
     if isinstance(e, cst.Name):
         if not a.is_tensor(e):
             return None
-        values = a.reaching_values(e)
+        values: Sequence[cst.CSTNode] | None = a.reaching_values(e)
+        if values is None:
+            values = display_items(a, e)  # ``for l in (g_loss, d_loss)``: each item in turn
         if values is not None:
             keys = [a.shape_key(v) for v in values]
             if agree(keys) == "()":

@@ -118,10 +118,14 @@ def torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | No
     if named is not None:  # ``parts = (a, b, c)`` then ``torch.cat(parts)`` (sd-scripts' id chunks)
         operands += [a.value(el.value) for el in named.elements if isinstance(el, cst.Element)]
     elif short in SEQUENCE_OPS and namespace == "torch." and not display_argument(call) and positional(call):
-        items = a.value(positional(call)[0].value)
+        first = positional(call)[0].value
+        items = a.value(first)
         operands.append(items)
+        filled = a.filled_items(first) if isinstance(first, cst.Name) else []
         if items.kind is Kind.TENSORS and items.device is not Device.UNKNOWN:
             operands.append(Value(Kind.TENSOR, items.device, origin=items.origin))
+        elif filled:  # ``ims.append(o.cpu())`` then ``torch.stack(ims)``: what was put in
+            operands.extend(_joined(a, item) for item in filled)
         else:
             hidden = True
     if any(v.kind is Kind.BOTTOM for v in operands):
@@ -192,3 +196,19 @@ def _tuple_bound(a: ModuleAnalysis, expr: cst.BaseExpression) -> cst.Tuple | Non
     if any(isinstance(el, cst.StarredElement) for el in values[0].elements):
         return None
     return values[0]
+
+
+def _joined(a: ModuleAnalysis, item: cst.BaseExpression) -> Value:
+    """An item a join (``torch.stack(ims)``) takes: ``x.cpu()`` is a CPU tensor there even
+    where ``x`` may be a module (whose ``.cpu()`` is itself): a join of anything else raises."""
+    v = a.value(item)
+    if (
+        not v.is_tensor
+        and isinstance(item, cst.Call)
+        and not item.args
+        and isinstance(item.func, cst.Attribute)
+        and item.func.attr.value == "cpu"
+    ):
+        return Value(Kind.TENSOR, Device.CPU, origin='"cpu"')
+    return v
+
