@@ -8,6 +8,7 @@ from dataclasses import replace
 import libcst as cst
 
 from syncfix.analysis import (
+    CAST_METHODS,
     LEGACY_CONSTRUCTORS,
     Device,
     Kind,
@@ -247,6 +248,14 @@ class BlockingHostToDevice(Rule):
     not reported, since it is as often a module's (`model.to(device)`) as a tensor's.
     Device-to-host copies (`.cpu()`, `.to("cpu")`) are never rewritten: reading the result on the
     host before an event wait would read garbage (see SFX105).
+
+    **A cast batch item is copied before its cast** (unsafe, on the likely batch fact above):
+    `labels.long().cuda()` becomes `labels.to("cuda", non_blocking=True).long()`. The cast's
+    result is new pageable memory, and a non-blocking copy from pageable memory of a few MiB or
+    more still waits for the GPU (measured on an H100 and an H200 from 4 MiB), so the item is
+    copied as the loader gave it (pinned where the loader pins) and cast on the device: the
+    same dtype, device and values, except that the GPU and the CPU cast NaN, infinite and
+    out-of-range floats to an integer type differently.
 
     **A factory's tensor built on the device.** Where the device is one syncfix cannot name, a
     tensor that a factory builds on the host only to copy it (`torch.ones(n, k).to(x.device)`,
@@ -584,6 +593,20 @@ class BlockingHostToDevice(Rule):
             # the likely fact covers code the batch is passed to; a write here it cannot cover
             if source_may_change(a, node, passed_on=False):
                 return None  # the batch is written after the copy: keep it blocking
+            cast = func.value
+            if (
+                isinstance(cast, cst.Call)
+                and not cast.args
+                and isinstance(cast.func, cst.Attribute)
+                and cast.func.attr.value in CAST_METHODS
+                and a.is_likely_batch_item(cast.func.value)
+            ):
+                # ``labels.long().cuda()``: the cast's result is new pageable memory, which a
+                # non-blocking copy of some MiB still waits for (HRNet's 48 MiB labels); copy the
+                # item itself, as the loader gave it, and cast on the device
+                copy = changes[node]
+                moved = cast.with_changes(func=cast.func.with_changes(value=copy.with_changes(func=copy.func.with_changes(value=cast.func.value))))
+                return self.unsafe_fix({node: moved}, _and_device(_CAST_AFTER_FIX, target), [*source_need, *where])
             return self.unsafe_fix(changes, _and_device(_LIKELY_BATCH_FIX, target), [*source_need, *where])
         if receiver.memory is Memory.UNKNOWN and not receiver.fresh and from_array(a, func.value):
             # ``torch.from_numpy(im)`` of an array syncfix cannot see: likely numpy's own memory
@@ -731,6 +754,13 @@ _LIKELY_BATCH_FIX = (
     "Copy with non_blocking=True (unsafe: an item of a batch from a loader syncfix cannot see is "
     "likely a fresh CPU tensor; `extend-safe-fixes = [\"SFX101\"]` in [tool.syncfix] if your "
     "loaders never refill pinned buffers)"
+)
+_CAST_AFTER_FIX = (
+    "Copy the item with non_blocking=True, then cast it on the device (unsafe: an item of a "
+    "batch from a loader syncfix cannot see is likely a fresh CPU tensor; a cast's result is "
+    "new pageable memory, whose non-blocking copy of a few MiB or more still waits, so the item "
+    "is copied as the loader gave it, pinned where the loader pins; the device casts as the CPU "
+    "does except NaN, infinite and out-of-range floats cast to an integer type)"
 )
 _WHOLE_BATCH = (
     "the batch may be an object with its own `.to` (a tokenizer's `BatchEncoding`, a graph batch, "

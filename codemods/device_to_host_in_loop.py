@@ -536,8 +536,8 @@ class DeviceToHostInLoop(Rule):
         if a.enclosing_loop(node) is None and not a.is_hot(node):
             return
         held, stored = a.value(node.targets[0].target.value), a.value(node.value)
-        if not (held.is_tensor and held.device is Device.CPU):
-            return
+        if not (held.kind is Kind.TENSOR and held.device is Device.CPU):
+            return  # not a batch, which may be a list (moco's ``images[0] = images[0].cuda()``)
         if stored.is_tensor and stored.device in (Device.CUDA, Device.CUDA_OR_CPU):
             where = "" if stored.device is Device.CUDA else " (when the tensor is on CUDA)"
         elif unplaced_tensor(a, node.value):

@@ -91,6 +91,11 @@ PROVENANCE = [
     ("import torch\ndef f(mats):\n    x = torch.block_diag(*mats)\n    use(x)", "x", Kind.TENSOR, Device.UNKNOWN),
     ("import torch\nx = torch.cat([torch.ones(2), torch.zeros(2)])\nuse(x)", "x", Kind.TENSOR, Device.CPU),
     ("import torch\nx = torch.cat([torch.ones(2).cuda()] * 2)\nuse(x)", "x", Kind.TENSOR, Device.UNKNOWN),
+    # the tensor passed by keyword as ``input=`` places the result (HRNet's flip test)
+    ("import torch\nimport torch.nn.functional as F\nx = F.interpolate(input=torch.ones(1, 1, 2, 2).cuda(), size=(4, 4))\nuse(x)", "x", Kind.TENSOR, Device.CUDA),
+    # a list filled only with ``.cpu()`` copies stacks into a CPU tensor; one stored into, unknown
+    ("import torch\ndef f(G, zs):\n    ims = []\n    for z in zs:\n        ims += [G(z).cpu()]\n    x = torch.stack(ims)\n    use(x)", "x", Kind.TENSOR, Device.CPU),
+    ("import torch\ndef f(G, zs):\n    ims = []\n    for z in zs:\n        ims.append(G(z).cpu())\n    ims[0] = G(z)\n    x = torch.stack(ims)\n    use(x)", "x", Kind.TENSOR, Device.UNKNOWN),
 ]
 
 

@@ -80,6 +80,7 @@ from .syntax import (
     target_names,
 )
 from .torch_api import (
+    CAST_METHODS,
     FULL_REDUCTIONS,
     HOST_FACTORIES,
     IN_PLACE_EXTRA,
@@ -103,6 +104,7 @@ __all__ = [
     "FULL_REDUCTIONS",
     "HOST_FACTORIES",
     "IN_PLACE_EXTRA",
+    "CAST_METHODS",
     "LEGACY_CONSTRUCTORS",
     "LOG_LEVELS",
     "METHOD_MAYBE_SELF",

@@ -109,11 +109,15 @@ def _dominating_binder(a: ModuleAnalysis, use: cst.Name) -> cst.BaseStatement | 
     later (a loop-carried binding may reach the use around it)."""
     name = use.value
     stmt = a.statement_of(use)
+    path = {id(use)}
     for anc in a.ancestors(use):
         if anc is stmt:
             break
-        if isinstance(anc, (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
-            return None  # run later (a lambda, a generator) or in its own scope
+        comp = isinstance(anc, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp))
+        if isinstance(anc, cst.Lambda) or comp and id(anc.for_in.iter) not in path:  # type: ignore[attr-defined]
+            return None  # run later (a lambda, a generator) or in its own scope (not the first
+            # ``for``'s iterable, evaluated at once where it stands: ``[v.item() for v in losses]``)
+        path.add(id(anc))
     if isinstance(stmt, cst.While) and name in stored_names(stmt):
         return None  # the test runs again after the body's bindings
     cur: cst.CSTNode | None = stmt

@@ -107,7 +107,12 @@ def torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | No
         isinstance(pin_arg.value, cst.Name) and pin_arg.value.value == "False"
     )
     memory = Memory.PINNED if pinned else Memory.PAGEABLE
-    operands = [a.value(arg.value) for arg in call.args if arg.keyword is None and not arg.star]
+    # ``F.interpolate(input=x, ...)``: ``input`` is the tensor argument of torch's functions
+    operands = [
+        a.value(arg.value)
+        for arg in call.args
+        if (arg.keyword is None or arg.keyword.value == "input") and not arg.star
+    ]
     for arg in call.args:  # ``torch.stack([a, b])``, ``torch.cat((a, b))``: the items count
         if arg.keyword is None and isinstance(arg.value, (cst.List, cst.Tuple)):
             operands += [a.value(el.value) for el in arg.value.elements if isinstance(el, cst.Element)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from ..support import check_fewer_syncs
+from ..support import check_fewer_syncs, check_rewrite_keeps_values_with_fewer_syncs
 
 torch = pytest.importorskip("torch")
 
@@ -306,4 +306,31 @@ def test_sfx101_legacy_constructors_by_size_filled_then_copied():
                 out.append((loc_t * 2, conf_t + 1, weight.sum()))
             return out
         """,
+    )
+
+
+@pytest.mark.cuda
+def test_sfx101_a_cast_batch_item_is_copied_before_its_cast():
+    # HRNet's ``labels.long().cuda()`` of a pinned int32 batch: the unsafe fix copies the item
+    # itself (pinned) and casts on the device, with the same int64 and float16 values
+    check_rewrite_keeps_values_with_fewer_syncs(
+        "SFX101",
+        """
+import torch
+from torch.utils.data import TensorDataset
+
+
+def f(seed):
+    g = torch.Generator().manual_seed(seed)
+    data = TensorDataset(torch.randint(-5, 255, (16, 64, 64), dtype=torch.int32, generator=g), torch.randn(16, 8, generator=g))
+    out = []
+    loader = getattr(torch.utils.data, "DataLoader")(data, batch_size=4, pin_memory=True)  # unseen
+    for labels, feats in loader:
+        labels = labels.long().cuda()
+        out.append((labels * 3, feats.half().cuda() + 1))
+    return out
+""",
+        True,
+        (0,),
+        True,
     )
