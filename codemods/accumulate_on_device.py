@@ -411,13 +411,9 @@ keeps the finding). A value handed to a meter every
         if mentions(loop, acc.total, skip=acc.stmt, header=isinstance(loop, cst.While)):
             uses = periodic_uses(a, loop, acc.total, acc.stmt)
             if uses is None:
-                acc.why_not = (
-                    f"`{acc.total}` is added to in more than one statement of the loop (in each "
-                    "branch of an `if`...); syncfix keeps a total on the device where one statement "
-                    "accumulates it"
-                    if _only_added_to(a, loop, acc.total, acc.stmt)
-                    else _USED_IN_LOOP
-                )
+                lines = _other_additions(a, loop, acc.total, acc.stmt)
+                every_step = _read_every_step(a, loop, acc.total, acc.stmt)
+                acc.why_not = _many_additions(acc.total, lines) if lines and not every_step else _USED_IN_LOOP
                 return
             acc.reads, acc.resets = uses
         receiver = acc.read.receiver
@@ -498,7 +494,10 @@ keeps the finding). A value handed to a meter every
             return
         start, acc.exact_in_float = start_value(a, fn, loop, acc.total, acc.stmt, acc.resets)
         if start is None:
-            acc.why_not = f"`{acc.total}` is not bound once, before the loop, to a number literal"
+            lines = _other_additions(a, fn, acc.total, acc.stmt)  # a loop around: transformer-xl's
+            acc.why_not = _many_additions(acc.total, lines) if lines else (
+                f"`{acc.total}` is not bound once, before the loop, to a number literal"
+            )
             return
         for reset in acc.resets:
             if not reset_ok(reset, kind):
@@ -710,13 +709,43 @@ def _is_count(a, expr: cst.BaseExpression) -> bool:
     return False
 
 
-def _only_added_to(a, loop: cst.For | cst.While, total: str, stmt: cst.CSTNode) -> bool:
-    """Is every other use of ``total`` in the loop body another ``total += ...`` statement (the
-    other branch of an ``if``), so that nothing reads its host value there?"""
-    uses = [n for n in a.structure.within(loop.body, cst.Name) if isinstance(n, cst.Name) and n.value == total]
-    others = [n for n in uses if not any(anc is stmt for anc in a.ancestors(n))]
-    return bool(others) and all(
-        isinstance(aug := a.parent(n), cst.AugAssign) and aug.target is n and isinstance(aug.operator, cst.AddAssign)
-        and total not in {m.value for m in a.structure.within(aug.value, cst.Name) if isinstance(m, cst.Name)}
-        for n in others
+def _read_every_step(a, loop: cst.For | cst.While, total: str, stmt: cst.CSTNode) -> bool:
+    """Does the loop use ``total`` every step outside its ``total += ...`` statements (not under
+    an ``if``, as a log line every N steps is)?"""
+    for name in a.structure.within(loop.body, cst.Name):
+        if not isinstance(name, cst.Name) or name.value != total or any(anc is stmt for anc in a.ancestors(name)):
+            continue
+        aug = a.parent(name)
+        if isinstance(aug, cst.AugAssign) and aug.target is name and isinstance(aug.operator, cst.AddAssign):
+            continue
+        line = a.statement_of(name)
+        if line is None or not any(isinstance(n, cst.If) for n in ancestors_until(a, line, loop)):
+            return True
+    return False
+
+
+def _many_additions(total: str, lines: list[int]) -> str:
+    return (
+        f"`{total}` is added to in more than one statement (also at line {', '.join(map(str, lines))}); "
+        "syncfix keeps a total on the device where one statement accumulates it"
     )
+
+
+def _other_additions(a, block: cst.CSTNode, total: str, stmt: cst.CSTNode) -> list[int]:
+    """The lines of the other ``total += ...`` statements in a loop's body or a function (the
+    other branch of an ``if``, transformer-xl's chunked step): what a fix of one would meet."""
+    lines = []
+    body = block.body if isinstance(block, (cst.For, cst.While, cst.FunctionDef)) else block
+    fn = block if isinstance(block, cst.FunctionDef) else a.enclosing_function(block)
+    for aug in a.structure.within(body, cst.AugAssign):
+        if (
+            isinstance(aug, cst.AugAssign)
+            and a.enclosing_function(aug) is fn  # not a nested function's own total
+            and isinstance(aug.target, cst.Name)
+            and aug.target.value == total
+            and isinstance(aug.operator, cst.AddAssign)
+            and not any(anc is stmt for anc in a.ancestors(aug))
+            and aug is not stmt
+        ):
+            lines.append(a.positions[aug].start.line)
+    return sorted(lines)

@@ -93,6 +93,8 @@ PROVENANCE = [
     ("import torch\nx = torch.cat([torch.ones(2).cuda()] * 2)\nuse(x)", "x", Kind.TENSOR, Device.UNKNOWN),
     # the tensor passed by keyword as ``input=`` places the result (HRNet's flip test)
     ("import torch\nimport torch.nn.functional as F\nx = F.interpolate(input=torch.ones(1, 1, 2, 2).cuda(), size=(4, 4))\nuse(x)", "x", Kind.TENSOR, Device.CUDA),
+    # a loader batch's tensors joined: where the batch is (FlowNet's image pair, ``torch.cat(input, 1)``)
+    ("import torch\nfrom torch.utils.data import DataLoader\ndef f(ds):\n    for a, b in DataLoader(ds):\n        x = torch.cat(a, 1)\n        use(x)", "x", Kind.TENSOR, Device.CPU),
     # a list filled only with ``.cpu()`` copies stacks into a CPU tensor; one stored into, unknown
     ("import torch\ndef f(G, zs):\n    ims = []\n    for z in zs:\n        ims += [G(z).cpu()]\n    x = torch.stack(ims)\n    use(x)", "x", Kind.TENSOR, Device.CPU),
     ("import torch\ndef f(G, zs):\n    ims = []\n    for z in zs:\n        ims.append(G(z).cpu())\n    ims[0] = G(z)\n    x = torch.stack(ims)\n    use(x)", "x", Kind.TENSOR, Device.UNKNOWN),

@@ -127,7 +127,8 @@ def torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | No
         items = a.value(first)
         operands.append(items)
         filled = a.filled_items(first) if isinstance(first, cst.Name) else []
-        if items.kind is Kind.TENSORS and items.device is not Device.UNKNOWN:
+        if items.kind in (Kind.TENSORS, Kind.BATCH) and items.device is not Device.UNKNOWN:
+            # a batch's tensors (FlowNet's ``torch.cat(input, 1)`` of a loader's image pair)
             operands.append(Value(Kind.TENSOR, items.device, origin=items.origin))
         elif filled:  # ``ims.append(o.cpu())`` then ``torch.stack(ims)``: what was put in
             operands.extend(_joined(a, item) for item in filled)

@@ -49,3 +49,30 @@ def test_a_count_converted_with_float_is_said_to_be_a_count():
     (found,) = [f for f in check_code(src, path="train.py", unsafe_fixes=True) if f.code == "SFX302"]
     assert found.fix is None
     assert "an integer count converted with `float()`" in found.message
+
+
+def test_a_total_added_to_at_two_depths_and_logged_every_n_steps_names_both_additions():
+    # transformer-xl's step: one addition per chunk in an inner loop, one in the ``else``; the
+    # total is logged and reset every N steps (a read the fix would keep), so the blocker is the
+    # second addition, not "read elsewhere" or "not bound once before the loop"
+    src = (
+        "import torch\nimport torch.nn.functional as F\n\n\n"
+        "def train(model, loader, log_interval, chunk):\n"
+        "    train_loss = 0\n"
+        "    for step, (x, y) in enumerate(loader):\n"
+        "        if chunk > 1:\n"
+        "            for i in range(chunk):\n"
+        "                loss = F.cross_entropy(model(x), y)\n"
+        "                train_loss += loss.float().item()\n"
+        "        else:\n"
+        "            loss = F.cross_entropy(model(x), y)\n"
+        "            train_loss += loss.float().item()\n"
+        "        if step % log_interval == 0:\n"
+        "            print(train_loss / log_interval)\n"
+        "            train_loss = 0\n"
+    )
+    found = [f for f in check_code(src, path="train.py", unsafe_fixes=True) if f.code == "SFX302"]
+    reasons = sorted(f.message.split("no fix: ")[1] for f in found)
+    assert len(reasons) == 2
+    assert "added to in more than one statement (also at line 11)" in reasons[0]
+    assert "added to in more than one statement (also at line 14)" in reasons[1]
