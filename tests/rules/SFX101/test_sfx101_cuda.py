@@ -328,7 +328,7 @@ def f(seed):
     for labels, feats in loader:
         labels = labels.long().cuda()
         out.append((labels * 3, feats.half().cuda() + 1))
-    return out
+    return tuple(out)
 """,
         True,
         (0,),
