@@ -26,6 +26,7 @@ from ._stacked_reads import stacked_read
 from ._support import (
     INDEXED_ELEMENTS,
     code,
+    every_n,
     how_often,
     indexed_base,
     loader_item,
@@ -319,7 +320,9 @@ class DeviceToHostInLoop(Rule):
     or on every call of a function that repeats, and not under `if step % 100 == 0:`), a branch
     or check (SFX201-SFX206), a comprehension (SFX303), or reads in a row that SFX301 can merge (of reads it cannot, one finding per
     statement; lines that call a writer, as cleanrl's `writer.add_scalar(..., v_loss.item(),
-    step)` lines do, are no run it merges). So is
+    step)` lines do, are no run it merges). Nor is a total the loop adds to, read with
+    `.item()` under `if step % N == 0:` (`cur_loss = total_loss.item() / log_interval` of
+    `total_loss += loss.data`): that is the form SFX302's fix leaves. So is
     `float(t)` / `int(t)` of a tensor, or of a tensor op's result (`float(preds.eq(y).sum())`,
     an element of one: `int(nlabel[i])` of `nlabel = (labels > 0).sum(1)`, or an autograd
     Function's result: `float(AllReduce.apply(loss))`), without a fix: `float(x)` of a value
@@ -624,7 +627,7 @@ class DeviceToHostInLoop(Rule):
             return
         if own:
             self._own_lines.add(stmt)
-        if _accumulator_read_back(a, node, stmt):
+        if _accumulator_read_back(a, node, stmt) or _periodic_total_read(a, node, read.receiver):
             return  # SFX302's ``if total_acc is not None: total = total_acc.item()``, where shown
         where = "" if receiver.device is Device.CUDA else (unplaced_message(a, node) if not proven else " (when the tensor is on CUDA)")
         total = isinstance(stmt.body[0], cst.AugAssign)  # ``counts["raw"] += t.sum().item()``
@@ -678,6 +681,30 @@ class DeviceToHostInLoop(Rule):
         if exact:
             return self.safe_fix(changes, INTO_TENSOR_TOTAL)
         return self.unsafe_fix(changes, INTO_TENSOR_TOTAL + INTO_TENSOR_TOTAL_LIKELY)
+
+def _periodic_total_read(a, node: cst.Call, receiver: cst.BaseExpression) -> bool:
+    """``cur_loss = total_loss.item() / log_interval`` under ``if batch % log_interval == 0:``
+    of a loop that adds to ``total_loss`` (awd-lstm's ``total_loss += raw_loss.data``): a total
+    read with ``.item()`` is a tensor, kept where it was added to and read every N steps, the
+    form SFX302's fix makes; nothing left to move."""
+    if not isinstance(receiver, cst.Name):
+        return False
+    child: cst.CSTNode = node
+    for anc in a.ancestors(node):
+        if isinstance(anc, (cst.For, cst.While, cst.FunctionDef)):
+            return False
+        if isinstance(anc, cst.If) and child is anc.body and every_n(anc):
+            loop = a.enclosing_loop(anc)
+            return loop is not None and any(
+                isinstance(aug, cst.AugAssign)
+                and isinstance(aug.target, cst.Name)
+                and aug.target.value == receiver.value
+                and isinstance(aug.operator, cst.AddAssign)
+                for aug in a.structure.within(loop.body, cst.AugAssign)
+            )
+        child = anc
+    return False
+
 
 def _accumulator_read_back(a, node: cst.Call, stmt: cst.SimpleStatementLine) -> bool:
     """Is ``node`` the read-back SFX302's fix writes where a total is shown or after its loop,

@@ -209,7 +209,8 @@ def test_a_self_call_reaches_the_overrides_of_derived_classes_in_other_files():
 
 
 _WALK = re.compile(
-    r"^(enumerate\()?.+\.(?:(?:named_)?(?:modules|children|parameters|buffers)\(\)|state_dict\(\)\.(?:items|values|keys)\(\))\)?$"
+    r"^(?:(?:enumerate|list|sorted)\()?(?:.+\.(?:(?:named_)?(?:modules|children|parameters|buffers)\(\)|state_dict\(\)\.(?:items|values|keys)\(\))"
+    r"|\w*state_dict\.(?:items|values|keys)\(\))\)?$"
 )
 
 

@@ -512,6 +512,10 @@ def test_a_walk_over_a_models_layers_repeats_only_where_the_code_around_it_does(
             weights[k] = v.cpu().numpy()
         return weights
 
+    def sanity_check(state_dict, pre):
+        for k in list(state_dict.keys()):
+            assert (state_dict[k].cpu() == pre[k]).all(), k
+
     class Net(torch.nn.Module):
         def forward(self, x):
             for m in self.modules():
@@ -527,6 +531,9 @@ def test_a_walk_over_a_models_layers_repeats_only_where_the_code_around_it_does(
 
     if __name__ == "__main__":
         convert(torch.nn.Linear(2, 2))
+        sanity_check(torch.nn.Linear(2, 2).state_dict(), {})
     """
-    assert [line for _, line in codes(src, select=["SFX105"])] == [16, 22, 24]
-    assert [line for _, line in codes(src, select=["SFX105"], include_cold=True)] == [6, 8, 10, 16, 22, 24]
+    assert [line for _, line in codes(src, select=["SFX105"])] == [20, 26, 28]
+    assert [line for _, line in codes(src, select=["SFX105"], include_cold=True)] == [6, 8, 10, 20, 26, 28]
+    # moco's ``sanity_check``: a walk over a state dict passed in, run once
+    assert ("SFX203", 15) not in codes(src) and ("SFX203", 15) in codes(src, include_cold=True)

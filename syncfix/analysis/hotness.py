@@ -37,7 +37,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from .loader_names import loader_like
-from .torch_api import METHOD_HOOKS, MODEL_WALKS
+from .torch_api import METHOD_HOOKS, MODEL_WALKS, WALK_WRAPPERS
 
 # A call, resolved as far as one file can: (module, function) with module "" for the file itself
 # and ``ANY`` for a method called through another object (resolved by name in the fixpoint).
@@ -537,18 +537,16 @@ def _once_per_pass(test_if: ast.If, loop: ast.AST) -> bool:
 def _walks_model(loop: ast.AST) -> bool:
     """``for m in model.named_modules():`` and the like (``navigation.walks_model``)."""
     it = loop.iter if isinstance(loop, ast.For) else None
-    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" and it.args:
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in WALK_WRAPPERS and it.args:
         it = it.args[0]
     if not isinstance(it, ast.Call) or not isinstance(it.func, ast.Attribute):
         return False
     if it.func.attr in MODEL_WALKS:
         return True
     inner = it.func.value
-    return (
-        it.func.attr in ("items", "values", "keys")
-        and isinstance(inner, ast.Call)
-        and isinstance(inner.func, ast.Attribute)
-        and inner.func.attr == "state_dict"
+    return it.func.attr in ("items", "values", "keys") and (
+        isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "state_dict"
+        or isinstance(inner, ast.Name) and inner.id.endswith("state_dict")
     )
 
 

@@ -16,7 +16,14 @@ from libcst.metadata import GlobalScope
 
 from .project import imports_torch
 from .syntax import dotted_name, stored_names, target_names
-from .torch_api import METHOD_HOOKS, MODEL_WALKS, STREAM_APIS, STREAM_METHODS, STREAM_WORDS
+from .torch_api import (
+    METHOD_HOOKS,
+    MODEL_WALKS,
+    STREAM_APIS,
+    STREAM_METHODS,
+    STREAM_WORDS,
+    WALK_WRAPPERS,
+)
 
 if TYPE_CHECKING:
     from .module import ModuleAnalysis
@@ -168,10 +175,11 @@ def runs_once(a: ModuleAnalysis, loop: cst.CSTNode) -> bool:
 
 def walks_model(loop: cst.CSTNode) -> bool:
     """A ``for`` over a model's layers or tensors: ``model.named_modules()``, ``m.parameters()``
-    (through ``enumerate``), or ``model.state_dict().items()``. It runs once per layer, and
+    (through ``enumerate``, ``list``, ``sorted``), ``model.state_dict().items()``, or a name
+    ``state_dict``'s (``*_state_dict``) ``.keys()``/``.items()``/``.values()``. It runs once per layer, and
     repeats only where the code around it does (repetition.py)."""
     it = loop.iter if isinstance(loop, cst.For) else None
-    if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "enumerate" and it.args:
+    if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value in WALK_WRAPPERS and it.args:
         it = it.args[0].value
     if not isinstance(it, cst.Call) or not isinstance(it.func, cst.Attribute):
         return False
@@ -179,11 +187,10 @@ def walks_model(loop: cst.CSTNode) -> bool:
     if method in MODEL_WALKS:
         return True
     inner = it.func.value
-    return (
-        method in ("items", "values", "keys")
-        and isinstance(inner, cst.Call)
-        and isinstance(inner.func, cst.Attribute)
-        and inner.func.attr.value == "state_dict"
+    return method in ("items", "values", "keys") and (
+        isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) and inner.func.attr.value == "state_dict"
+        # a state dict passed in or loaded (moco's ``for k in list(state_dict.keys()):``)
+        or isinstance(inner, cst.Name) and inner.value.endswith("state_dict")
     )
 
 

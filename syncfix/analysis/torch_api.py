@@ -162,6 +162,8 @@ MODEL_WALKS = frozenset({
     "modules", "named_modules", "children", "named_children", "parameters", "named_parameters",
     "buffers", "named_buffers",
 })
+# Calls a walk over a model goes through (``enumerate(model.parameters())``).
+WALK_WRAPPERS = frozenset({"enumerate", "list", "sorted"})
 # Methods of both that return the object itself, placed or cast (``model.cpu().parameters()``).
 PLACING_METHODS = frozenset({"cpu", "cuda", "to", "half", "float", "double", "bfloat16", "requires_grad_"})
 
