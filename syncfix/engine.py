@@ -569,19 +569,23 @@ def only_where_repeated(raws: list[RawFinding], analyzed: Analyzed, path: str) -
 
 # What a rule says of a sync on a tensor of unknown device in code it takes to repeat, and what
 # is true of it in code that runs once (shown with --include-cold).
-_REPEATS = re.compile(r"; that is, (every iteration of its loop|each time `\w+` runs), if the tensor")
-_ONCE = "; that is, once where it runs (one-time code), if the tensor"
+_REPEATS = re.compile(r"; that is, (?:every iteration of its loop|each time `\w+` runs)(?=[,;]|$)")
+_ONCE = "; that is, once where it runs (one-time code)"
+
+
+_WHERE_REPEATS = " where code repeats:"
 
 
 def said_of_one_time_code(raws: list[RawFinding], analyzed: Analyzed, path: str) -> list[RawFinding]:
-    """With ``--include-cold``: a finding in one-time code does not say its sync repeats."""
-    if analyzed.analysis is None or not any(_REPEATS.search(r.message) for r in raws):
+    """With ``--include-cold``: a finding in one-time code does not say its sync repeats (nor
+    that it is where code repeats: ``GPU value read on the host where code repeats:``)."""
+    said = [r for r in raws if _REPEATS.search(r.message) or _WHERE_REPEATS in r.message]
+    if analyzed.analysis is None or not said:
         return raws
     repetition = analyzed.repetition or Repetition(analyzed.analysis, path)
+    once = {id(r) for r in said if not repetition.repeats(r.node)}
     return [
-        replace(r, message=_REPEATS.sub(_ONCE, r.message, count=1))
-        if _REPEATS.search(r.message) and not repetition.repeats(r.node)
-        else r
+        replace(r, message=_REPEATS.sub(_ONCE, r.message.replace(_WHERE_REPEATS, ":", 1), count=1)) if id(r) in once else r
         for r in raws
     ]
 

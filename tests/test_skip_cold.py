@@ -203,3 +203,10 @@ def test_a_finding_shown_by_include_cold_does_not_say_every_step():
     assert check_code(src, path="train.py") == []  # one-time code: quiet by default
     (found,) = check_code(src, path="train.py", include_cold=True)
     assert "every iteration" not in found.message and "once where it runs (one-time code)" in found.message
+    assert "where code repeats" not in found.message  # lightweight-gan's cold read said both
+
+
+def test_a_read_of_a_gpu_value_in_one_time_code_does_not_say_code_repeats():
+    src = "import torch\n\n\ndef once(x: torch.Tensor):\n    y = x.cuda()\n    return y.sum().item()\n"
+    found = [f for f in check_code(src, path="train.py", include_cold=True) if f.code == "SFX105"]
+    assert len(found) == 1 and found[0].message.startswith("GPU value read on the host: ")
