@@ -412,42 +412,36 @@ def is_range_counter(a: ModuleAnalysis, name: cst.Name) -> bool:
 def range_calls(a: ModuleAnalysis, name: cst.Name) -> list[cst.Call] | None:
     """The ``range(...)`` calls of the loops whose plain target is every binding reaching
     ``name`` (``for name in range(...)``), or None when some binding is another."""
-    bindings = a.bindings(name)
-    calls = []
-    for asg in bindings:
-        node = getattr(asg, "node", None)
-        parent = a.parent(node) if isinstance(node, cst.CSTNode) else None
-        if not (
-            isinstance(asg, Assignment)
-            and isinstance(parent, (cst.For, cst.CompFor))
-            and parent.target is node
-            and isinstance(parent.iter, cst.Call)
-            and a.callee(parent.iter) == "builtins.range"
-        ):
-            return None
-        calls.append(parent.iter)
-    return calls or None
+    iters = _loop_iterables(a, name)
+    if iters is None or not all(isinstance(it, cst.Call) and a.callee(it) == "builtins.range" for it in iters):
+        return None
+    return iters or None  # type: ignore[return-value]
 
 
 def display_items(a: ModuleAnalysis, name: cst.Name) -> list[cst.BaseExpression] | None:
     """The items of the tuple or list displays iterated by the loops whose plain target is
     every binding reaching ``name`` (``for l in (g_loss, d_loss)``: both, each in turn), or
     None when some binding is another (or a display holds a starred item)."""
-    items: list[cst.BaseExpression] = []
+    iters = _loop_iterables(a, name)
+    if iters is None or not all(
+        isinstance(it, (cst.Tuple, cst.List)) and it.elements and all(isinstance(el, cst.Element) for el in it.elements)
+        for it in iters
+    ):
+        return None
+    return [el.value for it in iters for el in it.elements] or None  # type: ignore[attr-defined]
+
+
+def _loop_iterables(a: ModuleAnalysis, name: cst.Name) -> list[cst.BaseExpression] | None:
+    """The iterables of the ``for``s (statements or comprehensions) whose plain target is every
+    binding reaching ``name``; None when some binding is another."""
+    iters = []
     for asg in a.bindings(name):
         node = getattr(asg, "node", None)
         parent = a.parent(node) if isinstance(node, cst.CSTNode) else None
-        if not (
-            isinstance(asg, Assignment)
-            and isinstance(parent, (cst.For, cst.CompFor))
-            and parent.target is node
-            and isinstance(parent.iter, (cst.Tuple, cst.List))
-            and parent.iter.elements
-            and all(isinstance(el, cst.Element) for el in parent.iter.elements)
-        ):
+        if not (isinstance(asg, Assignment) and isinstance(parent, (cst.For, cst.CompFor)) and parent.target is node):
             return None
-        items.extend(el.value for el in parent.iter.elements)
-    return items or None
+        iters.append(parent.iter)
+    return iters
 
 
 def binding_values(a: ModuleAnalysis, name: cst.Name) -> list[cst.BaseExpression] | None:
