@@ -590,3 +590,29 @@ def test_a_global_read_in_a_main_block_is_not_one_other_files_store_to(tmp_path)
     root = _project(tmp_path, {"run.py": run, "other.py": other})
     fixes = _fixes(root, "run.py")
     assert fixes[9] == "safe" and fixes.get(4) != "safe"
+
+
+def test_a_computed_setattr_reaches_a_modules_globals_only_from_a_file_that_holds_it(tmp_path):
+    # BigGAN's converter: ``DEVICE = 'cuda'`` at the top of a script no file imports, while a
+    # layer file of the project sets attributes by computed names on its own objects
+    conv = """
+    import torch
+
+    DEVICE = "cuda"
+
+    def sample(G, n):
+        for _ in range(n):
+            z = torch.randn(4, 8).to(DEVICE)
+            G(z)
+    """
+    layers = (
+        "class SpectralNorm:\n    def __init__(self, module, name):\n        self.module, self.name = module, name\n\n"
+        "    def update(self, w):\n        setattr(self.module, self.name, w)\n"
+    )
+    root = _project(tmp_path, {"conv.py": conv, "layers.py": layers})
+    assert _fixes(root, "conv.py")[7] == "safe"
+    # a file that imports it may set its names by computed names: the device is then unknown
+    holder = "import conv\n\n\ndef configure(**kw):\n    for k, v in kw.items():\n        setattr(conv, k, v)\n"
+    (tmp_path / "b").mkdir()
+    root = _project(tmp_path / "b", {"conv.py": conv, "layers.py": layers, "holder.py": holder})
+    assert _fixes(root, "conv.py").get(7) != "safe"

@@ -21,7 +21,7 @@ attribute set through ``__dict__`` or ``vars()``. ``getattr(x, name)(...)`` call
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from .hotness import statements
@@ -158,10 +158,17 @@ class Members:
         a computed attribute)?"""
         return any(name in u.other_uses or u.dynamic_calls for u in self.uses.values())
 
-    def stored(self, name: str, skip: str | None = None, *, computed: bool = True) -> bool:
+    def stored(
+        self, name: str, skip: str | None = None, *, computed: bool = True, computed_from: Collection[str] | None = None
+    ) -> bool:
         """Does some file (other than ``skip``) store ``.name`` on an object other than ``self``
-        (or, unless ``computed`` is off, set a computed attribute)?"""
-        return any((name in u.stores or computed and u.dynamic_stores) for m, u in self.uses.items() if m != skip)
+        (or, unless ``computed`` is off, set a computed attribute: of the files in
+        ``computed_from`` only, where it is given)?"""
+        return any(
+            name in u.stores or computed and u.dynamic_stores and (computed_from is None or m in computed_from)
+            for m, u in self.uses.items()
+            if m != skip
+        )
 
     def builds_by_type(self, skip: str | None = None) -> bool:
         """Does some file (other than ``skip``) call a class it does not name (``type(x)(...)``)?"""

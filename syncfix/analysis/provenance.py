@@ -299,7 +299,30 @@ def _global_set_elsewhere(a: ModuleAnalysis, asg: Assignment, *, as_main: bool =
         return False
     members = a.project.members if a.project is not None and a.module_name is not None else None
     computed = not isinstance(asg.node, cst.Import)
-    return members is not None and members.stored(asg.name, skip=a.module_name, computed=computed)
+    if members is None:
+        return False
+    # a ``setattr`` with a computed name reaches this module's names only from a file holding
+    # the module: one that imports it (BigGAN's ``DEVICE = 'cuda'`` in a script no file imports,
+    # while a layer file ``setattr(self.module, self.name, ...)``)
+    return members.stored(asg.name, skip=a.module_name, computed=computed, computed_from=_holders(a))
+
+
+def _holders(a: ModuleAnalysis) -> set[str] | None:
+    """The project modules that import this one, directly or through each other (``import pkg``
+    of a package whose ``__init__`` imports it); None where that is not known."""
+    project = a.project
+    if project is None or a.module_name is None:
+        return None
+    todo, seen = [a.module_name], set[str]()
+    while todo:
+        file = project.module_file(todo.pop())
+        if file is None or file.ambiguous:
+            return None
+        for m in file.importers:
+            if m not in seen:
+                seen.add(m)
+                todo.append(m)
+    return seen
 
 
 def _assignment_value(a: ModuleAnalysis, asg: Assignment) -> Value:
