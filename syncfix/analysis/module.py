@@ -98,6 +98,7 @@ class Caches:
     attributes_set: dict[str, bool] = field(default_factory=dict)  # attributes.attribute_set
     requires_grad_set: bool | None = None  # autograd._turns_grad_on
     unseen: frozenset[str] | None = None  # bindings.unseen_names
+    holders: dict[str, frozenset[str] | None] = field(default_factory=dict)  # provenance._holders
     star_bound: tuple[frozenset[str] | None] | None = None  # ModuleAnalysis._star_binds
     star_aliases: dict[str, str] | None = None  # ModuleAnalysis._star_qualnames
     unseen_bindings: dict[tuple[Scope, str], BaseAssignment] = field(default_factory=dict)

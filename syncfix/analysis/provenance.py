@@ -64,6 +64,7 @@ from .values import (
 )
 
 if TYPE_CHECKING:
+    from .imported import ProjectModules
     from .module import ModuleAnalysis
 
 
@@ -307,13 +308,19 @@ def _global_set_elsewhere(a: ModuleAnalysis, asg: Assignment, *, as_main: bool =
     return members.stored(asg.name, skip=a.module_name, computed=computed, computed_from=_holders(a))
 
 
-def _holders(a: ModuleAnalysis) -> set[str] | None:
+def _holders(a: ModuleAnalysis) -> frozenset[str] | None:
     """The project modules that import this one, directly or through each other (``import pkg``
-    of a package whose ``__init__`` imports it); None where that is not known."""
+    of a package whose ``__init__`` imports it); None where that is not known. Once per file."""
     project = a.project
     if project is None or a.module_name is None:
         return None
-    todo, seen = [a.module_name], set[str]()
+    if a.module_name not in a.cache.holders:
+        a.cache.holders[a.module_name] = _importers_around(project, a.module_name)
+    return a.cache.holders[a.module_name]
+
+
+def _importers_around(project: ProjectModules, name: str) -> frozenset[str] | None:
+    todo, seen = [name], set[str]()
     while todo:
         file = project.module_file(todo.pop())
         if file is None or file.ambiguous:
@@ -322,7 +329,7 @@ def _holders(a: ModuleAnalysis) -> set[str] | None:
             if m not in seen:
                 seen.add(m)
                 todo.append(m)
-    return seen
+    return frozenset(seen)
 
 
 def _assignment_value(a: ModuleAnalysis, asg: Assignment) -> Value:
