@@ -130,7 +130,9 @@ class DataDependentShape(Rule):
     repeats and no `output_size`, `F.one_hot` without `num_classes`, and slicing or indexing with a
     CUDA scalar (`x[:n]`, `x[i]` with `n`, `i` 0-d CUDA tensors).
     Where the code repeats (a loop body, a step-like function or a function called from one), a
-    tensor whose device syncfix cannot name (a parameter's `.grad`, a model output passed in) is
+    tensor whose device syncfix cannot name (a parameter's `.grad`, a model output passed in, or
+    an unannotated parameter its function uses as only a tensor is used, `target.index_select(0,
+    i)` or `torch.zeros_like(target)`, unless it defaults to `None` or its type is tested) is
     reported too, as likely on the GPU, with no fix: the message says the device is unknown.
     `torch.tensor(x)` without `device=`, of a value syncfix cannot name, is likely a copy of
     host data (a list, an array): a CPU tensor, not reported. A

@@ -822,6 +822,37 @@ def test_a_class_apply_of_a_tensor_is_a_tensor_in_the_likely_view_only():
     assert not analysis.likely.value(values["c"]).is_tensor
 
 
+def test_a_parameter_its_function_uses_as_only_a_tensor_is_one_in_the_likely_view_only():
+    # transformer-xl's adaptive softmax: ``forward(self, hidden, target)`` calls
+    # ``target.index_select(...)``, so ``target >= l`` is a tensor there; a parameter bound again,
+    # used only with methods other types share (``.sum()`` stays per call), or a method a class of
+    # the module defines, says nothing of the parameter
+    from syncfix.analysis import Kind
+
+    src = (
+        "import torch\n\ndef f(t, u, v, w, z):\n    t.index_select(0, z)\n    torch.zeros_like(u)\n"
+        "    v.detach()\n    v = 3\n    w.sum()\n    a = t\n    b = u\n    c = v\n    d = w\n"
+    )
+    analysis, values = _assigned(src)
+    for name in "ab":
+        assert analysis.value(values[name]).kind is Kind.UNKNOWN
+        assert analysis.likely.value(values[name]).kind is Kind.TENSOR
+    for name in "cd":
+        assert not analysis.likely.value(values[name]).is_tensor
+    # annotated, optional or type-tested parameters say what they are themselves
+    for variant in ("def f(t: object, u, v, w, z)", "def f(u, v, w, z, t=None)", "def f(t, u, v, w, z)"):
+        tested = src.replace("def f(t, u, v, w, z)", variant)
+        if variant == "def f(t, u, v, w, z)":
+            tested = tested.replace("    a = t\n", "    a = t if isinstance(t, int) else 0\n    a = t\n")
+        analysis, values = _assigned(tested)
+        assert not analysis.likely.value(values["a"]).is_tensor
+        assert analysis.likely.value(values["b"]).is_tensor
+    own = src.replace("def f(", "class Rows:\n    def index_select(self, i, j):\n        return self\n\ndef f(")
+    analysis, values = _assigned(own)
+    assert not analysis.likely.value(values["a"]).is_tensor
+    assert analysis.likely.value(values["b"]).is_tensor
+
+
 def test_a_parameter_or_buffer_of_a_module_is_on_whatever_device_the_module_was_moved_to():
     # ``model.cuda()`` moves parameters and buffers, not plain tensor attributes: a parameter
     # made from a CPU tensor is no CPU tensor in ``forward``; a registered buffer is a tensor

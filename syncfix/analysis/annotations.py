@@ -85,3 +85,65 @@ def _tensor_sequence(a: ModuleAnalysis, expr: cst.Subscript) -> bool:
     if is_tuple:  # only the homogeneous form; ``tuple[T, U]`` is a TupleValue
         return len(rest) == 1 and isinstance(rest[0], cst.Index) and isinstance(rest[0].value, cst.Ellipsis)
     return not rest
+
+
+# Methods tensors have and numpy arrays, Python numbers and containers do not: a parameter that
+# its function uses so is a tensor wherever the call does not fail (a likely fact, as an
+# annotation the author left out).
+TENSOR_USE_METHODS = frozenset({
+    "index_select", "masked_fill", "masked_fill_", "masked_select", "unsqueeze", "unsqueeze_",
+    "view_as", "type_as", "new_zeros", "new_ones", "new_full", "new_empty", "new_tensor",
+    "index_fill_", "index_add_", "index_copy_", "scatter_", "scatter_add_", "element_size",
+    "numel", "contiguous", "detach", "expand_as",
+})
+
+
+def used_as_tensor(a: ModuleAnalysis, param: cst.Param) -> bool:
+    """In the likely view: is an unannotated parameter its function never rebinds used as only a
+    tensor is (the receiver of ``TENSOR_USE_METHODS``, or the first argument of
+    ``torch.*_like``)? transformer-xl's ``forward(self, hidden, target)`` with
+    ``target.index_select(0, i)``. Not one that defaults to ``None`` (``if scale:`` tests that
+    it was given) or whose type the function tests (``isinstance(x, torch.Tensor)``: ignite's
+    ``x.unsqueeze(0)`` of a tensor, ``torch.tensor([x])`` of a number)."""
+    scope = a.scope(param.name)
+    if scope is None or not a.assume_tensors or a.torch_alias is None or param.annotation is not None:
+        return False
+    if isinstance(param.default, cst.Name) and param.default.value == "None":
+        return False
+    bound = list(scope.assignments[param.name.value])
+    if len(bound) != 1:
+        return False
+    uses = [access.node for access in bound[0].references]
+    if any(_type_tested(a, use) for use in uses):
+        return False
+    for use in uses:
+        parent = a.parent(use)
+        if (
+            isinstance(parent, cst.Attribute)
+            and parent.value is use
+            and parent.attr.value in TENSOR_USE_METHODS
+            and parent.attr.value not in a.class_method_names
+            and isinstance(a.parent(parent), cst.Call)
+        ):
+            return True
+        arg = a.parent(parent) if isinstance(parent, cst.Arg) else None
+        if (
+            isinstance(arg, cst.Call)
+            and arg.args
+            and arg.args[0] is parent
+            and (a.callee(arg) or "").startswith("torch.")
+            and (a.callee(arg) or "").endswith("_like")
+        ):
+            return True
+    return False
+
+
+def _type_tested(a: ModuleAnalysis, use: cst.CSTNode) -> bool:
+    """Is ``use`` the first argument of ``isinstance``/``type``/``torch.is_tensor``?"""
+    arg = a.parent(use)
+    call = a.parent(arg) if isinstance(arg, cst.Arg) else None
+    return (
+        isinstance(call, cst.Call)
+        and call.args[0] is arg
+        and a.callee(call) in ("builtins.isinstance", "builtins.type", "torch.is_tensor")
+    )

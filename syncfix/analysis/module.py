@@ -184,7 +184,8 @@ class ModuleAnalysis:
         """The same module read with one *likely* fact added, for findings and unsafe fixes only:
         a value syncfix cannot name whose method or attribute is one tensors have
         (``x.eq(y)``, ``x.mean()``, ``p.grad``; ``torch_api.LIKELY_TENSOR_METHODS``), or that is
-        read with ``.item()``/``.tolist()``, is a tensor (device, dtype and shape unknown); and
+        read with ``.item()``/``.tolist()``, is a tensor (device, dtype and shape unknown), and so
+        is a parameter its function uses as only a tensor is (annotations.py ``used_as_tensor``); and
         ``self.<attr>`` holds what its class's own methods assign, where another file may set it
         too (attributes.py ``likely_attribute_values``); and a tokenizer's output
         (``tokenizer(texts, return_tensors="pt").input_ids``) is a new CPU tensor (tokenizers.py);

@@ -21,7 +21,7 @@ from libcst.metadata import Assignment, GlobalScope
 from libcst.metadata.scope_provider import BaseAssignment
 
 from . import attributes, callgraph, containers, loaders
-from .annotations import annotation_value
+from .annotations import annotation_value, used_as_tensor
 from .attributes import assumed_tensor, attribute_value, declared_forward, is_module_class
 from .bindings import assignment_order, fact_of_name
 from .devices import fstring_device, origin_code, string_device
@@ -445,6 +445,8 @@ def _param_value(a: ModuleAnalysis, param: cst.Param) -> Value:
     declared = annotation_value(a, param.annotation) if param.annotation is not None else UNKNOWN
     passed = callgraph.param_value(a, param)
     if passed is None or passed.kind is Kind.UNKNOWN:
+        if declared.kind is Kind.UNKNOWN and used_as_tensor(a, param):
+            return Value(Kind.TENSOR)  # the likely view only
         return declared
     return passed
 

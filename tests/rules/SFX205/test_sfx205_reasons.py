@@ -95,3 +95,19 @@ def test_a_mask_stays_a_mask_through_triangles_views_and_negation(mask):
     src = HEAD + f"        p = y.unsqueeze(1) == y.unsqueeze(0)\n        a = y.view(-1)[{mask}]\n"
     found = [f for f in check_code(src, path="train.py") if f.code == "SFX205"]
     assert len(found) == 1 and "boolean-mask read" in found[0].message
+
+
+def test_a_nonzero_of_a_parameter_the_function_uses_as_a_tensor_is_reported():
+    # transformer-xl's ``mask_i = (target >= l) & (target < r); mask_i.nonzero()`` in each forward,
+    # where ``target.index_select(0, indices_i)`` shows ``target`` is a tensor
+    src = (
+        "import torch\nfrom torch import nn\n\nclass Crit(nn.Module):\n    def forward(self, hidden, target):\n"
+        "        for lo in range(3):\n            mask = (target >= lo) & (target < lo + 1)\n"
+        "            idx = mask.nonzero().squeeze()\n            hidden = hidden + target.index_select(0, idx).sum()\n"
+        "        return hidden\n"
+    )
+    found = [f for f in check_code(src, path="model.py") if f.code == "SFX205"]
+    assert [f.line for f in found] == [8] and found[0].fix is None
+    assert "a number only the author knows" in found[0].message
+    unused = src.replace("target.index_select(0, idx)", "idx")
+    assert not [f for f in check_code(unused, path="model.py") if f.code == "SFX205"]
