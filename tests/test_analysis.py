@@ -822,6 +822,25 @@ def test_a_class_apply_of_a_tensor_is_a_tensor_in_the_likely_view_only():
     assert not analysis.likely.value(values["c"]).is_tensor
 
 
+def test_a_tensor_added_to_in_place_in_a_loop_keeps_its_shape_and_dtype():
+    # ``acc += v`` on a tensor is in place: the result has ``acc``'s shape and dtype (or the op
+    # raises), whatever ``v`` is; asked first from the read after the loop, the loop-carried
+    # cycle still settles on them (an unknown still being computed said "not a tensor")
+    src = (
+        "import torch\ndef f(model, xs):\n    acc = torch.full((), 0, dtype=torch.int64, device='cuda')\n"
+        "    m = torch.zeros(3)\n    for x in xs:\n        acc += model(x).argmax()\n        m @= model(x)\n"
+        "    a = acc\n    b = m\n"
+    )
+    for first in ("shape", "dtype"):
+        analysis, values = _assigned(src)
+        a = values["a"]
+        if first == "dtype":
+            assert analysis.dtype_of(a) == "torch.int64" and analysis.dtype_kind(a) == "int"
+        assert analysis.shape_key(a) == "()" and analysis.is_one_element(a)
+        assert analysis.dtype_of(a) == "torch.int64" and analysis.dtype_kind(a) == "int"
+        assert analysis.shape_key(values["b"]) != "()"  # ``@=`` is no in-place op of a tensor
+
+
 def test_a_parameter_its_function_uses_as_only_a_tensor_is_one_in_the_likely_view_only():
     # transformer-xl's adaptive softmax: ``forward(self, hidden, target)`` calls
     # ``target.index_select(...)``, so ``target >= l`` is a tensor there; a parameter bound again,

@@ -57,6 +57,7 @@ from .torch_api import (
     SAME_DTYPE_METHODS,
     TENSOR_NAMESPACES,
 )
+from .values import Kind
 
 if TYPE_CHECKING:
     from .module import ModuleAnalysis
@@ -88,6 +89,11 @@ def _dtype_of(a: ModuleAnalysis, e: cst.CSTNode) -> str | None | object:
             return None
         return agree(a.dtype_of(v) for v in values)
     if isinstance(e, cst.AugAssign):
+        target = a.value(e.target)
+        if target.kind is Kind.BOTTOM:
+            return CYCLE  # unknown in this round of a cycle: no information yet
+        if not isinstance(e.operator, cst.MatrixMultiplyAssign) and target.is_tensor:
+            return a.dtype_of(e.target)  # in place: the tensor keeps its dtype, or the op raises
         return _binop_dtype(a, e.target, e.operator, e.value)
     if isinstance(e, cst.Subscript):
         return a.dtype_of(e.value) if a.is_tensor(e.value) else None
@@ -285,6 +291,9 @@ def dtype_kind(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:
     """
     if isinstance(expr, cst.Name):
         kind = fact_of_name(a, expr, a.dtype_kind)
+        if kind is None:  # a total a loop adds to in place (``acc += v``) has no single binding
+            dtype = a.dtype_of(expr)
+            kind = DTYPE_KIND.get(dtype.rsplit(".", 1)[-1]) if dtype else None
         # a ``backward()`` just before proves a real floating scalar whatever the binding
         return kind if kind is not None or not backward_checked(a, expr) else "float"
     if isinstance(expr, cst.Comparison):

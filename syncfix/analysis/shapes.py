@@ -50,7 +50,8 @@ def is_zero_dim(a: ModuleAnalysis, expr: cst.CSTNode) -> bool:
 def _shape_key(a: ModuleAnalysis, e: cst.CSTNode) -> str | None | object:
     if isinstance(e, cst.Name):
         if not a.is_tensor(e):
-            return None
+            # a value still unknown in this round of a loop-carried cycle says nothing yet
+            return CYCLE if a.value(e).kind is Kind.BOTTOM else None
         values: Sequence[cst.CSTNode] | None = a.reaching_values(e)
         if values is None:
             values = display_items(a, e)  # ``for l in (g_loss, d_loss)``: each item in turn
@@ -65,6 +66,11 @@ def _shape_key(a: ModuleAnalysis, e: cst.CSTNode) -> str | None | object:
                     return key
         return "name:" + e.value
     if isinstance(e, cst.AugAssign):
+        target = a.value(e.target)
+        if target.kind is Kind.BOTTOM:
+            return CYCLE  # unknown in this round of a cycle: no information yet
+        if not isinstance(e.operator, cst.MatrixMultiplyAssign) and target.is_tensor:
+            return a.shape_key(e.target)  # in place: the tensor keeps its shape, or the op raises
         return _broadcast_key(a, [e.target, e.value])
     if isinstance(e, (cst.Comparison, cst.BinaryOperation)):
         operands = (
@@ -87,6 +93,8 @@ def _shape_key(a: ModuleAnalysis, e: cst.CSTNode) -> str | None | object:
 def _broadcast_key(a: ModuleAnalysis, operands: Sequence[cst.BaseExpression]) -> str | None:
     keys = []
     for o in operands:
+        if a.value(o).kind is Kind.BOTTOM:
+            continue  # unknown in this round of a cycle: no information yet
         if a.value(o).is_tensor:
             k = a.shape_key(o)
             if k is None:
@@ -151,7 +159,9 @@ def one_element_shape(a: ModuleAnalysis, expr: cst.BaseExpression) -> tuple[int,
     ``(1, 1)``...), or None. 0-d: full reductions (``t.sum()``, ``t.mean()``,
     ``torch.sum(t)``), default- or sum-reduced losses, ``clip_grad_norm_``, ``torch.tensor(3.0)``."""
     if isinstance(expr, cst.Name):
-        return fact_of_name(a, expr, a.one_element_shape)
+        shape = fact_of_name(a, expr, a.one_element_shape)
+        # a 0-d total a loop adds to in place (``acc += v``) has no single binding to ask
+        return shape if shape is not None or a.shape_key(expr) != "()" else ()
     if isinstance(expr, (cst.BinaryOperation, cst.Comparison)):
         operands = (
             [expr.left, expr.right]

@@ -177,3 +177,35 @@ def test_a_name_bound_to_a_tensors_size_is_a_count():
     )
     (finding,) = check_code(src, select=["SFX302"])
     assert finding.fix is not None and "not provably a count" not in finding.message, finding.message
+
+
+TWO_TOTALS = """
+import torch
+import torch.nn.functional as F
+
+
+def evaluate(model, loader):
+    total = 0.0
+    correct = 0
+    for x, y in loader:
+        x = x.to("cuda", non_blocking=True)
+        y = y.to("cuda", non_blocking=True)
+        out = model(x)
+        total += F.nll_loss(out, y, reduction="sum").item()
+        correct += (out.argmax(1) == y).sum().item()
+    return total / len(loader), correct
+
+
+def main(model, loader):
+    for epoch in range(10):
+        print(evaluate(model, loader))
+"""
+
+
+def test_the_fixed_totals_read_after_their_loop_are_not_reported_again():
+    # the fix's ``total = total_acc.item()`` and ``correct = correct_acc.item()``: two 0-d
+    # totals of a float and an int dtype (added to in place, so 0-d and of their dtype), one
+    # read per dtype kind, nothing to merge (SFX301 said "not provably one-element")
+    fixed = fix_code(TWO_TOTALS, unsafe_fixes=True)
+    assert "total = total_acc.item()" in fixed and "correct = correct_acc.item()" in fixed, fixed
+    assert check_code(fixed, unsafe_fixes=True) == []
