@@ -89,6 +89,8 @@ class TensorCreationOnDevice(Rule):
       `float(x)`, `len(x)`, arithmetic of such...) becomes `torch.full((), v, ...)`, keeping
       `dtype` and `requires_grad`, and a one-element list of one (`[0.0]`) becomes
       `torch.full((1,), v, ...)`, under the same conditions. `full` infers bool/int64/default-float exactly like `tensor`
+      (from PyTorch 1.7; the fix writes `dtype=torch.int64` or `dtype=torch.bool` for an int or a
+      bool, so it is the same on older versions too, where `full` made a float or raised)
       (checked for bool, int, float, nan, inf against every dtype on the CPU). The fix is safe for
       bools, int literals within range (with a floating `dtype`, up to 2**24 in size: `tensor`
       rounds a larger int to a double first and `full` rounds it once, so
@@ -187,13 +189,13 @@ class TensorCreationOnDevice(Rule):
         # an int of unknown value: only an unsafe fix
         Invalid(
             "import torch\ndef f(n):\n    return torch.tensor(int(n) * 2, device='cuda')\n",
-            "import torch\ndef f(n):\n    return torch.full((), int(n) * 2, device='cuda')\n",
+            "import torch\ndef f(n):\n    return torch.full((), int(n) * 2, dtype=torch.int64, device='cuda')\n",
             unsafe=True,
         ),
         # a length is within int64: safe
         Invalid(
             "import torch\ndef f(xs: list):\n    return torch.tensor(len(xs), device='cuda')\n",
-            "import torch\ndef f(xs: list):\n    return torch.full((), len(xs), device='cuda')\n",
+            "import torch\ndef f(xs: list):\n    return torch.full((), len(xs), dtype=torch.int64, device='cuda')\n",
         ),
         # unknown data (maybe a tensor): no fix
         Invalid("import torch\ndef f(v):\n    return torch.tensor(v, device='cuda')\n", None),
@@ -414,7 +416,7 @@ class TensorCreationOnDevice(Rule):
             if not kwargs <= _SCALAR_KEYWORDS:
                 return None
             value = data if element is None else element
-            new = _full(a, node, one=element is not None)
+            new = _full(a, node, one=element is not None, scalar=scalar)
             if self._scalar_exact(node, value, scalar):
                 return self.safe_fix({node: new}, _FILL if element is None else _FILL_ONE)
             return self.unsafe_fix({node: new}, (_FILL if element is None else _FILL_ONE) + _FILL_UNSAFE)
@@ -480,10 +482,12 @@ class TensorCreationOnDevice(Rule):
         return False
 
 
-def _full(a: ModuleAnalysis, node: cst.Call, *, one: bool = False) -> cst.Call:
+def _full(a: ModuleAnalysis, node: cst.Call, *, one: bool = False, scalar: str | None = None) -> cst.Call:
     """``torch.tensor(v, ...)`` -> ``torch.full((), v, ...)``, every argument kept; with
     ``one``, ``torch.tensor([v], ...)`` -> ``torch.full((1,), v, ...)``. A bare ``tensor(v)``
-    becomes ``torch.full`` through the module's name for ``torch``."""
+    becomes ``torch.full`` through the module's name for ``torch``. An int or bool ``scalar``
+    without ``dtype=`` gets it written (``dtype=torch.int64``/``torch.bool``, what ``tensor``
+    infers): ``full`` infers it too only from PyTorch 1.7 (1.5 made a float, 1.6 raised)."""
     func = node.func
     if isinstance(func, cst.Name):
         func = cst.Attribute(cst.Name(a.torch_alias_at(node) or "torch"), cst.Name("tensor"))
@@ -495,7 +499,15 @@ def _full(a: ModuleAnalysis, node: cst.Call, *, one: bool = False) -> cst.Call:
         assert element is not None
         args[0] = args[0].with_changes(value=element)
         shape = cst.Tuple([cst.Element(cst.Integer("1"), comma=cst.Comma())])
+    if scalar in _SCALAR_DTYPES and keyword(node, "dtype") is None:
+        dtype = kwarg("dtype", cst.Attribute(func.value, cst.Name(_SCALAR_DTYPES[scalar])))
+        rest = args[1:]
+        sep = args[0].comma if isinstance(args[0].comma, cst.Comma) else comma()
+        args = [args[0].with_changes(comma=sep), dtype.with_changes(comma=sep) if rest else dtype, *rest]
     return node.with_changes(func=func.with_changes(attr=cst.Name("full")), args=[cst.Arg(shape, comma=comma()), *args])
+
+
+_SCALAR_DTYPES = {"int": "int64", "bool": "bool"}
 
 
 def _one_element(data: cst.BaseExpression) -> cst.BaseExpression | None:
