@@ -77,6 +77,10 @@ class BlockingHostToDevice(Rule):
     ones a factory builds (`1 - torch.eye(n).type_as(x)`), builds them with `dtype=x.dtype,
     device=x.device`: **unsafe**, since `type_as` picks the *current* CUDA device and this `x`'s
     (the same where `x` is on the current device, as in a process per GPU); no fix otherwise.
+    So is `x.type(torch.cuda.FloatTensor)` of a tensor or batch item not on CUDA, also through a
+    name bound to the type or to `torch.cuda.FloatTensor if cuda else torch.FloatTensor`
+    (`imgs.type(Tensor)` in a GAN's step, where the condition picks CUDA): a copy to the current
+    CUDA device, cast on the host first; no fix (copy the item non-blocking, then cast).
     Where code repeats, a tokenizer's output moved whole (`tokenizer(text,
     return_tensors="pt").to(device)`: likely new CPU tensors, each copied blocking) is reported
     with no fix: copying the tensors the model takes with `non_blocking=True` is the user's edit.
@@ -297,7 +301,7 @@ class BlockingHostToDevice(Rule):
     FIX = "sometimes"
     SAFETY = ("safe", "unsafe")
     OBSERVABLE = ("cpu_tensor", "unshared_source", "cuda_device")
-    TRIGGERS = (".cuda(", ".to(", ".type_as(")
+    TRIGGERS = (".cuda(", ".to(", ".type_as(", ".type(")
     NEEDS_TORCH = False  # ``x.cuda()`` in a loop is reported even when nothing proves x a tensor
     VALID = [
         # already non-blocking
@@ -351,6 +355,9 @@ class BlockingHostToDevice(Rule):
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "type_as":
             self._type_as(node)
+            return
+        if isinstance(func, cst.Attribute) and func.attr.value == "type":
+            self._legacy_type(node)
             return
         if not isinstance(func, cst.Attribute) or func.attr.value not in ("cuda", "to"):
             return
@@ -545,6 +552,32 @@ class BlockingHostToDevice(Rule):
         built = None if a.uses_streams or a.caught_by_handler(node) else built_like(a, node)
         fix = self.unsafe_fix({node: built}, _TYPE_AS_BUILT) if built is not None else None
         self.report(node, _TYPE_AS if fix is None else _TYPE_AS_HEAD, fix=fix)
+
+    def _legacy_type(self, node: cst.Call) -> None:
+        """``x.type(torch.cuda.FloatTensor)``, or through a name bound to it or to
+        ``torch.cuda.FloatTensor if cuda else torch.FloatTensor`` (PyTorch-GAN's ``imgs.type(Tensor)``
+        of each batch): a CPU tensor copied to the current CUDA device and cast, blocking. No fix:
+        the cast happens before the copy (on the CPU), where the rewrite would cast after it."""
+        a = self.analysis
+        args = positional(node)
+        func = node.func
+        assert isinstance(func, cst.Attribute)
+        typed = a.legacy_type(args[0].value) if len(args) == 1 and len(node.args) == 1 else None
+        if typed is None or typed[1] is Device.CPU:
+            return
+        receiver = a.value(func.value)
+        if receiver.kind is Kind.MODULE or a.used_as_module(func.value) or receiver.device is Device.CUDA:
+            return  # ``model.type(...)`` casts a module's parameters; a CUDA tensor is not copied
+        if not (receiver.is_tensor or a.is_likely_batch_item(func.value) or a.likely.value(func.value).is_tensor):
+            return
+        short, device = typed
+        which = "" if device is Device.CUDA else f" where `{code(a, args[0].value)}` is CUDA's type"
+        self.report(
+            node,
+            f"{self.MESSAGE} (`.type(...)` to CUDA's `{short}`{which} copies a CPU tensor to the current "
+            "CUDA device and casts it; no fix: copy it with `.to(device, non_blocking=True)` from pinned "
+            "memory (`pin_memory=True` on its loader), then cast it on the device)",
+        )
 
     def _build_like(self, node: cst.Call) -> None:
         a = self.analysis

@@ -40,7 +40,9 @@ class TensorCreationOnDevice(Rule):
     (`"cuda" if torch.cuda.is_available() else "cpu"`). The legacy CUDA constructors of data,
     `torch.cuda.LongTensor(sizes)` (not of sizes: `torch.cuda.FloatTensor(n, k)`, or one size
     such as `x.size()`, `x.shape[0]`, `t.item()`, `len(x)`, a name bound to one), copy it the
-    same way: reported, with no fix (their conversions are their own). Where the code repeats,
+    same way: reported, with no fix (their conversions are their own); so do they through a name
+    bound to one, or to `torch.cuda.FloatTensor if cuda else torch.FloatTensor` (`Tensor(np_array)`
+    in a GAN's step: a copy where the condition picks CUDA). Where the code repeats,
     `x.new_tensor(data)` of a tensor not provably on the CPU: it builds on the host and copies to
     `x`'s device just the same.
 
@@ -207,6 +209,13 @@ class TensorCreationOnDevice(Rule):
         if name is not None and name.startswith("torch.cuda.") and name[len("torch.cuda."):] in LEGACY_CONSTRUCTORS:
             self._legacy_cuda(node, name)
             return
+        alias = node.func if isinstance(node.func, cst.Name) else None
+        typed = a.legacy_type(alias) if alias is not None else None
+        if alias is not None and typed is not None and typed[1] is not Device.CPU:
+            # PyTorch-GAN's ``Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor``
+            where = "" if typed[1] is Device.CUDA else ", where its condition picks the CUDA type"
+            self._legacy_cuda(node, typed[0], f"`{alias.value}` (CUDA's `{typed[0]}`{where})")
+            return
         if name not in ("torch.tensor", "torch.as_tensor"):
             self._new_tensor(node)
             return
@@ -254,7 +263,7 @@ class TensorCreationOnDevice(Rule):
         fix = self._fix(node, data, dev.value)
         self.report(node, self.MESSAGE if fix else self.MESSAGE + self._no_fix(node, data, dev.value), fix=fix)
 
-    def _legacy_cuda(self, node: cst.Call, name: str) -> None:
+    def _legacy_cuda(self, node: cst.Call, name: str, said: str | None = None) -> None:
         """``torch.cuda.LongTensor(sizes)`` of a list of host numbers (gpt-neox's per-batch sizes):
         built from the list on the host and copied to the current CUDA device, blocking. No fix:
         the legacy constructor's conversions are its own (``torch.tensor`` is not proven alike)."""
@@ -271,7 +280,7 @@ class TensorCreationOnDevice(Rule):
             return  # OpenNMT's ``torch.cuda.ByteTensor(max_size)``, ``max_size=4096``: a size
         self.report(
             node,
-            f"{self.MESSAGE} (`{short}` of a list{'' if known else ' or an array (not a CUDA tensor)'} "
+            f"{self.MESSAGE} ({said or f'`{short}`'} of {'host data' if known else 'a list or an array (not a CUDA tensor)'} "
             "copies it from pageable host memory; no fix: "
             f"`torch.tensor(data, dtype=..., pin_memory=True).to(\"cuda\", non_blocking=True)` builds "
             "it without the wait, or build it once where the values repeat)",

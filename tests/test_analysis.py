@@ -841,6 +841,18 @@ def test_a_tensor_added_to_in_place_in_a_loop_keeps_its_shape_and_dtype():
         assert analysis.shape_key(values["b"]) != "()"  # ``@=`` is no in-place op of a tensor
 
 
+def test_a_module_made_and_called_at_once_returns_its_output_not_itself():
+    # dino's ``loss = nn.CrossEntropyLoss()(output, target)`` in each validation step: LibCST names
+    # the outer call by its callee, "torch.nn.CrossEntropyLoss", which read it as a new module
+    from syncfix.analysis import Kind
+
+    src = "import torch\nfrom torch import nn\ndef f(o, t):\n    a = nn.CrossEntropyLoss()(o, t)\n    b = nn.CrossEntropyLoss()\n"
+    analysis, values = _assigned(src)
+    assert analysis.value(values["a"]).kind is Kind.TENSOR and analysis.callee(values["a"]) is None
+    assert analysis.loss_reduction(values["a"]) == "mean" and analysis.is_zero_dim(values["a"])
+    assert analysis.value(values["b"]).kind is Kind.MODULE
+
+
 def test_a_parameter_its_function_uses_as_only_a_tensor_is_one_in_the_likely_view_only():
     # transformer-xl's adaptive softmax: ``forward(self, hidden, target)`` calls
     # ``target.index_select(...)``, so ``target >= l`` is a tensor there; a parameter bound again,

@@ -70,3 +70,38 @@ def _legacy_copy(a: ModuleAnalysis, call: cst.Call) -> bool:
         isinstance(el, cst.Element) and not isinstance(el.value, (cst.List, cst.Tuple, cst.Call))
         for el in value.elements
     )
+
+
+def legacy_type(a: ModuleAnalysis, expr: cst.BaseExpression, depth: int = 0) -> tuple[str, Device] | None:
+    """The legacy tensor type ``expr`` names and the device of its tensors: ``torch.cuda.FloatTensor``
+    (CUDA), ``torch.FloatTensor`` (the CPU), a name bound only to one, or to ``torch.cuda.FloatTensor
+    if cuda else torch.FloatTensor`` (PyTorch-GAN's ``Tensor``: CUDA or the CPU); else None."""
+    name = a.qualname(expr)
+    if name is not None and name.startswith("torch."):
+        short = name.rsplit(".", 1)[-1]
+        if short not in LEGACY_CONSTRUCTORS or short == "Tensor":
+            return None
+        if name == f"torch.cuda.{short}":
+            return short, Device.CUDA
+        return (short, Device.CPU) if name == f"torch.{short}" else None
+    if isinstance(expr, cst.IfExp):
+        body, orelse = legacy_type(a, expr.body, depth), legacy_type(a, expr.orelse, depth)
+        if body is None or orelse is None or body[0] != orelse[0]:
+            return None
+        return (body[0], body[1]) if body[1] is orelse[1] else (body[0], Device.CUDA_OR_CPU)
+    if isinstance(expr, cst.Name) and depth < 4:
+        values = a.binding_values(expr)
+        if values and len(values) == 1 and values[0] is not expr:
+            return legacy_type(a, values[0], depth + 1)
+    return None
+
+
+def legacy_cuda_value(a: ModuleAnalysis, call: cst.Call) -> Value | None:
+    """``torch.cuda.FloatTensor(n, k)`` or ``Tensor(data)`` of a type :func:`legacy_type` places
+    on CUDA (or on CUDA or the CPU): a tensor there, of the type's dtype."""
+    typed = legacy_type(a, call.func)
+    if typed is None or typed[1] is Device.CPU:
+        return None
+    short, device = typed
+    sizes = _legacy_sizes(a, call)
+    return Value(Kind.TENSOR, device, Memory.UNKNOWN, sizes or _legacy_copy(a, call), LEGACY_CONSTRUCTORS[short])

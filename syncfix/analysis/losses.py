@@ -41,6 +41,8 @@ def _loss_reduction(a: ModuleAnalysis, call: cst.Call) -> str | None:
         makers = a.reaching_values(func)
     elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
         makers = _self_values(a, func)
+    elif isinstance(func, cst.Call):
+        makers = [func]  # ``nn.CrossEntropyLoss()(output, target)``: made and called at once
     else:
         return None
     if not makers:

@@ -46,6 +46,7 @@ from . import (
     effects,
     handlers,
     host_reads,
+    legacy_constructors,
     lightning,
     losses,
     narrowing,
@@ -263,8 +264,10 @@ class ModuleAnalysis:
 
     def qualnames(self, node: cst.CSTNode) -> frozenset[str]:
         """Every qualified name ``node`` may refer to (all candidates of an import fallback)."""
-        if isinstance(node, cst.Attribute) and dotted_name(node) is None:
-            return frozenset()  # LibCST names ``torch.randn(3).cuda`` "torch.randn.cuda": not a name
+        if isinstance(node, cst.Attribute) and dotted_name(node) is None or isinstance(node, cst.Call):
+            # LibCST names ``torch.randn(3).cuda`` "torch.randn.cuda", and a call by its callee
+            # (``nn.CrossEntropyLoss()`` as "torch.nn.CrossEntropyLoss"): not names
+            return frozenset()
         cached = self.cache.qualnames.get(node)
         if cached is None:
             # Asked of the scope lazily, node by node: resolving LibCST's QualifiedNameProvider
@@ -720,6 +723,11 @@ class ModuleAnalysis:
     def is_host_data(self, expr: cst.BaseExpression) -> bool:
         """Is ``expr`` provably host data (Python numbers, numpy values) and never a tensor?"""
         return pynumbers.is_host_data(self, expr)
+
+    def legacy_type(self, expr: cst.BaseExpression) -> tuple[str, Device] | None:
+        """The legacy tensor type ``expr`` names (``torch.cuda.FloatTensor``, or a name bound to
+        ``torch.cuda.FloatTensor if cuda else torch.FloatTensor``) and where its tensors are."""
+        return legacy_constructors.legacy_type(self, expr)
 
     # ---- shapes (shapes.py) and autograd (autograd.py) ------------------------------------
     def shape_key(self, expr: cst.CSTNode) -> str | None:

@@ -26,6 +26,7 @@ from .attributes import assumed_tensor, attribute_value, declared_forward, is_mo
 from .bindings import assignment_order, fact_of_name
 from .devices import fstring_device, origin_code, string_device
 from .dtypes import is_dtype
+from .legacy_constructors import legacy_cuda_value
 from .narrowing import narrowed_kind
 from .navigation import in_main_block, target_path
 from .syntax import (
@@ -488,6 +489,10 @@ def _call_value(a: ModuleAnalysis, call: cst.Call) -> Value:
                 return NUMBER if args and all(_numbers(a, arg.value) for arg in args) else UNKNOWN
             if short in ("str", "repr", "format", "list", "tuple", "dict", "set", "sorted", "print"):
                 return OTHER
+    if isinstance(func, cst.Name) and not names & {"builtins." + func.value}:
+        made = legacy_cuda_value(a, call)  # PyTorch-GAN's ``Tensor(n, 1)``, ``Tensor = torch.cuda.FloatTensor``
+        if made is not None:
+            return made
     if is_module_class(a, func):
         return Value(Kind.MODULE)
     if isinstance(func, cst.Attribute):

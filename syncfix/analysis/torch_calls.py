@@ -15,7 +15,7 @@ from . import loaders
 from .attributes import is_module_class
 from .devices import origin_code
 from .dtypes import dtype_kw
-from .legacy_constructors import legacy_value
+from .legacy_constructors import legacy_cuda_value, legacy_value
 from .syntax import display_argument, in_place_keyword, keyword, positional
 from .torch_api import (
     CREATION_DEVICE_ARG,
@@ -90,6 +90,8 @@ def torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | No
         made = legacy_value(a, short, call)
         if made is not None:
             return made
+    if namespace == "torch.cuda." and short in LEGACY_CONSTRUCTORS:
+        return legacy_cuda_value(a, call) or UNKNOWN
     if short[:1].isupper():  # a class: nn layers are modules, anything else we do not model
         return Value(Kind.MODULE) if is_module_class(a, call.func) else UNKNOWN
     if namespace == "torch." and short in TENSOR_SEQUENCES:

@@ -167,7 +167,7 @@ def test_a_legacy_cuda_constructor_of_data_is_a_blocking_copy():
     )
     found = check_code(src, select=["SFX102"])
     assert [(f.line, f.fix) for f in found] == [(9, None), (10, None)]
-    assert "`LongTensor` of a list or an array" in found[0].message and "of a list copies" in found[1].message
+    assert "`LongTensor` of a list or an array" in found[0].message and "of host data copies" in found[1].message
     # OpenNMT's ``all_gather_list(data, max_size=4096)``: ``torch.cuda.ByteTensor(max_size)`` by size
     sized = (
         "import torch\n\n\ndef gather(items, max_size=4096):\n    for _ in items:\n"
