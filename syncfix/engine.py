@@ -201,7 +201,11 @@ def analyze(
         called_from_loops=frozenset(context.hot) if context else hot_in_file(source or module.code, settings.hot_functions),
         module_name=context.module_name if context else None,
         imported=context.imported if context else None,
-        project=ProjectModules(context.modules, settings.devices, closed=context.closed) if context and context.modules else None,
+        project=(
+            ProjectModules(context.modules, settings.devices, closed=context.closed, beside=context.beside)
+            if context and context.modules
+            else None
+        ),
         package=context.package if context else None,
         streams_around=context.streams_around if context else "",
         later_syncs_around=context.later_syncs_around if context else False,

@@ -22,7 +22,7 @@ else:  # pragma: no cover
 from .analysis.accelerators import names_other_accelerator
 from .analysis.async_copies import counts_on_later_syncs, uses_streams
 from .analysis.handlers import may_catch_text
-from .analysis.hotness import FileCalls, file_calls, one_time
+from .analysis.hotness import LOCAL, FileCalls, file_calls, one_time
 from .analysis.hotness import hot_functions as hot_functions_of
 from .analysis.imported import forget
 from .analysis.loaders import places_items
@@ -95,6 +95,11 @@ class Project:
             self.index.add(name, data, package_of(path, name))
             sources[name] = (path, data)
         self.resolve = _suffixes(sources)
+        # a script's folder is first on ``sys.path``: there ``import models`` is the ``models.py``
+        # beside it, whatever other folders hold one (PyTorch-GAN's ``implementations/<gan>/``)
+        self.local = _beside(sources, self.index)
+        for importer, chosen in self.local.items():
+            self.resolve.update({f"{importer}{LOCAL}{t}": m for t, m in chosen.items()})
         # each file of a closed project carries the whole project's table: bounded, so that a
         # big project's contexts stay small (beyond it, the installable policy holds); ``closed``
         # is the user's word for it (``closed-project``), None: what the root shows
@@ -140,7 +145,8 @@ class Project:
         )
         aliases: dict[str, list[str]] = {}
         for suffix, name in self.resolve.items():
-            aliases.setdefault(name, []).append(suffix)
+            if LOCAL not in suffix:
+                aliases.setdefault(name, []).append(suffix)
         importers: dict[str, set[str]] = {}
         for name in sources:
             for target in self.imports_of(name):
@@ -153,7 +159,7 @@ class Project:
             m
             for name in sources
             for target in self.index.targets.get(name, ())
-            if len(candidates.get(target, ())) > 1
+            if len(candidates.get(target, ())) > 1 and target not in self.local.get(name, {})
             for m in candidates[target]
         }
         self.files = {
@@ -228,7 +234,8 @@ class Project:
         """The project modules ``name`` imports directly."""
         known = self._direct.get(name)
         if known is None:
-            found = {self.resolve.get(t) for t in self.index.targets.get(name, ())}
+            beside = self.local.get(name, {})
+            found = {beside.get(t) or self.resolve.get(t) for t in self.index.targets.get(name, ())}
             known = self._direct[name] = frozenset(m for m in found if m is not None and m != name)
         return known
 
@@ -300,6 +307,7 @@ class Project:
             name in self.one_time,
             name in self.torch_by_star,
             self.narrow_to,
+            tuple(sorted(self.local.get(name, {}).items())),
         )
 
 
@@ -399,6 +407,23 @@ def _candidates(modules: Iterable[str]) -> dict[str, set[str]]:
         for i in range(len(parts)):
             seen.setdefault(".".join(parts[i:]), set()).add(m)
     return seen
+
+
+def _beside(sources: Mapping[str, tuple[Path, bytes]], index: ProjectIndex) -> dict[str, dict[str, str]]:
+    """Per module in a folder that is no package (a script's), each import target several
+    modules may be that names one beside it (``models`` -> ``implementations.ccgan.models``)."""
+    candidates = _candidates(sources)
+    packages = {name for name, (path, _) in sources.items() if path.stem == "__init__"}
+    found: dict[str, dict[str, str]] = {}
+    for name, (path, _) in sources.items():
+        folder = name.rpartition(".")[0]
+        if path.stem == "__init__" or not folder or folder in packages:
+            continue  # a package's module: no implicit import of its neighbours
+        for target in index.targets.get(name, ()):
+            beside = f"{folder}.{target}"
+            if len(candidates.get(target, ())) > 1 and beside in sources:
+                found.setdefault(name, {})[target] = beside
+    return found
 
 
 def _suffixes(modules: Iterable[str]) -> dict[str, str]:

@@ -248,6 +248,11 @@ def _visitor_calls(tree, hot):
         if isinstance(node, ast.Call):
             if isinstance(node.func, ast.Name) and node.func.id == "input" and every:
                 interactive.add(loop)
+            table = node.func.value if isinstance(node.func, ast.Subscript) else None
+            holder = ast.unparse(table) if isinstance(table, (ast.Name, ast.Attribute)) else ""
+            for chosen in collector.dispatch.get(holder, []) if holder.count(".") <= 1 else []:
+                out.calls.setdefault(function, [])
+                made.append((function, chosen, loop))
             callee = resolve(node.func, len(node.args) + len(node.keywords))
             if callee is not None:
                 out.calls.setdefault(function, [])
@@ -851,3 +856,32 @@ def run(steps):
     hot = hot_functions(files)
     assert {"train", "step"} <= hot["pkg.trainer"]
     assert "save" not in hot["pkg.trainer"]
+
+
+def test_the_functions_a_dict_holds_run_where_it_is_indexed_and_called():
+    # DETR's ``SetCriterion.get_loss``: ``loss_map = {'labels': self.loss_labels, ...}`` then
+    # ``loss_map[loss](outputs, ...)``, called from ``forward`` each step; a dict that also holds
+    # data is no table of functions
+    criterion = """
+class SetCriterion:
+    def loss_labels(self, outputs):
+        return outputs
+
+    def loss_boxes(self, outputs):
+        return outputs
+
+    def loss_kept(self, outputs):
+        return outputs
+
+    def get_loss(self, loss, outputs):
+        loss_map = {"labels": self.loss_labels, "boxes": self.loss_boxes}
+        mixed = {"kept": self.loss_kept, "scale": 2}
+        mixed["kept"](outputs)
+        return loss_map[loss](outputs)
+
+    def forward(self, outputs):
+        return [self.get_loss(k, outputs) for k in ("labels", "boxes")]
+"""
+    hot = hot_functions([file_calls("pkg.crit", criterion.encode(), ["forward"], {"pkg.crit": "pkg.crit"})])
+    assert {"forward", "get_loss", "loss_labels", "loss_boxes"} <= hot["pkg.crit"]
+    assert "loss_kept" not in hot["pkg.crit"]

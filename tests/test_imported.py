@@ -149,9 +149,22 @@ def test_relative_imports_in_a_package(tmp_path):
 
 
 def test_a_module_name_two_folders_share_is_not_resolved(tmp_path):
-    # ``import util`` could be either file, depending on sys.path: neither is assumed
-    root = _project(tmp_path, {"a/util.py": UTIL, "b/util.py": UTIL.replace('"cpu"', "input()"), "a/train.py": TRAIN})
-    assert "safe" not in _fixes(root, "a/train.py").values()
+    # ``import util`` from a third folder could be either file, depending on sys.path: neither
+    # is assumed; nor beside a package's module (no implicit relative import)
+    root = _project(tmp_path, {"a/util.py": UTIL, "b/util.py": UTIL.replace('"cpu"', "input()"), "c/train.py": TRAIN})
+    assert "safe" not in _fixes(root, "c/train.py").values()
+    packaged = {"p/__init__.py": "", "p/util.py": UTIL, "b/util.py": UTIL, "p/train.py": TRAIN}
+    (tmp_path / "pkg").mkdir()
+    assert "safe" not in _fixes(_project(tmp_path / "pkg", packaged), "p/train.py").values()
+
+
+def test_a_module_beside_a_script_is_the_one_it_imports(tmp_path):
+    # a script's folder is first on sys.path: PyTorch-GAN's ``implementations/<gan>/`` each hold
+    # a ``models.py``, and each script's ``import models`` is its own folder's
+    files = {"a/util.py": UTIL, "b/util.py": UTIL.replace('"cpu"', "input()"), "a/train.py": TRAIN}
+    assert "safe" in _fixes(_project(tmp_path, files), "a/train.py").values()
+    (tmp_path / "other").mkdir()
+    assert "safe" not in _fixes(_project(tmp_path / "other", {**files, "b/train.py": TRAIN}), "b/train.py").values()
 
 
 def test_a_file_changed_after_the_index_read_it_gives_nothing(tmp_path):

@@ -39,6 +39,9 @@ from dataclasses import dataclass, field
 from .loader_names import loader_like
 from .torch_api import METHOD_HOOKS, MODEL_WALKS, WALK_WRAPPERS
 
+#: In the import resolution table, ``importer + LOCAL + target``: the module ``target`` names
+#: for that importer alone (one beside it; syncfix/projects.py ``_beside``).
+LOCAL = "\0"
 # A call, resolved as far as one file can: (module, function) with module "" for the file itself
 # and ``ANY`` for a method called through another object (resolved by name in the fixpoint).
 Callee = tuple[str, str]
@@ -135,10 +138,13 @@ def takes_no_non_blocking(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 
 
 def _imports(
-    tree: ast.Module, package: str, resolve: Mapping[str, str]
+    tree: ast.Module, package: str, resolve: Mapping[str, str], module: str = ""
 ) -> tuple[dict[str, Callee], dict[str, str], frozenset[str], list[str]]:
     """What a file's imports bind: names of project functions, project modules, names of what
-    is not the project's, and the project modules it star-imports."""
+    is not the project's, and the project modules it star-imports. ``module``'s own entries of
+    ``resolve`` (``module + LOCAL + target``: a module beside a script) come first."""
+    if module:
+        resolve = _Beside(resolve, module)
     names: dict[str, Callee] = {}  # local name -> (project module, function) it was imported as
     modules: dict[str, str] = {}  # local name -> project module (``import pkg.nn as nn``)
     foreign: set[str] = set()  # local names bound to what is not the project's
@@ -169,6 +175,23 @@ def _imports(
     return names, modules, frozenset(foreign - modules.keys() - names.keys()), stars
 
 
+class _Beside(Mapping[str, str]):
+    """``resolve`` as one module sees it: its own entries (a module beside a script) first."""
+
+    def __init__(self, resolve: Mapping[str, str], module: str) -> None:
+        self.resolve, self.prefix = resolve, module + LOCAL
+
+    def __getitem__(self, target: str) -> str:
+        own = self.resolve.get(self.prefix + target)
+        return own if own is not None else self.resolve[target]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.resolve)
+
+    def __len__(self) -> int:
+        return len(self.resolve)
+
+
 def file_calls(
     module: str,
     source: bytes | ast.Module,
@@ -188,7 +211,7 @@ def file_calls(
     hot = set(hot_functions)
     if package is None:
         package = module.rpartition(".")[0]
-    names, modules, foreign, out.stars = _imports(tree, package, resolve)
+    names, modules, foreign, out.stars = _imports(tree, package, resolve, module)
     out.imported = {local: callee for local, callee in names.items() if local != "*"}
     collector = _Collector(out, hot, names, modules, foreign)
     collector.collect(tree)
@@ -290,6 +313,9 @@ class _Collector:
         self.method_names: set[str] = set()  # the methods of its top-level classes
         # ``step = make_step(...)``: a call of ``step`` runs what ``make_step`` returns
         self.closure_calls: dict[str, Callee] = {}
+        # ``loss_map = {"labels": self.loss_labels, ...}`` (or ``self.loss_map = ...``): a call
+        # ``loss_map[k](...)`` runs one of them (DETR's ``SetCriterion.get_loss``)
+        self.dispatch: dict[str, list[Callee]] = {}
 
     def collect(self, tree: ast.Module) -> None:
         """Each call, under the function it is in and whether a loop of that function that
@@ -335,6 +361,9 @@ class _Collector:
                 func = node.func  # type: ignore[attr-defined]
                 if type(func) is ast.Name and func.id == "input" and every_time:
                     interactive.add(loop)  # type: ignore[arg-type]
+                for chosen in self._dispatched(func):
+                    out.calls.setdefault(function, [])
+                    made.append((function, chosen, loop))
                 callee = self._callee(func, len(node.args) + len(node.keywords))  # type: ignore[attr-defined]
                 if callee is not None:
                     out.calls.setdefault(function, [])
@@ -386,6 +415,11 @@ class _Collector:
             return
         value, target = node.value, node.targets[0]
         self.bind_call(target, value)
+        if isinstance(value, ast.Dict):
+            key = _holder_key(target)
+            handed = [self.handed(v) for v in value.values if v is not None]
+            if key is not None and handed and all(h is not None for h in handed):
+                self.dispatch[key] = [h for h in handed if h is not None]
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
             made: Callee | None = self.names.get(value.func.id, ("", value.func.id))
         else:  # ``loss_evaluator = make_loss(...)``, then ``self.loss_evaluator = loss_evaluator``
@@ -396,6 +430,13 @@ class _Collector:
             self.made[target.id] = made
         elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
             self.out.instances[target.attr] = made
+
+    def _dispatched(self, func: ast.expr) -> list[Callee]:
+        """The functions ``table[k](...)`` may run, where ``table`` holds only functions."""
+        if type(func) is not ast.Subscript:
+            return []
+        key = _holder_key(func.value)
+        return self.dispatch.get(key, []) if key is not None else []
 
     def prepare(self, tree: ast.Module) -> None:
         """What the file defines at its top level, before its calls are read: its classes, its
@@ -487,6 +528,15 @@ class _Collector:
             hint = receiver.id if isinstance(receiver, ast.Name) else receiver.attr if isinstance(receiver, ast.Attribute) else ""
             return (ANY + hint, func.attr)
         return None
+
+
+def _holder_key(target: ast.expr) -> str | None:
+    """``table`` or ``self.table``: a name for what holds a dict of functions."""
+    if type(target) is ast.Name:
+        return target.id
+    if type(target) is ast.Attribute and type(target.value) is ast.Name and target.value.id == "self":
+        return "self." + target.attr
+    return None
 
 
 def _runs_once(loop: ast.AST) -> bool:

@@ -62,12 +62,21 @@ class ProjectModules:
     """The other modules of a file's project it imports (``ModuleContext.modules``), by the
     names an import may reach each by (``ModuleFile.aliases``: unique in the whole project)."""
 
-    def __init__(self, modules: Sequence[ModuleFile], devices: Sequence[str] | None, *, closed: bool = False) -> None:
+    def __init__(
+        self,
+        modules: Sequence[ModuleFile],
+        devices: Sequence[str] | None,
+        *,
+        closed: bool = False,
+        beside: Sequence[tuple[str, str]] = (),
+    ) -> None:
         self.devices = tuple(devices) if devices is not None else None
         #: only the project's files import its modules (``ModuleContext.closed``)
         self.closed = closed
         self._by_name = {alias: m for m in modules for alias in m.aliases}
         self._files = {m.name: m for m in modules}
+        # a name this file's imports reach beside it (``ModuleContext.beside``)
+        self._by_name.update({target: self._files[name] for target, name in beside if name in self._files})
         # Whole modules loaded to read their calls of this project's functions, the last few
         # kept while this file is analysed: a module that calls several functions of another
         # is parsed once, not once per function. Each is a live tree, so only up to a budget of

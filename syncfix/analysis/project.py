@@ -186,6 +186,9 @@ class ModuleContext:
     #: ``BoxList.to(self, device)``): an object syncfix cannot name may be one of its instances;
     #: the class and its module, for messages (empty where none)
     narrow_to: str = ""
+    #: import targets several project modules may be, that name the one beside this file (its
+    #: folder is a script's, first on ``sys.path``): (target, module) pairs
+    beside: tuple[tuple[str, str], ...] = ()
 
     def fingerprint(self) -> str:
         """For the results cache: a file's findings change when (only when) this does (a change
@@ -205,6 +208,7 @@ class ModuleContext:
                 str(self.one_time),
                 str(self.torch_by_star),
                 self.narrow_to,
+                ",".join(f"{t}={m}" for t, m in self.beside),
                 ",".join(
                     sorted(
                         f"{m.name}:{m.digest}:{','.join(sorted(m.imported))}:{','.join(m.aliases)}:{','.join(m.importers)}:{m.ambiguous}:{m.handlers_around}"
