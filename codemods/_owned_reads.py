@@ -8,7 +8,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ._collected_lists import collected_after_loop
-from ._support import per_element_read, runs_every_iteration, runs_on_every_call
+from ._support import per_element_read, periodic, runs_every_iteration, runs_on_every_call
 from ._totals import added_to_total
 
 _HANDLED_CONTEXTS = (
@@ -52,7 +52,10 @@ def owned_elsewhere(a, node: cst.Call, stmt: cst.SimpleStatementLine, proven: bo
             # provably on CUDA, and where they report the read this finding gives way
             # (DEFERS_TO); cleanrl's five ``writer.add_scalar(..., v_loss.item(), ...)`` at the
             # end of each iteration neither moves nor defers
+            # (under an ``if`` that lets it run one step in N: a warm-up's ``if step < n:``
+            # runs every step it lets through, and no other rule reports that read)
             in_log(a, anc) and not (runs_every_iteration(a, stmt) or runs_on_every_call(a, stmt))
+            and _under_periodic_test(a, stmt)
             # a meter's update: SFX302's
             or method == "update"
             # SFX404 reads a list's values after the loop, for tensors it can place on CUDA
@@ -85,6 +88,19 @@ def owned_elsewhere(a, node: cst.Call, stmt: cst.SimpleStatementLine, proven: bo
         if isinstance(other, cst.SimpleStatementLine) and reads(other, any_device=True) and _quiet(a, earlier):
             return True
     return False
+
+
+def _under_periodic_test(a, stmt: cst.CSTNode) -> bool:
+    """Is ``stmt`` in the body of an ``if step % N == 0:`` (or another test that counts steps)
+    within its loop, or in no loop (a function's log, as its calls decide)?"""
+    child = stmt
+    for anc in a.ancestors(stmt):
+        if isinstance(anc, (cst.For, cst.While, cst.FunctionDef)):
+            return not isinstance(anc, (cst.For, cst.While))
+        if isinstance(anc, cst.If) and child is anc.body and periodic(anc.test):
+            return True
+        child = anc
+    return True
 
 
 def _quiet(a, stmt: cst.CSTNode) -> bool:

@@ -571,7 +571,7 @@ class BlockingHostToDevice(Rule):
         if not (receiver.is_tensor or a.is_likely_batch_item(func.value) or a.likely.value(func.value).is_tensor):
             return
         short, device = typed
-        which = "" if device is Device.CUDA else f" where `{code(a, args[0].value)}` is CUDA's type"
+        which = "" if device is Device.CUDA else f" where `{code(a, args[0].value)}` is CUDA's"
         self.report(
             node,
             f"{self.MESSAGE} (`.type(...)` to CUDA's `{short}`{which} copies a CPU tensor to the current "

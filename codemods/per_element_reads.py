@@ -19,7 +19,8 @@ class PerElementReads(Rule):
     comprehension `[v.item() for v in x]`, `[float(t) for t in (loss, acc)]`, or a `for` loop
     whose body reads its loop variable with `.item()`/`float()`/`int()`/`bool()`/`.tolist()`.
     Where the code repeats, a comprehension that reads each element of values syncfix cannot name
-    with `.item()` (`[x.item() for x in gathered]`) is reported too, without a fix, and so is
+    with `.item()` (`[x.item() for x in gathered]`, or a dict comprehension's keys: `{t["id"].item():
+    out for t, out in zip(targets, results)}`) is reported too, without a fix, and so is
     one that indexes each element out of one tensor and reads it alone (`[passk[k - 1].item()
     for k in ks]`, `[float(t[i, :2].sum()) for i in idx]`): which single read replaces them
     depends on the indices, so the message says to read the tensor once (`passk.tolist()`) and
@@ -291,6 +292,9 @@ class PerElementReads(Rule):
                 self.report(node, fix=self.unsafe_fix({node: values[1]}, _DICT_FIX), wait_stays=True)
                 return
         elt = node.value if isinstance(node, cst.DictComp) else node.elt
+        key = node.key if isinstance(node, cst.DictComp) else None
+        if not isinstance(elt, cst.Call) and isinstance(key, cst.Call) and (a.host_read(key) or a.likely.host_read(key)):
+            elt = key  # DETR's ``{target["image_id"].item(): output for ...}``: read per key
         comp = node.for_in
         if not isinstance(elt, cst.Call):
             self._read_inside(node, elt)

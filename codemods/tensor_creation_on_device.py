@@ -214,7 +214,8 @@ class TensorCreationOnDevice(Rule):
         if alias is not None and typed is not None and typed[1] is not Device.CPU:
             # PyTorch-GAN's ``Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor``
             where = "" if typed[1] is Device.CUDA else ", where its condition picks the CUDA type"
-            self._legacy_cuda(node, typed[0], f"`{alias.value}` (CUDA's `{typed[0]}`{where})")
+            own = "CUDA's" if alias.value == typed[0] else f"CUDA's `{typed[0]}`"
+            self._legacy_cuda(node, typed[0], f"`{alias.value}` ({own}{where})")
             return
         if name not in ("torch.tensor", "torch.as_tensor"):
             self._new_tensor(node)

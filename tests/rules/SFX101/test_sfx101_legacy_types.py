@@ -36,7 +36,7 @@ def _found(code: str) -> dict[int, str]:
 def test_a_copy_by_type_to_a_cuda_type_or_an_alias_of_one_is_reported_without_a_fix():
     found = _found("SFX101")
     assert sorted(found) == [12, 13]  # not the CPU type, a module, or a tensor on CUDA already
-    assert "where `Tensor` is CUDA's type" in found[12] and "no fix" in found[12]
+    assert "where `Tensor` is CUDA's" in found[12] and "no fix" in found[12]
     assert "where" not in found[13].split("(`.type")[1].split(";")[0]
     assert all(f.fix is None for f in check_code(GAN, path="gan.py", unsafe_fixes=True) if f.code == "SFX101")
 
@@ -45,6 +45,9 @@ def test_a_legacy_constructor_of_host_data_through_an_alias_is_reported_and_one_
     found = _found("SFX102")
     assert sorted(found) == [15]
     assert "`Tensor` (CUDA's `FloatTensor`, where its condition picks the CUDA type) of host data" in found[15]
+    named = GAN.replace("Tensor = torch", "FloatTensor = torch").replace("Tensor(", "FloatTensor(")
+    (message,) = [f.message for f in check_code(named, path="gan.py") if f.code == "SFX102"]
+    assert "`FloatTensor` (CUDA's, where its condition picks the CUDA type) of host data" in message
 
 
 def test_a_tensor_made_by_an_alias_of_a_cuda_type_is_on_cuda_or_the_cpu():

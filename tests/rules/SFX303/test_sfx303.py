@@ -312,3 +312,19 @@ def test_a_tensordict_of_losses_gets_no_stack_fix():
     plain = src.replace("        losses_mean = losses.apply(lambda x: x.float().mean(), batch_size=[])\n",
                         "        losses_mean = {'a': loss_module(data).mean(), 'b': loss_module(data).sum()}\n")
     assert "torch.stack(" in fix_code(plain, select=["SFX303"], unsafe_fixes=True)
+
+
+def test_a_read_per_key_of_a_dict_comprehension_is_reported():
+    # DETR's evaluate: ``res = {target['image_id'].item(): output for target, output in zip(...)}``
+    # every batch; a key that reads nothing leaves the value's reads to be found
+    from syncfix import check_code
+
+    src = (
+        "import torch\n\n\ndef evaluate(model, loader):\n    for samples, targets in loader:\n"
+        "        results = model(samples)\n"
+        "        res = {t['image_id'].item(): out for t, out in zip(targets, results)}\n"
+        "        kept = {str(k): v.item() + 1 for k, v in zip(targets, results)}\n"
+        "        print(res, kept)\n"
+    )
+    found = sorted(f.line for f in check_code(src, path="eval.py") if f.code == "SFX303")
+    assert found == [7, 8]
