@@ -97,10 +97,24 @@ def _under_periodic_test(a, stmt: cst.CSTNode) -> bool:
     for anc in a.ancestors(stmt):
         if isinstance(anc, (cst.For, cst.While, cst.FunctionDef)):
             return not isinstance(anc, (cst.For, cst.While))
-        if isinstance(anc, cst.If) and child is anc.body and periodic(anc.test):
+        if isinstance(anc, cst.If) and child is anc.body and (periodic(anc.test) or _ends_the_run(a, anc.body)):
             return True
         child = anc
     return True
+
+
+_EXITS = frozenset({"sys.exit", "builtins.exit", "builtins.quit", "os._exit"})
+
+
+def _ends_the_run(a, body: cst.BaseSuite) -> bool:
+    """Does the block end by raising or exiting the process (dino's ``if not
+    math.isfinite(loss.item()): print(...); sys.exit(1)``): what it logs is logged once?"""
+    last = body.body[-1] if isinstance(body, cst.IndentedBlock) and body.body else None
+    small = last.body[-1] if isinstance(last, cst.SimpleStatementLine) and last.body else None
+    if isinstance(small, cst.Raise):
+        return True
+    call = small.value if isinstance(small, cst.Expr) else None
+    return isinstance(call, cst.Call) and a.callee(call) in _EXITS
 
 
 def _quiet(a, stmt: cst.CSTNode) -> bool:
