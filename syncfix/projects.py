@@ -411,7 +411,8 @@ def _candidates(modules: Iterable[str]) -> dict[str, set[str]]:
 
 def _beside(sources: Mapping[str, tuple[Path, bytes]], index: ProjectIndex) -> dict[str, dict[str, str]]:
     """Per module in a folder that is no package (a script's), each import target several
-    modules may be that names one beside it (``models`` -> ``implementations.ccgan.models``)."""
+    modules may be that names one beside it (``models`` -> ``implementations.ccgan.models``),
+    and no module at the project's root."""
     candidates = _candidates(sources)
     packages = {name for name, (path, _) in sources.items() if path.stem == "__init__"}
     found: dict[str, dict[str, str]] = {}
@@ -421,7 +422,9 @@ def _beside(sources: Mapping[str, tuple[Path, bytes]], index: ProjectIndex) -> d
             continue  # a package's module: no implicit import of its neighbours
         for target in index.targets.get(name, ()):
             beside = f"{folder}.{target}"
-            if len(candidates.get(target, ())) > 1 and beside in sources:
+            # not where the root holds that module too: run from the root as a module
+            # (``python -m scripts.train``), the root's is the one imported
+            if len(candidates.get(target, ())) > 1 and beside in sources and target not in sources:
                 found.setdefault(name, {})[target] = beside
     return found
 

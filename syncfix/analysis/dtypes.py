@@ -293,7 +293,7 @@ def dtype_kind(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:
         kind = fact_of_name(a, expr, a.dtype_kind)
         if kind is None:  # a total a loop adds to in place (``acc += v``) has no single binding
             exact = a.dtype_of(expr)
-            kind = DTYPE_KIND.get(exact.rsplit(".", 1)[-1]) if exact else None
+            kind = DTYPE_KIND.get(exact.rsplit(".", 1)[-1]) if isinstance(exact, str) else None  # not in a cycle
         # a ``backward()`` just before proves a real floating scalar whatever the binding
         return kind if kind is not None or not backward_checked(a, expr) else "float"
     if isinstance(expr, cst.Comparison):
