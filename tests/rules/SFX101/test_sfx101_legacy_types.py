@@ -70,29 +70,20 @@ def test_a_tensor_made_by_an_alias_of_a_cuda_type_is_on_cuda_or_the_cpu():
 @pytest.mark.cuda
 def test_the_lines_reported_sync_and_the_sizes_constructor_does_not():
     # why ``imgs.type(Tensor)`` and ``Tensor(np_array)`` are reported and ``Tensor(n, 1)`` is not
-    import warnings
-
     import numpy as np
+
+    from ..support import count_syncs
 
     torch = pytest.importorskip("torch")
     tensor_type = torch.cuda.FloatTensor
     imgs = torch.rand(64, 3, 32, 32)
     noise = np.random.normal(0, 1, (64, 100))
 
-    def syncs(fn) -> int:
-        torch.cuda.synchronize()
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            torch.cuda.set_sync_debug_mode("warn")
-            try:
-                for _ in range(3):
-                    fn()
-            finally:
-                torch.cuda.set_sync_debug_mode(0)
-        return sum("synchroniz" in str(w.message).lower() for w in caught)
+    def three(make):
+        return lambda: [make() for _ in range(3)]
 
-    by_type, by_data, by_sizes = syncs(lambda: imgs.type(tensor_type)), syncs(lambda: tensor_type(noise)), syncs(
-        lambda: tensor_type(64, 1).fill_(1.0)
-    )
+    by_type = count_syncs(three(lambda: imgs.type(tensor_type)))[1]
+    by_data = count_syncs(three(lambda: tensor_type(noise)))[1]
+    by_sizes = count_syncs(three(lambda: tensor_type(64, 1).fill_(1.0)))[1]
     print(f"syncs over 3 steps: .type(Tensor) {by_type}, Tensor(array) {by_data}, Tensor(n, 1) {by_sizes}")
     assert by_type >= 3 and by_data >= 3 and by_sizes == 0
