@@ -104,7 +104,8 @@ class TensorCreationOnDevice(Rule):
       dtype `tensor(-2**63 - 1)` works where `full` raises) and for a float or out-of-range int
       with an integer `dtype` (both raise, with different messages). An int that lies in int64
       in any run that ends is **safe** with no `dtype` or an int64 one: `len(x)` (at most
-      `sys.maxsize`) and the counter of `for i in range(...)` counting up by one from no start
+      `sys.maxsize`), a tensor's `x.numel()` or `x.dim()` (a Python int torch keeps in int64:
+      DETR's `torch.tensor([t.numel()], device="cuda")`), and the counter of `for i in range(...)` counting up by one from no start
       or a literal one within 2**62 (to pass 2**63 it would first run 2**62 iterations). A numpy scalar or a name of
       unknown type is not provably a Python scalar: it gets the pinned form below.
     - **Host data** (provably: a list or tuple of numbers, an array or numpy scalar from a numpy

@@ -853,6 +853,21 @@ def test_a_module_made_and_called_at_once_returns_its_output_not_itself():
     assert analysis.value(values["b"]).kind is Kind.MODULE
 
 
+def test_a_join_of_a_comprehension_is_where_its_items_are_made():
+    # SimCLR's ``torch.cat([torch.arange(n) for i in range(k)], dim=0)``: a CPU tensor (so its
+    # ``.to(args.device)`` copies from the CPU); items of unknown place leave it unknown
+    from syncfix.analysis import Device
+
+    src = (
+        "import torch\ndef f(n, k, ts, dev):\n    a = torch.cat([torch.arange(n) for i in range(k)], dim=0)\n"
+        "    b = torch.stack([t.cpu() for t in ts])\n    c = torch.cat([t for t in ts])\n"
+        "    d = torch.cat([torch.zeros(n).to(dev) for i in range(k)])\n"
+    )
+    analysis, values = _assigned(src)
+    assert analysis.value(values["a"]).device is Device.CPU and analysis.value(values["b"]).device is Device.CPU
+    assert analysis.value(values["c"]).device is Device.UNKNOWN and analysis.value(values["d"]).device is Device.UNKNOWN
+
+
 def test_a_parameter_its_function_uses_as_only_a_tensor_is_one_in_the_likely_view_only():
     # transformer-xl's adaptive softmax: ``forward(self, hidden, target)`` calls
     # ``target.index_select(...)``, so ``target >= l`` is a tensor there; a parameter bound again,

@@ -67,6 +67,14 @@ def python_number_type(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | Non
             return inner
         return None
     if isinstance(expr, cst.Call) and not expr.args[1:] and all(not arg.star for arg in expr.args):
+        func = expr.func
+        if (
+            not expr.args
+            and isinstance(func, cst.Attribute)
+            and func.attr.value in ("numel", "dim", "ndimension", "element_size")
+            and a.value(func.value).is_tensor
+        ):
+            return "int"  # DETR's ``torch.tensor([tensor.numel()], device="cuda")``: a Python int
         callee = a.callee(expr) or ""
         return PY_NUMBER_BUILTINS.get(callee) or DEVICE_INDEX_FUNCTIONS.get(callee)
     if isinstance(expr, cst.Comparison):
@@ -94,9 +102,13 @@ _COUNTER_START_LIMIT = 2**62
 
 def int64_by_construction(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
     """Is ``expr`` a Python int that lies in int64's range in any run that ends? ``len(x)`` (at
-    most ``sys.maxsize``), or the counter of ``for i in range(...)`` counting up by one from no
-    start or a literal one within 2**62: to pass 2**63 it would first run 2**62 iterations."""
+    most ``sys.maxsize``), a tensor's ``numel()`` or ``dim()``, or the counter of ``for i in
+    range(...)`` counting up by one from no start or a literal one within 2**62: to pass 2**63
+    it would first run 2**62 iterations."""
     if isinstance(expr, cst.Call):
+        func = expr.func
+        if not expr.args and isinstance(func, cst.Attribute) and func.attr.value in ("numel", "dim"):
+            return a.value(func.value).is_tensor  # a tensor's sizes are int64 in torch itself
         return a.callee(expr) == "builtins.len" and len(expr.args) == 1 and not expr.args[0].star
     if not isinstance(expr, cst.Name):
         return False

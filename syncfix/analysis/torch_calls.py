@@ -134,6 +134,9 @@ def torch_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value | No
             operands.append(Value(Kind.TENSOR, items.device, origin=items.origin))
         elif filled:  # ``ims.append(o.cpu())`` then ``torch.stack(ims)``: what was put in
             operands.extend(_joined(a, item) for item in filled)
+        elif isinstance(first, (cst.ListComp, cst.GeneratorExp)) and _joined(a, first.elt).is_tensor:
+            # SimCLR's ``torch.cat([torch.arange(n) for i in range(k)])``: each item is made alike
+            operands.append(_joined(a, first.elt))
         else:
             hidden = True
     if any(v.kind is Kind.BOTTOM for v in operands):

@@ -223,3 +223,18 @@ def test_a_one_element_list_filled_on_the_device_is_exact_on_the_cpu(training):
     compare(before, after, bitwise=True)
     assert [t.requires_grad for t in before] == [t.requires_grad for t in after]
     assert all(t.is_leaf for t in after)
+
+
+def test_a_tensors_element_count_is_an_int64_filled_safely():
+    # DETR's all_gather: ``local_size = torch.tensor([tensor.numel()], device="cuda")``; a count
+    # of an object syncfix cannot name may be any number (an unsafe fill, as for ``int(n)``)
+    src = (
+        "import torch\n\n\ndef gather(chunks, other):\n    for chunk in chunks:\n"
+        "        tensor = torch.ByteTensor(list(chunk)).to('cuda')\n"
+        "        a = torch.tensor([tensor.numel()], device='cuda')\n"
+        "        b = torch.tensor([other.numel()], device='cuda')\n        print(a, b)\n"
+    )
+    fixes = {f.line: f.fix for f in check_code(src, select=["SFX102"], unsafe_fixes=True)}
+    assert fixes[7] is not None and fixes[7].applicability.value == "safe"
+    assert "torch.full((1,), tensor.numel(), dtype=torch.int64, device='cuda')" in fix_code(src, select=["SFX102"])
+    assert 8 not in fixes or fixes[8] is None or fixes[8].applicability.value != "safe"
