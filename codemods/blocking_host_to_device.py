@@ -466,7 +466,7 @@ class BlockingHostToDevice(Rule):
                 self.report(node, _MAYBE_EITHER_WAY, fix=self._built_there_fix(node, built))
                 return
             why = (
-                _UNKNOWN_DEVICE
+                (_UNKNOWN_DEVICE_JOINED if _joined_batch(a, func.value) else _UNKNOWN_DEVICE)
                 if target is Device.UNKNOWN
                 else "Possibly blocking host-to-device copy: if the tensor is on the CPU and the device "
                 "a GPU's, the CPU waits for all queued GPU work (the device may be the CPU and the "
@@ -763,6 +763,27 @@ _UNKNOWN_DEVICE = (
     "tensor is on the CPU (no fix: name the device, e.g. `torch.device(\"cuda\", rank)`, or "
     "pass non_blocking=True yourself if this copies a fresh CPU tensor to the GPU)"
 )
+_UNKNOWN_DEVICE_JOINED = (
+    "Possibly blocking copy: syncfix can prove neither that the device is CUDA nor that the "
+    "tensor is on the CPU (no fix: name the device, e.g. `torch.device(\"cuda\", rank)`; a join "
+    "of a loader's parts is new pageable memory, which a non-blocking copy of a few MiB still "
+    "waits for: copy the parts with `non_blocking=True`, from a loader with `pin_memory=True`, "
+    "and join them on the device)"
+)
+
+
+def _joined_batch(a, expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` (or what its name is bound to just before) ``torch.cat``/``torch.stack`` of a
+    loader's batch or its parts (SimCLR's ``images = torch.cat(images, dim=0)`` of two views)?"""
+    if isinstance(expr, cst.Name):
+        bound = a.straight_line_binding(expr, reevaluable=False)
+        expr = bound if bound is not None else expr
+    if not isinstance(expr, cst.Call) or a.callee(expr) not in ("torch.cat", "torch.stack"):
+        return False
+    args = positional(expr)
+    return bool(args) and a.is_likely_batch_item(args[0].value)
+
+
 _TOKENIZED = (
     "Blocking host-to-device copies of a tokenizer's output (likely new CPU tensors): its `.to` "
     "copies each tensor with a blocking copy; no fix: "

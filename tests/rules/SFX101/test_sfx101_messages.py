@@ -283,3 +283,19 @@ def test_a_cpu_embedding_a_class_keeps_is_said_to_be_copied_each_time():
     (found,) = check_code(src, select=["SFX101"], path="vit.py")
     assert "`self.pos_embedding` is a CPU tensor its class keeps" in found.message
     assert found.fix is None
+
+
+def test_a_copy_of_a_join_of_a_loaders_parts_says_to_copy_the_parts():
+    # SimCLR's ``images = torch.cat(images, dim=0); images = images.to(self.args.device)`` of a
+    # loader's two views: 56 MB of new pageable memory, which a non-blocking copy still waits for
+    # (measured on an H200: 138 ms against 0.2 ms for the pinned parts copied, then joined)
+    src = (
+        "import torch\n\n\ndef train(model, train_loader, args):\n    for images, _ in train_loader:\n"
+        "        images = torch.cat(images, dim=0)\n        images = images.to(args.device)\n"
+        "        model(images)\n"
+    )
+    (found,) = [f for f in check_code(src, path="train.py") if f.code == "SFX101"]
+    assert "copy the parts with `non_blocking=True`" in found.message
+    assert "pass non_blocking=True yourself" not in found.message
+    single = src.replace("        images = torch.cat(images, dim=0)\n", "")
+    assert all("copy the parts" not in f.message for f in check_code(single, path="train.py"))
