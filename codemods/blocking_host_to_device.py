@@ -39,6 +39,38 @@ from ._copy_calls import (
     to_names_device,
     unpacked,
 )
+from ._copy_messages import (
+    ARRAY_FIX,
+    BUILT_LIKE,
+    BUILT_THERE,
+    CAST_AFTER_FIX,
+    CONVERSION,
+    DEFAULT_DEVICE,
+    ESCAPED_FIX,
+    LIKE_OTHER,
+    LIKELY_BATCH_FIX,
+    MAY_SHARE,
+    MAYBE_EITHER_WAY,
+    MAYBE_GPU,
+    MAYBE_ON_HOST,
+    NAMED_DEVICE,
+    NARROW_CLASS,
+    SIZES_INTS,
+    STREAMS,
+    TOKENIZED,
+    TOKENIZED_ADVICE,
+    TOKENIZED_CAUGHT,
+    TYPE_AS,
+    TYPE_AS_BUILT,
+    TYPE_AS_HEAD,
+    UNKNOWN_DEVICE,
+    UNKNOWN_DEVICE_JOINED,
+    UNKNOWN_TARGET_FIX,
+    WHOLE_BATCH,
+    WRITTEN,
+    and_device,
+    joined_batch,
+)
 from ._factories import built_like, built_on_device
 from ._memory import PASSED_ON, non_blocking_flag, source_may_change
 from ._support import code, other_accelerator
@@ -54,6 +86,14 @@ def _typed_of_unknown(a, expr: cst.BaseExpression) -> str | None:
     if short not in LEGACY_CONSTRUCTORS or a.value(expr.args[0].value).kind is not Kind.UNKNOWN:
         return None
     return f"torch.{short}"
+
+
+class Source(enum.Enum):
+    """What syncfix knows of the tensor a copy reads."""
+
+    CPU = "a tensor provably on the CPU"
+    TENSOR = "a tensor on a device syncfix cannot name"
+    LIKELY_BATCH = "an item of a batch from a loader the code does not construct"
 
 
 class BlockingHostToDevice(Rule):
@@ -421,7 +461,7 @@ class BlockingHostToDevice(Rule):
         elif receiver.kind is Kind.UNKNOWN and method == "to" and a.is_hot(node) and a.is_tokenizer_output(func.value):
             # BLIP's ``self.tokenizer(caption, ...).to(image.device)``
             caught = a.caught_by_handler(node)
-            self.report(node, _TOKENIZED + (_TOKENIZED_CAUGHT if caught else _TOKENIZED_ADVICE))
+            self.report(node, TOKENIZED + (TOKENIZED_CAUGHT if caught else TOKENIZED_ADVICE))
             return
         else:
             # ``.cuda()`` is all but always a tensor's; ``.to(...)`` is as often a module's
@@ -441,7 +481,7 @@ class BlockingHostToDevice(Rule):
                     )
                 self.report(node, why if fix is None else self.MESSAGE, fix=fix)
             elif receiver.kind is Kind.UNKNOWN and method == "to" and a.is_hot(node) and kept_on_host(a, func.value):
-                self.report(node, _MAYBE_GPU + KEPT_ON_HOST.format(code(a, func.value)))
+                self.report(node, MAYBE_GPU + KEPT_ON_HOST.format(code(a, func.value)))
             elif receiver.kind is Kind.UNKNOWN and a.is_hot(node) and target is Device.CUDA:
                 appended = appended_on_host(a, func.value)
                 if appended is not None:
@@ -457,21 +497,21 @@ class BlockingHostToDevice(Rule):
             if method == "to" and receiver.device is Device.UNKNOWN and kept_on_host(a, func.value):
                 # ``self.pos_embedding.to(device, dtype=x.dtype)``: a tensor of a device syncfix
                 # cannot prove, that every method of its class sets to a CPU tensor (likely)
-                self.report(node, _MAYBE_GPU + KEPT_ON_HOST.format(code(a, func.value)))
+                self.report(node, MAYBE_GPU + KEPT_ON_HOST.format(code(a, func.value)))
                 return
             built = None if a.uses_streams or a.caught_by_handler(node) else built_on_device(a, node)
             if built is not None:
                 # a factory's tensor (perhaps on a default device another file set): built
                 # on the device instead, exact wherever it was built and whatever the device
-                self.report(node, _MAYBE_EITHER_WAY, fix=self._built_there_fix(node, built))
+                self.report(node, MAYBE_EITHER_WAY, fix=self._built_there_fix(node, built))
                 return
             why = (
-                (_UNKNOWN_DEVICE_JOINED if _joined_batch(a, func.value) else _UNKNOWN_DEVICE)
+                (UNKNOWN_DEVICE_JOINED if joined_batch(a, func.value) else UNKNOWN_DEVICE)
                 if target is Device.UNKNOWN
                 else "Possibly blocking host-to-device copy: if the tensor is on the CPU and the device "
                 "a GPU's, the CPU waits for all queued GPU work (the device may be the CPU and the "
                 "tensor on CUDA: then it is a device-to-host copy, whose result the CPU must wait "
-                f"for{_DEFAULT_DEVICE if a.sets_default_device else ''}; no fix)"
+                f"for{DEFAULT_DEVICE if a.sets_default_device else ''}; no fix)"
             )
             device = device_argument(node)
             fix = None
@@ -496,9 +536,9 @@ class BlockingHostToDevice(Rule):
             )
             return
         # to a device syncfix cannot name, the copy waits only if it is a GPU's
-        headline = _MAYBE_GPU if target is Device.UNKNOWN else self.MESSAGE
+        headline = MAYBE_GPU if target is Device.UNKNOWN else self.MESSAGE
         if target is Device.CUDA and source is Source.TENSOR:
-            headline = _MAYBE_ON_HOST  # ``torch.unique(labels).cuda()``: labels may be on the GPU
+            headline = MAYBE_ON_HOST  # ``torch.unique(labels).cuda()``: labels may be on the GPU
         built = built_on_device(a, node) if not a.uses_streams else None
         if built is not None and (target is Device.UNKNOWN or not built[1]):
             # exact on every device, where a non-blocking copy is proven on CUDA and the CPU only;
@@ -511,20 +551,20 @@ class BlockingHostToDevice(Rule):
             return
         if whole_batch:
             why = (
-                _WRITTEN if source_may_change(a, node, passed_on=False)
-                else _NARROW_CLASS.format(narrow_class) if narrow_class
-                else _WHOLE_BATCH
+                WRITTEN if source_may_change(a, node, passed_on=False)
+                else NARROW_CLASS.format(narrow_class) if narrow_class
+                else WHOLE_BATCH
             )
             self.report(node, f"{headline} ({why}: no fix)")
             return
         fix = self._fix(node, receiver, source, target)
         if fix is None:
-            why = _WRITTEN
+            why = WRITTEN
             shared = _typed_of_unknown(a, func.value)
             if shared is not None:
-                why = _MAY_SHARE.format(shared)
+                why = MAY_SHARE.format(shared)
             if a.uses_streams:
-                why = _STREAMS + (f" (in module `{a.streams_around}`)" if a.streams_around else " (in this module)")
+                why = STREAMS + (f" (in module `{a.streams_around}`)" if a.streams_around else " (in this module)")
             self.report(node, f"{headline} ({why}: no fix)")
         else:
             self.report(node, headline, fix=fix)
@@ -533,10 +573,10 @@ class BlockingHostToDevice(Rule):
         """The factory with ``device=``: safe where proven exact, else unsafe, saying why."""
         new, likely = built
         if not likely:
-            return self.safe_fix({node: new}, _BUILT_THERE)
+            return self.safe_fix({node: new}, BUILT_THERE)
         device = device_argument(node)
-        facts = {"device": _NAMED_DEVICE.format(code(self.analysis, device or node)), "sizes": _SIZES_INTS}
-        return self.unsafe_fix({node: new}, f"{_BUILT_THERE} (unsafe: {'; '.join(facts[f] for f in likely)})")
+        facts = {"device": NAMED_DEVICE.format(code(self.analysis, device or node)), "sizes": SIZES_INTS}
+        return self.unsafe_fix({node: new}, f"{BUILT_THERE} (unsafe: {'; '.join(facts[f] for f in likely)})")
 
     def _type_as(self, node: cst.Call) -> None:
         """``p.type_as(x)`` converts ``p`` to ``x``'s tensor type, CUDA's where ``x`` is on a GPU:
@@ -550,8 +590,8 @@ class BlockingHostToDevice(Rule):
         if not other.is_tensor or other.device is Device.CPU:
             return
         built = None if a.uses_streams or a.caught_by_handler(node) else built_like(a, node)
-        fix = self.unsafe_fix({node: built}, _TYPE_AS_BUILT) if built is not None else None
-        self.report(node, _TYPE_AS if fix is None else _TYPE_AS_HEAD, fix=fix)
+        fix = self.unsafe_fix({node: built}, TYPE_AS_BUILT) if built is not None else None
+        self.report(node, TYPE_AS if fix is None else TYPE_AS_HEAD, fix=fix)
 
     def _legacy_type(self, node: cst.Call) -> None:
         """``x.type(torch.cuda.FloatTensor)``, or through a name bound to it or to
@@ -585,7 +625,7 @@ class BlockingHostToDevice(Rule):
             return
         built = built_like(a, node)
         if built is not None:
-            self.report(node, _LIKE_OTHER, fix=self.safe_fix({node: built}, _BUILT_LIKE))
+            self.report(node, LIKE_OTHER, fix=self.safe_fix({node: built}, BUILT_LIKE))
 
     def _may_observe(self, node: cst.Call) -> bool:
         """Could facts seen on a run make this copy non-blocking? Not where no run can tell:
@@ -605,9 +645,9 @@ class BlockingHostToDevice(Rule):
         # the GPU, and the two disagree on some values (measured: NaN and inf to an integer)
         text = fix.description
         if fix.applicability is Applicability.SAFE:
-            text = text + " (unsafe: " + _CONVERSION + ")"
+            text = text + " (unsafe: " + CONVERSION + ")"
         else:
-            text = text[:-1] + "; " + _CONVERSION + ")"
+            text = text[:-1] + "; " + CONVERSION + ")"
         return replace(fix, applicability=Applicability.UNSAFE, description=text)
 
     def _copy_fix(self, node: cst.Call, receiver: Value, source: Source, target: Device) -> Fix | None:
@@ -639,13 +679,13 @@ class BlockingHostToDevice(Rule):
                 # item itself, as the loader gave it, and cast on the device
                 copy = changes[node]
                 moved = cast.with_changes(func=cast.func.with_changes(value=copy.with_changes(func=copy.func.with_changes(value=cast.func.value))))
-                return self.unsafe_fix({node: moved}, _and_device(_CAST_AFTER_FIX, target), [*source_need, *where])
-            return self.unsafe_fix(changes, _and_device(_LIKELY_BATCH_FIX, target), [*source_need, *where])
+                return self.unsafe_fix({node: moved}, and_device(CAST_AFTER_FIX, target), [*source_need, *where])
+            return self.unsafe_fix(changes, and_device(LIKELY_BATCH_FIX, target), [*source_need, *where])
         if receiver.memory is Memory.UNKNOWN and not receiver.fresh and from_array(a, func.value):
             # ``torch.from_numpy(im)`` of an array syncfix cannot see: likely numpy's own memory
             if source_may_change(a, node, passed_on=False):
                 return None  # written here after the copy
-            return self.unsafe_fix(changes, _and_device(_ARRAY_FIX, target), [*source_need, *where])
+            return self.unsafe_fix(changes, and_device(ARRAY_FIX, target), [*source_need, *where])
         unknown_origin = (
             "Copy with non_blocking=True (unsafe: the source's origin is unknown; it may be a "
             "pinned buffer that other code writes again before the copy runs)"
@@ -659,185 +699,10 @@ class BlockingHostToDevice(Rule):
                 return None  # a pinned source written again would be copied with the new data
             if receiver.fresh and not source_may_change(a, node, strict=True):
                 return self.safe_fix(changes, "Copy with non_blocking=True")
-            return self.unsafe_fix(changes, _ESCAPED_FIX if receiver.fresh else unknown_origin, source_need)
+            return self.unsafe_fix(changes, ESCAPED_FIX if receiver.fresh else unknown_origin, source_need)
         # A CPU source to a device syncfix cannot name: exact on CUDA and the CPU only.
         if receiver.memory is not Memory.PAGEABLE and source_may_change(a, node, escapes=False):
             return None
         if receiver.memory is Memory.PAGEABLE or receiver.fresh:
-            return self.unsafe_fix(changes, _UNKNOWN_TARGET_FIX, where)
-        return self.unsafe_fix(changes, _and_device(unknown_origin, target), [*source_need, *where])
-
-
-_BUILT_THERE = (
-    "Build it on the device (`device=` in the factory): no host tensor and no copy, the same "
-    "values, dtype and device on every accelerator"
-)
-_NAMED_DEVICE = (
-    "`{}` is taken to hold a device, as its name says, not None, a tensor or a dtype, which `.to` "
-    "also takes and `device=` does not"
-)
-_SIZES_INTS = "the bounds are taken to be ints, as a tensor's or an array's sizes are"
-
-
-_TYPE_AS_HEAD = (
-    "Possibly blocking host-to-device copy: `type_as` converts a CPU tensor to the other tensor's "
-    "type, a GPU's if that is on one, and the CPU waits for all queued GPU work"
-)
-_TYPE_AS = _TYPE_AS_HEAD + (
-    "; no fix: keep the tensor on the device (`self.register_buffer(...)`, moved with the "
-    "module) or copy it once"
-)
-_TYPE_AS_BUILT = (
-    "Build it with the other tensor's dtype and device (`dtype=t.dtype, device=t.device`): no "
-    "host tensor and no copy (unsafe: `type_as` puts it on the current CUDA device, this on the "
-    "other tensor's: the same where that one is current)"
-)
-_LIKE_OTHER = (
-    "Possibly blocking host-to-device copy: `.to(other)` copies to the other tensor's device; "
-    "if that is a GPU's, the CPU waits for all queued GPU work"
-)
-_BUILT_LIKE = (
-    "Build it with the other tensor's dtype and device (`dtype=t.dtype, device=t.device`): no "
-    "host tensor and no copy; zeros and ones are the same in every dtype"
-)
-
-
-_CONVERSION = (
-    "the copy may also convert the dtype (to the one named, or to another tensor's), which a "
-    "non-blocking copy does on the GPU and a blocking one on the CPU; syncfix proves no "
-    "conversion alike on both (NaN, infinite and out-of-range floats measurably become other "
-    "integers), so this rests on the values converting alike"
-)
-
-
-def _and_device(description: str, target: Device) -> str:
-    """An unsafe fix's text, naming the device fact too when the fix rests on it (a device
-    syncfix cannot name; CUDA or the CPU are both exact)."""
-    if target is not Device.UNKNOWN:
-        return description
-    return description[:-1] + (
-        "; and the device is not provably CUDA: on another accelerator a non-blocking copy may "
-        "read the host memory later, which syncfix does not prove safe)"
-    )
-
-
-_ARRAY_FIX = (
-    "Copy with non_blocking=True (unsafe: a tensor made from a numpy array syncfix cannot trace "
-    "is likely in numpy's own, pageable memory, which the copy reads before it returns; a view "
-    "of a pinned tensor, `t.numpy()`, refilled later would not be)"
-)
-_ESCAPED_FIX = (
-    "Copy with non_blocking=True (unsafe: other code can reach the pinned source without its name "
-    "here, through a container, an object, a return or a closure, and might write it before the "
-    "copy runs)"
-)
-
-
-class Source(enum.Enum):
-    """What syncfix knows of the tensor a copy reads."""
-
-    CPU = "a tensor provably on the CPU"
-    TENSOR = "a tensor on a device syncfix cannot name"
-    LIKELY_BATCH = "an item of a batch from a loader the code does not construct"
-
-
-_MAYBE_GPU = (
-    "Blocking host-to-device copy if the device is a GPU's (syncfix cannot name it): the CPU "
-    "waits for all queued GPU work"
-)
-_MAYBE_ON_HOST = (
-    "Blocking host-to-device copy if the tensor is on the CPU (syncfix cannot tell; on the GPU "
-    "it is no copy): the CPU waits for all queued GPU work"
-)
-_MAYBE_EITHER_WAY = (
-    "Possibly blocking copy: if the tensor is on the CPU and the device a GPU's (or the tensor on "
-    "a GPU and the device the CPU), the CPU waits for all queued GPU work"
-)
-_DEFAULT_DEVICE = (
-    "; a tensor built without `device=` may be on CUDA here: this module, or a project file run "
-    "with it, sets a default device or tensor type (`set_default_device`, "
-    "`set_default_tensor_type`)"
-)
-_UNKNOWN_DEVICE = (
-    "Possibly blocking copy: syncfix can prove neither that the device is CUDA nor that the "
-    "tensor is on the CPU (no fix: name the device, e.g. `torch.device(\"cuda\", rank)`, or "
-    "pass non_blocking=True yourself if this copies a fresh CPU tensor to the GPU)"
-)
-_UNKNOWN_DEVICE_JOINED = (
-    "Possibly blocking copy: syncfix can prove neither that the device is CUDA nor that the "
-    "tensor is on the CPU (no fix: name the device, e.g. `torch.device(\"cuda\", rank)`; a join "
-    "of a loader's parts is new pageable memory, which a non-blocking copy of a few MiB still "
-    "waits for: copy the parts with `non_blocking=True`, from a loader with `pin_memory=True`, "
-    "and join them on the device)"
-)
-
-
-def _joined_batch(a, expr: cst.BaseExpression) -> bool:
-    """Is ``expr`` (or what its name is bound to just before) ``torch.cat``/``torch.stack`` of a
-    loader's batch or its parts (SimCLR's ``images = torch.cat(images, dim=0)`` of two views)?"""
-    if isinstance(expr, cst.Name):
-        bound = a.straight_line_binding(expr, reevaluable=False)
-        expr = bound if bound is not None else expr
-    if not isinstance(expr, cst.Call) or a.callee(expr) not in ("torch.cat", "torch.stack"):
-        return False
-    args = positional(expr)
-    return bool(args) and a.is_likely_batch_item(args[0].value)
-
-
-_TOKENIZED = (
-    "Blocking host-to-device copies of a tokenizer's output (likely new CPU tensors): its `.to` "
-    "copies each tensor with a blocking copy; no fix: "
-)
-_TOKENIZED_ADVICE = (
-    "copy the tensors the model takes with `.to(device, non_blocking=True)` (exact on CUDA for "
-    "tensors nothing writes afterwards)"
-)
-_TOKENIZED_CAUGHT = (
-    "it is inside a try whose handler catches its error (here or around a call of this "
-    "function), and a non-blocking copy would raise later, outside the try"
-)
-_STREAMS = (
-    "the module, or a project module that imports it or that it imports, uses CUDA streams or "
-    "graphs, whose copies need an ordering syncfix does not prove"
-)
-_WRITTEN = (
-    "the source may be written again before a non-blocking copy would read it; copy a tensor "
-    "nothing writes afterwards"
-)
-_LIKELY_BATCH_FIX = (
-    "Copy with non_blocking=True (unsafe: an item of a batch from a loader syncfix cannot see is "
-    "likely a fresh CPU tensor; `extend-safe-fixes = [\"SFX101\"]` in [tool.syncfix] if your "
-    "loaders never refill pinned buffers)"
-)
-_CAST_AFTER_FIX = (
-    "Copy the item with non_blocking=True, then cast it on the device (unsafe: an item of a "
-    "batch from a loader syncfix cannot see is likely a fresh CPU tensor; a cast's result is "
-    "new pageable memory, whose non-blocking copy of a few MiB or more still waits, so the item "
-    "is copied as the loader gave it, pinned where the loader pins; the device casts as the CPU "
-    "does except NaN, infinite and out-of-range floats cast to an integer type)"
-)
-_WHOLE_BATCH = (
-    "the batch may be an object with its own `.to` (a tokenizer's `BatchEncoding`, a graph batch, "
-    "a named tuple the copy is unpacked from, a class of this project whose `to` takes no "
-    "`non_blocking`), which may not take `non_blocking`; pass "
-    "non_blocking=True yourself where it "
-    "does, or copy the tensors it holds (`batch[\"input_ids\"].to(device, non_blocking=True)`)"
-)
-_MAY_SHARE = (
-    "`{0}` of a value syncfix cannot name is new memory for a list, a tuple or sizes, but shares "
-    "the memory of a CPU tensor of its type, which other code may write before a non-blocking "
-    "copy reads it; if the value is a list of numbers (a config's), build and copy the tensor "
-    "once, before the code that repeats"
-)
-_NARROW_CLASS = (
-    "the batch part may be an instance of {}, a class of this project whose `to` takes no "
-    "`non_blocking`; pass non_blocking=True yourself where it is a tensor, or give that `to` a "
-    "`non_blocking` parameter"
-)
-_UNKNOWN_TARGET_FIX = (
-    "Copy with non_blocking=True (unsafe: the source is a CPU tensor, exact on CUDA and the CPU; "
-    "the device may be another accelerator, whose copies syncfix does not prove; declare "
-    '`devices = ["cuda", "cpu"]` in [tool.syncfix.torch] if the project runs on nothing else)'
-)
-
-
+            return self.unsafe_fix(changes, UNKNOWN_TARGET_FIX, where)
+        return self.unsafe_fix(changes, and_device(unknown_origin, target), [*source_need, *where])
