@@ -292,3 +292,15 @@ def kept_on_host(a, expr: cst.BaseExpression) -> bool:
         return False
     held = a.likely.value(expr)
     return held.is_tensor and held.device is Device.CPU
+
+
+def joined_batch(a, expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` (or what its name is bound to just before) ``torch.cat``/``torch.stack`` of a
+    loader's batch or its parts (SimCLR's ``images = torch.cat(images, dim=0)`` of two views)?"""
+    if isinstance(expr, cst.Name):
+        bound = a.straight_line_binding(expr, reevaluable=False)
+        expr = bound if bound is not None else expr
+    if not isinstance(expr, cst.Call) or a.callee(expr) not in ("torch.cat", "torch.stack"):
+        return False
+    args = positional(expr)
+    return bool(args) and a.is_likely_batch_item(args[0].value)

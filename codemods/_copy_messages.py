@@ -3,9 +3,7 @@ apart so the rule reads as its logic."""
 
 from __future__ import annotations
 
-import libcst as cst
-
-from syncfix.analysis import Device, positional
+from syncfix.analysis import Device
 
 BUILT_THERE = (
     "Build it on the device (`device=` in the factory): no host tensor and no copy, the same "
@@ -103,18 +101,6 @@ UNKNOWN_DEVICE_JOINED = (
 )
 
 
-def joined_batch(a, expr: cst.BaseExpression) -> bool:
-    """Is ``expr`` (or what its name is bound to just before) ``torch.cat``/``torch.stack`` of a
-    loader's batch or its parts (SimCLR's ``images = torch.cat(images, dim=0)`` of two views)?"""
-    if isinstance(expr, cst.Name):
-        bound = a.straight_line_binding(expr, reevaluable=False)
-        expr = bound if bound is not None else expr
-    if not isinstance(expr, cst.Call) or a.callee(expr) not in ("torch.cat", "torch.stack"):
-        return False
-    args = positional(expr)
-    return bool(args) and a.is_likely_batch_item(args[0].value)
-
-
 TOKENIZED = (
     "Blocking host-to-device copies of a tokenizer's output (likely new CPU tensors): its `.to` "
     "copies each tensor with a blocking copy; no fix: "
@@ -170,5 +156,3 @@ UNKNOWN_TARGET_FIX = (
     "the device may be another accelerator, whose copies syncfix does not prove; declare "
     '`devices = ["cuda", "cpu"]` in [tool.syncfix.torch] if the project runs on nothing else)'
 )
-
-

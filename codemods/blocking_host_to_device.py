@@ -28,6 +28,7 @@ from ._copy_calls import (
     device_argument,
     from_array,
     is_false,
+    joined_batch,
     kept_on_host,
     likely_other_tensor,
     no_elements,
@@ -69,7 +70,6 @@ from ._copy_messages import (
     WHOLE_BATCH,
     WRITTEN,
     and_device,
-    joined_batch,
 )
 from ._factories import built_like, built_on_device
 from ._memory import PASSED_ON, non_blocking_flag, source_may_change

@@ -94,10 +94,11 @@ class Project:
             name = module_name(path, root)
             self.index.add(name, data, package_of(path, name))
             sources[name] = (path, data)
-        self.resolve = _suffixes(sources)
+        candidates = _candidates(sources)
+        self.resolve = _suffixes(candidates)
         # a script's folder is first on ``sys.path``: there ``import models`` is the ``models.py``
         # beside it, whatever other folders hold one (PyTorch-GAN's ``implementations/<gan>/``)
-        self.local = _beside(sources, self.index)
+        self.local = _beside(sources, self.index, candidates)
         for importer, chosen in self.local.items():
             self.resolve.update({f"{importer}{LOCAL}{t}": m for t, m in chosen.items()})
         # each file of a closed project carries the whole project's table: bounded, so that a
@@ -154,7 +155,6 @@ class Project:
         # a module a file with a handler imports, directly or through others, or that file
         catching = {name for name, (_, data) in sources.items() if may_catch_text(data)}
         around = catching.union(*(self._imported_through(c) for c in catching))
-        candidates = _candidates(sources)
         ambiguous = {  # a name some file imports that may be either of several modules
             m
             for name in sources
@@ -409,11 +409,12 @@ def _candidates(modules: Iterable[str]) -> dict[str, set[str]]:
     return seen
 
 
-def _beside(sources: Mapping[str, tuple[Path, bytes]], index: ProjectIndex) -> dict[str, dict[str, str]]:
+def _beside(
+    sources: Mapping[str, tuple[Path, bytes]], index: ProjectIndex, candidates: Mapping[str, set[str]]
+) -> dict[str, dict[str, str]]:
     """Per module in a folder that is no package (a script's), each import target several
     modules may be that names one beside it (``models`` -> ``implementations.ccgan.models``),
-    and no module at the project's root."""
-    candidates = _candidates(sources)
+    and no module at the project's root (``candidates``: :func:`_candidates` of the modules)."""
     packages = {name for name, (path, _) in sources.items() if path.stem == "__init__"}
     found: dict[str, dict[str, str]] = {}
     for name, (path, _) in sources.items():
@@ -429,12 +430,13 @@ def _beside(sources: Mapping[str, tuple[Path, bytes]], index: ProjectIndex) -> d
     return found
 
 
-def _suffixes(modules: Iterable[str]) -> dict[str, str]:
-    """Each dotted suffix of a module's name that names one module only, or a module's whole
-    name (which names that module, whatever other modules end with it)."""
+def _suffixes(candidates: Mapping[str, set[str]]) -> dict[str, str]:
+    """Each dotted suffix of a module's name (``candidates``: :func:`_candidates`) that names one
+    module only, or a module's whole name (which names that module, whatever other modules end
+    with it)."""
     return {
         suffix: suffix if suffix in ms else next(iter(ms))
-        for suffix, ms in _candidates(modules).items()
+        for suffix, ms in candidates.items()
         if len(ms) == 1 or suffix in ms
     }
 

@@ -413,10 +413,10 @@ def test_an_answer_a_cut_cycle_made_weaker_is_kept_for_the_asking_file_only():
 def test_a_whole_module_name_names_that_module_whatever_else_ends_with_it(tmp_path):
     # ``ignite.distributed.utils`` is also the tail of ``tests.ignite.distributed.utils``: the
     # import names the first (it once named either, by the hash order of a set)
-    from syncfix.projects import _suffixes
+    from syncfix.projects import _candidates, _suffixes
 
     for names in (["pkg.utils", "tests.pkg.utils"], ["tests.pkg.utils", "pkg.utils"]):
-        resolve = _suffixes(names)
+        resolve = _suffixes(_candidates(names))
         assert resolve["pkg.utils"] == "pkg.utils"
         assert "utils" not in resolve  # either of two
     root = _project(tmp_path, {"pkg/utils.py": UTIL, "tests/pkg/utils.py": "def dev():\n    return input()\n", "pkg/train.py": TRAIN.replace("import util\nfrom util import", "import pkg.utils as util\nfrom pkg.utils import")}, installable=True)

@@ -89,11 +89,29 @@ def legacy_type(a: ModuleAnalysis, expr: cst.BaseExpression, depth: int = 0) -> 
         if body is None or orelse is None or body[0] != orelse[0]:
             return None
         return (body[0], body[1]) if body[1] is orelse[1] else (body[0], Device.CUDA_OR_CPU)
-    if isinstance(expr, cst.Name) and depth < 4:
+    if isinstance(expr, cst.Name) and depth < 4 and _names_a_cuda_type(a):
         values = a.binding_values(expr)
         if values and len(values) == 1 and values[0] is not expr:
             return legacy_type(a, values[0], depth + 1)
     return None
+
+
+def _names_a_cuda_type(a: ModuleAnalysis) -> bool:
+    """Does the module spell a typed legacy constructor (``cuda.FloatTensor``, or a
+    ``FloatTensor`` imported by name)? Only then may a name be bound to one: a cheap test before
+    following the bindings of every name called."""
+    typed = set(LEGACY_CONSTRUCTORS) - {"Tensor"}
+
+    def spelled(module: cst.Module) -> bool:
+        return any(
+            (n.attr.value if isinstance(n, cst.Attribute) else n.value) in typed
+            for kind in (cst.Attribute, cst.Name)
+            for n in a.structure.of_type(kind)
+            if isinstance(n, (cst.Attribute, cst.Name))
+        )
+
+    found: bool = a.solver.get("names-cuda-type", a.module, spelled, False, False)
+    return found
 
 
 def legacy_cuda_value(a: ModuleAnalysis, call: cst.Call) -> Value | None:
