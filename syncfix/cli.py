@@ -24,7 +24,7 @@ from .config import ConfigError, Settings, load_settings, load_table, validate_c
 from .discovery import discover
 from .engine import InternalError, Job, cached_result, process_file, process_source
 from .fileio import FileError, decode, read_source, write_atomic
-from .model import Applicability, FileResult, Finding
+from .model import Applicability, FileResult, Finding, Problem
 from .noqa import add_noqa
 from .observed import DEFAULT_FILE as DEFAULT_OBSERVED
 from .observed import ObservationError, Observations
@@ -472,10 +472,12 @@ def _run(opts: dict, mode: str) -> int:
     for path, reason in found.notes:
         if reason != "excluded":
             click.echo(f"syncfix: warning: {rel(path, root)}: {reason}", err=True)
-    errors = [(p, r) for p, r in found.errors] + [(r.path, r.error) for r in results if r.error]
+    errors = [Problem(p, r) for p, r in found.errors] + [
+        Problem(r.path, r.error, *(r.error_at or (None, None))) for r in results if r.error
+    ]
     internal = any(r.error and r.error.startswith("internal error") for r in results)
-    for path, reason in errors:
-        click.echo(f"syncfix: error: {rel(path, root)}: {reason}", err=True)
+    for e in errors:
+        click.echo(f"syncfix: error: {rel(e.path, root)}: {e.message}", err=True)
 
     findings = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
     fixed = sum(len(r.fixed) for r in results if r.error is None)
@@ -522,7 +524,7 @@ def _run(opts: dict, mode: str) -> int:
             repo_root=repo_root(root, settings),
             color=_colour(opts),
             step_summary=bool(os.environ.get("GITHUB_STEP_SUMMARY")),
-            errors=len(errors),
+            problems=errors,
             fixed_text=_fixed_text(settings),
         )
         _report(shown, ctx, fmt, opts)
@@ -648,6 +650,14 @@ def _run_stdin(opts: dict, settings: Settings, mode: str, root: str) -> int:
         new, findings, applied = process_source(data, name, settings, fix=mode == "apply")
     except (FileError, InternalError) as exc:
         click.echo(f"syncfix: error: {name}: {exc}", err=True)
+        if mode == "apply" and not opts.get("diff"):
+            # an editor replaces its buffer with what comes out: give the text back as it came
+            sys.stdout.buffer.write(data)
+            sys.stdout.flush()
+        elif mode == "check" and isinstance(exc, FileError):
+            at = exc.at or (None, None)
+            ctx = ReportContext(root=root, sources={}, problems=[Problem(name, str(exc), *at)])
+            _report([], ctx, settings.output_format, opts)
         return 2 if isinstance(exc, InternalError) else 1
     if mode == "apply" and opts.get("diff"):
         text = unified_diff(name, decode(data, "utf-8"), decode(new, "utf-8"), root)

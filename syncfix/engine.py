@@ -164,22 +164,23 @@ def parse(data: bytes, settings: Settings) -> cst.Module:
     try:
         return parse_module(data, config)
     except cst.ParserSyntaxError as exc:
-        raise FileError(_syntax_error(data, exc)) from exc
+        raise _syntax_error(data, exc) from exc
     except (RecursionError, MemoryError) as exc:
         raise FileError(f"too deeply nested to parse ({type(exc).__name__})") from exc
     except Exception as exc:  # the parser rejects some inputs with other errors
         raise FileError(f"cannot parse: {exc}") from exc
 
 
-def _syntax_error(data: bytes, exc: cst.ParserSyntaxError) -> str:
-    """A one-line reason; CPython places syntax errors better than LibCST, so ask it first."""
+def _syntax_error(data: bytes, exc: cst.ParserSyntaxError) -> FileError:
+    """A one-line reason and its place; CPython places syntax errors better than LibCST, so ask it first."""
     try:
         compile(data, "<file>", "exec", dont_inherit=True)
     except SyntaxError as py:
-        return f"syntax error at {py.lineno}:{py.offset}: {py.msg}"
+        at = (py.lineno, py.offset) if py.lineno and py.offset else None
+        return FileError(f"syntax error at {py.lineno}:{py.offset}: {py.msg}", at)
     except (ValueError, RecursionError, MemoryError):
         pass
-    return f"syntax error: {exc.message.removeprefix('parser error: ')}"
+    return FileError(f"syntax error: {exc.message.removeprefix('parser error: ')}", (exc.raw_line, exc.raw_column + 1))
 
 
 def analyze(
@@ -748,7 +749,7 @@ def process_file(job: Job, settings: Settings, accept: Accept | None = None) -> 
                     return result
                 result.written = True
     except FileError as exc:
-        result.error = str(exc)
+        result.error, result.error_at = str(exc), exc.at
     except InternalError as exc:
         result.error = f"internal error: {exc}"
     except RecursionError:

@@ -49,7 +49,12 @@ def _alive(pid: int) -> bool:
 
 
 class FileError(Exception):
-    """A per-file problem with a one-line reason; the run goes on."""
+    """A per-file problem with a one-line reason; the run goes on. ``at`` is the (line, column)
+    it names, where there is one (a syntax error)."""
+
+    def __init__(self, reason: str, at: tuple[int, int] | None = None) -> None:
+        super().__init__(reason)
+        self.at = at
 
 
 @dataclass(frozen=True)

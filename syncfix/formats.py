@@ -24,12 +24,12 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 
 from .advice import Explainer
-from .model import Applicability, Edit, Finding
+from .model import Applicability, Edit, Finding, Problem
 from .reporting import (
     ReportContext,
     edit_hunks,
-    finding_json,
     fix_available,
+    json_items,
     marker,
     paint,
     rel,
@@ -138,8 +138,7 @@ def grouped(findings: Sequence[Finding], ctx: ReportContext) -> Iterator[str]:
 
 @reporter("json-lines")
 def json_lines(findings: Sequence[Finding], ctx: ReportContext) -> Iterator[str]:
-    message = Explainer(findings, ctx.unsafe_fixes)
-    return (json.dumps(finding_json(f, ctx, message(f))) + "\n" for f in findings)
+    return (json.dumps(item) + "\n" for item in json_items(findings, ctx))
 
 
 # ---- GitHub workflow commands ------------------------------------------------------------------
@@ -177,11 +176,21 @@ def annotation(f: Finding, ctx: ReportContext, text: str | None = None) -> str:
     return f"::{level(f)} {head}::{escape_data(message)}\n"
 
 
+def problem_annotation(p: Problem, ctx: ReportContext) -> str:
+    props = {"title": TOOL, "file": repo_rel(p.path, ctx)}
+    if p.line is not None:
+        props["line"] = str(p.line)
+        if p.column is not None:
+            props["col"] = str(p.column)
+    head = ",".join(f"{k}={escape_property(v)}" for k, v in props.items())
+    return f"::error {head}::{escape_data(p.message)}\n"
+
+
 @reporter("github")
 def github(findings: Sequence[Finding], ctx: ReportContext) -> str:
     """Annotations: the first 10 per level when the job summary lists the rest, else all of them
     (outside Actions, or with no step summary, nothing else would show the others)."""
-    out: list[str] = []
+    out: list[str] = [problem_annotation(p, ctx) for p in ctx.problems]
     shown: Counter[str] = Counter()
     hidden = 0
     message = Explainer(findings, ctx.unsafe_fixes)
@@ -203,11 +212,12 @@ def github(findings: Sequence[Finding], ctx: ReportContext) -> str:
 
 def github_summary(findings: Sequence[Finding], ctx: ReportContext) -> str:
     """The full list in markdown, for ``$GITHUB_STEP_SUMMARY`` (shown on fork PRs too)."""
+    unchecked = "".join(f"- not checked: `{repo_rel(p.path, ctx)}`: {_md_cell(p.message)}\n" for p in ctx.problems)
     if not findings:
-        return f"### {TOOL}\n\nAll checks passed.\n"
+        return f"### {TOOL}\n\n" + (unchecked or "All checks passed.\n")
     n = len(findings)
     message = Explainer(findings, ctx.unsafe_fixes)
-    out = [f"### {TOOL}: {n} finding{'s' if n != 1 else ''}\n\n"]
+    out = [f"### {TOOL}: {n} finding{'s' if n != 1 else ''}\n\n", unchecked + "\n" if unchecked else ""]
     out.append("| Location | Code | Message | Fix |\n|---|---|---|---|\n")
     size = 0
     for i, f in enumerate(findings):
@@ -427,13 +437,21 @@ def rd_diagnostic(
     return diag
 
 
+def rd_problem(p: Problem, ctx: ReportContext) -> dict:
+    """A path that could not be processed: an ERROR diagnostic with no code."""
+    location: dict = {"path": rel(p.path, ctx.root)}
+    if p.line is not None:
+        location["range"] = {"start": {"line": p.line, "column": p.column or 1}}
+    return {"message": p.message, "location": location, "severity": "ERROR", "source": {"name": TOOL}}
+
+
 def rd_diagnostics(findings: Sequence[Finding], ctx: ReportContext) -> list[dict]:
     """Every finding as a diagnostic; at most one suggestion touches any line."""
     suggestions = rd_suggestions(findings, ctx)
     carried_by: dict[int, int] = {k: i for i, s in suggestions.items() for k in s[2]}
     overlaps: dict[int, int] = {k: i for i, s in suggestions.items() for k in s[3]}
     message = Explainer(findings, ctx.unsafe_fixes)
-    out = []
+    out = [rd_problem(p, ctx) for p in ctx.problems]
     for i, f in enumerate(findings):
         text = message(f)
         if i in suggestions:
@@ -526,6 +544,14 @@ def sarif_fix(f: Finding, ctx: ReportContext) -> dict | None:
     }
 
 
+def sarif_problem(p: Problem, ctx: ReportContext) -> dict:
+    """A path that could not be processed, as a notification of the run (not a result)."""
+    physical: dict = {"artifactLocation": {"uri": _uri(p.path, ctx), "uriBaseId": "%SRCROOT%"}}
+    if p.line is not None:
+        physical["region"] = {"startLine": p.line, **({"startColumn": p.column} if p.column else {})}
+    return {"level": "error", "message": {"text": p.message}, "locations": [{"physicalLocation": physical}]}
+
+
 @reporter("sarif")
 def sarif(findings: Sequence[Finding], ctx: ReportContext) -> str:
     rules = list(all_rules().values())
@@ -570,6 +596,12 @@ def sarif(findings: Sequence[Finding], ctx: ReportContext) -> str:
                         "rules": [sarif_rule(r) for r in rules],
                     }
                 },
+                "invocations": [
+                    {
+                        "executionSuccessful": not ctx.problems,
+                        "toolExecutionNotifications": [sarif_problem(p, ctx) for p in ctx.problems],
+                    }
+                ],
                 "columnKind": "unicodeCodePoints",  # LibCST columns count code points
                 "originalUriBaseIds": {"%SRCROOT%": {"description": {"text": "The repository root."}}},
                 "results": results,
@@ -582,9 +614,20 @@ def sarif(findings: Sequence[Finding], ctx: ReportContext) -> str:
 # ---- GitLab Code Quality and JUnit -------------------------------------------------------------
 
 
+def gitlab_problem(p: Problem, ctx: ReportContext) -> dict:
+    path = repo_rel(p.path, ctx)
+    return {
+        "description": f"not checked: {p.message}",
+        "check_name": "syncfix-error",
+        "fingerprint": hashlib.sha256(f"{path}\0error\0{p.message}".encode()).hexdigest(),
+        "severity": "major",
+        "location": {"path": path, "lines": {"begin": p.line or 1}},
+    }
+
+
 @reporter("gitlab")
 def gitlab(findings: Sequence[Finding], ctx: ReportContext) -> str:
-    out = []
+    out = [gitlab_problem(p, ctx) for p in ctx.problems]
     seen: Counter[str] = Counter()
     for f in findings:
         path = repo_rel(f.path, ctx)
@@ -611,11 +654,21 @@ def gitlab(findings: Sequence[Finding], ctx: ReportContext) -> str:
 
 @reporter("junit")
 def junit(findings: Sequence[Finding], ctx: ReportContext) -> str:
-    suites = ET.Element("testsuites", name=TOOL, tests=str(max(1, len(findings))), failures=str(len(findings)))
+    n = len(findings) + len(ctx.problems)
+    suites = ET.Element(
+        "testsuites", name=TOOL, tests=str(max(1, n)), failures=str(len(findings)), errors=str(len(ctx.problems))
+    )
+    for p in ctx.problems:
+        path = rel(p.path, ctx.root)
+        suite = ET.SubElement(suites, "testsuite", name=path, tests="1", failures="0", errors="1")
+        case = ET.SubElement(suite, "testcase", name=f"{TOOL}.error", classname=path, file=path)
+        if p.line is not None:
+            case.set("line", str(p.line))
+        ET.SubElement(case, "error", message=p.message, type="error").text = p.message
     by_file: dict[str, list[Finding]] = {}
     for f in findings:
         by_file.setdefault(rel(f.path, ctx.root), []).append(f)
-    if not by_file:
+    if not by_file and not ctx.problems:
         suite = ET.SubElement(suites, "testsuite", name=TOOL, tests="1", failures="0")
         ET.SubElement(suite, "testcase", name=TOOL, classname=TOOL)
     for path, group in by_file.items():

@@ -70,6 +70,17 @@ class Finding:
         return (self.path, self.line, self.column, self.code, self.message)
 
 
+@dataclass(frozen=True)
+class Problem:
+    """A path syncfix could not check (or write): the machine formats report it beside the
+    findings, as ruff reports a syntax error, so a CI reader sees it where the findings are."""
+
+    path: str
+    message: str
+    line: int | None = None  # where the message points, if it points anywhere (a syntax error)
+    column: int | None = None
+
+
 @dataclass
 class FileResult:
     """What processing one file produced."""
@@ -80,6 +91,7 @@ class FileResult:
     source: str | None = None  # original text (decoded) when a diff is wanted
     new_source: str | None = None  # rewritten text when it changed
     error: str | None = None  # a per-file problem: unreadable, syntax error, unwritable...
+    error_at: tuple[int, int] | None = None  # the (line, column) the error names, if any
     written: bool = False
     skipped: str | None = None  # why nothing was looked at (e.g. prefilter), for --verbose
 

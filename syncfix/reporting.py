@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.text import Text
 
 from .advice import Explainer
-from .model import Applicability, Edit, Finding
+from .model import Applicability, Edit, Finding, Problem
 from .observed import Need
 
 
@@ -38,7 +38,9 @@ class ReportContext:
     # Whether GitHub's job summary ($GITHUB_STEP_SUMMARY) gets the full list: without it, the
     # github format annotates every finding instead of the first 10 per level.
     step_summary: bool = False
-    errors: int = 0  # files that could not be processed (the summary must not say "passed")
+    # paths that could not be processed: the summary must not say "passed", and the machine
+    # formats list them (human formats have them on stderr already)
+    problems: Sequence[Problem] = ()
     # (path, unsafe) -> the file's text after ``apply`` (unsafe: with --unsafe-fixes), or None;
     # rdjson asks it to merge overlapping fixes into one suggestion.
     fixed_text: Callable[[str, bool], str | None] | None = None
@@ -255,17 +257,40 @@ def needs_json(n: Need) -> dict:
     }
 
 
+def problem_json(p: Problem, ctx: ReportContext) -> dict:
+    """A path that could not be processed, as ruff writes a syntax error: no code, no fix."""
+    at = {"row": p.line or 1, "column": p.column or 1}
+    return {
+        "code": None,
+        "name": "error",
+        "message": p.message,
+        "filename": rel(p.path, ctx.root),
+        "location": at,
+        "end_location": at,
+        "noqa_row": None,
+        "url": None,
+        "fix": None,
+        "needs": [],
+    }
+
+
+def json_items(findings: Sequence[Finding], ctx: ReportContext) -> Iterator[dict]:
+    """The json formats' entries: the paths that could not be processed, then the findings."""
+    for p in ctx.problems:
+        yield problem_json(p, ctx)
+    message = Explainer(findings, ctx.unsafe_fixes)
+    for f in findings:
+        yield finding_json(f, ctx, message(f))
+
+
 @reporter("json")
 def as_json(findings: Sequence[Finding], ctx: ReportContext) -> Iterator[str]:
-    """One JSON array, written a finding at a time (the same text as ``json.dumps(list, indent=2)``)."""
-    message = Explainer(findings, ctx.unsafe_fixes)
-    if not findings:
-        yield "[]\n"
-        return
-    for i, f in enumerate(findings):
-        item = json.dumps(finding_json(f, ctx, message(f)), indent=2).replace("\n", "\n  ")
-        yield ("[\n  " if i == 0 else ",\n  ") + item
-    yield "\n]\n"
+    """One JSON array, written an entry at a time (the same text as ``json.dumps(list, indent=2)``)."""
+    empty = True
+    for i, item in enumerate(json_items(findings, ctx)):
+        empty = False
+        yield ("[\n  " if i == 0 else ",\n  ") + json.dumps(item, indent=2).replace("\n", "\n  ")
+    yield "[]\n" if empty else "\n]\n"
 
 
 # ---- summaries -------------------------------------------------------------------------------
@@ -274,10 +299,10 @@ def as_json(findings: Sequence[Finding], ctx: ReportContext) -> Iterator[str]:
 def summary(findings: Sequence[Finding], ctx: ReportContext) -> str:
     remaining = len(findings)
     unchecked = ""
-    if ctx.errors:
-        n = ctx.errors
+    if ctx.problems:
+        n = len(ctx.problems)
         unchecked = f"{n} path{'s' if n != 1 else ''} could not be processed (see the errors above).\n"
-    if ctx.errors and remaining == 0 and ctx.fixed == 0:
+    if ctx.problems and remaining == 0 and ctx.fixed == 0:
         return "No findings in what was processed; " + unchecked
     if ctx.mode == "apply":
         if remaining == 0 and ctx.fixed == 0:

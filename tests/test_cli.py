@@ -530,3 +530,14 @@ def test_a_finding_without_a_fix_is_not_said_to_be_fixed_by_an_edit_of_its_line(
     assert "fixed together" not in explain(unfixed)
     assert "see `syncfix rule SFX101`" in explain(unfixed)
     assert explain(covered).endswith("fixed together with the finding at line 4")
+
+
+def test_stdin_that_cannot_be_parsed(project):
+    broken = "import torch\ndef f(:\n    x.cuda()\n"
+    # an editor replaces its buffer with what apply writes: it gets its text back unchanged
+    r = run("apply", "-", input=broken)
+    assert (r.exit_code, r.stdout) == (1, broken)
+    assert "syncfix: error: -: syntax error at 2:7" in r.stderr
+    assert run("apply", "-", "--diff", input=broken).stdout == ""
+    (entry,) = json.loads(run("check", "-", "-o", "json", "--stdin-filename", "m.py", input=broken).stdout)
+    assert (entry["code"], entry["filename"], entry["location"]) == (None, "m.py", {"row": 2, "column": 7})

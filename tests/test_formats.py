@@ -409,3 +409,70 @@ def test_output_file_gets_the_streamed_report(tmp_path):
     result = CliRunner().invoke(cli, ["check", str(tmp_path / "m.py"), "--isolated", "-o", "json", "--output-file", str(out)])
     assert result.exit_code == 1, result.output
     assert len(json.loads(out.read_text())) == len(check_code(ALL_KINDS))
+
+
+# ---- paths that could not be processed ------------------------------------------------------
+
+BROKEN = "import torch\ndef f(x):\n    return x.item(\n"  # '(' never closed: CPython points at 3:18
+
+
+@pytest.fixture
+def broken_project(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    (tmp_path / "bad.py").write_text(BROKEN, encoding="utf-8")
+    (tmp_path / "good.py").write_text(SAFE, encoding="utf-8")
+
+
+def _report(fmt: str) -> str:
+    r = CliRunner().invoke(cli, ["check", ".", "-o", fmt, "--no-cache"], catch_exceptions=False)
+    assert r.exit_code == 1
+    assert "syncfix: error: bad.py: syntax error at 3:18" in r.stderr  # still said on stderr
+    return r.stdout
+
+
+def test_json_formats_list_an_unparsable_file_as_ruff_does(broken_project):
+    """As ruff writes a syntax error: an entry with no code and no fix, at the error's place."""
+    for entries in (json.loads(_report("json")), [json.loads(x) for x in _report("json-lines").splitlines()]):
+        assert [e["code"] for e in entries] == [None, "SFX101"]
+        error = entries[0]
+        assert error["filename"] == "bad.py" and error["fix"] is None
+        assert error["location"] == {"row": 3, "column": 18}
+        assert "was never closed" in error["message"]
+
+
+def test_ci_formats_show_an_unparsable_file_as_an_error(broken_project, sarif_schema):
+    assert _report("github").splitlines()[0].startswith("::error title=syncfix,file=bad.py,line=3,col=18::syntax error")
+    log = json.loads(_report("sarif"))
+    jsonschema.Draft4Validator(sarif_schema).validate(log)
+    (invocation,) = log["runs"][0]["invocations"]
+    assert invocation["executionSuccessful"] is False
+    (note,) = invocation["toolExecutionNotifications"]
+    assert note["level"] == "error"
+    assert note["locations"][0]["physicalLocation"]["region"] == {"startLine": 3, "startColumn": 18}
+    assert [r["ruleId"] for r in log["runs"][0]["results"]] == ["SFX101"]
+    for diags in (json.loads(_report("rdjson"))["diagnostics"], [json.loads(x) for x in _report("rdjsonl").splitlines()]):
+        assert [d["severity"] for d in diags] == ["ERROR", "WARNING"]
+        assert diags[0]["location"] == {"path": "bad.py", "range": {"start": {"line": 3, "column": 18}}}
+    issues = json.loads(_report("gitlab"))
+    assert [i["check_name"] for i in issues] == ["syncfix-error", "SFX101"]
+    assert issues[0]["location"] == {"path": "bad.py", "lines": {"begin": 3}}
+    suites = ET.fromstring(_report("junit"))
+    assert (suites.get("errors"), suites.get("failures")) == ("1", "1")
+    assert suites.find("testsuite/testcase/error").get("message").startswith("syntax error at 3:18")
+
+
+def test_an_unreadable_file_has_no_position(broken_project):
+    Path("bad.py").write_bytes(b"x = 1\0\n")
+    out = CliRunner().invoke(cli, ["check", ".", "-o", "json", "--no-cache"]).stdout
+    (error,) = [e for e in json.loads(out) if e["code"] is None]
+    assert error["message"] == "binary file (contains NUL bytes)"
+    assert error["location"] == {"row": 1, "column": 1}
+    r = CliRunner().invoke(cli, ["check", ".", "-o", "github", "--no-cache"])
+    assert "::error title=syncfix,file=bad.py::binary file" in r.stdout
+
+
+def test_sarif_run_without_problems_is_successful(sarif_schema):
+    findings, ctx = _findings(SAFE)
+    (invocation,) = json.loads(FORMATS["sarif"](findings, ctx))["runs"][0]["invocations"]
+    assert invocation == {"executionSuccessful": True, "toolExecutionNotifications": []}
