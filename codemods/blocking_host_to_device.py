@@ -209,7 +209,9 @@ class BlockingHostToDevice(Rule):
       `torch.*` factory without `out=` (whose result is `out` itself), `.pin_memory()`, a batch of a `DataLoader` with the default collate (on the CPU unless a dataset of the project places its items: `return seq.cuda()` in a `__getitem__` of any of its files), which
       `batch_size=None` turns off: written so or through a name bound to it; a size syncfix
       cannot read, such as `args.batch_size`, is taken to be a number, but not a parameter whose
-      default is `None`; `**kwargs` may pass `batch_size=None`; a loader whose `collate_fn` may
+      default is `None`; `**kwargs` may pass `batch_size=None` or a `collate_fn`, unless they are
+      a dict the code writes out and only spreads (`kw = {"batch_size": 16, "pin_memory": True}`,
+      or `{...} if cuda else {}`), whose keys syncfix reads; a loader whose `collate_fn` may
       be set after it is made is not: any `.collate_fn` store or `setattr` in the module, or the
       loader handed to code syncfix does not read; also the item of a dict or list of such
       loaders, `dataloaders[phase]`, that nothing else is stored in) and never mutated or passed on to code that might mutate it, also

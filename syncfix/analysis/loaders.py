@@ -23,32 +23,20 @@ def loader_value(a: ModuleAnalysis, call: cst.Call) -> Value:
     """What ``DataLoader(...)`` is: a loader whose batches are fresh (the default collate) in
     pageable or pinned memory, unless a custom collate, ``batch_size=None`` or ``**kwargs``
     may make them the dataset's own."""
-    pin = keyword(call, "pin_memory")
-    memory = Memory.PAGEABLE
-    if pin is not None:
-        memory = (
-            Memory.PINNED
-            if isinstance(pin.value, cst.Name) and pin.value.value == "True"
-            else Memory.PAGEABLE
-            if isinstance(pin.value, cst.Name) and pin.value.value == "False"
-            else Memory.UNKNOWN
-        )
+    spread = spread_keywords(a, call)
+    pins = {_pin_memory(p) for p in _keyword_values(call, spread, "pin_memory")} or {Memory.PAGEABLE}
+    memory = pins.pop() if len(pins) == 1 else Memory.UNKNOWN
     args = positional(call)
-    size = keyword(call, "batch_size") or (args[1] if len(args) > 1 else None)
+    sizes = _keyword_values(call, spread, "batch_size") or [args[1].value if len(args) > 1 else None]
     # the default collate copies each batch into new memory; ``batch_size=None`` turns it
     # off (the batch is then what the dataset returned): written so, bound to a name that
     # is not a number, or possibly in ``**kwargs`` (a size syncfix cannot read,
     # ``args.batch_size``, counts as a number)
     custom = (
-        keyword(call, "collate_fn") is not None
+        spread is None  # ``**kw`` syncfix cannot read may pass batch_size=None
+        or any(v is not None for v in _keyword_values(call, spread, "collate_fn"))
         or len(args) > 6
-        or any(arg.star for arg in call.args)  # ``**kw`` may pass batch_size=None
-        or size is not None and (
-            is_none(size)
-            or a.value(size.value).kind not in (Kind.NUMBER, Kind.UNKNOWN)
-            or _defaults_to_none(a, size.value)
-            or _parameter_maybe_none(a, size.value)
-        )
+        or any(v is not None and _none_size(a, v) for v in sizes)
     )
     # the default collate keeps the device of what the dataset returns: a dataset of this
     # module or project that may place its items (``return seq.cuda()``) makes batches of
@@ -57,6 +45,101 @@ def loader_value(a: ModuleAnalysis, call: cst.Call) -> Value:
     if custom:
         return Value(Kind.LOADER, device, Memory.UNKNOWN, False)
     return Value(Kind.LOADER, device, memory, True)
+
+
+def _none_size(a: ModuleAnalysis, size: cst.BaseExpression) -> bool:
+    """May this ``batch_size`` be None (or anything but a number)?"""
+    return (
+        is_none(size)
+        or a.value(size).kind not in (Kind.NUMBER, Kind.UNKNOWN)
+        or _defaults_to_none(a, size)
+        or _parameter_maybe_none(a, size)
+    )
+
+
+def _pin_memory(expr: cst.BaseExpression | None) -> Memory:
+    if expr is None:  # left out: the default
+        return Memory.PAGEABLE
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
+        return Memory.PINNED if expr.value == "True" else Memory.PAGEABLE
+    return Memory.UNKNOWN
+
+
+def _keyword_values(
+    call: cst.Call, spread: dict[str, list[cst.BaseExpression | None]] | None, name: str
+) -> list[cst.BaseExpression | None]:
+    """The values ``name=`` may have in ``call``: written, or from the ``**kw`` syncfix reads,
+    where None stands for a dict that leaves it out (the default); [] where nothing passes it."""
+    written = keyword(call, name)
+    if written is not None:
+        return [written.value]
+    return list((spread or {}).get(name, []))
+
+
+def spread_keywords(a: ModuleAnalysis, call: cst.Call) -> dict[str, list[cst.BaseExpression | None]] | None:
+    """The keywords the ``**kw`` arguments of ``call`` pass: key -> the values it may have (None
+    for a dict that leaves the key out), where each ``kw`` is a name bound only to dict
+    displays of string keys (``{"pin_memory": True}``, ``{...} if c else {}``, ``dict(a=1)``)
+    and used only to be spread so (nothing adds a key). None where one cannot be read
+    (a ``*args`` too); an empty dict where there is no ``**``."""
+    out: dict[str, list[cst.BaseExpression | None]] = {}
+    for arg in call.args:
+        if arg.star == "*":
+            return None
+        if arg.star != "**":
+            continue
+        dicts = _spread_dicts(a, arg.value)
+        if dicts is None:
+            return None
+        keys = {k for d in dicts for k in d}
+        for key in keys:
+            out.setdefault(key, []).extend(d.get(key) for d in dicts)
+    return out
+
+
+def _spread_dicts(a: ModuleAnalysis, expr: cst.BaseExpression) -> list[dict[str, cst.BaseExpression]] | None:
+    if isinstance(expr, cst.IfExp):
+        body, orelse = _spread_dicts(a, expr.body), _spread_dicts(a, expr.orelse)
+        return None if body is None or orelse is None else body + orelse
+    if isinstance(expr, cst.Dict):
+        entries: dict[str, cst.BaseExpression] = {}
+        for el in expr.elements:
+            if not isinstance(el, cst.DictElement) or not isinstance(el.key, cst.SimpleString):
+                return None
+            key = el.key.evaluated_value
+            if not isinstance(key, str):
+                return None
+            entries[key] = el.value
+        return [entries]
+    if isinstance(expr, cst.Call) and a.callee(expr) == "builtins.dict":
+        if not all(arg.keyword is not None and not arg.star for arg in expr.args):
+            return None
+        return [{arg.keyword.value: arg.value for arg in expr.args if arg.keyword is not None}]
+    if not isinstance(expr, cst.Name):
+        return None
+    values = a.reaching_values(expr)
+    if not values or not all(_only_spread(a, asg) for asg in a.bindings(expr)):
+        return None
+    out: list[dict[str, cst.BaseExpression]] = []
+    for value in values:
+        if isinstance(value, cst.Name):
+            return None  # another name for the dict: it may be changed through that one
+        found = _spread_dicts(a, value) if isinstance(value, cst.BaseExpression) else None
+        if found is None:
+            return None
+        out += found
+    return out
+
+
+def _only_spread(a: ModuleAnalysis, asg: object) -> bool:
+    """Is every use of this binding a ``**name`` spread (so no code adds or changes a key)?"""
+    if not isinstance(asg, Assignment):
+        return False
+    for access in asg.references:
+        parent = a.parent(access.node)
+        if not (isinstance(parent, cst.Arg) and parent.star == "**" and parent.value is access.node):
+            return False
+    return True
 
 
 _PLACING = re.compile(r"\.cuda\(|\.to\(|device")
