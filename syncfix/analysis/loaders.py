@@ -12,7 +12,7 @@ from libcst.metadata import Assignment
 
 from . import callgraph
 from .attributes import is_store
-from .syntax import is_none, keyword, positional
+from .syntax import keyword, positional
 from .values import Device, Kind, Memory, Value
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def loader_value(a: ModuleAnalysis, call: cst.Call) -> Value:
 def _none_size(a: ModuleAnalysis, size: cst.BaseExpression) -> bool:
     """May this ``batch_size`` be None (or anything but a number)?"""
     return (
-        is_none(size)
+        isinstance(size, cst.Name) and size.value == "None"
         or a.value(size).kind not in (Kind.NUMBER, Kind.UNKNOWN)
         or _defaults_to_none(a, size)
         or _parameter_maybe_none(a, size)
