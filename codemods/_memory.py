@@ -499,6 +499,12 @@ def _only_read(a: ModuleAnalysis, name: cst.Name) -> bool:
 
 
 _COPYING = {"cuda", "clone", "tolist", "item"}
+# numpy functions whose result is always new memory (others, ``np.transpose``, may be a view)
+_NUMPY_NEW = frozenset({
+    "numpy.copy", "numpy.array", "numpy.concatenate", "numpy.stack", "numpy.vstack",
+    "numpy.hstack", "numpy.zeros", "numpy.ones", "numpy.empty", "numpy.full", "numpy.arange",
+    "numpy.linspace", "numpy.zeros_like", "numpy.ones_like", "numpy.full_like",
+})
 # (``.numpy()`` and a CPU tensor's ``.cpu()`` hand out its memory, which may then be written)
 _READING = _COPYING | {"to", "items", "values", "keys"}
 # ``.to(...)`` targets that make a CPU tensor's copy new memory (an unknown device too, except
@@ -577,6 +583,13 @@ def _alias_root(
             callee = a.callee(cur) if a is not None else None
             if a is not None and args and callee in SHARING_CALLS:
                 cur = args[0].value
+                continue
+            if a is not None and callee is not None and callee.startswith("numpy."):
+                if callee in _NUMPY_NEW and not (callee == "numpy.array" and keyword(cur, "copy") is not None):
+                    return None  # ``np.copy(x)``: new memory
+                if not args:
+                    return None
+                cur = args[0].value  # ``np.transpose(x)`` may be a view of ``x`` (never ``np``'s own)
                 continue
             if a is not None and callee is not None and callee.startswith("torch."):
                 base = a.result_base(cur)  # ``torch.narrow(x, ...)``, ``out=x``: ``x``'s memory
