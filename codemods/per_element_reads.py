@@ -325,7 +325,13 @@ class PerElementReads(Rule):
                 return
         if read is not None and _var_of(node, read) is None and self._indexed(node, read):
             return
-        if read is None or not isinstance(comp.target, cst.Name):
+        if read is None:
+            return
+        if not isinstance(comp.target, cst.Name):
+            # ``{k: v.item() for k, v in d.items()}`` of a dict of GPU tensors syncfix places
+            if _var_of(node, read) is not None and a.value(read.receiver).device is not Device.CPU:
+                mixed = a.dtype_kind(read.receiver) is None
+                self.report(node, f"{self.MESSAGE}; no fix: {_MIXED_DTYPES}" if mixed else self.MESSAGE)
             return
         if not _reads_var(read, comp.target.value):
             if _var_of(node, read) is not None and a.value(read.receiver).device is not Device.CPU:
@@ -547,6 +553,10 @@ _MAPPED = (
     "`map` reads each element on the host; where they are tensors of one shape, dtype kind and "
     "device, `torch.stack([...]).tolist()` reads them with one transfer (or read them once, "
     "before the loop that repeats this)"
+)
+_MIXED_DTYPES = (
+    "the values are not provably of one dtype kind, which one `torch.stack(...).tolist()` needs to "
+    "read each back as it was (a bool beside floats would come back as 1.0)"
 )
 _UNKNOWN_ELEMENTS = (
     "syncfix cannot tell what the iterated values are; where they are tensors of one shape, dtype "

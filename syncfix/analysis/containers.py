@@ -9,15 +9,16 @@ read (SFX303).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from libcst.metadata import Assignment
+from libcst.metadata import Assignment, FunctionScope
 
 from ..walk import walk
 from .bindings import fact_of_name
 from .syntax import keyword, target_names
-from .values import Kind, Value, join_all
+from .values import Device, Kind, Memory, Value, join_all
 
 if TYPE_CHECKING:
     from .module import ModuleAnalysis
@@ -138,25 +139,40 @@ def _filled_in_place(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
 
 # Methods of a dict or list that read it without changing it.
 _READING_METHODS = frozenset({"items", "values", "keys", "get", "index", "count", "copy"})
+# Builtins that read a dict or list given alone, and put nothing in it.
+_READING_BUILTINS = frozenset({"builtins.len", "builtins.sorted", "builtins.list", "builtins.tuple", "builtins.set"})
 
 
-def loader_item(a: ModuleAnalysis, expr: cst.Subscript) -> Value | None:
+def held_item(a: ModuleAnalysis, expr: cst.Subscript) -> Value | None:
     """``dataloaders[phase]`` of ``dataloaders = {x: DataLoader(...) for x in ...}`` (a dict or
-    list display or comprehension whose every value is a loader): the join of those loaders, or
-    None. Only a name bound once, that no other file imports, whose every other use in the module
-    reads an item (``d[k]``, ``d.items()``...) or stores a loader (``d["DG"] = DataLoader(...)``):
-    nothing else can put another object in it (Person_reID's, the transfer-learning tutorial's)."""
-    holder = expr.value
+    list display or comprehension whose every value is a loader): the join of those loaders; and
+    likewise an item of one whose every value is a tensor on a device syncfix names (EDVR's
+    ``{folder: torch.mean(t, dim=0).cpu() for ...}``): where the items are, not their memory.
+    None otherwise. Only a name bound once, that no other file imports, whose every other use in
+    the module reads an item (``d[k]``, ``d.items()``...) or stores one of the same kind
+    (``d["DG"] = DataLoader(...)``): nothing else can put another object in it (Person_reID's,
+    the transfer-learning tutorial's)."""
+    return held_by(a, expr.value)
+
+
+def held_by(a: ModuleAnalysis, holder: cst.BaseExpression) -> Value | None:
+    """What each item of the dict or list ``holder`` is, as :func:`held_item` says, or None."""
     if not isinstance(holder, cst.Name) or a.imported_elsewhere(holder.value):
         return None
     values = a.reaching_values(holder)
     if not values or len(values) != 1:
         return None
     items = _held_items(values[0])
-    if not items or not all(a.value(item).kind is Kind.LOADER for item in items):
-        return None  # (before the scan of the module's names below: most containers hold no loader)
+    if not items or not all(_held_kind(a.value(item)) for item in items):
+        return None  # (before the scan of the module's names below: most containers hold neither)
+    # a function's own variable is used only there (a same-named one elsewhere is another)
+    scopes = {asg.scope for asg in a.bindings(holder)}
+    scope = next(iter(scopes)) if len(scopes) == 1 else None
+    own = scope.node if isinstance(scope, FunctionScope) else None
     for use in a.structure.of_type(cst.Name):
         if not isinstance(use, cst.Name) or use.value != holder.value or use is holder:
+            continue
+        if own is not None and not any(anc is own for anc in a.ancestors(use)):
             continue
         parent = a.parent(use)
         if isinstance(parent, cst.Subscript) and parent.value is use:
@@ -168,13 +184,30 @@ def loader_item(a: ModuleAnalysis, expr: cst.Subscript) -> Value | None:
             continue
         if isinstance(parent, cst.Attribute) and parent.value is use and parent.attr.value in _READING_METHODS:
             continue
+        call = a.parent(parent) if isinstance(parent, cst.Arg) else None
+        if isinstance(call, cst.Call) and len(call.args) == 1 and a.callee(call) in _READING_BUILTINS:
+            continue  # ``len(d)``: reads it
         if _bound_here(a, use, values[0]):
             continue
         return None
     held = [a.value(item) for item in items]
-    if not all(v.kind is Kind.LOADER for v in held):
+    kinds = {_held_kind(v) for v in held}
+    if len(kinds) != 1 or None in kinds:
         return None
+    if kinds == {Kind.TENSOR}:
+        # where the tensors are, not that nothing else holds them: an item read may be written
+        # through another read of the container
+        return replace(join_all(held), memory=Memory.UNKNOWN, fresh=False)
     return join_all(held)
+
+
+def _held_kind(v: Value) -> Kind | None:
+    """The kinds of item :func:`held_item` follows: loaders, and tensors on a device it names."""
+    if v.kind is Kind.LOADER:
+        return Kind.LOADER
+    if v.kind is Kind.TENSOR and v.device in (Device.CPU, Device.CUDA):
+        return Kind.TENSOR
+    return None
 
 
 def _held_items(value: cst.CSTNode) -> list[cst.BaseExpression]:

@@ -123,9 +123,9 @@ def _value(a: ModuleAnalysis, expr: cst.CSTNode) -> Value:
         if base.kind is Kind.MODULE and attributes.holds_module_container(a, expr.value):
             return base  # ``self.criterion[lang]`` of an ``nn.ModuleDict``: a module, placed with it
         if base.kind in (Kind.OTHER, Kind.UNKNOWN):
-            held = containers.loader_item(a, expr)
+            held = containers.held_item(a, expr)
             if held is not None:
-                return held  # ``dataloaders[phase]`` of a dict of loaders
+                return held  # ``dataloaders[phase]`` of a dict of loaders (or of placed tensors)
         key = expr.slice[0].slice if len(expr.slice) == 1 else None
         if base.kind is Kind.UNKNOWN and isinstance(key, cst.Index) and isinstance(key.value, cst.SimpleString):
             named = key.value.evaluated_value  # ``enc["input_ids"]`` of a tokenizer's output (likely)
@@ -428,6 +428,11 @@ def _element_of(a: ModuleAnalysis, iterable: cst.BaseExpression) -> Value:
         batch_view = _batch_dict_view(a, iterable)
         if batch_view is not None:
             return batch_view
+        func = iterable.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("items", "values") and not iterable.args:
+            held = containers.held_by(a, func.value)  # ``for k, t in d.items()`` of placed tensors
+            if held is not None:
+                return TupleValue((UNKNOWN, held)) if func.attr.value == "items" else held
         name = a.callee(iterable)
         args = positional(iterable)
         if name == "builtins.enumerate" and args:

@@ -64,3 +64,17 @@ def test_elements_of_a_tensor_copied_to_the_cpu_are_not_reported():
         "        print(rows, gpu_rows)\n"
     )
     assert [f.line for f in check_code(src, select=["SFX303"])] == [7]
+
+
+def test_values_of_a_placed_dict_of_mixed_dtypes_say_why_there_is_no_fix():
+    """The items of a dict built here of CUDA tensors are CUDA tensors; a float beside a bool
+    has no one-stack read, and the finding says so (it said nothing once the items were known)."""
+    from syncfix import check_code
+
+    src = (
+        "import torch\n\n\nclass T:\n    def training_step(self):\n"
+        '        mixed = {"n": torch.ones(3, device="cuda").sum(), "ok": (torch.ones(3, device="cuda") > 0).all()}\n'
+        "        return {k: v.item() for k, v in mixed.items()}\n"
+    )
+    (f,) = [f for f in check_code(src, path="m.py") if f.code == "SFX303"]
+    assert "not provably of one dtype kind" in f.message and f.fix is None
