@@ -179,7 +179,9 @@ class BlockingHostToDevice(Rule):
     - the target is provably CUDA, or provably CUDA-or-CPU while the tensor is provably on the
       CPU: then the fix is exact for both targets, because a CPU-to-CPU `.to` returns the tensor
       itself (no copy is made, `non_blocking` changes nothing) and a CPU-to-CUDA copy is the
-      case below. A module-level name or class attribute that another file of the project sets
+      case below. `x.device` is CUDA where an `is_cuda` test puts `x` on a GPU: inside `if
+      x.is_cuda:`, or after an `if` that leaves (`raise`, `return`) unless it is, with `x` not
+      bound again since (`if not x.is_cuda: raise ...`). A module-level name or class attribute that another file of the project sets
       (`engine.DEVICE = "mps"`, `Trainer.device = "cpu"`), or any global where the module uses
       `globals()`, names no provable device;
     - the copy is not in the body of a `try` whose handler may catch a `RuntimeError` (bare

@@ -30,10 +30,11 @@ DEFAULT_EXCLUDE = (
 # Functions whose bodies count as hot paths (``hot-functions``). Settings sit below the analysis
 # (import-linter's layers in pyproject.toml), so the default lives here and the analysis imports it.
 # Step hooks of the common loops: PyTorch modules and optimizers, Lightning (``*_step``),
-# Hugging Face's Trainer (``compute_loss``, ``prediction_step``), meters and metrics (``update``).
+# Hugging Face's Trainer (``compute_loss``, ``prediction_step``), meters and metrics (``update``),
+# and a custom autograd function's (or module's) ``backward``.
 DEFAULT_HOT_FUNCTIONS = (
     "forward", "training_step", "validation_step", "test_step", "predict_step", "train_step", "step",
-    "update", "compute_loss", "prediction_step",
+    "update", "compute_loss", "prediction_step", "backward",
 )
 TARGET_VERSIONS = ("3.9", "3.10", "3.11", "3.12", "3.13", "3.14", "3.15")
 

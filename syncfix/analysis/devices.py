@@ -170,6 +170,13 @@ def _device_code(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:
 def device_of(a: ModuleAnalysis, expr: cst.CSTNode) -> Device:
     """The device a device-like expression (string, int, ``torch.device``, name) denotes."""
     v = a.value(expr)
+    if (
+        v.device is Device.UNKNOWN
+        and isinstance(expr, cst.Attribute)
+        and expr.attr.value == "device"
+        and a.tested_on_cuda(expr.value)
+    ):
+        return Device.CUDA  # ``x.device`` where an ``is_cuda`` test puts ``x`` on a GPU
     if v.kind is Kind.DEVICE:
         if v.device is Device.UNKNOWN and a.cuda_or_cpu_only:
             return Device.CUDA_OR_CPU  # declared: the project runs on nothing else
@@ -199,7 +206,7 @@ def to_target(a: ModuleAnalysis, call: cst.Call) -> Device | None:
         return None
     first = args[0].value
     v = a.value(first)
-    if v.kind is Kind.DEVICE:
+    if v.kind is Kind.DEVICE or isinstance(first, cst.Attribute) and first.attr.value == "device":
         return a.device_of(first)
     if _is_device_index(a, first):
         return Device.CUDA

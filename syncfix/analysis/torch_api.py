@@ -484,10 +484,11 @@ FLOAT_CONSTANTS = frozenset(
 # Wrappers whose iteration yields the wrapped iterable's items.
 PASS_THROUGH_ITER = {"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "iter", "list", "tuple", "itertools.islice"}
 # Step hooks of a framework's class (a Hugging Face ``Trainer``'s ``compute_loss``/
-# ``prediction_step``, Lightning's ``test_step``/``predict_step``) or handed to an engine from
+# ``prediction_step``, Lightning's ``test_step``/``predict_step``, a ``torch.autograd.Function``'s
+# ``backward``) or handed to an engine from
 # the function that builds it (ignite's ``Engine(test_step)``): a module's top-level function of
 # that name (a debug script's ``def test_step(model)``) is one-time code.
-METHOD_HOOKS = frozenset({"compute_loss", "prediction_step", "test_step", "predict_step"})
+METHOD_HOOKS = frozenset({"compute_loss", "prediction_step", "test_step", "predict_step", "backward"})
 # Methods that yield each item of their first argument while logging progress (a likely fact,
 # by name: ``MetricLogger.log_every`` of torchvision's references and the repositories that
 # copied it).
