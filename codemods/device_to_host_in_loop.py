@@ -592,12 +592,13 @@ class DeviceToHostInLoop(Rule):
             # ``float(x)`` is as often of a number, a string or a numpy value: only of a tensor,
             # or of a tensor op's result in the likely view (``float(preds.eq(y).sum())``, and an
             # element or a name of one: YOLOX's ``int(nlabel[i])`` of ``nlabel = (...).sum(1)``;
+            # a registered buffer: MoCo's ``int(self.queue_ptr)`` in each forward;
             # not ``int(kpts[i, 0])`` of an array that only has a ``.shape``), and without a fix
             # (the fixes below rewrite ``.item()``)
             receiver = read.receiver
             if not (
                 a.value(receiver).is_tensor
-                or isinstance(receiver, (cst.Call, cst.Subscript, cst.Name))
+                or isinstance(receiver, (cst.Call, cst.Subscript, cst.Name, cst.Attribute))
                 and not read_as_tensor
                 and a.likely.value(receiver).is_tensor
             ):
