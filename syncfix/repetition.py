@@ -3,7 +3,8 @@
 A sync costs once per execution, so a fix pays only where the code runs again and again: loop
 bodies, step-like functions (``forward``, ``training_step``... the ``hot-functions`` setting),
 and functions this file calls from such code. One-time code is quiet by default: the module's
-top level outside loops (``if __name__ == "__main__":`` included), ``__init__``, an attribute
+top level outside loops (``if __name__ == "__main__":`` included), ``__init__`` (unless its class
+is made where code repeats: Autoformer's masks, made in each ``forward``), an attribute
 made on first use (``if not hasattr(self, "x"): self.x = ...``, ``if self.x is None:``), a value
 made once per key of a cache (``if key not in cache: cache[key] = ...``), a branch taken once
 per pass of its loop (``if i == n - 1:`` on the loop's counter), a loop over a model's layers or
@@ -273,5 +274,11 @@ class Repetition:
                 for call in self.analysis.calls_named(name)
                 if isinstance(call.func, cst.Attribute) == method
             )
+            if not result and name == "__init__" and isinstance(owner, cst.ClassDef):
+                # a class made where code repeats runs its ``__init__`` each time
+                made = owner.name.value
+                result = f"{made}.__init__" in self.analysis.called_from_loops or any(
+                    self.repeats(call) for call in self.analysis.calls_named(made) if isinstance(call.func, cst.Name)
+                )
         self._functions[fn] = result
         return result

@@ -885,3 +885,55 @@ class SetCriterion:
     hot = hot_functions([file_calls("pkg.crit", criterion.encode(), ["forward"], {"pkg.crit": "pkg.crit"})])
     assert {"forward", "get_loss", "loss_labels", "loss_boxes"} <= hot["pkg.crit"]
     assert "loss_kept" not in hot["pkg.crit"]
+
+
+MASKING = """
+import torch
+
+
+class CausalMask:
+    def __init__(self, b, n, device="cpu"):
+        self.mask = torch.ones(b, n, n, dtype=torch.bool).triu(1).to(device)
+
+
+class Config:
+    def __init__(self, n):
+        self.n = n
+"""
+
+ATTENTION = """
+from torch import nn
+from .masking import CausalMask, Config
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.config = Config(4)
+
+    def forward(self, q):
+        return q.masked_fill(CausalMask(q.shape[0], q.shape[1], device=q.device).mask, 0)
+"""
+
+
+def test_a_class_made_where_code_repeats_runs_its_own_init_each_time(tmp_path):
+    """Autoformer's masks are made in each forward: that class's ``__init__`` is hot, named with
+    its class (another class of the file, made at set-up, is not)."""
+    resolve = {"pkg.masking": "pkg.masking", "pkg.attention": "pkg.attention"}
+    files = [
+        file_calls("pkg.masking", MASKING.encode(), ["forward"], resolve),
+        file_calls("pkg.attention", ATTENTION.encode(), ["forward"], resolve),
+    ]
+    hot = hot_functions(files)
+    assert hot["pkg.masking"] == {"CausalMask.__init__"}
+    assert "__init__" not in hot.get("pkg.attention", set())
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "masking.py").write_text(MASKING)
+    (root / "pkg" / "attention.py").write_text(ATTENTION)
+    (root / "pyproject.toml").write_text("")
+    out = CliRunner().invoke(cli, ["check", str(root), "--no-cache", "-o", "json"]).stdout
+    assert [(f["filename"].rsplit("/", 1)[-1], f["location"]["row"], f["code"]) for f in json.loads(out)] == [
+        ("masking.py", 7, "SFX101")
+    ]

@@ -689,6 +689,10 @@ def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
                     return [found]
         target = (callee[0] or caller, callee[1])
         found = defined(*target, _MAX_REEXPORTS)
+        if found is not None and found[1] not in by_module[found[0]].calls:
+            # a class: making one runs its ``__init__`` (Autoformer's ``TriangularCausalMask(...)``
+            # in each forward), that class's only, named so
+            return [(found[0], f"{found[1]}.__init__")]
         return [found] if found is not None else [target] if target[0] in by_module else []
 
     def named_like(receiver: str, classes: set[str]) -> bool:
@@ -718,7 +722,7 @@ def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
         owner = by_module.get(module)
         if owner is None:
             return None
-        if name in owner.calls:
+        if name in owner.calls or name in owner.classes:
             return (module, name)
         if hops == 0:
             return None

@@ -274,8 +274,18 @@ def is_hot(a: ModuleAnalysis, node: cst.CSTNode, *, project: bool = True) -> boo
         name = fn.name.value
         if is_step_function(a, fn) or (project and name in a.called_from_loops) or _calls_training_step(a, fn):
             return True
+        if project and name == "__init__" and _made_in_loops(a, fn):
+            return True
         fn = a.enclosing_function(fn)
     return False
+
+
+def _made_in_loops(a: ModuleAnalysis, init: cst.FunctionDef) -> bool:
+    """Is ``init`` the ``__init__`` of a class the project makes where code repeats (hotness
+    names it ``Class.__init__``)?"""
+    block = a.parent(init)
+    cls = a.parent(block) if isinstance(block, cst.IndentedBlock) else None
+    return isinstance(cls, cst.ClassDef) and f"{cls.name.value}.__init__" in a.called_from_loops
 
 
 def is_step_function(a: ModuleAnalysis, fn: cst.FunctionDef) -> bool:
