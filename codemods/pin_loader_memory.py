@@ -328,6 +328,11 @@ class PinLoaderMemory(Rule):
             def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
                 return False
 
+            def visit_For(self, n: cst.For) -> bool:
+                # a loop over another loader's batches (semseg's validation inside its training
+                # loop) copies those, not this loader's; a loop over a part of this batch does
+                return any(isinstance(x, cst.Name) and x.value in targets for x in a.structure.within(n.iter, cst.Name))
+
             def visit_Call(self, call: cst.Call) -> None:
                 func = call.func
                 if not isinstance(func, cst.Attribute) or func.attr.value not in ("cuda", "to"):

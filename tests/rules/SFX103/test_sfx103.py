@@ -74,3 +74,12 @@ def test_the_condition_a_copy_runs_under_is_quoted():
     (finding,) = check_code(src, select=["SFX103"])
     assert finding.fix is not None
     assert "(`not args.use_cpu`, line 7)" in finding.fix.description
+
+
+def test_a_nested_loop_over_another_loader_is_that_loaders_copies():
+    from pathlib import Path
+
+    src = (Path(__file__).parent / "fixtures" / "validation_inside.in.py").read_text()
+    messages = {f.line: f.message for f in check_code(src, path="t.py") if f.code == "SFX103"}
+    assert "(lines 12, 13)" in messages[9] and "under" not in messages[9].split(":", 1)[0]
+    assert "(line 18)" in messages[10]
