@@ -19,10 +19,12 @@ from .torch_api import (
     FLOAT_CONSTANTS,
     LIKELY_TENSOR_ATTRS,
     MODULE_BASES,
+    MODULE_FACTORIES,
     MODULE_ONLY_METHODS,
     PLACING_METHODS,
     TENSOR_ATTR_NON_TENSOR,
     TENSOR_ATTR_TENSOR,
+    TORCHVISION_NON_BUILDERS,
 )
 from .values import NUMBER, OTHER, UNKNOWN, Device, Kind, Memory, TupleValue, Value, join_all
 
@@ -346,12 +348,31 @@ def is_module_class(a: ModuleAnalysis, node: cst.BaseExpression) -> bool:
         for n in names
     ):
         return True
+    if names and all(made_module(n) for n in names):
+        return True  # ``models.vgg19(pretrained=True)``, ``timm.create_model(...)``
     # A class defined in this module that subclasses nn.Module (directly or through another).
     if isinstance(node, cst.Name):
         cls = _local_class(a, node.value)
         if cls is not None:
             return class_is_module(a, cls)
     return _imported_module_class(a, node)
+
+
+def made_module(name: str) -> bool:
+    """Does calling ``name`` make an ``nn.Module``: a torchvision model builder or class
+    (``torchvision.models.vgg19``, ``...detection.fasterrcnn_resnet50_fpn``; not a weights enum
+    or ``list_models``), or ``timm.create_model``?"""
+    if name in MODULE_FACTORIES:
+        return True
+    last = name.rsplit(".", 1)[-1]
+    return (
+        name.startswith("torchvision.models.")
+        and not last.endswith("_Weights")
+        and last not in TORCHVISION_NON_BUILDERS
+        and not last.startswith("_")
+        and ".feature_extraction." not in name
+        and ".utils." not in name
+    )
 
 
 def _imported_module_class(a: ModuleAnalysis, node: cst.BaseExpression) -> bool:

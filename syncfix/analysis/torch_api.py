@@ -537,3 +537,9 @@ def is_inplace_method(name: str) -> bool:
 SEQUENCE_OPS = frozenset(
     {"cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "row_stack"}
 )
+
+# Calls that make an ``nn.Module`` outside ``torch.nn`` (torchvision's builders are matched by
+# module: attributes.made_module).
+MODULE_FACTORIES = frozenset({"timm.create_model", "timm.models.create_model", "torchvision.models.get_model"})
+# torchvision.models functions that build no model.
+TORCHVISION_NON_BUILDERS = frozenset({"get_weight", "get_model_weights", "list_models", "get_model_builder", "WeightsEnum"})
