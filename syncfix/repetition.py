@@ -275,10 +275,7 @@ class Repetition:
                 if isinstance(call.func, cst.Attribute) == method
             )
             if not result and name == "__init__" and isinstance(owner, cst.ClassDef):
-                # a class made where code repeats runs its ``__init__`` each time
-                made = owner.name.value
-                result = f"{made}.__init__" in self.analysis.called_from_loops or any(
-                    self.repeats(call) for call in self.analysis.calls_named(made) if isinstance(call.func, cst.Name)
-                )
+                # a class made in a function that repeats runs its ``__init__`` each time
+                result = f"{owner.name.value}.__init__" in self.analysis.called_from_loops
         self._functions[fn] = result
         return result

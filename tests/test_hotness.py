@@ -910,6 +910,9 @@ class Attention(nn.Module):
     def __init__(self):
         super().__init__()
         self.config = Config(4)
+        self.blocks = []
+        for i in range(3):  # set-up: a loop, yet no step
+            self.blocks.append(Config(i))
 
     def forward(self, q):
         return q.masked_fill(CausalMask(q.shape[0], q.shape[1], device=q.device).mask, 0)
@@ -918,7 +921,7 @@ class Attention(nn.Module):
 
 def test_a_class_made_where_code_repeats_runs_its_own_init_each_time(tmp_path):
     """Autoformer's masks are made in each forward: that class's ``__init__`` is hot, named with
-    its class (another class of the file, made at set-up, is not)."""
+    its class (another class of the file, made at set-up, is not, even in a loop there)."""
     resolve = {"pkg.masking": "pkg.masking", "pkg.attention": "pkg.attention"}
     files = [
         file_calls("pkg.masking", MASKING.encode(), ["forward"], resolve),

@@ -691,7 +691,8 @@ def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
         found = defined(*target, _MAX_REEXPORTS)
         if found is not None and found[1] not in by_module[found[0]].calls:
             # a class: making one runs its ``__init__`` (Autoformer's ``TriangularCausalMask(...)``
-            # in each forward), that class's only, named so
+            # in each forward), that class's only, named so; from a hot function, not from any
+            # loop (``nn.ModuleList([Block() for _ in range(depth)])`` is set-up)
             return [(found[0], f"{found[1]}.__init__")]
         return [found] if found is not None else [target] if target[0] in by_module else []
 
@@ -744,6 +745,8 @@ def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
                 # a step loop's ``self.run_step(...)``: the overrides in other files too
                 across = callee[0] == SELF and callee[1] in f.batch_calls
                 for target in targets(callee, f.module, across) if in_loop else ():
+                    if target[1].endswith(".__init__"):
+                        continue  # objects made in a loop of set-up code (a model's layers)
                     if target not in hot:
                         hot.add(target)
                         work.append(target)
