@@ -334,3 +334,34 @@ def f(seed):
         (0,),
         True,
     )
+
+
+@pytest.mark.cuda
+def test_sfx101_copy_after_an_is_cuda_guard_and_of_spread_loader_options():
+    # fixtures is_cuda_guard and loader_kwargs_read: x.device is CUDA after `if x.is_cuda: ...
+    # else: raise`; a loader's options spread from a dict syncfix reads make fresh batches
+    check_fewer_syncs(
+        "SFX101",
+        """
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+
+        def scaled(x):
+            if x.is_cuda:
+                ex = x.mean()
+            else:
+                raise NotImplementedError
+            count = torch.tensor([3.0]).to(x.device)
+            return ex / count
+
+        def run(n=4):
+            x = torch.arange(4096, dtype=torch.float32, device="cuda")
+            out = []
+            for i in range(n):
+                out.append(scaled(x * i))
+            kw = {"batch_size": 8, "pin_memory": True}
+            for (b,) in DataLoader(TensorDataset(torch.arange(32.0).reshape(16, 2)), **kw):
+                out.append(b.cuda() * 2)
+            return out
+        """,
+    )
