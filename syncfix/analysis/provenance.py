@@ -419,6 +419,12 @@ def _element_of(a: ModuleAnalysis, iterable: cst.BaseExpression) -> Value:
         return Value(Kind.NDARRAY, memory=v.memory)  # rows or numpy scalars, never tensors
     if v.kind is Kind.MODULE and attributes.holds_module_sequence(a, iterable):
         return Value(Kind.MODULE)  # ``for block in self.h`` of an ``nn.ModuleList``: its layers
+    if isinstance(iterable, cst.Name):
+        # ``tbar = tqdm(val_loader); for x in tbar``: what the wrapped iterable yields
+        values = a.reaching_values(iterable)
+        wrapped = values[0] if values and len(values) == 1 else None
+        if isinstance(wrapped, cst.Call) and a.callee(wrapped) in PASS_THROUGH_ITER and positional(wrapped):
+            return _element_of(a, positional(wrapped)[0].value)
     if isinstance(iterable, (cst.Tuple, cst.List)) and iterable.elements:
         # ``for x in (ws, ds)``: each of the display's items in turn (a star's are unknown)
         if all(isinstance(el, cst.Element) for el in iterable.elements):
