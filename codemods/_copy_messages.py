@@ -37,6 +37,11 @@ BUILT_LIKE = (
     "Build it with the other tensor's dtype and device (`dtype=t.dtype, device=t.device`): no "
     "host tensor and no copy; zeros and ones are the same in every dtype"
 )
+BUILT_LIKE_LIKELY = (
+    "Build it with the other tensor's dtype and device (`dtype=t.dtype, device=t.device`; unsafe: "
+    "`t` is likely a tensor, as its function uses it as one; a dtype or a device would make "
+    "`.to(t)` a cast or a plain copy, which the rewrite does not keep)"
+)
 
 
 CONVERSION = (

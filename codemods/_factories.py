@@ -74,13 +74,14 @@ def built_on_device(a, call: cst.Call) -> tuple[cst.Call, list[str]] | None:
 _ZEROS_AND_ONES = {"torch.zeros", "torch.ones", "torch.eye"}
 
 
-def built_like(a, call: cst.Call) -> cst.Call | None:
+def built_like(a, call: cst.Call, *, likely: bool = False) -> cst.Call | None:
     """For ``torch.zeros(...).to(t)`` (or ``.type_as(t)``) with ``t`` provably a tensor (its
     device *and* dtype): the factory with ``dtype=t.dtype, device=t.device``; None otherwise. Only
     factories of zeros and ones, which every dtype holds exactly (a fill converted from float32
     would not match one made in float64), without a dtype of their own, and ``t`` a name or
     attribute (read twice). (``type_as`` moves to the *current* CUDA device, not ``t``'s: the
-    caller says so.)"""
+    caller says so.) With ``likely``, ``t`` may be a tensor in the likely view only (a parameter
+    the function uses as a tensor), for an unsafe fix."""
     func = call.func
     if not (isinstance(func, cst.Attribute) and func.attr.value in ("to", "type_as") and isinstance(func.value, cst.Call)):
         return None
@@ -90,7 +91,9 @@ def built_like(a, call: cst.Call) -> cst.Call | None:
     if not _exact_everywhere(a, factory):
         return None
     other = _only_device_argument(call)
-    if other is None or not _plain_reference(other) or not a.value(other).is_tensor:
+    if other is None or not _plain_reference(other):
+        return None
+    if not (a.value(other).is_tensor or likely and a.likely.value(other).is_tensor):
         return None
     built = append_kwarg(factory, "dtype", cst.Attribute(other, cst.Name("dtype")))
     return append_kwarg(built, "device", cst.Attribute(other, cst.Name("device")))

@@ -43,6 +43,7 @@ from ._copy_calls import (
 from ._copy_messages import (
     ARRAY_FIX,
     BUILT_LIKE,
+    BUILT_LIKE_LIKELY,
     BUILT_THERE,
     CAST_AFTER_FIX,
     CONVERSION,
@@ -336,7 +337,9 @@ class BlockingHostToDevice(Rule):
     dtype: it is built with `dtype=t.dtype, device=t.device` (**safe**) where the factory is
     `torch.zeros`, `torch.ones` or `torch.eye` without a dtype of its own (0 and 1 are exact in
     every dtype; a fill such as 0.1 converted from float32 to float64 is not 0.1 made in
-    float64).
+    float64). Where `t` is a tensor in the likely view only (a parameter its function uses as a
+    tensor: CodeFormer's quantizer, `torch.zeros(n, k).to(z)` each forward), the same rewrite is
+    **unsafe**: were `t` a dtype or a device, `.to(t)` would be a cast or a plain copy.
     """
 
     CODE = "SFX101"
@@ -439,6 +442,8 @@ class BlockingHostToDevice(Rule):
                 # tensor are the same whatever its device (fastMRI's ``torch.zeros(...).to(kspace)``)
                 self._build_like(node)
                 return
+            if target is Device.UNKNOWN and self._build_like(node, likely=True):
+                return  # CodeFormer's ``torch.zeros(n, k).to(z)`` of a ``z`` used as a tensor
             branch = a.cuda_branch(node)
             if branch is False:
                 return  # the ``else`` of ``if device.type == "cuda":``: not a copy to CUDA
@@ -623,13 +628,22 @@ class BlockingHostToDevice(Rule):
             "memory (`pin_memory=True` on its loader), then cast it on the device)",
         )
 
-    def _build_like(self, node: cst.Call) -> None:
+    def _build_like(self, node: cst.Call, *, likely: bool = False) -> bool:
+        """Report ``torch.zeros(...).to(t)`` with the fix that builds it like ``t`` (safe where
+        ``t`` is provably a tensor; with ``likely``, unsafe where only the likely view says so)."""
         a = self.analysis
         if not a.is_hot(node) or a.uses_streams or a.caught_by_handler(node):
-            return
-        built = built_like(a, node)
-        if built is not None:
+            return False
+        built = built_like(a, node, likely=likely)
+        if built is None:
+            return False
+        func = node.func
+        assert isinstance(func, cst.Attribute)
+        if likely and not a.value(positional(node)[0].value).is_tensor:
+            self.report(node, LIKE_OTHER, fix=self.unsafe_fix({node: built}, BUILT_LIKE_LIKELY))
+        else:
             self.report(node, LIKE_OTHER, fix=self.safe_fix({node: built}, BUILT_LIKE))
+        return True
 
     def _may_observe(self, node: cst.Call) -> bool:
         """Could facts seen on a run make this copy non-blocking? Not where no run can tell:
