@@ -341,6 +341,8 @@ class PinLoaderMemory(Rule):
                 value = a.value(receiver)
                 if value.kind is not Kind.BATCH and root_name(receiver) not in targets:
                     return
+                if value.is_tensor and value.device is Device.CUDA:
+                    return  # the batch's copy, copied again (melgan's ``netD(x_t.cuda())``): no host copy
                 device = Device.CUDA if func.attr.value == "cuda" else a.to_target(call)
                 if device in (Device.CUDA, Device.CUDA_OR_CPU):
                     found.append((call, device))

@@ -83,3 +83,11 @@ def test_a_nested_loop_over_another_loader_is_that_loaders_copies():
     messages = {f.line: f.message for f in check_code(src, path="t.py") if f.code == "SFX103"}
     assert "(lines 12, 13)" in messages[9] and "under" not in messages[9].split(":", 1)[0]
     assert "(line 18)" in messages[10]
+
+
+def test_a_batch_copy_copied_again_is_no_copy_of_the_loader():
+    from pathlib import Path
+
+    src = (Path(__file__).parent / "fixtures" / "copied_again.in.py").read_text()
+    (finding,) = [f for f in check_code(src, path="t.py") if f.code == "SFX103"]
+    assert "(line 12)" in finding.message  # not line 16's `net_d(x_t.cuda())` of the copy
