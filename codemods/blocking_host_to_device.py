@@ -632,10 +632,8 @@ class BlockingHostToDevice(Rule):
         """Report ``torch.zeros(...).to(t)`` with the fix that builds it like ``t`` (safe where
         ``t`` is provably a tensor; with ``likely``, unsafe where only the likely view says so)."""
         a = self.analysis
-        if not a.is_hot(node) or a.uses_streams or a.caught_by_handler(node):
-            return False
-        built = built_like(a, node, likely=likely)
-        if built is None:
+        built = built_like(a, node, likely=likely)  # first: most `.to(...)` are of no factory
+        if built is None or not a.is_hot(node) or a.uses_streams or a.caught_by_handler(node):
             return False
         func = node.func
         assert isinstance(func, cst.Attribute)

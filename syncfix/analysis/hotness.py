@@ -692,8 +692,10 @@ def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
         if found is not None and found[1] not in by_module[found[0]].calls:
             # a class: making one runs its ``__init__`` (Autoformer's ``TriangularCausalMask(...)``
             # in each forward), that class's only, named so; from a hot function, not from any
-            # loop (``nn.ModuleList([Block() for _ in range(depth)])`` is set-up)
-            return [(found[0], f"{found[1]}.__init__")]
+            # loop (``nn.ModuleList([Block() for _ in range(depth)])`` is set-up); none where the
+            # class defines no ``__init__`` (a dataclass of outputs: nothing of the file runs)
+            own = found[1] in by_module[found[0]].methods.get("__init__", ())
+            return [(found[0], f"{found[1]}.__init__")] if own else []
         return [found] if found is not None else [target] if target[0] in by_module else []
 
     def named_like(receiver: str, classes: set[str]) -> bool:
