@@ -600,6 +600,7 @@ class DeviceToHostInLoop(Rule):
                 a.value(receiver).is_tensor
                 or isinstance(receiver, (cst.Call, cst.Subscript, cst.Name, cst.Attribute))
                 and not read_as_tensor
+                and (a.torch_code or not isinstance(receiver, cst.Attribute))
                 and a.likely.value(receiver).is_tensor
             ):
                 return
