@@ -250,6 +250,8 @@ def _visitor_calls(tree, hot):
                 interactive.add(loop)
             table = node.func.value if isinstance(node.func, ast.Subscript) else None
             holder = ast.unparse(table) if isinstance(table, (ast.Name, ast.Attribute)) else ""
+            if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and node.func.value.id == "self":
+                holder = ast.unparse(node.func)  # ``self.f(...)`` of ``self.f = f``
             for chosen in collector.dispatch.get(holder, []) if holder.count(".") <= 1 else []:
                 out.calls.setdefault(function, [])
                 made.append((function, chosen, loop))
@@ -940,3 +942,33 @@ def test_a_class_made_where_code_repeats_runs_its_own_init_each_time(tmp_path):
     assert [(f["filename"].rsplit("/", 1)[-1], f["location"]["row"], f["code"]) for f in json.loads(out)] == [
         ("masking.py", 7, "SFX101")
     ]
+
+
+FOCAL = """
+import torch
+
+
+def _neg_loss(pred, gt):
+    return (torch.log(pred) * gt).sum()
+
+
+def unused(pred):
+    return pred
+
+
+class FocalLoss(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.neg_loss = _neg_loss
+        self.other = unused
+
+    def forward(self, out, target):
+        return self.neg_loss(out, target)
+"""
+
+
+def test_a_function_bound_to_an_attribute_runs_where_the_attribute_is_called():
+    """FairMOT's ``self.neg_loss = _neg_loss``, called in ``forward``: the function is hot (the
+    one bound to an attribute nothing calls is not)."""
+    hot = hot_functions([file_calls("pkg.losses", FOCAL.encode(), ["forward"], {"pkg.losses": "pkg.losses"})])
+    assert "_neg_loss" in hot["pkg.losses"] and "unused" not in hot["pkg.losses"]

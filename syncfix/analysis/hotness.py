@@ -420,6 +420,10 @@ class _Collector:
             handed = [self.handed(v) for v in value.values if v is not None]
             if key is not None and handed and all(h is not None for h in handed):
                 self.dispatch[key] = [h for h in handed if h is not None]
+        if isinstance(value, ast.Name) and (key := _holder_key(target)) is not None and key.startswith("self."):
+            handed_one = self.handed(value)  # ``self.neg_loss = _neg_loss``: ``self.neg_loss(...)`` runs it
+            if handed_one is not None:
+                self.dispatch[key] = [handed_one]
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
             made: Callee | None = self.names.get(value.func.id, ("", value.func.id))
         else:  # ``loss_evaluator = make_loss(...)``, then ``self.loss_evaluator = loss_evaluator``
@@ -432,7 +436,10 @@ class _Collector:
             self.out.instances[target.attr] = made
 
     def _dispatched(self, func: ast.expr) -> list[Callee]:
-        """The functions ``table[k](...)`` may run, where ``table`` holds only functions."""
+        """The functions ``table[k](...)`` may run, where ``table`` holds only functions, or
+        ``self.f(...)`` where ``self.f`` is bound to a function (FairMOT's ``self.neg_loss``)."""
+        if type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id == "self":
+            return self.dispatch.get("self." + func.attr, [])
         if type(func) is not ast.Subscript:
             return []
         key = _holder_key(func.value)
@@ -694,8 +701,8 @@ def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
             # in each forward), that class's only, named so; from a hot function, not from any
             # loop (``nn.ModuleList([Block() for _ in range(depth)])`` is set-up); none where the
             # class defines no ``__init__`` (a dataclass of outputs: nothing of the file runs)
-            own = found[1] in by_module[found[0]].methods.get("__init__", ())
-            return [(found[0], f"{found[1]}.__init__")] if own else []
+            has_init = found[1] in by_module[found[0]].methods.get("__init__", ())
+            return [(found[0], f"{found[1]}.__init__")] if has_init else []
         return [found] if found is not None else [target] if target[0] in by_module else []
 
     def named_like(receiver: str, classes: set[str]) -> bool:
