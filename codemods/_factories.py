@@ -91,8 +91,8 @@ def built_like(a, call: cst.Call, *, likely: bool = False) -> cst.Call | None:
     if not _exact_everywhere(a, factory):
         return None
     other = _only_device_argument(call)
-    if other is None or not _plain_reference(other):
-        return None
+    if other is None or not positional(call) or not _plain_reference(other):
+        return None  # ``.to(device=t)`` of a tensor ``t`` raises: not a form to rewrite
     if not (a.value(other).is_tensor or likely and a.likely.value(other).is_tensor):
         return None
     built = append_kwarg(factory, "dtype", cst.Attribute(other, cst.Name("dtype")))

@@ -14,6 +14,7 @@ from syncfix.analysis import (
     Kind,
     Memory,
     Value,
+    keyword,
     positional,
 )
 from syncfix.model import Applicability
@@ -217,7 +218,8 @@ class BlockingHostToDevice(Rule):
       or `{...} if cuda else {}`), whose keys syncfix reads; a loader whose `collate_fn` may
       be set after it is made is not: any `.collate_fn` store or `setattr` in the module, or the
       loader handed to code syncfix does not read; also the item of a dict or list of such
-      loaders, `dataloaders[phase]`, that nothing else is stored in) and never mutated or passed on to code that might mutate it, also
+      loaders, `dataloaders[phase]`, that nothing else is stored in, and a loop over a name bound
+      once to a wrapper of one, `tbar = tqdm(loader)`) and never mutated or passed on to code that might mutate it, also
       through another name for its memory (`y = x.cpu()`, `x.to(torch.float32)`, `x.numpy()`,
       `memoryview(...)`, `y = x if c else z`); its sizes and kinds passed on (`meter.update(v,
       x.size(0))`, `x.shape[0]`, `x.dtype`) are none of its memory. A tensor made from a numpy
@@ -635,9 +637,9 @@ class BlockingHostToDevice(Rule):
         built = built_like(a, node, likely=likely)  # first: most `.to(...)` are of no factory
         if built is None or not a.is_hot(node) or a.uses_streams or a.caught_by_handler(node):
             return False
-        func = node.func
-        assert isinstance(func, cst.Attribute)
-        if likely and not a.value(positional(node)[0].value).is_tensor:
+        device = keyword(built, "device")  # ``device=t.device``: ``t``, however `.to` named it
+        assert device is not None and isinstance(device.value, cst.Attribute)
+        if likely and not a.value(device.value.value).is_tensor:
             self.report(node, LIKE_OTHER, fix=self.unsafe_fix({node: built}, BUILT_LIKE_LIKELY))
         else:
             self.report(node, LIKE_OTHER, fix=self.safe_fix({node: built}, BUILT_LIKE))

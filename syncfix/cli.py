@@ -650,14 +650,12 @@ def _run_stdin(opts: dict, settings: Settings, mode: str, root: str) -> int:
         new, findings, applied = process_source(data, name, settings, fix=mode == "apply")
     except (FileError, InternalError) as exc:
         click.echo(f"syncfix: error: {name}: {exc}", err=True)
-        if mode == "apply" and not opts.get("diff"):
-            # an editor replaces its buffer with what comes out: give the text back as it came
+        if mode == "apply" and not opts.get("diff"):  # an editor replaces its buffer with this
             sys.stdout.buffer.write(data)
             sys.stdout.flush()
         elif mode == "check" and isinstance(exc, FileError):
-            at = exc.at or (None, None)
-            ctx = ReportContext(root=root, sources={}, problems=[Problem(name, str(exc), *at)])
-            _report([], ctx, settings.output_format, opts)
+            problem = Problem(name, str(exc), *(exc.at or (None, None)))
+            _report([], ReportContext(root=root, sources={}, problems=[problem]), settings.output_format, opts)
         return 2 if isinstance(exc, InternalError) else 1
     if mode == "apply" and opts.get("diff"):
         text = unified_diff(name, decode(data, "utf-8"), decode(new, "utf-8"), root)

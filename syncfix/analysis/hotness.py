@@ -693,17 +693,21 @@ def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
             for m in reversed(by_module[caller].stars):
                 found = defined(m, callee[1], _MAX_REEXPORTS)
                 if found is not None:
-                    return [found]
+                    return runs(found)
         target = (callee[0] or caller, callee[1])
         found = defined(*target, _MAX_REEXPORTS)
-        if found is not None and found[1] not in by_module[found[0]].calls:
-            # a class: making one runs its ``__init__`` (Autoformer's ``TriangularCausalMask(...)``
-            # in each forward), that class's only, named so; from a hot function, not from any
-            # loop (``nn.ModuleList([Block() for _ in range(depth)])`` is set-up); none where the
-            # class defines no ``__init__`` (a dataclass of outputs: nothing of the file runs)
-            has_init = found[1] in by_module[found[0]].methods.get("__init__", ())
-            return [(found[0], f"{found[1]}.__init__")] if has_init else []
-        return [found] if found is not None else [target] if target[0] in by_module else []
+        return runs(found) if found is not None else [target] if target[0] in by_module else []
+
+    def runs(found: tuple[str, str]) -> list[tuple[str, str]]:
+        """What calling the function or class ``found`` runs. A class: its ``__init__``
+        (Autoformer's ``TriangularCausalMask(...)`` in each forward), that class's only, named so,
+        and none where it defines no ``__init__`` (a dataclass of outputs runs nothing of its
+        file). Only from a hot function, not from any loop (the seeding below skips it:
+        ``nn.ModuleList([Block() for _ in range(depth)])`` is set-up)."""
+        module, name = found
+        if name in by_module[module].calls:
+            return [found]
+        return [(module, f"{name}.__init__")] if name in by_module[module].methods.get("__init__", ()) else []
 
     def named_like(receiver: str, classes: set[str]) -> bool:
         """Is one of these classes named as the receiver is (``logger``, ``self.logger``:
