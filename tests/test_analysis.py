@@ -317,6 +317,24 @@ def test_effects_of_statements():
     assert fx[7].exits == {"continue"}
 
 
+def test_a_lambdas_parameter_and_a_comprehensions_variable_are_not_read_by_the_statement():
+    # Towards-Realtime-MOT: `filter(lambda x: x.requires_grad, ...)` read no `x` of the loop's
+    # `[len(x) for x in targets]`, yet made the batch's copy look written again (no fix)
+    a, module = analyse(
+        """
+        def f(model, targets, x, d):
+            opt = make(filter(lambda x, k=d: x.requires_grad, model.parameters()))
+            n = sum([len(x) for x in targets])
+            m = [x for _ in targets]
+        """
+    )
+    stmts = module.body[0].body.body
+    reads = [a.effects(s).reads for s in stmts]
+    assert "x" not in reads[0] and {"d", "model", "make", "filter"} <= reads[0]
+    assert "x" not in reads[1] and "targets" in reads[1]
+    assert "x" in reads[2]  # a free name of the comprehension: the function's `x`
+
+
 def test_effects_of_running_an_iterator():
     """Resuming a generator or a ``map`` runs code that may write anything; iterating a tensor,
     a display or ``range`` does not."""
@@ -1014,3 +1032,87 @@ def test_a_join_of_a_tuple_bound_to_a_name_reads_its_items():
     assert analysis.value(values["b"]).device is Device.UNKNOWN
     assert analysis.value(values["c"]).device is Device.UNKNOWN
     assert analysis.value(values["d"]).device is Device.UNKNOWN
+
+
+def _names_in(module: cst.Module, holder: str, name: str) -> list[cst.Name]:
+    node = find(module, holder)
+    return [n for n in _all_nodes(node, cst.Name) if n.value == name]
+
+
+def _all_nodes(node: cst.CSTNode, kind: type) -> list:
+    out: list = []
+
+    class V(cst.CSTVisitor):
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            if isinstance(n, kind):
+                out.append(n)
+            return True
+
+    node.visit(V())
+    return out
+
+
+def test_a_name_inside_a_list_comprehension_is_the_binding_that_holds_where_it_runs():
+    # XLM's `[dico[sent[k].item()] for k in range(len(sent))]` after `sent = sent.cuda()`: the
+    # comprehension runs at once, so `sent` inside it is what holds there
+    a, module = analyse(
+        """
+        import torch
+        def f(n):
+            x = torch.zeros(3)
+            x = x.cuda()
+            a = [x[k] for k in range(n)]
+            s = {k: x[k] for k in range(n)}
+            g = (x[k] for k in range(n))
+            x = torch.ones(2)
+            return g
+        """
+    )
+    for holder in ("[x[k] for k in range(n)]", "{k: x[k] for k in range(n)}"):
+        (x,) = _names_in(module, holder, "x")
+        assert a.value(x).device is Device.CUDA, holder
+    # a generator runs when it is consumed, after `x` may be bound again: not known
+    (x,) = _names_in(module, "(x[k] for k in range(n))", "x")
+    assert a.value(x).device is not Device.CUDA
+    # a walrus in the comprehension binds `x` as it runs: not the statement before's
+    a, module = analyse(
+        """
+        import torch
+        def f(n):
+            x = torch.zeros(3)
+            return [x[k] + (x := torch.ones(1).cuda()) for k in range(n)]
+        """
+    )
+    (x, _) = _names_in(module, "[x[k] + (x := torch.ones(1).cuda()) for k in range(n)]", "x")
+    assert a.value(x).device is not Device.CPU
+
+
+def test_after_an_if_else_that_binds_a_name_in_each_branch_only_each_branchs_last_binding_reaches():
+    # XLM's mask: a numpy array made into a CPU tensor in one branch, a CPU tensor viewed in
+    # the other; the array bound first in the `if` never reaches the read after it
+    src = (
+        "import numpy as np\n"
+        "import torch\n"
+        "def mask_out(slen, bs, p):\n"
+        "    if p:\n"
+        "        m = np.random.rand(slen, bs) <= 0.5\n"
+        "        m = torch.from_numpy(m.astype(np.uint8))\n"
+        "    elif bs:\n"
+        "        m = torch.ones(slen, bs)\n"
+        "    else:\n"
+        "        m = torch.zeros(slen * bs, dtype=torch.uint8)\n"
+        "        m = m.view(slen, bs)\n"
+        "    return m\n"
+        "def partly(p):\n"
+        "    m = torch.ones(3).cuda()\n"
+        "    if p:\n"
+        "        m = torch.zeros(3)\n"
+        "    else:\n"
+        "        print(m)\n"
+        "    return m\n"
+    )
+    a, module = analyse(src)
+    v = a.value(last_name(module.body[2], "m"))
+    assert v.is_tensor and v.device is Device.CPU
+    # a branch that does not bind it: the binding before the `if` reaches too
+    assert a.value(last_name(module.body[3], "m")).device is Device.CUDA_OR_CPU

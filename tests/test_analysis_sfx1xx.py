@@ -203,15 +203,19 @@ def test_a_while_test_runs_again_after_the_bodys_bindings():
 def test_the_first_iterable_of_a_comprehension_sees_the_last_binding_before_it():
     # flownet2's ``losses = model(...)``, ``losses = [torch.mean(l) for l in losses]``, then
     # ``[v.item() for v in losses]``: the first ``for``'s iterable is evaluated at once, where
-    # the comprehension stands; an inner one's (or a lambda's) runs in its own scope
+    # the comprehension stands; so is an inner one's of a list comprehension (it runs to the
+    # end right there), not a generator's (or a lambda's), which runs later
     a, module = _analyse_body(
         "    for b in range(3):\n        xs = f(b)\n        xs = [torch.ones(2).cuda() for _ in xs]\n"
         "        ys = [v.sum() for v in xs]\n        zs = [w for u in xs for w in xs]\n"
+        "        gs = (w for u in xs for w in xs)\n"
     )
     _, ys, zs = a.nodes_within(module, cst.ListComp)
+    (gs,) = a.nodes_within(module, cst.GeneratorExp)
     assert [type(v) for v in a.reaching_values(ys.for_in.iter)] == [cst.ListComp]
     assert [type(v) for v in a.reaching_values(zs.for_in.iter)] == [cst.ListComp]
-    inner = a.reaching_values(zs.for_in.inner_for_in.iter)
+    assert [type(v) for v in a.reaching_values(zs.for_in.inner_for_in.iter)] == [cst.ListComp]
+    inner = a.reaching_values(gs.for_in.inner_for_in.iter)
     assert inner is None or len(inner) == 2  # not narrowed to the last binding
 
 

@@ -236,6 +236,16 @@ def run():
         ("import engine\n", 4),  # nothing set elsewhere: both loops get SFX103 and SFX101 fixes
         ("import engine\nengine.DEVICE = 'cpu'\n", 2),  # a module global set from another file
         ("from engine import Trainer\nTrainer.device = 'cpu'\n", 2),  # a class attribute, likewise
+        # a computed ``setattr`` on any object may set ``device`` on a Trainer (or the module)...
+        ("import engine\ndef put(o, k, v):\n    setattr(o, k, v)\n", 0),
+        # ...but on ``self`` of another class (once-for-all's worker info) it sets only that class's
+        (
+            "import engine\nclass Info:\n    def __init__(self, **kw):\n        for k, v in kw.items():\n"
+            "            setattr(self, k, v)\n",
+            4,
+        ),
+        # unless the Trainer derives from that class
+        ("from engine import Trainer\nclass Info(Trainer):\n    def set(self, k, v):\n        setattr(self, k, v)\n", 2),
     ],
 )
 def test_names_set_from_another_file_keep_no_device_fact(tmp_path, monkeypatch, other, left):
@@ -243,6 +253,15 @@ def test_names_set_from_another_file_keep_no_device_fact(tmp_path, monkeypatch, 
     project makes the name's device unknown: pinning and non-blocking copies are not proven."""
     _files(tmp_path, monkeypatch, {"engine.py": ENGINE, "main.py": other})
     assert _safe_fixes("engine.py") == left
+
+
+def test_a_computed_setattr_on_self_in_a_base_class_elsewhere_may_set_any_attribute(tmp_path, monkeypatch):
+    base = "class Base:\n    def set(self, k, v):\n        setattr(self, k, v)\n"
+    engine = ENGINE.replace("class Trainer:", "class Trainer(Base):").replace("import torch\n", "import torch\nfrom base import Base\n", 1)
+    _files(tmp_path, monkeypatch, {"engine.py": engine, "base.py": base})
+    assert _safe_fixes("engine.py") == 2  # the module global's loop keeps both; the Trainer's loses its copy fix
+    (tmp_path / "base.py").write_text("class Base:\n    pass\n", encoding="utf-8")
+    assert _safe_fixes("engine.py") == 4
 
 
 COPIES = """\

@@ -208,3 +208,78 @@ def test_a_subclass_of_a_project_module_class_is_torch_code(tmp_path, base, foun
         "        tb_dict = {'loss_rpn': loss_rpn.item(), **tb_dict}\n        return loss_rpn, tb_dict\n"
     )
     assert _codes(tmp_path / "det" / "pillar.py", "SFX105") == (["SFX105"] if found else [])
+
+
+LAYER = """
+import torch.nn as nn
+from utils import *
+
+
+class Layer(nn.Module):
+    def forward(self, p, t):
+        mask = t.cuda() > 0
+        if mask.sum().float() > 0:
+            p = p * 2
+        return p
+
+
+def evaluate(model, loader):
+    total = 0.0
+    for x in loader:
+        loss = model(x.cuda()).sum()
+        total += loss.item()
+    return total
+"""
+
+
+@pytest.mark.parametrize(("utils", "found"), [("import torch\n", True), ("import numpy as np\n", False)])
+def test_torch_from_a_star_import_counts_as_torch_code_for_likely_facts_and_fixes(tmp_path, utils, found):
+    # Towards-Realtime-MOT's models.py has only `import torch.nn as nn` and `from utils.utils
+    # import *`: torch code, so `.cuda()` of an unknown value is a tensor there as in a file
+    # that imports torch by name (its `if nM > 0:` was missed); and a fix may write `torch.`
+    # where the star import binds that name
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "utils.py").write_text(utils)
+    (tmp_path / "models.py").write_text(textwrap.dedent(LAYER).lstrip())
+    assert _codes(tmp_path / "models.py", "SFX206") == ["SFX206"]
+    result = CliRunner().invoke(
+        cli, ["check", "--no-cache", "--unsafe-fixes", "--select", "SFX302", "-o", "json", "--exit-zero", str(tmp_path / "models.py")]
+    )
+    fixes = [f["fix"] for f in json.loads(result.stdout)]
+    assert len(fixes) == 1 and (fixes[0] is not None) == found
+    if found:
+        assert "torch.full(" in fixes[0]["edits"][0]["content"]
+
+
+TRACKER = """
+import torch
+from models import *
+
+
+class Tracker:
+    def __init__(self, cfg):
+        self.model = Darknet(cfg)
+        self.model.cuda().eval()
+
+    def update(self, im):
+        with torch.no_grad():
+            pred = self.model(im)
+        return pred[pred[:, 4] > 0.5]
+"""
+
+
+@pytest.mark.parametrize(
+    ("models", "module"),
+    [
+        ("import torch.nn as nn\n\n\nclass Darknet(nn.Module):\n    def forward(self, x):\n        return x\n", True),
+        ("class Darknet:\n    def __call__(self, x):\n        return x\n\n    def cuda(self):\n        return self\n", False),
+    ],
+)
+def test_a_class_a_star_import_binds_is_the_project_class_it_defines(tmp_path, models, module):
+    # Towards-Realtime-MOT's tracker: `from models import *`, `self.model = Darknet(...)`: its
+    # `.cuda()` places a module (no SFX101), and what it returns is a tensor on its device
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "models.py").write_text(models)
+    (tmp_path / "tracker.py").write_text(textwrap.dedent(TRACKER).lstrip())
+    codes = _codes(tmp_path / "tracker.py", "SFX101,SFX205")
+    assert "SFX101" not in codes and ("SFX205" in codes) == module

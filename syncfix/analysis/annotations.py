@@ -106,7 +106,7 @@ def used_as_tensor(a: ModuleAnalysis, param: cst.Param) -> bool:
     it was given) or whose type the function tests (``isinstance(x, torch.Tensor)``: ignite's
     ``x.unsqueeze(0)`` of a tensor, ``torch.tensor([x])`` of a number)."""
     scope = a.scope(param.name)
-    if scope is None or not a.assume_tensors or a.torch_alias is None or param.annotation is not None:
+    if scope is None or not a.assume_tensors or not a.torch_code or param.annotation is not None:
         return False
     if isinstance(param.default, cst.Name) and param.default.value == "None":
         return False

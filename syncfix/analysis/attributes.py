@@ -80,7 +80,7 @@ def assumed_tensor(a: ModuleAnalysis, receiver: Value, name: str, names: set[str
         a.assume_tensors
         and receiver.kind is Kind.UNKNOWN
         and name in names
-        and a.torch_alias is not None
+        and a.torch_code
         and name not in a.class_method_names
     )
 
@@ -495,6 +495,15 @@ def used_as_module(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
     if not isinstance(expr, cst.Name):
         return False
     scope = a.enclosing_function(expr) or a.module
+    names = a.cache.module_names.get(scope)
+    if names is None:
+        names = a.cache.module_names[scope] = _module_names(a, scope)
+    return expr.value in names
+
+
+def _module_names(a: ModuleAnalysis, scope: cst.CSTNode) -> frozenset[str]:
+    """The names on which code in ``scope`` calls a method only an ``nn.Module`` has."""
+    found: set[str] = set()
     for call in a.structure.within(scope, cst.Call):
         assert isinstance(call, cst.Call)
         func = call.func
@@ -507,6 +516,6 @@ def used_as_module(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
             and owner.func.attr.value in PLACING_METHODS
         ):
             owner = owner.func.value
-        if isinstance(owner, cst.Name) and owner.value == expr.value:
-            return True
-    return False
+        if isinstance(owner, cst.Name):
+            found.add(owner.value)
+    return frozenset(found)

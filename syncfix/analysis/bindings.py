@@ -20,11 +20,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 import libcst as cst
-from libcst.metadata import Assignment, FunctionScope, GlobalScope, Scope
+from libcst.metadata import Assignment, ComprehensionScope, FunctionScope, GlobalScope, Scope
 from libcst.metadata.scope_provider import Access, BaseAssignment, QualifiedName
 
 from .syntax import parallel_element, stored_names, target_names
@@ -57,6 +57,7 @@ def bindings(a: ModuleAnalysis, name: cst.Name) -> frozenset[BaseAssignment]:
     found: set[BaseAssignment] = set()
     for acc in _accesses_of(a).get(name, ()):
         found.update(acc.referents)
+    scope = _eager_outer(a, scope, name, found)
     aug = a.parent(name)
     if isinstance(aug, cst.AugAssign) and aug.target is name and not found:
         # ``x += v`` reads ``x`` but LibCST records no access there: the bindings before it
@@ -85,8 +86,11 @@ def bindings(a: ModuleAnalysis, name: cst.Name) -> frozenset[BaseAssignment]:
         if last is not None:
             # ``x = b[0]; x = x.cuda(); use(x)``: every path to the use passes the last plain
             # binding before it, so only what that statement binds reaches (and what nested
-            # functions bind through ``nonlocal``, which a call in between may run)
-            found = {asg for asg in found if _within(a, asg, last) or not _made_by(a, asg, scope)}
+            # functions bind through ``nonlocal``, which a call in between may run); after an
+            # ``if``/``else`` that binds it in each branch, the last binding of each branch
+            found = {
+                asg for asg in found if any(_within(a, asg, s) for s in last) or not _made_by(a, asg, scope)
+            }
     if not loops and len(found) > 1:
         # no loop carries a binding round to the use: one in the other branch of an ``if``
         # around it never reaches it (``if c: x = x.cuda(i) else: y = x.to(d)``), unless it
@@ -99,11 +103,35 @@ def bindings(a: ModuleAnalysis, name: cst.Name) -> frozenset[BaseAssignment]:
     return frozenset(found)
 
 
-def _dominating_binder(a: ModuleAnalysis, use: cst.Name) -> cst.BaseStatement | None:
-    """The statement line every path to ``use`` passes last among those binding its name: the
+def _eager_outer(a: ModuleAnalysis, scope: Scope, use: cst.Name, found: set[BaseAssignment]) -> Scope:
+    """For a use inside a list, set or dict comprehension of a name the comprehension does not
+    bind: the enclosing scope, where the comprehension runs at once (``[x[k].item() for k in
+    r]`` reads the ``x`` that holds there). A generator runs later: its own scope stays."""
+    while (
+        isinstance(scope, ComprehensionScope)
+        and isinstance(scope.node, _EAGER)
+        and scope.parent is not None
+        and not any(asg.scope is scope for asg in found)
+        and not any(_walrus_binds(n, use.value) for n in a.nodes_within(scope.node, cst.NamedExpr))
+    ):
+        scope = scope.parent
+    return scope
+
+
+_EAGER = (cst.ListComp, cst.SetComp, cst.DictComp)
+
+
+def _walrus_binds(node: cst.CSTNode, name: str) -> bool:
+    return isinstance(node, cst.NamedExpr) and isinstance(node.target, cst.Name) and node.target.value == name
+
+
+def _dominating_binder(a: ModuleAnalysis, use: cst.Name) -> list[cst.BaseStatement] | None:
+    """The statement lines every path to ``use`` passes last among those binding its name: the
     nearest earlier line of the use's block, or of an enclosing block, that binds it plainly
     (``name = ...``, ``name: T = ...``, ``name op= ...``, as a target of its own), or a ``try``
-    that binds it so on every way out (:func:`_try_binds_on_every_path`). None where
+    that binds it so on every way out (:func:`_try_binds_on_every_path`), or an ``if`` with an
+    ``else`` each of whose branches does (XLM's ``if p: m = from_numpy(...) else: m =
+    torch.zeros(...)``): the last such line of each branch. None where
     the nearest binding is anything else (an ``if``, a loop, ``try``, ``with``, a walrus) or
     the walk reaches the function's start (a parameter) or crosses a loop that binds the name
     later (a loop-carried binding may reach the use around it)."""
@@ -113,10 +141,12 @@ def _dominating_binder(a: ModuleAnalysis, use: cst.Name) -> cst.BaseStatement | 
     for anc in a.ancestors(use):
         if anc is stmt:
             break
-        comp = isinstance(anc, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp))
-        if isinstance(anc, cst.Lambda) or comp and id(anc.for_in.iter) not in path:  # type: ignore[attr-defined]
-            return None  # run later (a lambda, a generator) or in its own scope (not the first
-            # ``for``'s iterable, evaluated at once where it stands: ``[v.item() for v in losses]``)
+        lazy = isinstance(anc, cst.GeneratorExp) and id(anc.for_in.iter) not in path
+        if isinstance(anc, cst.Lambda) or lazy:
+            return None  # run later (a lambda, a generator's body); a list, set or dict
+            # comprehension runs at once where it stands (its own bindings are its scope's)
+        if isinstance(anc, _EAGER) and any(_walrus_binds(n, name) for n in a.nodes_within(anc, cst.NamedExpr)):
+            return None
         path.add(id(anc))
     if isinstance(stmt, cst.While) and name in stored_names(stmt):
         return None  # the test runs again after the body's bindings
@@ -127,8 +157,8 @@ def _dominating_binder(a: ModuleAnalysis, use: cst.Name) -> cst.BaseStatement | 
             if name not in stored_names(prev):
                 continue
             if isinstance(prev, cst.Try) and _try_binds_on_every_path(prev, name):
-                return prev
-            return prev if isinstance(prev, cst.SimpleStatementLine) and _binds_plainly(prev, name) else None
+                return [prev]
+            return _last_binders(prev, name)
         parent = a.parent(cur)
         while parent is not None and not isinstance(parent, (cst.BaseCompoundStatement, cst.FunctionDef, cst.Module)):
             if isinstance(parent, (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
@@ -140,6 +170,29 @@ def _dominating_binder(a: ModuleAnalysis, use: cst.Name) -> cst.BaseStatement | 
             return None
         cur = parent
     return None
+
+
+def _last_binders(stmt: cst.BaseStatement, name: str) -> list[cst.BaseStatement] | None:
+    """The lines that bind ``name`` last on every way through ``stmt`` (one that binds it):
+    itself where it binds it plainly; for an ``if`` with an ``else``, the last binders of each
+    branch, each branch's last statement that binds the name; None otherwise."""
+    if isinstance(stmt, cst.SimpleStatementLine):
+        return [stmt] if _binds_plainly(stmt, name) else None
+    if not isinstance(stmt, cst.If) or stmt.orelse is None:
+        return None
+    out: list[cst.BaseStatement] = []
+    for branch in (stmt.body, stmt.orelse):
+        block = branch.body if isinstance(branch, cst.Else) else branch
+        if isinstance(block, cst.If):
+            lines: Sequence[cst.BaseStatement] = [block]  # ``elif``
+        else:
+            lines = block.body if isinstance(block, cst.IndentedBlock) else []
+        binder = next((line for line in reversed(lines) if name in stored_names(line)), None)
+        found = _last_binders(binder, name) if binder is not None else None
+        if found is None:
+            return None  # a branch that does not bind it plainly: an earlier binding may reach
+        out += found
+    return out
 
 
 def _try_binds_on_every_path(stmt: cst.Try, name: str) -> bool:

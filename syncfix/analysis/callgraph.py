@@ -667,10 +667,13 @@ def _imported_names(a: ModuleAnalysis) -> frozenset[str]:
 
 
 def bound_by_import(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
-    """Is ``expr`` (``f``, ``mod.f``) rooted in a name that only an import binds here?"""
+    """Is ``expr`` (``f``, ``mod.f``) rooted in a name that only an import binds here (a
+    star import of a project module included)?"""
     root = expr
     while isinstance(root, cst.Attribute):
         root = root.value
+    if isinstance(root, cst.Name) and root.value in a.star_aliases and not a.bindings(root):
+        return True  # bound by nothing here but ``from models import *`` of a project module
     if not isinstance(root, cst.Name) or root.value not in _imported_names(a):
         return False  # ``make().f``, a local: no import behind it
     bound = a.bindings(root)

@@ -62,6 +62,9 @@ _CONSUMERS = frozenset({
 })
 
 
+_NESTED = (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
 @dataclass
 class Effects:
     """What one statement (or expression) does, as far as the rules care."""
@@ -94,7 +97,16 @@ class _EffectsVisitor(cst.CSTVisitor):
         return False
 
     def visit_Name(self, node: cst.Name) -> None:
+        scope = self.a.scope(node)
+        owner = getattr(scope, "node", None)
+        if isinstance(owner, _NESTED) and scope is not None and node.value in scope.assignments:
+            return  # a lambda's parameter or a comprehension's variable: another variable
         self.fx.reads.add(node.value)
+
+    def visit_Param(self, node: cst.Param) -> bool:
+        if node.default is not None:
+            walk(node.default, self)  # evaluated where the lambda is made; the name is its own
+        return False
 
     # ``opt.step`` reads ``opt``, not a name ``step``; ``f(lr=x)`` reads ``x``, not ``lr``.
     def visit_Attribute(self, node: cst.Attribute) -> bool:

@@ -40,7 +40,8 @@ class MemberUse:
     methods: frozenset[str] = frozenset()
     self_stores: frozenset[str] = frozenset()  # ``self.name = ...``
     dynamic_calls: bool = False  # ``getattr(x, computed)(...)``
-    dynamic_stores: bool = False  # ``setattr(x, computed, v)``
+    dynamic_stores: bool = False  # ``setattr(x, computed, v)``, x not ``self``
+    dynamic_self_stores: bool = False  # ``setattr(self, computed, v)``: any ``self.name`` of its class
     builds_by_type: bool = False  # ``type(x)(...)``, ``x.__class__(...)``: a class called unnamed
 
     def keep(self, names: frozenset[str]) -> MemberUse:
@@ -54,6 +55,7 @@ class MemberUse:
             self.self_stores & names,
             self.dynamic_calls,
             self.dynamic_stores,
+            self.dynamic_self_stores,
             self.builds_by_type,
         )
 
@@ -75,7 +77,7 @@ def member_use(tree: ast.Module) -> MemberUse:
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
         methods.update(t.id for t in targets if isinstance(t, ast.Name))
     callees: set[int] = set()  # ids of Attribute nodes that are a plain call's callee
-    dynamic_calls = dynamic_stores = builds_by_type = False
+    dynamic_calls = dynamic_stores = dynamic_self_stores = builds_by_type = False
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
             if isinstance(node.ctx, (ast.Store, ast.Del)):
@@ -103,9 +105,16 @@ def member_use(tree: ast.Module) -> MemberUse:
                     dynamic_calls = True
             if isinstance(func, ast.Name) and func.id in _DYNAMIC and len(node.args) >= 2:
                 name = _literal_name(node)
-                if name is not None:
-                    (stores if func.id in ("setattr", "delattr") else other).add(name)
-                elif func.id in ("setattr", "delattr"):
+                # ``setattr(self, k, v)`` reaches only instances of its class, as ``self.k = v`` does
+                on_self = isinstance(node.args[0], ast.Name) and node.args[0].id == "self"
+                if func.id not in ("setattr", "delattr"):
+                    if name is not None:
+                        other.add(name)
+                elif name is not None:
+                    (self_stores if on_self else stores).add(name)
+                elif on_self:
+                    dynamic_self_stores = True
+                else:
                     dynamic_stores = True
         elif isinstance(node, ast.ClassDef):
             for base in node.bases:
@@ -127,6 +136,7 @@ def member_use(tree: ast.Module) -> MemberUse:
         frozenset(self_stores),
         dynamic_calls,
         dynamic_stores,
+        dynamic_self_stores,
         builds_by_type,
     )
 
@@ -175,8 +185,9 @@ class Members:
         return any(u.builds_by_type for m, u in self.uses.items() if m != skip)
 
     def self_stored(self, name: str, skip: str | None = None) -> bool:
-        """Does a method of some file (other than ``skip``) store ``self.name``?"""
-        return any(name in u.self_stores for m, u in self.uses.items() if m != skip)
+        """Does a method of some file (other than ``skip``) store ``self.name`` (or a computed
+        attribute of ``self``)?"""
+        return any(name in u.self_stores or u.dynamic_self_stores for m, u in self.uses.items() if m != skip)
 
     def derived(self, cls: str, skip: str | None = None) -> bool:
         """Does a class of some file (other than ``skip``) name ``cls`` among its bases?"""

@@ -108,6 +108,7 @@ class Caches:
     memo_wrapped: dict[cst.ClassDef, frozenset[str]] = field(default_factory=dict)  # navigation.is_memoized
     # bindings.bindings per use: syntax only, so the likely view shares its analysis's table
     bindings: dict[cst.Name, frozenset[BaseAssignment]] = field(default_factory=dict)
+    module_names: dict[cst.CSTNode, frozenset[str]] = field(default_factory=dict)  # attributes.used_as_module
 
 
 class ModuleAnalysis:
@@ -282,6 +283,14 @@ class ModuleAnalysis:
             cached = self.cache.qualnames[node] = found
         return cached
 
+    @property
+    def star_aliases(self) -> dict[str, str]:
+        """What the module's star imports of project modules bind: local name -> qualified name
+        (``torch`` -> ``torch`` for ``from utils import *`` of a ``utils`` that imports it)."""
+        if self.cache.star_aliases is None:
+            self.cache.star_aliases = star_imports.star_aliases(self)
+        return self.cache.star_aliases
+
     def _star_qualnames(self, node: cst.CSTNode, scope: Scope) -> frozenset[str]:
         """``torch.zeros`` where ``torch`` is bound only by ``from utils import *`` of a project
         module that imports it (star_imports.py): what LibCST's scopes cannot name."""
@@ -289,9 +298,7 @@ class ModuleAnalysis:
         if dotted is None:
             return frozenset()
         root, _, rest = dotted.partition(".")
-        if self.cache.star_aliases is None:
-            self.cache.star_aliases = star_imports.star_aliases(self)
-        target = self.cache.star_aliases.get(root)
+        target = self.star_aliases.get(root)
         if target is None or any(not isinstance(asg, BuiltinAssignment) for asg in scope[root]):
             return frozenset()
         return frozenset({f"{target}.{rest}" if rest else target})

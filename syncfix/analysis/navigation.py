@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from libcst.metadata import GlobalScope
+from libcst.metadata import BuiltinAssignment, GlobalScope
 
 from .project import imports_torch
 from .syntax import dotted_name, stored_names, target_names
@@ -462,6 +462,11 @@ def torch_alias_at(a: ModuleAnalysis, node: cst.CSTNode) -> str | None:
                 for x in bound
             ):
                 return name.value
+    # ``torch`` bound only by ``from utils.utils import *`` of a project module that imports it
+    # (Towards-Realtime-MOT's models), where nothing here binds the name
+    for local, target in a.star_aliases.items() if a.torch_elsewhere else ():
+        if target == "torch" and scope is not None and all(isinstance(x, BuiltinAssignment) for x in scope[local]):
+            return local
     return None
 
 

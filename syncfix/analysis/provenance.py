@@ -22,7 +22,13 @@ from libcst.metadata.scope_provider import BaseAssignment
 
 from . import attributes, callgraph, containers, loaders
 from .annotations import annotation_value, used_as_tensor
-from .attributes import assumed_tensor, attribute_value, declared_forward, is_module_class
+from .attributes import (
+    assumed_tensor,
+    attribute_value,
+    declared_forward,
+    is_module_class,
+    used_as_module,
+)
 from .bindings import assignment_order, fact_of_name
 from .devices import fstring_device, origin_code, string_device
 from .dtypes import is_dtype
@@ -519,6 +525,10 @@ def _call_value(a: ModuleAnalysis, call: cst.Call) -> Value:
         if receiver.kind is Kind.LOADER and func.attr.value in ("next", "__next__") and not call.args:
             return replace(receiver, kind=Kind.BATCH)  # ``it.next()`` of ``iter(loader)``: next(it)
         if receiver.is_tensor:
+            if a.assume_tensors and func.attr.value not in LIKELY_TENSOR_METHODS and used_as_module(a, func.value):
+                # the likely view's tensor, of ``algorithm = make(args).cuda()``, is a model the
+                # function also calls ``.train()`` on: its ``update()`` is no tensor method
+                return UNKNOWN
             return _method_value(a, receiver, func.attr.value, call)
         if receiver.kind is Kind.MODULE:
             method = func.attr.value
@@ -565,7 +575,7 @@ def _likely_function_apply(a: ModuleAnalysis, receiver: Value, call: cst.Call) -
     func = call.func
     if not (
         a.assume_tensors
-        and a.torch_alias is not None
+        and a.torch_code
         and receiver.kind in (Kind.UNKNOWN, Kind.OTHER)  # a class, imported or defined here
         and isinstance(func, cst.Attribute)
         and func.attr.value == "apply"

@@ -235,7 +235,9 @@ def _aliases_of(project: ProjectModules, target: ModuleFile, seen: set[str]) -> 
         for node in _module_level(tree):
             for name in _bound_by(node):
                 counts[name] = counts.get(name, 0) + 1
-            if isinstance(node, ast.Import):
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                imported[node.name] = f"{target.name}.{node.name}"  # defined there: ``Darknet``
+            elif isinstance(node, ast.Import):
                 for alias in node.names:
                     local = alias.asname or alias.name.split(".")[0]
                     imported[local] = alias.name if alias.asname else local

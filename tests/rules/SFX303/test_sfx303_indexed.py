@@ -57,3 +57,10 @@ def test_no_finding_where_one_read_cannot_replace_them(body):
 def test_one_time_code_is_quiet():
     src = "import torch\n\nt = torch.zeros(10, device='cuda')\nvals = [t[k].item() for k in range(3)]\n"
     assert check_code(src, select=["SFX303"]) == []
+
+
+def test_a_name_bound_again_before_the_comprehension_is_read_as_it_holds_there():
+    # XLM's translate loop: `sent = sent.cuda()`, then `[dico[sent[k].item()] for k in ...]`;
+    # inside the comprehension `sent` was the join of both bindings, no longer a likely tensor
+    (f,) = _findings("        x = x.cuda()\n        a = [ks[x[k].item()] for k in range(len(x))]\n")
+    assert f.code == "SFX303" and "indexed out of `x`" in f.message
