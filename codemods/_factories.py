@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfix.analysis import Kind, keyword, named_as_device, positional
+from syncfix.analysis import LEGACY_CONSTRUCTORS, Kind, keyword, named_as_device, positional
 
-from ._support import append_kwarg, code, int_like
+from ._support import append_kwarg, code, int_like, kwarg
 
 # What each factory's result depends on besides its device: its own arguments, the same on every
 # device. ``torch.arange`` only of Python ints, to an integer dtype (exact everywhere; float
@@ -45,29 +45,92 @@ def built_on_device(a, call: cst.Call) -> tuple[cst.Call, list[str]] | None:
     func = call.func
     if not isinstance(func, cst.Attribute):
         return None
-    factory = func.value
-    if not isinstance(factory, cst.Call):
+    top = func.value
+    if not isinstance(top, cst.Call):
         return None
-    if "#" in code(a, call).replace(code(a, factory), "", 1):
+    if "#" in code(a, call).replace(code(a, top), "", 1):
         return None  # a comment among ``.to(...)``'s arguments, which the rewrite would drop
-    if _exact_everywhere(a, factory):
-        likely = []
-    elif _exact_everywhere(a, factory, likely_sizes=True):
-        likely = ["sizes"]
+    # ``torch.zeros(n).long()``, ``torch.LongTensor(b, n).fill_(-1)``: the factory under methods
+    # that give the same result on every device (casts and shape changes of its exact values)
+    factory = top
+    while _exact_method(a, factory) and isinstance(factory.func, cst.Attribute) and isinstance(factory.func.value, cst.Call):
+        if _legacy_filled(a, factory) is not None:
+            break
+        factory = factory.func.value
+    legacy = _legacy_filled(a, factory)
+    if legacy is not None:
+        made, likely = legacy
+    elif _exact_everywhere(a, factory, methods=factory is not top):
+        made, likely = factory, []
+    elif _exact_everywhere(a, factory, likely_sizes=True, methods=factory is not top):
+        made, likely = factory, ["sizes"]
     else:
         return None
     if func.attr.value == "cuda":
         if call.args:
             return None  # ``.cuda(None)`` is the current device, ``device=None`` the default one
-        return append_kwarg(factory, "device", cst.SimpleString('"cuda"')), likely
-    device = _only_device_argument(call)
-    if device is None:
+        device: cst.BaseExpression | None = cst.SimpleString('"cuda"')
+    else:
+        device = _only_device_argument(call)
+        if device is None:
+            return None
+        if a.value(device).kind is Kind.UNKNOWN and named_as_device(device):
+            likely = ["device", *likely]
+        elif a.value(device).kind is not Kind.DEVICE:
+            return None
+    assert device is not None
+    built = append_kwarg(made, "device", device)
+    return (built if factory is top else top.deep_replace(factory, built)), likely
+
+
+# Methods whose result is the same on every device for a factory's exact values: casts (of
+# zeros, ones and integer ranges, exact in every dtype), shape changes, and a fill with a number.
+_CASTS = {"long", "int", "short", "byte", "char", "bool", "float", "double", "half", "bfloat16"}
+_SHAPES = {"view", "reshape", "unsqueeze", "squeeze", "flatten", "t", "expand", "repeat", "contiguous"}
+
+
+def _exact_method(a, call: cst.Call) -> bool:
+    func = call.func
+    if not isinstance(func, cst.Attribute) or any(arg.keyword is not None or arg.star for arg in call.args):
+        return False
+    name = func.attr.value
+    if name in _CASTS or name == "zero_":
+        return not call.args
+    if name == "fill_":
+        return len(call.args) == 1 and a.python_number_type(call.args[0].value) is not None
+    return name in _SHAPES and all(a.python_number_type(arg.value) == "int" for arg in call.args)
+
+
+def _legacy_filled(a, call: cst.Call) -> tuple[cst.Call, list[str]] | None:
+    """``torch.LongTensor(b, n).fill_(v)`` (or ``.zero_()``): the same tensor made by
+    ``torch.zeros``/``torch.full`` with its dtype, and the likely facts it rests on (``"sizes"``
+    where the sizes are not provably ints); None for anything else. (The legacy constructor's
+    memory is uninitialized until the fill.)"""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value in ("fill_", "zero_") and isinstance(func.value, cst.Call)):
         return None
-    if a.value(device).kind is Kind.DEVICE:
-        return append_kwarg(factory, "device", device), likely
-    if a.value(device).kind is Kind.UNKNOWN and named_as_device(device):
-        return append_kwarg(factory, "device", device), ["device", *likely]
-    return None
+    legacy = func.value
+    name = a.callee(legacy) or ""
+    dtype = LEGACY_CONSTRUCTORS.get(name.removeprefix("torch."), None) if name.count(".") == 1 else None
+    torch = a.torch_alias_at(call)
+    args = legacy.args
+    if dtype is None or torch is None or not _exact_method(a, call) or not args:
+        return None
+    if any(arg.keyword is not None or arg.star for arg in args):
+        return None
+    if len(args) == 1 and a.python_number_type(args[0].value) != "int":
+        return None  # one argument may be data to copy or a tensor to share
+    likely = [] if all(a.python_number_type(arg.value) == "int" for arg in args) else ["sizes"]
+    if likely and not all(_size_of(a, arg.value) or a.python_number_type(arg.value) == "int" for arg in args):
+        return None
+    fill = call.args[0].value if call.args else cst.Integer("0")
+    number = a.literal_number(fill)
+    sizes = [arg.with_changes(comma=cst.MaybeSentinel.DEFAULT) for arg in args]
+    typed = kwarg("dtype", cst.parse_expression(dtype.replace("torch", torch, 1)))
+    if number in (0, 1) and not isinstance(number, bool):
+        return cst.Call(cst.parse_expression(f"{torch}.{'zeros' if number == 0 else 'ones'}"), [*sizes, typed]), likely
+    shape = cst.Tuple([cst.Element(arg.value) for arg in args])
+    return cst.Call(cst.parse_expression(f"{torch}.full"), [cst.Arg(shape), cst.Arg(fill), typed]), likely
 
 
 # Factories whose values are 0 and 1 only, exact in every dtype: ``.to(other)`` may convert them.
@@ -105,11 +168,13 @@ def _plain_reference(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name)
 
 
-def _exact_everywhere(a, factory: cst.Call, *, likely_sizes: bool = False) -> bool:
-    """With ``likely_sizes``, ``torch.arange``'s bounds may be sizes, ints by a likely fact."""
+def _exact_everywhere(a, factory: cst.Call, *, likely_sizes: bool = False, methods: bool = False) -> bool:
+    """With ``likely_sizes``, ``torch.arange``'s bounds may be sizes, ints by a likely fact.
+    With ``methods`` (exact methods follow, casts among them), not ``torch.full``, whose fill
+    a cast might take out of a dtype's range."""
     name = a.callee(factory)
     allowed = _ARGUMENTS.get(name or "")
-    if allowed is None:
+    if allowed is None or methods and name == "torch.full":
         return False
     if any(arg.keyword is not None and arg.keyword.value not in allowed for arg in factory.args):
         return False  # ``device=``, ``out=``, ``requires_grad=``, ``pin_memory=``, ``layout=``...

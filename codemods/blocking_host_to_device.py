@@ -333,7 +333,14 @@ class BlockingHostToDevice(Rule):
     a factory's tensor is built there too, where that is proven exact (**safe**): no copy beats a
     non-blocking one, which from pageable memory still waits for the GPU at a few MiB
     (`torch.ones(classification.shape).cuda()` of a detection loss); other copies are made
-    non-blocking as above. Likewise `torch.zeros(...).to(t)` of a `t` provably a
+    non-blocking as above. Methods between the factory and the copy that give the same result on
+    every device stay after it: casts without arguments (`torch.zeros(n).long().cuda()` →
+    `torch.zeros(n, device="cuda").long()`; not of `torch.full`, whose fill a cast might take out
+    of a dtype's range), shape changes with int arguments (`view`, `reshape`, `unsqueeze`...),
+    and `fill_` with a Python number or `zero_`. A legacy constructor of sizes filled so
+    (`torch.LongTensor(nB, nA).fill_(-1).cuda()`, 10 MiB of detection targets each step) is the
+    same tensor made by `torch.zeros`/`torch.ones`/`torch.full` with its dtype: safe where the
+    sizes are provably ints, unsafe where they are a value's sizes (a likely fact). Likewise `torch.zeros(...).to(t)` of a `t` provably a
     tensor, in code that repeats (fastMRI's `torch.zeros(1, 1, 1, 1, 1).to(current_kspace)` in
     each cascade of a forward), is a copy to `t`'s device, whichever it is, converted to `t`'s
     dtype: it is built with `dtype=t.dtype, device=t.device` (**safe**) where the factory is

@@ -147,6 +147,10 @@ class CpuIndexOnDevice(Rule):
         (nanoGPT's ``self.lm_head(x[:, [-1], :])`` once per generated token): if the tensor is
         on a GPU, the same blocking copy. No fix: pinning needs CUDA."""
         a = self.analysis
+        proven = a.value(node.value)
+        # on CUDA or the CPU (MixMatch's ``targets_x.cuda()`` under ``if use_cuda:``): a sync
+        # when on CUDA, but pinning needs CUDA, so no fix either
+        either = proven.is_tensor and proven.device is Device.CUDA_OR_CPU and not a.used_as_module(node.value)
         lists = [
             el.slice.value for el in node.slice
             if isinstance(el.slice, cst.Index) and isinstance(el.slice.value, cst.List)
@@ -160,7 +164,7 @@ class CpuIndexOnDevice(Rule):
             # indexed with an integer tensor, in torch code that repeats: likely a tensor itself
             held = a.likely.value(node.value)
             likely = held.kind is Kind.UNKNOWN and a.torch_code and not a.used_as_module(node.value)
-            if tensors and (unplaced_tensor(a, node.value) or likely and not loader_item(a, node.value)):
+            if tensors and (either or unplaced_tensor(a, node.value) or likely and not loader_item(a, node.value)):
                 # pycls's mixup: ``inputs[permutation, :]`` with ``permutation = torch.randperm(n)``
                 index = code(a, tensors[0])
                 self.report(
@@ -172,7 +176,7 @@ class CpuIndexOnDevice(Rule):
                     "afterwards; `torch.randperm(n, device=...)` would draw other numbers)",
                 )
             return
-        if not unplaced_tensor(a, node.value):
+        if not (either or unplaced_tensor(a, node.value)):
             return
         one = next((e for e in lists if len(e.elements) == 1), None)
         as_slice = _as_slice(a, one.elements[0].value) if one is not None else None

@@ -80,6 +80,15 @@ _WRITER_HINT = (
 )
 # ``math`` functions whose torch twin has another name (none for ``gamma``, ``cbrt``).
 _TORCH_TWIN = {"fabs": "abs", "degrees": "rad2deg", "radians": "deg2rad", "gamma": "", "cbrt": ""}
+# Calls that read a tensor given as a size or a bound as a Python int (``__index__``/``item``).
+_SIZE_TAKERS = {
+    "torch.arange", "torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.randperm",
+    "torch.rand", "torch.randn", "torch.randint", "torch.eye", "builtins.range",
+}
+_SIZE_HINT = (
+    "; no fix: `{}` reads its size or bound as a Python int; pass a number the host already has "
+    "(a length it set, or the lengths' maximum before they were copied to the GPU)"
+)
 _SLICE_HINT = (
     "; no fix: a slice bound is read as a Python int (`__index__`); keep the bound a number the "
     "host already has (a length it set, or one `.tolist()` before the loop), or select on the "
@@ -132,7 +141,7 @@ def _read_as_array(a, node: cst.Call) -> bool:
         and isinstance(parent, cst.Attribute)
         and parent.attr.value in ("numpy", "tolist", "item")
         and isinstance(a.parent(parent), cst.Call)
-        and a.torch_alias is not None  # torch code: not another library's ``.cpu()``
+        and a.torch_code  # torch code: not another library's ``.cpu()``
         and a.likely.value(func.value).kind is Kind.UNKNOWN
         and a.is_hot(node)
         and not a.used_as_module(func.value)
@@ -237,7 +246,7 @@ def _item_read_in_loop(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
     if (
         not isinstance(expr, cst.Name)
         or loop is None
-        or a.torch_alias is None  # torch code: not another library's ``item()``
+        or not a.torch_code  # torch code: not another library's ``item()``
         or a.likely.value(expr).kind is not Kind.UNKNOWN
     ):
         return False
@@ -334,7 +343,9 @@ class DeviceToHostInLoop(Rule):
     a fix (`torch.sqrt` keeps it on the device); not `math.floor`/`ceil`/`trunc`, which call the
     tensor's own method, nor a check (SFX203). So is a tensor used as a slice bound
     (`mels[:, :, :self.r]` of a registered buffer `r`, `x[:lengths.max()]`), which Python reads
-    as an int (`__index__`), without a fix. So is a tensor written with
+    as an int (`__index__`), without a fix. So is a tensor given as a size or bound to a
+    factory (`torch.arange(lengths.max(), device=d)`, `torch.zeros(n_tokens)`, `range(t)`), read
+    as an int the same way (XLM's mask of every decoder step), without a fix. So is a tensor written with
     `writer.add_scalar(tag, t, step)` (TensorBoard converts it with `.cpu().numpy()`) where the
     line runs on every iteration of its loop, without a fix (`t` a tensor, or a value syncfix
     cannot name that the loop reads with `t.item()` or calls `t.backward()` on). So is a tensor
@@ -492,6 +503,8 @@ class DeviceToHostInLoop(Rule):
             hedge = "" if proven else " (if they are on a GPU: syncfix cannot tell which device they are on)"
             self.report(node, _AS_DATA.format(text) + hedge + _AS_DATA_HINT)
             return
+        if self._size_read(node):
+            return
         scalar = _scalar_written(self.analysis, node)
         if scalar is not None:  # ``writer.add_scalar("loss", loss, step)``: TensorBoard reads it
             likely = _item_read_in_loop(self.analysis, scalar)
@@ -574,6 +587,28 @@ class DeviceToHostInLoop(Rule):
                 self._own_lines.add(stmt)  # type: ignore[arg-type]
             self.report(bound, _SCALAR + where + _SLICE_HINT)
             return
+
+    def _size_read(self, node: cst.Call) -> bool:
+        """``torch.arange(lengths.max(), device=d)``: a factory's size or bound (or ``range``'s)
+        given as a tensor is read on the host as an int, a sync where it is on the GPU."""
+        a = self.analysis
+        name = a.callee(node) if isinstance(node.func, (cst.Name, cst.Attribute)) else None
+        if name not in _SIZE_TAKERS or a.enclosing_loop(node) is None and not a.is_hot(node):
+            return False
+        for arg in node.args:
+            if arg.keyword is not None or arg.star:
+                continue
+            value = a.value(arg.value)
+            if value.is_tensor and value.device in (Device.CUDA, Device.CUDA_OR_CPU):
+                where = "" if value.device is Device.CUDA else " (when the tensor is on CUDA)"
+            elif not value.is_tensor and a.torch_code and unplaced_tensor(a, arg.value):
+                where = unplaced_message(a, node)
+            else:
+                continue
+            short = name.removeprefix("builtins.")
+            self.report(arg.value, _SCALAR + where + _SIZE_HINT.format(short))
+            return True
+        return False
 
     def _scalar_read(self, node: cst.Call) -> None:
         """``v = t.item()`` or ``f(t.item())`` where code repeats, on a tensor that is (or may be)

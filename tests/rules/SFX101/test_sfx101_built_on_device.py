@@ -130,3 +130,39 @@ def test_factories_copied_to_cuda_are_built_there_with_the_same_results_and_fewe
     x = torch.randn(256, 8, device="cuda")
     assert_same_result(load(TO_CUDA, "run")(x), load(fixed, "run")(x))
     check_fewer_syncs("SFX101", TO_CUDA, x)
+
+
+CHAINS = """
+import torch
+
+def run(x: torch.Tensor, lst, steps=3):
+    out = []
+    for i in range(steps):
+        n = len(lst) + i
+        out.append(torch.zeros(n).long().to(x.device))
+        out.append(torch.LongTensor(n, 4).fill_(0).to(x.device))
+        out.append(torch.LongTensor(n, 3, 1).fill_(-1).to(x.device))
+        out.append(torch.ByteTensor(n, 3).zero_().view(-1).to(x.device))
+        out.append(torch.arange(n).long().unsqueeze(0).to(x.device))
+        out.append(torch.DoubleTensor(n, 2).fill_(0.25).to(x.device))
+    return out
+"""
+
+
+def test_a_factory_under_exact_methods_is_built_on_the_device_with_the_same_results():
+    # Towards-Realtime-MOT's 10 MiB `torch.LongTensor(...).fill_(-1).cuda()` of targets, CMC's
+    # `torch.zeros(bsz).long().cuda()`: no copy at all, the same values and dtypes
+    src = textwrap.dedent(CHAINS)
+    fixed = fix_code(src, select=["SFX101"])
+    assert fixed.count(".to(") == 0 and fixed.count("device=x.device") == 6
+    assert "torch.full((n, 3, 1), -1, dtype=torch.int64, device=x.device)" in fixed
+    assert "torch.full((n, 2), 0.25, dtype=torch.float64, device=x.device)" in fixed
+    x = torch.randn(4)
+    assert_same_result(load(src, "run")(x, [1, 2]), load(fixed, "run")(x, [1, 2]))
+
+
+@pytest.mark.cuda
+def test_factories_under_exact_methods_built_on_the_device_sync_less_on_a_gpu():
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    check_fewer_syncs("SFX101", CHAINS, torch.randn(4, device="cuda"), [1, 2])

@@ -96,3 +96,23 @@ def test_a_tensor_built_from_a_list_of_gpu_tensors_reads_each_one():
     _, syncs = count_syncs(_gathered, losses, 4)
     print(f"\nSFX105 torch.Tensor([5 GPU losses]) and torch.tensor(...), 4 times each: {syncs} syncs")
     assert syncs >= 2 * 4 * 5
+
+
+def _sized(lengths, steps):
+    out = []
+    for _ in range(steps):
+        out.append(torch.arange(lengths.max(), device=lengths.device) < lengths[:, None])
+        out.append(torch.zeros(lengths[0], device=lengths.device))
+        out.append(list(range(lengths[1])))
+    return out
+
+
+@pytest.mark.cuda
+def test_a_gpu_tensor_given_as_a_factory_size_is_read_on_the_host():
+    # what SFX105 says of XLM's `torch.arange(src_len.max(), device=...)`: a sync each time
+    from ..support import count_syncs
+
+    lengths = torch.tensor([3, 5, 2], device="cuda")
+    _, syncs = count_syncs(_sized, lengths, 4)
+    print(f"\nSFX105 torch.arange/zeros/range of a CUDA tensor, 4 times each: {syncs} syncs")
+    assert syncs >= 3 * 4
