@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfix.analysis import Kind, ModuleAnalysis
+from syncfix.analysis import Kind, ModuleAnalysis, positional
 from syncfix.walk import walk
 
 
@@ -64,22 +64,17 @@ def names_in(target: cst.BaseExpression):
 
 def batch_items(a: ModuleAnalysis, scope: cst.CSTNode, statements: list) -> set[tuple[str, str]]:
     """(name, batch) pairs, as :func:`source_may_change` writes them, for the names a ``for``
-    over a fresh loader (or ``enumerate`` of one) binds to the items of its batch, directly or by
+    over a fresh loader (or ``enumerate``/``tqdm`` of one) binds to the items of its batch, directly or by
     unpacking a name bound to the whole batch once and by that ``for`` alone."""
     found: set[tuple[str, str]] = set()
     batches: dict[str, int] = {}
     for loop in a.nodes_within(scope, cst.For):
         assert isinstance(loop, cst.For)
         it, target = loop.iter, loop.target
-        if (
-            isinstance(it, cst.Call) and a.callee(it) == "builtins.enumerate" and len(it.args) == 1
-            and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2
-        ):
-            inner = target.elements[1].value  # ``for i, batch in enumerate(loader)``
-            loader = it.args[0].value
-        else:
-            inner, loader = target, it
-        if not fresh_batches(a, loader):
+        inner: cst.BaseExpression = target
+        if _counted(a, it) and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
+            inner = target.elements[1].value  # ``for i, batch in enumerate(loader)`` (or a bar of it)
+        if not fresh_batches(a, it):
             continue
         if isinstance(inner, cst.Name):
             batches[inner.value] = batches.get(inner.value, 0) + 1
@@ -104,12 +99,47 @@ def fresh_batches(a: ModuleAnalysis, iterable: cst.BaseExpression) -> bool:
     """Is ``iterable`` a loader whose every batch is new memory (a ``DataLoader`` with the
     default collate: it hands each batch on and keeps no reference to it)?"""
     v = a.value(iterable)
-    return v.kind is Kind.LOADER and v.fresh
+    if v.kind is Kind.LOADER and v.fresh:
+        return True
+    # ``pbar = tqdm(enumerate(loader))``: the wrapper hands on the loader's batches and keeps none
+    if isinstance(iterable, cst.Name):
+        values = a.reaching_values(iterable)
+        iterable = values[0] if values and len(values) == 1 and isinstance(values[0], cst.Call) else iterable
+    if isinstance(iterable, cst.Call) and a.callee(iterable) in _HANDING_ON:
+        args = positional(iterable)
+        return bool(args) and not any(arg.star for arg in iterable.args) and fresh_batches(a, args[0].value)
+    return False
 
 
-def iteration_bindings(node: cst.CSTNode):
+def _counted(a: ModuleAnalysis | None, it: cst.BaseExpression) -> bool:
+    """Is ``it`` ``enumerate(...)``, maybe wrapped (``tqdm``, ``iter``) and bound to a name?"""
+    if a is None:
+        return isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "enumerate"
+    for _ in range(4):
+        if isinstance(it, cst.Name):
+            values = a.reaching_values(it)
+            if not (values and len(values) == 1 and isinstance(values[0], cst.Call)):
+                return False
+            it = values[0]
+        name = a.callee(it) if isinstance(it, cst.Call) else None
+        if name == "builtins.enumerate":
+            return True
+        if name not in _HANDING_ON or not isinstance(it, cst.Call) or not positional(it):
+            return False
+        it = positional(it)[0].value
+    return False
+
+
+# Wrappers whose items are the wrapped iterable's (``enumerate``'s paired with a count), that
+# keep no item (not ``list``, which holds every batch).
+_HANDING_ON = {"builtins.enumerate", "builtins.iter", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm"}
+
+
+def iteration_bindings(node: cst.CSTNode, a: ModuleAnalysis | None = None):
     """(name, iterable) for every ``for`` and comprehension target under ``node`` (not entering
-    nested defs or classes): each name is an item of the iterable (``for t in batch``)."""
+    nested defs or classes): each name is an item of the iterable (``for t in batch``); with
+    ``a``, not the count of ``enumerate`` (through a name and ``tqdm``: ``pbar =
+    tqdm(enumerate(loader))``)."""
     found: list[tuple[str, cst.BaseExpression]] = []
 
     def items(target: cst.BaseExpression, it: cst.BaseExpression):
@@ -119,6 +149,8 @@ def iteration_bindings(node: cst.CSTNode):
             return
         if view == "items" and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
             target = target.elements[1].value
+        if _counted(a, it) and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
+            target = target.elements[1].value  # ``for i, x in enumerate(xs)``: ``i`` is a count
         if isinstance(it, (cst.Tuple, cst.List, cst.Set)):
             # ``for t in (x, y)``: each name is each element in turn
             found.extend((name, el.value) for el in it.elements for name in names_in(target))

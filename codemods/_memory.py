@@ -210,10 +210,28 @@ def source_may_change(
     ]
     # A batch of a loader whose batches are fresh is no part of the loader (it keeps none): its
     # items are items of that one batch only.
+    def inert(target: str, it: cst.CSTNode) -> bool:
+        # another comprehension's variable that nothing in it writes through (yolo-v3's ``[(a[0]
+        # / stride, ...) for a in anchors]``): no alias of the function's own ``a`` later
+        clause = a.parent(it)
+        if not isinstance(clause, cst.CompFor) or clause.iter is not it:
+            return False
+        comp: cst.CSTNode | None = clause
+        while isinstance(comp, cst.CompFor):
+            comp = a.parent(comp)
+        if comp is None or comp is comprehension:
+            return False
+        fx = a.effects(comp)
+        return target not in fx.inplace and not any(
+            not a.is_pure_call(call) and any(n.value == target for n in _within(a, call, cst.Name))
+            for call in fx.calls
+        )
+
     pairs += [
         (target, f"\0batch{id(it)}" if fresh_batches(a, it) else _alias_root(it, a, copies))
-        for target, it in iteration_bindings(scope_node)
+        for target, it in iteration_bindings(scope_node, a)
         if not through_rebound(_alias_root(it, a, copies), it) and not other_variable(target, it)
+        and not inert(target, it)
     ]
     # Items of one fresh batch unpacked into names (``for x, y in loader``, or ``x, y = data`` of
     # ``for data in loader``) are distinct tensors (the default collate stacks each anew): a write

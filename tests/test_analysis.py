@@ -1116,3 +1116,45 @@ def test_after_an_if_else_that_binds_a_name_in_each_branch_only_each_branchs_las
     assert v.is_tensor and v.device is Device.CPU
     # a branch that does not bind it: the binding before the `if` reaches too
     assert a.value(last_name(module.body[3], "m")).device is Device.CUDA_OR_CPU
+
+
+def test_an_attribute_read_in_init_after_its_binding_there_is_that_value():
+    # CMC's alias table: `self.prob = torch.zeros(K)` read in `__init__`'s loop is a CPU tensor,
+    # though the class's `cuda()` method moves it later (a false SFX206 there)
+    src = textwrap.dedent(
+        """
+        import torch
+        class Alias:
+            def __init__(self, K, f, lst):
+                self.prob = torch.zeros(K)
+                for k in range(K):
+                    if self.prob[k] < 1.0:
+                        pass
+                self.cuda()
+                use(self.prob)
+                self.alias = torch.zeros(K)
+                f(self)
+                use(self.alias)
+                self.q = torch.zeros(K)
+                g = lambda: self.q
+                self.q = self.q.cuda()
+                use(self.q)
+            def cuda(self):
+                self.prob = self.prob.cuda()
+                self.alias = self.alias.cuda()
+                self.q = self.q.cuda()
+        """
+    )
+    a, module = analyse(src)
+    init = module.body[1].body.body[0]
+    reads = {
+        (n.attr.value, a.positions[n].start.line): n
+        for n in _all_nodes(init, cst.Attribute)
+        if isinstance(n.value, cst.Name) and n.value.value == "self" and not isinstance(a.parent(n), cst.AssignTarget)
+    }
+    assert a.value(reads[("prob", 7)]).device is Device.CPU
+    # after `self.cuda()`, a method call, or `f(self)`: any method may have moved it
+    assert a.value(reads[("prob", 10)]).device is not Device.CPU
+    assert a.value(reads[("alias", 13)]).device is not Device.CPU
+    # a lambda's read runs later, when anything may have rebound it
+    assert a.value(reads[("q", 15)]).device is not Device.CPU

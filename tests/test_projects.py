@@ -491,3 +491,38 @@ def test_a_folder_named_on_the_command_line_is_the_project_of_files_under_no_mar
     assert places[str(tmp_path / "pkg" / "b.py")].streams_around == "main"
     # a file named alone is the project of its own folder, as before
     assert fixes("pkg/b.py") != [None]
+
+
+SCRIPT = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+from tqdm import tqdm
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+loader = DataLoader(TensorDataset(torch.randn(10, 3)), batch_size=2)
+
+
+def train():
+    for i, (x,) in tqdm(enumerate(loader)):
+        print(x.to(device))
+
+
+train()
+"""
+
+
+@pytest.mark.parametrize(
+    ("config", "left"),
+    [
+        # safari's config helper sets class attributes by computed name: no file holding the
+        # script's loader can reach it, so its batches stay fresh (SFX101's fix safe)
+        ("def configure(cls, **kw):\n    for k, v in kw.items():\n        setattr(cls, k, v)\n", 1),
+        # a file that imports the script may read its loader and set any attribute on it
+        ("import train\ndef configure(cls, **kw):\n    for k, v in kw.items():\n        setattr(cls, k, v)\n", 0),
+    ],
+)
+def test_a_computed_setattr_reaches_a_loader_only_from_files_that_can_hold_it(tmp_path, monkeypatch, config, left):
+    _files(tmp_path, monkeypatch, {"train.py": SCRIPT, "config.py": config})
+    result = CliRunner().invoke(cli, ["check", "train.py", "-o", "json", "--no-cache", "--select", "SFX101"])
+    fixes = [f["fix"]["applicability"] for f in json.loads(result.stdout) if f["fix"] is not None]
+    assert fixes.count("safe") == left

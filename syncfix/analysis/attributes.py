@@ -97,6 +97,9 @@ def _self_attribute(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
     """``a.fc`` in a method: the join of every ``a.fc = ...`` in the class (in the likely view,
     of the class's own assignments where another file may set it too: torchrl's
     ``self._traj_id = torch.zeros((), device="cpu")`` of a class other files import)."""
+    made = _bound_in_init(a, expr)
+    if made is not None:
+        return a.value(made)
     bound = likely_attribute_values(a, expr) if a.assume_tensors else self_attribute_values(a, expr)
     if bound is None:
         # ``self.register_buffer("initted", t)``: a tensor (likely; ``None`` may be registered)
@@ -116,6 +119,106 @@ def _self_attribute(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
         # ``self.num_updates += 1`` on a registered counter (generative-models' EMA) keeps a tensor
         return Value(Kind.TENSOR)
     return held
+
+
+def _bound_in_init(a: ModuleAnalysis, expr: cst.Attribute) -> cst.BaseExpression | None:
+    """For ``self.x`` read in ``__init__`` after a line of its body ``self.x = e``: ``e``, where
+    nothing before the read can rebind it: ``self`` has not been passed anywhere (no method call,
+    no ``super()``, no bare ``self``), and no other line binds ``self.x`` (CMC's alias table:
+    ``self.prob = torch.zeros(K)`` read in the loop after it is a CPU tensor, though a later
+    ``cuda()`` method moves it). None otherwise."""
+    if not (isinstance(expr.value, cst.Name) and expr.value.value == "self") or isinstance(a.parent(expr), _STORES):
+        return None
+    fn = a.enclosing_function(expr)
+    block = a.parent(fn) if fn is not None else None
+    if fn is None or fn.name.value != "__init__" or block is None or not isinstance(a.parent(block), cst.ClassDef):
+        return None
+    if any(isinstance(anc, (cst.Lambda, cst.GeneratorExp)) for anc in a.ancestors(expr) if anc is not fn):
+        return None  # runs later, when anything may have rebound it
+    if not isinstance(fn.body, cst.IndentedBlock) or expr.attr.value in _registrations(a, expr):
+        return None
+    attr, made = expr.attr.value, None
+    for stmt in fn.body.body:
+        holds = any(n is expr for n in a.nodes_within(stmt, cst.Attribute))
+        if _self_escapes(a, stmt):
+            return None
+        binds, value = _binds_self_attr(stmt, attr)
+        if holds:
+            return None if binds else made  # rebound in the read's own statement: a loop may carry it
+        if binds:
+            made = value  # None where bound some other way (a tuple target, ``+=``, a nested block)
+    return None
+
+
+_STORES = (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.Del)
+
+
+def _binds_self_attr(stmt: cst.BaseStatement, attr: str) -> tuple[bool, cst.BaseExpression | None]:
+    """Does the line bind ``self.<attr>``, and to what: the value of ``self.<attr> = value``, the
+    line's only statement; None where it binds it otherwise."""
+    stores = [
+        n for n in _store_targets(stmt)
+        if isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name) and n.value.value == "self" and n.attr.value == attr
+    ]
+    if not stores:
+        return False, None
+    if (
+        isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign)
+        and len(stmt.body[0].targets) == 1 and stmt.body[0].targets[0].target is stores[0] and len(stores) == 1
+    ):
+        return True, stmt.body[0].value
+    return True, None
+
+
+def _store_targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
+    out: list[cst.BaseExpression] = []
+
+    class V(cst.CSTVisitor):
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+            out.extend(_unpacked(n.target))
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            out.append(n.target)
+
+        def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
+            out.append(n.target)
+
+        def visit_For(self, n: cst.For) -> None:
+            out.extend(_unpacked(n.target))
+
+        def visit_WithItem(self, n: cst.WithItem) -> None:
+            if n.asname is not None:
+                out.extend(_unpacked(n.asname.name))
+
+        def visit_NamedExpr(self, n: cst.NamedExpr) -> None:
+            out.append(n.target)
+
+    node.visit(V())
+    return out
+
+
+def _unpacked(target: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [t for el in target.elements for t in _unpacked(el.value)]
+    return [target]
+
+
+def _self_escapes(a: ModuleAnalysis, stmt: cst.CSTNode) -> bool:
+    """Does ``stmt`` hand ``self`` to code that could rebind its attributes: a method call on it,
+    ``super()``, ``setattr``/``vars``, or ``self`` used other than as ``self.<attr>``?"""
+    for name in a.nodes_within(stmt, cst.Name):
+        assert isinstance(name, cst.Name)
+        if name.value in ("super", "setattr", "vars", "exec", "eval", "globals"):
+            return True
+        if name.value != "self":
+            continue
+        parent = a.parent(name)
+        if not (isinstance(parent, cst.Attribute) and parent.value is name):
+            return True  # passed, returned, stored: other code holds it now
+        call = a.parent(parent)
+        if isinstance(call, cst.Call) and call.func is parent or parent.attr.value == "__dict__":
+            return True  # ``self.cuda()``: a method may rebind any attribute
+    return False
 
 
 def _held_constructions(a: ModuleAnalysis, expr: cst.Attribute, classes: tuple[str, ...]) -> list[cst.Call] | None:
@@ -474,7 +577,24 @@ def is_store(a: ModuleAnalysis, node: cst.Attribute) -> bool:
     return contexts.get(node) in (ExpressionContext.STORE, ExpressionContext.DEL)
 
 
+def attribute_set_reaching(a: ModuleAnalysis, name: str, computed_from: frozenset[str] | None) -> bool:
+    """:func:`attribute_set` for an object no other file's code is handed: a ``setattr`` with a
+    computed name in another file counts only in ``computed_from`` (the files that import this
+    one, which may read the object off it); None there: in any file."""
+    if _attribute_set_here(a, name):
+        return True
+    members = a.project.members if a.project is not None else None
+    return members is not None and members.stored(name, computed_from=computed_from)
+
+
 def _attribute_set(a: ModuleAnalysis, name: str) -> bool:
+    if _attribute_set_here(a, name):
+        return True
+    members = a.project.members if a.project is not None else None
+    return members is not None and members.stored(name)
+
+
+def _attribute_set_here(a: ModuleAnalysis, name: str) -> bool:
     for node in a.structure.of_type(cst.Attribute):
         assert isinstance(node, cst.Attribute)
         if node.attr.value == name and is_store(a, node):
@@ -484,8 +604,7 @@ def _attribute_set(a: ModuleAnalysis, name: str) -> bool:
         named = args[1] if len(args) > 1 else None
         if not (isinstance(named, cst.SimpleString) and named.raw_value != name):
             return True
-    members = a.project.members if a.project is not None else None
-    return members is not None and members.stored(name)
+    return False
 
 
 def used_as_module(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:

@@ -697,3 +697,27 @@ def portable(v: Value) -> Value:
     if v.origin is not None and not v.origin.startswith(("'", '"')):
         return replace(v, origin=None)
     return v
+
+
+def holders(a: ModuleAnalysis) -> frozenset[str] | None:
+    """The project modules that import this one, directly or through each other (``import pkg``
+    of a package whose ``__init__`` imports it); None where that is not known. Once per file."""
+    project = a.project
+    if project is None or a.module_name is None:
+        return None
+    if a.module_name not in a.cache.holders:
+        a.cache.holders[a.module_name] = _importers_around(project, a.module_name)
+    return a.cache.holders[a.module_name]
+
+
+def _importers_around(project: ProjectModules, name: str) -> frozenset[str] | None:
+    todo, seen = [name], set[str]()
+    while todo:
+        file = project.module_file(todo.pop())
+        if file is None or file.ambiguous:
+            return None
+        for m in file.importers:
+            if m not in seen:
+                seen.add(m)
+                todo.append(m)
+    return frozenset(seen)

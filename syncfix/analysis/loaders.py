@@ -11,7 +11,8 @@ import libcst as cst
 from libcst.metadata import Assignment
 
 from . import callgraph
-from .attributes import is_store
+from .attributes import attribute_set_reaching, is_store
+from .imported import holders
 from .syntax import keyword, positional
 from .values import Device, Kind, Memory, Value
 
@@ -201,7 +202,12 @@ def reconfigured(a: ModuleAnalysis, asg: Assignment) -> bool:
     (``loader.collate_fn = f``, ``setattr(loader, ...)``), bound to another plain name, or
     handed to code syncfix does not read; and where any object's ``collate_fn`` is set in this
     module (or, in a closed project, any of its files), which an alias may reach."""
-    if a.attribute_set("collate_fn"):
+    if not _confined(a, asg) and a.attribute_set("collate_fn"):
+        return True
+    # read, iterated or handed to library code only: another file's computed ``setattr`` reaches
+    # it only from a file that imports this one (safari's script, beside a config helper's
+    # ``setattr(cls, k, v)``)
+    if attribute_set_reaching(a, "collate_fn", holders(a)):
         return True
     for access in asg.references:
         node = access.node
@@ -217,6 +223,24 @@ def reconfigured(a: ModuleAnalysis, asg: Assignment) -> bool:
             if any(isinstance(t.target, cst.Name) for t in parent.targets):
                 return True
     return False
+
+
+def _confined(a: ModuleAnalysis, asg: Assignment) -> bool:
+    """Is every use of the loader bound here an attribute read, an iteration, or an argument of
+    library code that sets no attribute of its arguments (``enumerate``, ``tqdm``, ``len``)?"""
+    for access in asg.references:
+        node = access.node
+        parent = a.parent(node)
+        if isinstance(parent, cst.Attribute) and parent.value is node and not is_store(a, parent):
+            continue
+        if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is node:
+            continue
+        call = a.parent(parent) if isinstance(parent, cst.Arg) and parent.value is node else None
+        name = a.callee(call) if isinstance(call, cst.Call) else None
+        if name is not None and name.startswith(_SEEN_MODULES) and name not in _SETS_ATTRIBUTES:
+            continue
+        return False
+    return True
 
 
 def _reads_or_leaves(a: ModuleAnalysis, call: cst.Call) -> bool:

@@ -99,7 +99,7 @@ class Caches:
     attributes_set: dict[str, bool] = field(default_factory=dict)  # attributes.attribute_set
     requires_grad_set: bool | None = None  # autograd._turns_grad_on
     unseen: frozenset[str] | None = None  # bindings.unseen_names
-    holders: dict[str, frozenset[str] | None] = field(default_factory=dict)  # provenance._holders
+    holders: dict[str, frozenset[str] | None] = field(default_factory=dict)  # provenance.holders
     star_bound: tuple[frozenset[str] | None] | None = None  # ModuleAnalysis._star_binds
     star_aliases: dict[str, str] | None = None  # ModuleAnalysis._star_qualnames
     unseen_bindings: dict[tuple[Scope, str], BaseAssignment] = field(default_factory=dict)
@@ -285,8 +285,7 @@ class ModuleAnalysis:
 
     @property
     def star_aliases(self) -> dict[str, str]:
-        """What the module's star imports of project modules bind: local name -> qualified name
-        (``torch`` -> ``torch`` for ``from utils import *`` of a ``utils`` that imports it)."""
+        """What star imports of project modules bind: local name -> qualified name."""
         if self.cache.star_aliases is None:
             self.cache.star_aliases = star_imports.star_aliases(self)
         return self.cache.star_aliases

@@ -32,6 +32,7 @@ from .attributes import (
 from .bindings import assignment_order, fact_of_name
 from .devices import fstring_device, origin_code, string_device
 from .dtypes import is_dtype
+from .imported import holders
 from .legacy_constructors import legacy_cuda_value
 from .narrowing import narrowed_kind
 from .navigation import in_main_block, target_path
@@ -71,7 +72,6 @@ from .values import (
 )
 
 if TYPE_CHECKING:
-    from .imported import ProjectModules
     from .module import ModuleAnalysis
 
 
@@ -312,31 +312,9 @@ def _global_set_elsewhere(a: ModuleAnalysis, asg: Assignment, *, as_main: bool =
     # a ``setattr`` with a computed name reaches this module's names only from a file holding
     # the module: one that imports it (BigGAN's ``DEVICE = 'cuda'`` in a script no file imports,
     # while a layer file ``setattr(self.module, self.name, ...)``)
-    return members.stored(asg.name, skip=a.module_name, computed=computed, computed_from=_holders(a))
+    return members.stored(asg.name, skip=a.module_name, computed=computed, computed_from=holders(a))
 
 
-def _holders(a: ModuleAnalysis) -> frozenset[str] | None:
-    """The project modules that import this one, directly or through each other (``import pkg``
-    of a package whose ``__init__`` imports it); None where that is not known. Once per file."""
-    project = a.project
-    if project is None or a.module_name is None:
-        return None
-    if a.module_name not in a.cache.holders:
-        a.cache.holders[a.module_name] = _importers_around(project, a.module_name)
-    return a.cache.holders[a.module_name]
-
-
-def _importers_around(project: ProjectModules, name: str) -> frozenset[str] | None:
-    todo, seen = [name], set[str]()
-    while todo:
-        file = project.module_file(todo.pop())
-        if file is None or file.ambiguous:
-            return None
-        for m in file.importers:
-            if m not in seen:
-                seen.add(m)
-                todo.append(m)
-    return frozenset(seen)
 
 
 def _assignment_value(a: ModuleAnalysis, asg: Assignment) -> Value:
