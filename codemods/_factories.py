@@ -53,11 +53,10 @@ def built_on_device(a, call: cst.Call) -> tuple[cst.Call, list[str]] | None:
     # ``torch.zeros(n).long()``, ``torch.LongTensor(b, n).fill_(-1)``: the factory under methods
     # that give the same result on every device (casts and shape changes of its exact values)
     factory = top
-    while _exact_method(a, factory) and isinstance(factory.func, cst.Attribute) and isinstance(factory.func.value, cst.Call):
-        if _legacy_filled(a, factory) is not None:
-            break
-        factory = factory.func.value
     legacy = _legacy_filled(a, factory)
+    while legacy is None and _exact_method(a, factory) and isinstance(factory.func, cst.Attribute) and isinstance(factory.func.value, cst.Call):
+        factory = factory.func.value
+        legacy = _legacy_filled(a, factory)
     if legacy is not None:
         made, likely = legacy
     elif _exact_everywhere(a, factory, methods=factory is not top):
@@ -86,7 +85,8 @@ def built_on_device(a, call: cst.Call) -> tuple[cst.Call, list[str]] | None:
 # Methods whose result is the same on every device for a factory's exact values: casts (of
 # zeros, ones and integer ranges, exact in every dtype), shape changes, and a fill with a number.
 _CASTS = {"long", "int", "short", "byte", "char", "bool", "float", "double", "half", "bfloat16"}
-_SHAPES = {"view", "reshape", "unsqueeze", "squeeze", "flatten", "t", "expand", "repeat", "contiguous"}
+# (Not ``expand``: its zero strides survive on the device, where a copy is dense and writable.)
+_SHAPES = {"view", "reshape", "unsqueeze", "squeeze", "flatten", "t", "repeat", "contiguous"}
 
 
 def _exact_method(a, call: cst.Call) -> bool:

@@ -336,7 +336,8 @@ class BlockingHostToDevice(Rule):
     non-blocking as above. Methods between the factory and the copy that give the same result on
     every device stay after it: casts without arguments (`torch.zeros(n).long().cuda()` →
     `torch.zeros(n, device="cuda").long()`; not of `torch.full`, whose fill a cast might take out
-    of a dtype's range), shape changes with int arguments (`view`, `reshape`, `unsqueeze`...),
+    of a dtype's range), shape changes with int arguments (`view`, `reshape`, `unsqueeze`...; not
+    `expand`, whose zero strides would survive where the copy is dense and writable),
     and `fill_` with a Python number or `zero_`. A legacy constructor of sizes filled so
     (`torch.LongTensor(nB, nA).fill_(-1).cuda()`, 10 MiB of detection targets each step) is the
     same tensor made by `torch.zeros`/`torch.ones`/`torch.full` with its dtype: safe where the

@@ -588,10 +588,7 @@ def attribute_set_reaching(a: ModuleAnalysis, name: str, computed_from: frozense
 
 
 def _attribute_set(a: ModuleAnalysis, name: str) -> bool:
-    if _attribute_set_here(a, name):
-        return True
-    members = a.project.members if a.project is not None else None
-    return members is not None and members.stored(name)
+    return attribute_set_reaching(a, name, None)
 
 
 def _attribute_set_here(a: ModuleAnalysis, name: str) -> bool:

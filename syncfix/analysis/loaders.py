@@ -202,12 +202,10 @@ def reconfigured(a: ModuleAnalysis, asg: Assignment) -> bool:
     (``loader.collate_fn = f``, ``setattr(loader, ...)``), bound to another plain name, or
     handed to code syncfix does not read; and where any object's ``collate_fn`` is set in this
     module (or, in a closed project, any of its files), which an alias may reach."""
-    if not _confined(a, asg) and a.attribute_set("collate_fn"):
-        return True
     # read, iterated or handed to library code only: another file's computed ``setattr`` reaches
     # it only from a file that imports this one (safari's script, beside a config helper's
     # ``setattr(cls, k, v)``)
-    if attribute_set_reaching(a, "collate_fn", holders(a)):
+    if attribute_set_reaching(a, "collate_fn", holders(a) if _confined(a, asg) else None):
         return True
     for access in asg.references:
         node = access.node

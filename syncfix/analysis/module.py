@@ -99,7 +99,7 @@ class Caches:
     attributes_set: dict[str, bool] = field(default_factory=dict)  # attributes.attribute_set
     requires_grad_set: bool | None = None  # autograd._turns_grad_on
     unseen: frozenset[str] | None = None  # bindings.unseen_names
-    holders: dict[str, frozenset[str] | None] = field(default_factory=dict)  # provenance.holders
+    holders: dict[str, frozenset[str] | None] = field(default_factory=dict)  # imported.holders
     star_bound: tuple[frozenset[str] | None] | None = None  # ModuleAnalysis._star_binds
     star_aliases: dict[str, str] | None = None  # ModuleAnalysis._star_qualnames
     unseen_bindings: dict[tuple[Scope, str], BaseAssignment] = field(default_factory=dict)
@@ -108,7 +108,7 @@ class Caches:
     memo_wrapped: dict[cst.ClassDef, frozenset[str]] = field(default_factory=dict)  # navigation.is_memoized
     # bindings.bindings per use: syntax only, so the likely view shares its analysis's table
     bindings: dict[cst.Name, frozenset[BaseAssignment]] = field(default_factory=dict)
-    module_names: dict[cst.CSTNode, frozenset[str]] = field(default_factory=dict)  # attributes.used_as_module
+    module_names: dict[cst.CSTNode, frozenset[str]] = field(default_factory=dict)  # used_as_module
 
 
 class ModuleAnalysis:
@@ -291,8 +291,7 @@ class ModuleAnalysis:
         return self.cache.star_aliases
 
     def _star_qualnames(self, node: cst.CSTNode, scope: Scope) -> frozenset[str]:
-        """``torch.zeros`` where ``torch`` is bound only by ``from utils import *`` of a project
-        module that imports it (star_imports.py): what LibCST's scopes cannot name."""
+        """``torch.zeros`` where only ``from utils import *`` binds ``torch`` (star_imports.py)."""
         dotted = dotted_name(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
         if dotted is None:
             return frozenset()
@@ -489,9 +488,8 @@ class ModuleAnalysis:
 
     @cached_property
     def torch_code(self) -> bool:
-        """Does the module import torch, or a module named for it (``torchreid``), or is it
-        torch code by its project (:attr:`torch_elsewhere`: deeplab's ``from modeling.deeplab
-        import *``, OpenPCDet's ``class PointPillar(Detector3DTemplate)``)?"""
+        """Does the module import torch or a module named for it (``torchreid``), or is it torch
+        code by its project (:attr:`torch_elsewhere`: a star import, a base class elsewhere)?"""
         return self.torch_elsewhere or navigation.torch_code(self)
 
     def is_step_function(self, fn: cst.FunctionDef) -> bool:
@@ -500,8 +498,7 @@ class ModuleAnalysis:
         return navigation.is_step_function(self, fn)
 
     def is_memoized(self, fn: cst.FunctionDef) -> bool:
-        """Does ``fn``'s body run once per distinct arguments (``@functools.lru_cache``,
-        ``@cache``, ``@cached_property``), however often it is called?"""
+        """Does ``fn``'s body run once per distinct arguments (``@lru_cache``), however often called?"""
         return navigation.is_memoized(fn, self)
 
     def torch_alias_at(self, node: cst.CSTNode) -> str | None:
