@@ -109,8 +109,12 @@ class BlockingHostToDevice(Rule):
     (`cuda|cpu`), a Python int (`.to(local_rank)` with `local_rank = int(os.environ[...])`,
     `dist.get_rank() % torch.cuda.device_count()`, also kept on `self` or passed as a parameter
     that every call passes an int: an index of the current accelerator, which syncfix reads as
-    CUDA), and the body of `if device.type == "cuda":`. An attribute such as
-    `args.device` is never provable (it may be `"cpu"` or `"mps"`).
+    CUDA), and the body of `if device.type == "cuda":`. So is `args.device` of a parsed command
+    line (`args = parser.parse_args()`) where `main` stores a device to it (`args.device =
+    device`) before every call that hands `args` on, and nothing else may write `.device` (no
+    store on another object, in any file, no `setattr` or `vars(args)` in the module). Any other
+    attribute, such as `cfg.device` of a config object, is not provable (it may be `"cpu"` or
+    `"mps"`).
     `.to(device, dtype)` / `.to(device, dtype=...)` are copies too, and so are the items of a
     batch moved in a comprehension (`{k: v.cuda() for k, v in batch.items()}`,
     `[t.to(device) for t in batch]`). So is `p.type_as(x)` of a CPU tensor `p` in code that

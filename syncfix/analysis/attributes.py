@@ -12,6 +12,7 @@ from libcst.metadata import ExpressionContext, ExpressionContextProvider
 
 from . import callgraph
 from .annotations import annotation_value
+from .namespaces import namespace_attribute
 from .project import ALL
 from .sizes import likely_size
 from .tokenizers import tokenized_item
@@ -65,6 +66,9 @@ def attribute_value(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
             return held
         if _assigned_in_class(a, expr):
             return UNKNOWN  # ``self.bias = bias``: what the class stores decides, not the name
+    held_by_namespace = namespace_attribute(a, expr) if base.kind is Kind.UNKNOWN else None
+    if held_by_namespace is not None:
+        return held_by_namespace  # ``args.device`` after ``args.device = device`` in ``main``
     tokenized = tokenized_item(a, expr.value, attr) if base.kind is Kind.UNKNOWN else None
     if tokenized is not None:
         return tokenized  # ``tokenizer(texts, return_tensors="pt").input_ids``: a CPU tensor (likely)

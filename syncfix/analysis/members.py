@@ -61,6 +61,8 @@ class MemberUse:
 
 
 EMPTY = MemberUse()
+#: Attributes of a parsed command line whose stores every file's summary keeps (namespaces.py).
+NAMESPACE_ATTRS = frozenset({"device"})
 _DYNAMIC = {"getattr", "hasattr", "setattr", "delattr"}
 
 
@@ -149,7 +151,7 @@ def _literal_name(call: ast.Call) -> str | None:
 def kept(uses: Mapping[str, MemberUse]) -> dict[str, MemberUse]:
     """Each file's summary reduced to the names the project's classes define (small enough to
     travel with every file's context)."""
-    names = frozenset().union(*(u.methods | u.self_stores for u in uses.values()))
+    names = frozenset().union(NAMESPACE_ATTRS, *(u.methods | u.self_stores for u in uses.values()))
     return {module: use.keep(names) for module, use in uses.items()}
 
 
