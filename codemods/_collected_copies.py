@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfix.analysis import root_name
+from syncfix.analysis import Kind, root_name
 
 # Calls that only collect a value for later (the loop does not look at it now). Not ``put``: a
 # queue's consumer or a streamer (``streamer.put(tokens.cpu())``) reads the value at once.
@@ -71,7 +71,7 @@ def collected(a, node: cst.Call) -> bool:
         ) or _own_method(a, call):
             return False
         containers = [call.func.value]
-    elif isinstance(parent, cst.Assign) and all(isinstance(t.target, cst.Subscript) for t in parent.targets):
+    elif isinstance(parent, cst.Assign) and all(_keeps_reference(a, t.target) for t in parent.targets):
         containers = [t.target for t in parent.targets]
     elif (added := _added_to(a, cur)) is not None:
         containers = [added]
@@ -91,6 +91,18 @@ def collected(a, node: cst.Call) -> bool:
         for other in _statements_in(a, loop.body)
         if other is not stmt
     )
+
+
+def _keeps_reference(a, target: cst.BaseExpression) -> bool:
+    """``outs[k] = v``: an item store that may keep ``v`` itself (a list's, a dict's). Not a
+    slice store, nor a store into an array or tensor: those copy the values at once
+    (``embeddings[i:j] = out.cpu()`` into a numpy array reads the bytes there)."""
+    if not isinstance(target, cst.Subscript):
+        return False
+    if any(isinstance(element.slice, cst.Slice) for element in target.slice):
+        return False
+    held = a.value(target.value)
+    return not (held.is_tensor or held.kind is Kind.NDARRAY)
 
 
 def _added_to(a, node: cst.CSTNode) -> cst.Name | None:

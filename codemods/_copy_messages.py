@@ -126,6 +126,10 @@ WRITTEN = (
     "the source may be written again before a non-blocking copy would read it; copy a tensor "
     "nothing writes afterwards"
 )
+PAGEABLE_BATCH_FIX = (
+    "Copy with non_blocking=True (from the loader's pageable memory the copy stops waiting only "
+    "while a batch is under a few MiB; pin the loader, SFX103, for it to pay at any size)"
+)
 LIKELY_BATCH_FIX = (
     "Copy with non_blocking=True (unsafe: an item of a batch from a loader syncfix cannot see is "
     "likely a fresh CPU tensor; `extend-safe-fixes = [\"SFX101\"]` in [tool.syncfix] if your "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import libcst as cst
 
@@ -73,7 +73,8 @@ class AccumulateOnDevice(Rule):
     ## What it finds
     A running total of GPU scalars kept on the host inside a loop: `total += loss.item()`,
     `total += float(loss)`, `total = total + loss.item()`, `correct += (pred == y).sum().item()`,
-    `n += int(mask.sum())`. The summand's facts come from what syncfix knows of torch: a loss
+    `n += int(mask.sum())`, `total += loss.cpu().item()` (the copy is part of the read, and the
+    device total keeps `loss`). The summand's facts come from what syncfix knows of torch: a loss
     module (`criterion = nn.CrossEntropyLoss()` at module level, as `self.criterion`, or local)
     or `F.cross_entropy`/`F.mse_loss`... with the default or `"sum"` reduction is a 0-d float;
     `(out.argmax(1) == y).sum()`, `pred.eq(y).sum()` and `count_nonzero()` are int64 counts.
@@ -276,9 +277,10 @@ keeps the finding). A value handed to a meter every
         )
         self.report(
             first,
-            f"{head}; no fix: the value goes to a meter (`.update`), whose running sum "
-            "lives on the host; keep a device sum in the meter (`self.sum += val.detach() * n`) "
-            "and read it only where it is shown",
+            f"{head}; no fix: the value goes to a meter (`.update`), which keeps it on the host; "
+            "where the meter is yours and its average is read only where it is shown, pass it the "
+            "tensor (`val.detach()`) and let it keep a device sum of tensors beside its sum of "
+            "Python numbers, read at that point",
         )
 
     def visit_For(self, node: cst.For) -> None:
@@ -400,6 +402,10 @@ keeps the finding). A value handed to a meter every
             likely = read is not None
         if read is None or read.form not in ("item", "float", "int"):
             return None
+        copied = read.receiver
+        if isinstance(copied, cst.Call) and isinstance(copied.func, cst.Attribute) and copied.func.attr.value == "cpu" and not copied.args:
+            # ``loss.cpu().item()``: the copy is part of the read; the total can keep ``loss``
+            read = replace(read, receiver=copied.func.value)
         if (a.likely if likely else a).value(read.receiver).device is Device.CPU:
             return None
         if weight is not None and read.form == "int":

@@ -58,6 +58,7 @@ from ._copy_messages import (
     MAYBE_ON_HOST,
     NAMED_DEVICE,
     NARROW_CLASS,
+    PAGEABLE_BATCH_FIX,
     SIZES_INTS,
     STREAMS,
     TOKENIZED,
@@ -105,8 +106,8 @@ class BlockingHostToDevice(Rule):
     `x.to("cuda:1")`, `x.to(torch.device("cuda"))`, and `x.to(device)` where `device` is provably a
     CUDA device (or provably CUDA-or-CPU while `x` is provably on the CPU). Devices come from
     `"cuda"`, `"cuda:1"`, `f"cuda:{rank}"`, `torch.device("cuda", local_rank)`,
-    `torch.device(f"cuda:{rank}")`, `"cuda" if torch.cuda.is_available() else "cpu"`
-    (`cuda|cpu`), a Python int (`.to(local_rank)` with `local_rank = int(os.environ[...])`,
+    `torch.device(f"cuda:{rank}")`, `"cuda:" + str(gpu)`, `"cuda" if
+    torch.cuda.is_available() else "cpu"` (`cuda|cpu`), a Python int (`.to(local_rank)` with `local_rank = int(os.environ[...])`,
     `dist.get_rank() % torch.cuda.device_count()`, also kept on `self` or passed as a parameter
     that every call passes an int: an index of the current accelerator, which syncfix reads as
     CUDA), and the body of `if device.type == "cuda":`. So is `args.device` of a parsed command
@@ -196,7 +197,9 @@ class BlockingHostToDevice(Rule):
       CUDA error inside the `try`, as written; a non-blocking one would raise at a later sync,
       outside it. The same holds for a `try` around a call of the copy's function (or of a
       function that calls it: `try: validate(args) except RuntimeError: retry`), in this file or
-      in another project file that imports the function; for a call the function is handed to
+      in another project file that imports the function; for a method, around a call of it
+      (`x.step(...)`) in a closed project's files, and for `forward`, which `model(x)` runs,
+      around anything in its file or in a project file that imports it; for a call the function is handed to
       (`run_with_retry(step, ...)` where `run_with_retry` catches, or a call inside such a
       `try`); and for a decorator whose wrapper catches (a decorator of this file with such a
       `try`, or a retrying library's: `tenacity.retry`, `backoff.on_exception`). Such a copy gets a finding and no
@@ -610,8 +613,8 @@ class BlockingHostToDevice(Rule):
         if len(args) != 1 or not a.is_hot(node) or not receiver.is_tensor or receiver.device is not Device.CPU:
             return
         other = a.value(args[0].value)
-        if not other.is_tensor or other.device is Device.CPU:
-            return
+        if other.device is Device.CPU or not (other.is_tensor or other.kind is Kind.UNKNOWN):
+            return  # on the host, or no tensor (``type_as`` raises): an unknown one may be a GPU's
         built = None if a.uses_streams or a.caught_by_handler(node) else built_like(a, node)
         fix = self.unsafe_fix({node: built}, TYPE_AS_BUILT) if built is not None else None
         self.report(node, TYPE_AS if fix is None else TYPE_AS_HEAD, fix=fix)
@@ -724,7 +727,8 @@ class BlockingHostToDevice(Rule):
             # to CUDA (or cuda|cpu from the CPU): a CUDA source is a no-op or a device-to-device
             # copy; a pageable one is staged at the call; a fresh one is written by nobody else
             if receiver.device is Device.CUDA or receiver.memory is Memory.PAGEABLE:
-                return self.safe_fix(changes, "Copy with non_blocking=True")
+                batch = receiver.kind is Kind.BATCH and receiver.device is not Device.CUDA
+                return self.safe_fix(changes, PAGEABLE_BATCH_FIX if batch else "Copy with non_blocking=True")
             if source_may_change(a, node, escapes=False):
                 return None  # a pinned source written again would be copied with the new data
             if receiver.fresh and not source_may_change(a, node, strict=True):

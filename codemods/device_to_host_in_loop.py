@@ -311,7 +311,8 @@ class DeviceToHostInLoop(Rule):
     reported through the `.cpu()` before it. A store of such a tensor into a CPU tensor
     (`features[a:b] = ff`) copies it to the host just as blocking, and is reported too (no fix).
     Where the code repeats (a loop body, a step-like function or a function called from one), a
-    tensor whose device syncfix cannot name (a parameter's `.grad`, a model output passed in, or
+    tensor whose device syncfix cannot name (a parameter's `.grad`, a model output passed in,
+    what a parameter returns that the function also calls `.train()`/`.eval()` on (a model), or
     an unannotated parameter its function uses as only a tensor is used, `target.index_select(0,
     i)` or `torch.zeros_like(target)`, unless it defaults to `None` or its type is tested) is
     reported too, as likely on the GPU, with no fix: the message says the device is unknown. So

@@ -117,8 +117,9 @@ class MergeScalarReads(Rule):
 
     The other preconditions, each proven or no fix:
     - every tensor provably holds **one element** with a known shape (a full reduction
-      `t.mean()`/`t.sum()`, a loss with the default/`"mean"`/`"sum"` reduction, `clip_grad_norm_`,
-      `torch.tensor(3.0)`, ...), so no read could raise "a Tensor with N elements cannot be
+      `t.mean()`/`t.sum()`, a loss with the default/`"mean"`/`"sum"` reduction, or the legacy
+      `size_average=`/`reduce=` flags that make one, `clip_grad_norm_`, `torch.tensor(3.0)`, ...;
+      `loss.data` is `loss`'s own values), so no read could raise "a Tensor with N elements cannot be
       converted to Scalar"; shape-(1,) tensors are stacked as `t.reshape(())` and their `tolist()`
       becomes `[v]`;
     - every tensor provably lives on the **same device** (placed through the same device
@@ -463,7 +464,11 @@ def _loop_indexed(a: ModuleAnalysis, receiver: cst.BaseExpression) -> cst.BaseEx
 
 
 def _safe_receiver(expr: cst.BaseExpression) -> bool:
-    while isinstance(expr, cst.Call):
+    """A name, through ``.detach()``-like calls and ``.data`` (the same values, read once)."""
+    while isinstance(expr, cst.Call) or isinstance(expr, cst.Attribute) and expr.attr.value == "data":
+        if isinstance(expr, cst.Attribute):
+            expr = expr.value
+            continue
         func = expr.func
         if expr.args or not isinstance(func, cst.Attribute) or func.attr.value not in _SAFE_CHAIN:
             return False
@@ -472,8 +477,8 @@ def _safe_receiver(expr: cst.BaseExpression) -> bool:
 
 
 def _base_name(expr: cst.BaseExpression) -> str:
-    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
-        expr = expr.func.value
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) or isinstance(expr, cst.Attribute):
+        expr = expr.func.value if isinstance(expr, cst.Call) else expr.value  # type: ignore[attr-defined]
     return f"{expr.value}_value" if isinstance(expr, cst.Name) else "value"
 
 

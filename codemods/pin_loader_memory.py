@@ -36,6 +36,8 @@ class PinLoaderMemory(Rule):
     a CUDA device in a loop over it (`x.cuda()`, `x.to("cuda")`, `{k: v.cuda() for k, v in
     batch.items()}`), here or in a function this module passes the loader to
     (`train(model, train_loader, optimizer)` whose `for x, y in loader:` copies the batches).
+    Also where the copy names a device syncfix cannot (`x.to(args.device)` of a command-line
+    string, `x.to(device=cfg.DEVICE)`): a GPU's, if it is one, with an unsafe fix.
 
     ## Why it costs
     A copy from pageable memory cannot be a true DMA: the driver stages it through a pinned bounce
@@ -156,6 +158,8 @@ class PinLoaderMemory(Rule):
             if copies:
                 fix = self._fix(loader, loops, copies)
                 message = self.MESSAGE.replace(": set", f" ({_where(self.analysis, copies)}): set")
+                if all(d is Device.UNKNOWN for _, d in copies):
+                    message = message.replace("to the GPU", "to a device syncfix cannot name (a GPU's, if it is one)")
                 if fix is None:
                     message += (
                         " (no fix: a non-blocking copy in its loops is followed by a write to its "
@@ -189,8 +193,13 @@ class PinLoaderMemory(Rule):
                     "a custom collate_fn's batch type may not survive pinning",
                 ),
                 (
-                    any(d is not Device.CUDA for _, d in copies),
+                    any(d is Device.CUDA_OR_CPU for _, d in copies),
                     "the device may be the CPU (pinning then warns that no accelerator is found)",
+                ),
+                (
+                    any(d is Device.UNKNOWN for _, d in copies),
+                    "syncfix cannot name the device, which may be the CPU or another accelerator "
+                    "(the batches keep their values; pinning only helps a GPU's copies)",
                 ),
                 (
                     # mixup-cifar10's ``if use_cuda: inputs = inputs.cuda()``: a run that skips
@@ -344,11 +353,21 @@ class PinLoaderMemory(Rule):
                 if value.is_tensor and value.device is Device.CUDA:
                     return  # the batch's copy, copied again (melgan's ``netD(x_t.cuda())``): no host copy
                 device = Device.CUDA if func.attr.value == "cuda" else a.to_target(call)
-                if device in (Device.CUDA, Device.CUDA_OR_CPU):
+                if device in (Device.CUDA, Device.CUDA_OR_CPU) or device is Device.UNKNOWN and _names_a_device(call):
                     found.append((call, device))
 
         walk(loop.body, V())
         return found
+
+
+def _names_a_device(call: cst.Call) -> bool:
+    """``x.to(device)``, ``x.to(args.device)``, ``x.to(device=cfg.DEVICE)``: a ``.to`` whose
+    device argument is named as one (not a dtype, not another tensor)."""
+    dev = keyword(call, "device") or next(iter(positional(call)), None)
+    if dev is None:
+        return False
+    name = dev.value.value if isinstance(dev.value, cst.Name) else dev.value.attr.value if isinstance(dev.value, cst.Attribute) else ""
+    return "device" in name.lower()
 
 
 def _only_iterated(a, node: cst.CSTNode, loops: list[cst.For]) -> bool:

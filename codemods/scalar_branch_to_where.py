@@ -67,7 +67,9 @@ class ScalarBranchToWhere(Rule):
 
     Otherwise the fix is **unsafe** (e.g. float comparisons against literals like `0.1`, unknown
     dtypes, a missing `else` that keeps the old tensor object), or there is no fix: branches with
-    side effects, calls we cannot see, Python numbers, or a name read on the host afterwards.
+    side effects, calls we cannot see, Python numbers, a name read on the host afterwards, or a
+    branch whose shape depends on the data (`loss[loss > thresh]`, `x.nonzero()`: it syncs
+    itself, and `torch.where` could not match it to the other branch's shape).
     Branches that do more than assign (`save()`, `break`, `return`) are SFX206's business, and
     `if cond: raise` is SFX203's.
     """
@@ -211,6 +213,8 @@ class ScalarBranchToWhere(Rule):
                     return msg + " (a branch has side effects or draws random numbers: no fix)", None
                 if a.host_read_syncs(e):
                     return msg + " (a branch itself reads a GPU value on the host: no fix)", None
+                if _data_dependent_shape(a, e):
+                    return msg + " (a branch's shape depends on the data, so it syncs itself and `torch.where` could not match it to the other: no fix)", None
                 if multi and a.effects(e).reads & (names - {target}):
                     return msg + " (a branch reads another assigned name: no fix)", None
                 devices.add(v.device)
@@ -284,6 +288,26 @@ def _sizes_from_tensors(a: ModuleAnalysis, expr: cst.BaseExpression) -> list[cst
             if any(a.value(n).is_tensor for n in a.nodes_within(arg.value, cst.Name)):
                 found.append(arg.value)
     return found
+
+
+# Tensor methods and torch functions whose result's shape depends on the values.
+_DATA_SHAPED = frozenset({"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"})
+
+
+def _data_dependent_shape(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    """Does ``expr`` select by a boolean mask (``loss[loss > t]``) or call ``nonzero``,
+    ``masked_select``, ``unique``...? Its shape is a count only the GPU knows."""
+    for sub in a.nodes_within(expr, cst.Subscript):
+        for element in sub.slice:  # type: ignore[attr-defined]
+            index = element.slice
+            if isinstance(index, cst.Index) and a.dtype_of(index.value) == "torch.bool":
+                return True
+    for call in a.nodes_within(expr, cst.Call):
+        func = call.func  # type: ignore[attr-defined]
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if name in _DATA_SHAPED:
+            return True
+    return False
 
 
 def _read_of(a: ModuleAnalysis, target: str, exprs) -> cst.Name | None:

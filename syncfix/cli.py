@@ -19,7 +19,7 @@ from pathlib import Path
 import click
 
 from . import cache as results_cache
-from . import collector, formats
+from . import collector, config, formats
 from .config import ConfigError, Settings, load_settings, load_table, validate_codes
 from .discovery import discover
 from .engine import InternalError, Job, cached_result, process_file, process_source
@@ -97,7 +97,7 @@ def _load(paths: Sequence[str], opts: dict) -> Settings:
     if opts.get("output_format"):
         updates["output_format"] = opts["output_format"]
     if opts.get("target_version"):
-        updates["target_version"] = opts["target_version"].removeprefix("py").replace("3", "3.", 1) if "." not in opts["target_version"] else opts["target_version"].removeprefix("py")
+        updates["target_version"] = config.target_version(opts["target_version"])  # a click.Choice of them
     settings = replace(settings, **updates)
     if opts.get("observed") is not None:
         settings = replace(settings, observations=_observations(opts["observed"], paths))
@@ -184,7 +184,7 @@ def _shared_options(fn):
         click.option("--respect-gitignore/--no-respect-gitignore", default=None),
         click.option("--config", type=click.Path(exists=True, dir_okay=False), help="Use this config file."),
         click.option("--isolated", is_flag=True, help="Ignore every config file."),
-        click.option("--target-version", help="Python grammar to parse with, e.g. py312."),
+        click.option("--target-version", type=click.Choice(config.PY_VERSIONS), help="Python grammar to parse with."),
         click.option("--stdin-filename", help="The name of the file read from stdin (for `-`)."),
         click.option(
             "--color",

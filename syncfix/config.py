@@ -37,6 +37,16 @@ DEFAULT_HOT_FUNCTIONS = (
     "update", "compute_loss", "prediction_step", "backward",
 )
 TARGET_VERSIONS = ("3.9", "3.10", "3.11", "3.12", "3.13", "3.14", "3.15")
+PY_VERSIONS = tuple("py" + v.replace(".", "") for v in TARGET_VERSIONS)  # as the CLI takes them
+
+
+def target_version(value: str) -> str | None:
+    """``"py310"`` or ``"3.10"`` as the grammar version LibCST takes (``"3.10"``), or None when
+    it names no version syncfix parses."""
+    version = value.removeprefix("py")
+    if "." not in version and len(version) >= 2:
+        version = f"{version[0]}.{version[1:]}"
+    return version if version in TARGET_VERSIONS else None
 
 
 class ConfigError(Exception):
@@ -211,10 +221,8 @@ def settings_from_table(table: Mapping[str, Any], where: str, base: Settings | N
         elif key == "target-version":
             if not isinstance(value, str):
                 raise ConfigError(f"{where}: 'target-version' must be a string such as \"py310\"")
-            version = value.removeprefix("py")
-            if "." not in version and len(version) >= 2:
-                version = f"{version[0]}.{version[1:]}"
-            if version not in TARGET_VERSIONS:
+            version = target_version(value)
+            if version is None:
                 raise ConfigError(f"{where}: unsupported target-version '{value}'")
             updates[attr] = version
         elif key == "torch":

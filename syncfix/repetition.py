@@ -11,7 +11,7 @@ per pass of its loop (``if i == n - 1:`` on the loop's counter), a loop over a m
 tensors (``for name, m in model.named_modules():``) where the code around it runs once, the
 message of a ``raise``
 (it runs once, as the error leaves), and test code
-(files under ``tests/``, ``test_*.py`` holding tests, ``*_test.py``, ``conftest.py``, and a
+(files under ``tests/``, ``test_*.py`` and ``*_test.py`` holding tests, ``conftest.py``, and a
 module-level ``def test_*()`` without arguments that no loop calls: a ``test()`` or
 ``test_epoch(model, loader)`` function in a training script is the evaluation loop, not a
 test), where nothing waits on the GPU; and a
@@ -29,14 +29,15 @@ from .analysis import ModuleAnalysis, dotted_name, stored_names
 
 
 def is_test_path(path: str, source: str | bytes | None = None) -> bool:
-    """Is the file at ``path`` test code? A ``test_*.py`` file outside a test folder counts only
-    where its ``source`` (when given) holds a test (``def test...``, ``class Test...``) or imports
-    pytest or unittest: detectron2's ``test_time_augmentation.py`` is inference code."""
+    """Is the file at ``path`` test code? A ``test_*.py`` or ``*_test.py`` file outside a test
+    folder counts only where its ``source`` (when given) holds a test (``def test...``, ``class
+    Test...``) or imports pytest or unittest: detectron2's ``test_time_augmentation.py`` is
+    inference code, and TCN's ``add_test.py`` a training script."""
     p = PurePath(path)
     name = p.name
-    if name.endswith("_test.py") or name == "conftest.py" or any(part in ("tests", "test") for part in p.parts[:-1]):
+    if name == "conftest.py" or any(part in ("tests", "test") for part in p.parts[:-1]):
         return True
-    if not name.startswith("test_"):
+    if not (name.startswith("test_") or name.endswith("_test.py")):
         return False
     if source is None:
         return True

@@ -1158,3 +1158,14 @@ def test_an_attribute_read_in_init_after_its_binding_there_is_that_value():
     assert a.value(reads[("alias", 13)]).device is not Device.CPU
     # a lambda's read runs later, when anything may have rebound it
     assert a.value(reads[("q", 15)]).device is not Device.CPU
+
+
+@pytest.mark.parametrize(
+    ("op", "dtype"),
+    [("+", "torch.bool"), ("*", "torch.bool"), ("-", None), ("/", None)],  # `-` of two bools raises
+)
+def test_adding_two_bool_tensors_is_a_bool_tensor(op, dtype):
+    # CLIP_prefix_caption's beam search: `is_stopped = is_stopped + next_tokens.eq(stop)`
+    expr = f"stopped {op} ids.eq(3)"
+    a, module = analyse(f"import torch\n\n\ndef f(ids: torch.Tensor):\n    stopped = ids > 2\n    x = {expr}\n")
+    assert a.canonical_dtype(find(module, expr, cst.BinaryOperation)) == dtype

@@ -541,3 +541,20 @@ def test_stdin_that_cannot_be_parsed(project):
     assert run("apply", "-", "--diff", input=broken).stdout == ""
     (entry,) = json.loads(run("check", "-", "-o", "json", "--stdin-filename", "m.py", input=broken).stdout)
     assert (entry["code"], entry["filename"], entry["location"]) == (None, "m.py", {"row": 2, "column": 7})
+
+
+@pytest.mark.parametrize("version", ["py27", "py2", "foo"])
+def test_an_unknown_target_version_is_a_usage_error_that_lists_the_accepted_ones(project, version):
+    project("a.py", "import torch\nfor i in range(3):\n    y = torch.ones(3).cuda()\n")
+    result = CliRunner().invoke(cli, ["check", "--no-cache", "--target-version", version, "a.py"])
+    assert result.exit_code == 2
+    assert "internal error" not in result.output
+    assert "'py312'" in result.output
+
+
+def test_a_known_target_version_parses_with_that_grammar(project):
+    project("a.py", "import torch\nfor i in range(3):\n    y = torch.ones(3).cuda()\n")
+    result = run("check", "--no-cache", "--target-version", "py310", "a.py")
+    assert result.exit_code == 1 and "SFX101" in result.output, result.output
+    match = run("check", "--no-cache", "--target-version", "py39", "a.py")
+    assert match.exit_code == 1, match.output

@@ -229,6 +229,63 @@ def test_a_try_around_a_caller_in_another_file_holds_the_fix_back_in_any_project
     _fixed_with_and_without_the_handler(tmp_path, pyproject, files, "main.py")
 
 
+NET = (
+    "import torch\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+    "        ones = torch.ones(x.size(0), 4)\n        return x + ones.cuda()\n"
+)
+TRAIN = (
+    "from .net import Net\n\n\ndef main(batches):\n    net = Net()\n    try:\n"
+    "        for x in batches:\n            net(x)\n    except Exception as e:\n        print(e)\n        raise\n"
+)
+
+
+@pytest.mark.parametrize("pyproject", ["", '[project]\nname = "x"\n'])
+def test_a_try_around_calls_of_a_models_objects_holds_back_the_fixes_in_its_forward(tmp_path, pyproject):
+    # generative-inpainting's training loop: `trainer(x, ...)` inside `try: ... except
+    # Exception` runs every `forward` of the model, in other files; a method runs wherever its
+    # objects are called, which syncfix does not follow by name
+    (tmp_path / "pyproject.toml").write_text(pyproject)
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "net.py").write_text(NET)
+    for source, fixed in ((TRAIN, False), (TRAIN.replace("except Exception", "except KeyError"), True)):
+        (pkg / "train.py").write_text(source)
+        result = CliRunner().invoke(
+            cli, ["check", str(pkg / "net.py"), "--select", "SFX101", "--no-cache", "--include-cold", "-o", "json"]
+        )
+        assert [f["fix"] is not None for f in json.loads(result.stdout)] == [fixed], result.stdout
+
+
+STEPPER = (
+    "import torch\n\n\nclass Trainer:\n    def step(self, x):\n"
+    "        ones = torch.ones(x.size(0), 4)\n        return x + ones.cuda()\n"
+)
+LOOP = (
+    "import torch\nfrom .trainer import Trainer\n\n\ndef main(batches, path):\n    t = Trainer()\n"
+    "    try:\n        state = torch.load(path)\n    except Exception:\n        state = None\n"
+    "    for x in batches:\n        t.step(x)\n"
+)
+GUARDED = LOOP.replace("        t.step(x)\n", "        try:\n            t.step(x)\n        except Exception:\n            pass\n")
+
+
+@pytest.mark.parametrize(
+    ("loop", "fixed"),
+    [(LOOP, True), (GUARDED, False)],  # MUNIT's `try` is around loading a checkpoint, not a step
+)
+def test_a_named_method_is_held_back_only_by_a_handler_around_a_call_of_it(tmp_path, loop, fixed):
+    (tmp_path / "pyproject.toml").write_text("")
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "trainer.py").write_text(STEPPER)
+    (pkg / "train.py").write_text(loop)
+    result = CliRunner().invoke(
+        cli, ["check", str(pkg / "trainer.py"), "--select", "SFX101", "--no-cache", "--include-cold", "-o", "json"]
+    )
+    assert [f["fix"] is not None for f in json.loads(result.stdout)] == [fixed], result.stdout
+
+
 def test_a_file_whose_calls_cannot_be_read_holds_the_fix_back_if_it_has_a_handler(tmp_path):
     # whisper's layout: __init__.py does `from .transcribe import transcribe` (a function named
     # like its module: the index cannot tell it from the module, so transcribe.py's own calls

@@ -148,6 +148,25 @@ def test_relative_imports_in_a_package(tmp_path):
     assert _fixes(root, "pkg/train.py") == {9: "safe", 10: "safe"}
 
 
+@pytest.mark.parametrize(
+    ("init", "want"),
+    [
+        ("from .util import dev, make_loader\n", {9: "safe", 10: "safe"}),  # BiSeNet's lib/data
+        ("from .util import dev\nfrom .other import make_loader\n", {}),  # another one: no batch
+        ("from .util import dev, make_loader\nmake_loader = dev\n", {}),  # rebound: no loader
+    ],
+)
+def test_a_package_that_imports_a_function_hands_on_its_value(tmp_path, init, want):
+    files = {
+        "lib/__init__.py": init,
+        "lib/util.py": UTIL,
+        "lib/other.py": "def make_loader(ds):\n    return ds\n",
+        "train.py": TRAIN.replace("import util\nfrom util import dev, make_loader", "from lib import util\nfrom lib import dev, make_loader"),
+    }
+    root = _project(tmp_path, files)
+    assert _fixes(root, "train.py") == want
+
+
 def test_a_module_name_two_folders_share_is_not_resolved(tmp_path):
     # ``import util`` from a third folder could be either file, depending on sys.path: neither
     # is assumed; nor beside a package's module (no implicit relative import)

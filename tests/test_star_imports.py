@@ -283,3 +283,20 @@ def test_a_class_a_star_import_binds_is_the_project_class_it_defines(tmp_path, m
     (tmp_path / "tracker.py").write_text(textwrap.dedent(TRACKER).lstrip())
     codes = _codes(tmp_path / "tracker.py", "SFX101,SFX205")
     assert "SFX101" not in codes and ("SFX205" in codes) == module
+
+
+@pytest.mark.parametrize(
+    ("star", "expected"),
+    [
+        ("from timm.models import *\n", [None, "safe"]),  # a library's: `len` holds, `range` may not
+        ("from models import *\n", [None, None]),  # a project module that binds names it cannot list
+    ],
+)
+def test_a_library_star_import_binds_no_iteration_builtin(tmp_path, star, expected):
+    # T2T-ViT's `from timm.models import *`: numpy's and torch's star imports bind `sum`, `max`,
+    # even `range`, but no library binds `len`, `enumerate`, `zip`, `iter`, `next`, `isinstance`
+    files = {
+        "train.py": TRAIN.replace("from models import *\n", star),
+        "models/__init__.py": "globals()['len'] = max\n",
+    }
+    assert _fixes(tmp_path, files) == expected

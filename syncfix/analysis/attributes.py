@@ -44,8 +44,9 @@ def attribute_value(a: ModuleAnalysis, expr: cst.Attribute) -> Value:
     if isinstance(base, TupleValue) and len(base.items) == 2 and attr in ("values", "indices"):
         return base.items[0 if attr == "values" else 1]  # of ``t.max(dim)``
     if base.is_tensor:
-        if attr in TENSOR_ATTR_TENSOR:
-            return Value(Kind.TENSOR, base.device, base.memory, base.fresh)
+        if attr in TENSOR_ATTR_TENSOR:  # of the tensor's dtype, but a complex one's ``.real``/``.imag``
+            dtype = base.dtype if attr not in ("real", "imag") else None
+            return Value(Kind.TENSOR, base.device, base.memory, base.fresh, dtype, base.origin)
         if attr == "device":
             return Value(Kind.DEVICE, base.device)
         if attr in TENSOR_ATTR_NON_TENSOR:

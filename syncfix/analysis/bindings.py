@@ -304,7 +304,7 @@ def _made_by(a: ModuleAnalysis, asg: BaseAssignment, scope: Scope) -> bool:
     return owner is not None and owner is getattr(scope, "node", None)
 
 
-_NAMESPACE_WRITERS = ("globals", "vars(", "__dict__", "sys.modules", "__main__", "setattr(", "exec(")
+_NAMESPACE_WRITERS = ("globals", "vars(", "__dict__", "sys.modules", "import __main__", "setattr(", "exec(")
 
 
 def _own_bindings_only(a: ModuleAnalysis, scope: Scope) -> bool:

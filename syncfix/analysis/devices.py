@@ -38,11 +38,16 @@ from .torch_api import (
     DTYPE_NAME,
     DTYPE_NAME_SUFFIX,
     LOGGING_ITERATORS,
+    METHOD_NON_TENSOR,
     NON_TENSOR_NAMESPACES,
     PASS_THROUGH_ITER,
+    TENSOR_ATTR_TENSOR,
     TYPE_NAME_SUFFIX,
 )
 from .values import OTHER, Device, Kind, Value
+
+# Methods of METHOD_NON_TENSOR whose results hold tensors on the tensor's own device.
+_TENSOR_PIECES = frozenset({"unbind", "split", "chunk", "tensor_split", "type"})
 
 if TYPE_CHECKING:
     from .module import ModuleAnalysis
@@ -95,6 +100,8 @@ def _origin_by_code(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:
         return fact_of_name(a, expr, a.device_origin)
     if isinstance(expr, cst.Subscript):
         return a.device_origin(expr.value)
+    if isinstance(expr, cst.Attribute) and expr.attr.value in TENSOR_ATTR_TENSOR:
+        return a.device_origin(expr.value)  # ``loss.data``, ``w.T``, ``p.grad``: on the tensor's device
     if isinstance(expr, (cst.BinaryOperation, cst.Comparison, cst.UnaryOperation)):
         operands: list[cst.BaseExpression]
         if isinstance(expr, cst.BinaryOperation):
@@ -122,6 +129,8 @@ def _origin_by_code(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:
         receiver_kind is not Kind.UNKNOWN or func.attr.value in ("to", "cuda")
     ):
         method = func.attr.value
+        if method in METHOD_NON_TENSOR and method not in _TENSOR_PIECES:
+            return None  # ``z.size()``, ``t.item()``: no tensor, so no operand placed anywhere
         if method == "cuda":
             return '"cuda"' if not expr.args else None
         if method == "cpu":
@@ -732,6 +741,13 @@ def fstring_device(expr: cst.FormattedString) -> Value:
     ):
         return Value(Kind.DEVICE, Device.CUDA)
     return OTHER
+
+
+def concatenated_device(a: ModuleAnalysis, left: cst.SimpleString, right: cst.BaseExpression) -> Value:
+    """``"cuda:" + str(gpu)`` is a CUDA device (``torch.device`` raises on anything else it could
+    be); any other sum with a string on the left is a string, not a device we can prove."""
+    str_call = isinstance(right, cst.Call) and a.callee(right) == "builtins.str"
+    return Value(Kind.DEVICE, Device.CUDA) if left.evaluated_value == "cuda:" and str_call else OTHER
 
 
 def already_on_target(a: ModuleAnalysis, call: cst.Call) -> bool:

@@ -141,6 +141,8 @@ def _binop_dtype(
             return da if da in BOOL_INT else None
         if arith and da != "torch.bool" or div and da in FLOATS:
             return da
+        if da == "torch.bool" and isinstance(op, (cst.Add, cst.Multiply, cst.AddAssign, cst.MultiplyAssign)):
+            return da  # ``stopped + eos``: a logical or (``*``: and); ``-`` of two raises
         return None
     t, other = (left, right) if lt else (right, left)
     d = a.dtype_of(t)
@@ -303,6 +305,8 @@ def dtype_kind(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:
         return kind if kind in ("float", "int") else None
     if isinstance(expr, cst.BinaryOperation):
         return _arith_kind(a, expr)
+    if isinstance(expr, cst.Attribute) and expr.attr.value in ("T", "mT", "data") and a.is_tensor(expr.value):
+        return a.dtype_kind(expr.value)  # the tensor's own dtype
     if not isinstance(expr, cst.Call):
         return None
     name = a.direct_callee(expr)

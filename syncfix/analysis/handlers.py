@@ -1,7 +1,9 @@
 """Handlers that would see an error raised at a node: a ``try`` whose ``except`` may catch a
 ``RuntimeError``, or ``contextlib.suppress``/``pytest.raises``/``assertRaises`` of one, around the
 node, around a call of its function in this file, or (a module-level function) around a call in
-another project file that imports it; also around (or inside) a call the function is handed to
+another project file that imports it; for a method, whose objects may be called anywhere
+(``model(x)`` runs ``forward``), any such handler in its file or in a project file that imports
+it; also around (or inside) a call the function is handed to
 (``run_with_retry(step, ...)``), and inside a decorator's wrapper (a decorator of this file whose
 body catches, or a retrying library's). A library that calls a project function inside its own
 ``try`` is not seen, as other code that calls a public function is not. In a project file that
@@ -67,6 +69,8 @@ def caught_by_handler(
                 for call in _handed_to(analysis, anc)
             ):
                 return True
+            if _method(analysis, anc) and _method_caught_elsewhere(analysis, anc, seen):
+                return True
             return _caught_in_importers(analysis, anc, seen)
         if isinstance(anc, (cst.ClassDef, cst.Lambda)):
             return False
@@ -104,7 +108,7 @@ def _decorators_may_catch(analysis: ModuleAnalysis, fn: cst.FunctionDef) -> bool
     return False
 
 
-def _catches_inside(analysis: ModuleAnalysis, fn: cst.FunctionDef) -> bool:
+def _catches_inside(analysis: ModuleAnalysis, fn: cst.FunctionDef | cst.Module) -> bool:
     """Is there, anywhere in ``fn``'s body, a ``try`` or ``suppress`` that may catch a RuntimeError?"""
     structure = analysis.structure
     for t in (*structure.within(fn, cst.Try), *structure.within(fn, cst.TryStar)):
@@ -145,6 +149,49 @@ def _calls_inside_a_try(analysis: ModuleAnalysis, call: cst.Call) -> bool:
     its body (``run_with_retry(step, ...)``)?"""
     local = local_function(analysis, call.func)
     return local is not None and _catches_inside(analysis, local)
+
+
+def _method(analysis: ModuleAnalysis, fn: cst.FunctionDef) -> bool:
+    block = analysis.parent(fn)
+    return isinstance(analysis.parent(block) if block is not None else None, cst.ClassDef)
+
+
+_CALLED_BY_OBJECT = frozenset({"forward", "__call__"})  # run by ``model(x)``: no name to look for
+
+
+def _method_caught_elsewhere(analysis: ModuleAnalysis, fn: cst.FunctionDef, seen: set[object]) -> bool:
+    """May a handler see a method's errors from where its objects are called? For ``m``, a
+    handler around an ``x.m(...)`` call in another file of a closed project (through callers of
+    callers; in an open one, as for a public function, other code's calls are not seen); for
+    ``forward`` (``model(x)``), any handler in its file or in a project file that imports it."""
+    name = fn.name.value
+    project, module = analysis.project, analysis.module_name
+    if name in _CALLED_BY_OBJECT:
+        return _objects_may_be_called_in_a_try(analysis)
+    if project is None or module is None or project.members is None or ("method", module, name) in seen:
+        return False
+    seen.add(("method", module, name))
+    found = project.any_method_call(
+        module, name, lambda other, call: caught_by_handler(other, call, seen), cannot_hold=_cannot_catch
+    )
+    return _objects_may_be_called_in_a_try(analysis) if found is None else found
+
+
+def _objects_may_be_called_in_a_try(analysis: ModuleAnalysis) -> bool:
+    """A method runs where its objects are called (``model(x)`` runs ``forward``; ``obj.step()``
+    in any file): does this module, or a project module that imports it (directly or through
+    others; judged from their text), hold a handler that may catch a RuntimeError? Then one of
+    those calls may be inside its ``try`` (generative-inpainting's training loop, in a ``try``
+    that logs and re-raises, runs every ``forward`` of the model)."""
+    known = analysis.cache.objects_caught
+    if known is None:
+        project, module = analysis.project, analysis.module_name
+        file = project.own_file(module) if project is not None and module is not None else None
+        importers = [project.own_file(name) for name in file.importers] if project is not None and file is not None else []
+        known = analysis.cache.objects_caught = _catches_inside(analysis, analysis.module) or any(
+            importer is None or importer.handlers_around for importer in importers
+        )
+    return known
 
 
 def _caught_in_importers(analysis: ModuleAnalysis, fn: cst.FunctionDef, seen: set[object]) -> bool:

@@ -102,6 +102,10 @@ class ProjectModules:
             self._members = Members({m.name: m.members for m in self._files.values()})
         return self._members
 
+    def own_file(self, module: str) -> ModuleFile | None:
+        """The analysed file's own entry, where the project lists it (a closed project does)."""
+        return self._files.get(module)
+
     def module_file(self, name: str) -> ModuleFile | None:
         """The project module an import of ``name`` reaches (None: not one of the project's)."""
         return self._by_name.get(name)
@@ -120,9 +124,10 @@ class ProjectModules:
         found = self._by_name.get(module) if module else None
         return (found, name) if found is not None and name.isidentifier() else None
 
-    def return_value(self, qualname: str, package: str | None) -> Value | None:
+    def return_value(self, qualname: str, package: str | None, hops: int = 0) -> Value | None:
         """What calling the imported function ``qualname`` gives, or None when syncfix cannot
-        tell (not a project function, or not one plain ``def``)."""
+        tell (not a project function, or not one plain ``def``). A package's ``__init__`` that
+        only imports the function (``from .loaders import make_loader``) hands on its value."""
         found = self.find(qualname, package)
         if found is None:
             return None
@@ -132,7 +137,13 @@ class ProjectModules:
         def compute() -> Value | None:
             analysis = self._load(module, name)
             fn = top_level_function(analysis, name) if analysis is not None else None
-            return portable(analysis.returned(fn)) if analysis is not None and fn is not None else None
+            if analysis is not None and fn is not None:
+                return portable(analysis.returned(fn))
+            if hops >= _REEXPORT_HOPS or not module.path.endswith("__init__.py"):
+                return None
+            package_init = self._load(module, None)  # small, and what it imports is all it holds
+            origin = reexported(package_init, name) if package_init is not None else None
+            return self.return_value(origin, module.package, hops + 1) if origin is not None else None
 
         return _memoised(_VALUES, key, compute, self._weak)
 
@@ -220,6 +231,42 @@ class ProjectModules:
                 finally:
                     if not busy:
                         self._in_use.discard(path)
+        return False
+
+    def any_method_call(
+        self,
+        module: str,
+        method: str,
+        test: Callable[[ModuleAnalysis, cst.Call], bool],
+        cannot_hold: Callable[[ModuleFile], bool] | None = None,
+    ) -> bool | None:
+        """Does ``test`` hold of some ``x.method(...)`` call in the project's files other than
+        ``module`` (whatever ``x`` is: members.py)? None where syncfix cannot tell: an open
+        project, or a file whose uses of ``.method`` are not all plain calls."""
+        members = self.members
+        if members is None:
+            return None
+        for name in members.callers(method):
+            caller = self._files.get(name)
+            if name == module:
+                continue  # its own calls are the asking analysis's
+            if caller is None:
+                return None
+            if cannot_hold is not None and cannot_hold(caller):
+                continue
+            with keep_active():
+                busy = caller.path in self._in_use
+                analysis = self._load(caller, None) if busy else self._whole_module(caller)
+                calls = method_calls_of(analysis, method) if analysis is not None else None
+                if calls is None:
+                    return None
+                self._in_use.add(caller.path)
+                try:
+                    if any(test(analysis, call) for call in calls):  # type: ignore[arg-type]
+                        return True
+                finally:
+                    if not busy:
+                        self._in_use.discard(caller.path)
         return False
 
     def method_arguments(
@@ -530,6 +577,22 @@ def top_level(a: ModuleAnalysis, name: str, kind: type[cst.FunctionDef] | type[c
     if isinstance(node, kind) and a.parent(node) is a.module:
         return node
     return None
+
+
+_REEXPORT_HOPS = 3  # how many modules that only import a function a value is followed through
+
+
+def reexported(a: ModuleAnalysis, name: str) -> str | None:
+    """The qualified name (relative ones keep their dots) the module's top-level ``name`` is
+    bound to where one import binds it and nothing else does (a package's ``from .x import f``)."""
+    scope = a.scope(a.module)
+    if scope is None or name not in scope:
+        return None
+    bound = list(scope[name])
+    if len(bound) != 1 or not isinstance(getattr(bound[0], "node", None), cst.ImportFrom):
+        return None
+    names = scope.get_qualified_names_for(name)
+    return next(iter(names)).name if len(names) == 1 else None
 
 
 def top_level_function(a: ModuleAnalysis, name: str) -> cst.FunctionDef | None:

@@ -54,7 +54,8 @@ def _legacy_sizes(a: ModuleAnalysis, call: cst.Call) -> bool:
 
 
 def _legacy_copy(a: ModuleAnalysis, call: cst.Call) -> bool:
-    """One argument, a list or tuple display of numbers (``torch.Tensor([0, n])``), a list comprehension
+    """One argument, a list or tuple display of numbers (``torch.Tensor([0, n])``) or one repeated an int
+    number of times (``[end] * n``), a list comprehension
     of such (``torch.Tensor([t.shape for t in ts])``), a ``range`` (``torch.LongTensor(range(n))``),
     or a sum with a display (``torch.FloatTensor(x.size() + (n,))``)."""
     value = call.args[0].value if len(call.args) == 1 and call.args[0].keyword is None and not call.args[0].star else None
@@ -66,9 +67,17 @@ def _legacy_copy(a: ModuleAnalysis, call: cst.Call) -> bool:
         # ``x.size() + (n,)``: a new tuple (sizes), or a new array where ``x.size()`` is one;
         # never a tensor, which refuses to add a tuple
         return any(isinstance(side, (cst.List, cst.Tuple)) for side in (value.left, value.right))
-    return isinstance(value, (cst.List, cst.Tuple)) and all(
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply):
+        # ``[end] * n``: a new list where ``n`` is an int (a tensor there would take ``*`` first)
+        display, count = (value.left, value.right) if isinstance(value.left, cst.List) else (value.right, value.left)
+        return isinstance(display, cst.List) and a.python_number_type(count) == "int" and _legacy_copy_items(display)
+    return isinstance(value, (cst.List, cst.Tuple)) and _legacy_copy_items(value)
+
+
+def _legacy_copy_items(display: cst.List | cst.Tuple) -> bool:
+    return all(
         isinstance(el, cst.Element) and not isinstance(el.value, (cst.List, cst.Tuple, cst.Call))
-        for el in value.elements
+        for el in display.elements
     )
 
 

@@ -58,14 +58,28 @@ def _names_a_loss(a: ModuleAnalysis) -> bool:
 
 
 def _reduction(call: cst.Call) -> str | None:
-    """The literal ``reduction=`` of a loss call or constructor (``"mean"`` when absent)."""
-    if any(keyword(call, k) is not None for k in LOSS_LEGACY_KEYWORDS):
-        return None
+    """The literal ``reduction=`` of a loss call or constructor (``"mean"`` when absent), or
+    what literal legacy ``size_average=``/``reduce=`` make of it (they override ``reduction=``,
+    as ``torch.nn._reduction.legacy_get_string`` does: both default to True)."""
+    legacy = [keyword(call, k) for k in LOSS_LEGACY_KEYWORDS]
+    if any(arg is not None for arg in legacy):
+        flags = [_literal_flag(arg.value) if arg is not None else True for arg in legacy]
+        if None in flags:
+            return None
+        size_average, reduce = flags
+        return "mean" if size_average and reduce else "sum" if reduce else "none"
     arg = keyword(call, "reduction")
     if arg is None:
         return "mean"
     value = arg.value.evaluated_value if isinstance(arg.value, cst.SimpleString) else None
     return value if value in ("mean", "sum", "none") else None
+
+
+def _literal_flag(value: cst.BaseExpression) -> bool | None:
+    """``True``/``False`` (and ``None``, the default: True) as written, else None (unknown)."""
+    if isinstance(value, cst.Name) and value.value in ("True", "False", "None"):
+        return value.value != "False"
+    return None
 
 
 def _module_reduction(a: ModuleAnalysis, maker: cst.CSTNode) -> str | None:

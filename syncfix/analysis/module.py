@@ -75,9 +75,7 @@ class Caches:
     """Memo tables the topic modules fill (one per analysis, so one per file)."""
 
     effects: dict[cst.CSTNode, Effects] = field(default_factory=dict)
-    loop_bindings: dict[tuple[Scope, str, cst.CSTNode], frozenset[BaseAssignment]] = field(
-        default_factory=dict
-    )
+    loop_bindings: dict[tuple[Scope, str, cst.CSTNode], frozenset[BaseAssignment]] = field(default_factory=dict)
     accesses: dict[cst.CSTNode, list[Access]] | None = None
     self_assignments: dict[cst.ClassDef, dict[str, list[cst.BaseExpression | None]]] = field(
         default_factory=dict
@@ -109,6 +107,7 @@ class Caches:
     # bindings.bindings per use: syntax only, so the likely view shares its analysis's table
     bindings: dict[cst.Name, frozenset[BaseAssignment]] = field(default_factory=dict)
     module_names: dict[cst.CSTNode, frozenset[str]] = field(default_factory=dict)  # used_as_module
+    objects_caught: bool | None = None  # handlers._objects_may_be_called_in_a_try
 
 
 class ModuleAnalysis:
@@ -274,13 +273,13 @@ class ModuleAnalysis:
             # Asked of the scope lazily, node by node: resolving LibCST's QualifiedNameProvider
             # for the whole module costs more than every other provider together.
             scope = self.scope(node)
-            names = scope.get_qualified_names_for(node) if scope is not None else ()
+            names = navigation.reaching_qualified_names(self, node, scope)
             found = frozenset(REEXPORTED.get(q.name, q.name) for q in names)
             if found and all(n.startswith("builtins.") for n in found) and not self._builtins_hold(found):
                 found = frozenset()  # ``from lib import *`` may bind ``len``, ``range``...
             if not found and scope is not None:
                 found = self._star_qualnames(node, scope)
-            cached = self.cache.qualnames[node] = found
+            cached = self.cache.qualnames[node] = navigation.without_identity_fallbacks(self, node, found)
         return cached
 
     @property
@@ -302,13 +301,13 @@ class ModuleAnalysis:
         return frozenset({f"{target}.{rest}" if rest else target})
 
     def _builtins_hold(self, builtins: frozenset[str]) -> bool:
-        """Are these builtins' names bound by nothing LibCST's scopes miss: no star import of
-        this module may bind them, nor a walrus in a comprehension or a ``match`` capture?"""
+        """Are these builtins' names bound by nothing LibCST's scopes miss: no star import (one of
+        a library: see NEVER_STAR_BOUND), walrus in a comprehension or ``match`` capture?"""
         if self.cache.star_bound is None:
             self.cache.star_bound = (star_imports.star_bound(self),)
         (bound,) = self.cache.star_bound
         names = {n.removeprefix("builtins.") for n in builtins}
-        return bound is not None and not names & bound and not names & bindings.unseen_names(self)
+        return star_imports.leaves_builtins(bound, names) and not names & bindings.unseen_names(self)
 
     def caught_by_handler(self, node: cst.CSTNode) -> bool:
         """Would a ``try`` (or ``suppress``/``pytest.raises``) see a RuntimeError raised at
@@ -317,8 +316,7 @@ class ModuleAnalysis:
         return handlers.caught_by_handler(self, node)
 
     def bound_unseen(self, name: str) -> bool:
-        """Is ``name`` bound somewhere LibCST's scopes do not record (a walrus in a comprehension,
-        a ``match`` capture)? Then a scope's list of its assignments is not all of them."""
+        """Is ``name`` bound where LibCST's scopes record nothing (a comprehension's walrus...)?"""
         return name in bindings.unseen_names(self)
 
     def canonical_dtype(self, expr: cst.CSTNode) -> str | None:

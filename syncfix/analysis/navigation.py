@@ -12,7 +12,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from libcst.metadata import BuiltinAssignment, GlobalScope
+from libcst.metadata import (
+    BuiltinAssignment,
+    GlobalScope,
+    QualifiedName,
+    QualifiedNameSource,
+    Scope,
+)
 
 from .project import imports_torch
 from .syntax import dotted_name, stored_names, target_names
@@ -570,3 +576,54 @@ def _is_main_block(stmt: cst.CSTNode) -> bool:
         strings = {s.evaluated_value for s in sides if isinstance(s, cst.SimpleString)}
         return isinstance(comp.operator, cst.Equal) and names == {"__name__"} and strings == {"__main__"}
     return False
+
+
+def without_identity_fallbacks(a: ModuleAnalysis, node: cst.CSTNode, found: frozenset[str]) -> frozenset[str]:
+    """The qualified names of ``node`` less those of a local function that only returns its
+    first argument, where another candidate remains: ``try: from tqdm import tqdm`` / ``except
+    ImportError: def tqdm(x, **kw): return x`` iterates what it is given either way."""
+    if len(found) < 2 or not isinstance(node, cst.Name):
+        return found
+    scope = a.scope(node)
+    if scope is None:
+        return found
+    defs = [getattr(asg, "node", None) for asg in scope[node.value]]
+    identity = {d.name.value for d in defs if isinstance(d, cst.FunctionDef) and _returns_first_argument(d)}
+    kept = frozenset(q for q in found if q not in identity)
+    return kept or found
+
+
+def _returns_first_argument(fn: cst.FunctionDef) -> bool:
+    params = [*fn.params.posonly_params, *fn.params.params]
+    body = fn.body.body if isinstance(fn.body, cst.IndentedBlock) else [fn.body]
+    if not params or fn.decorators or len(body) != 1:
+        return False
+    line = body[0]
+    statements = line.body if isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else ()
+    if len(statements) != 1 or not isinstance(statements[0], cst.Return):
+        return False
+    returned = statements[0].value
+    return isinstance(returned, cst.Name) and returned.value == params[0].name.value
+
+
+def reaching_qualified_names(a: ModuleAnalysis, node: cst.CSTNode, scope: Scope | None) -> set[QualifiedName]:
+    """LibCST's qualified names of ``node`` (a name, or a dotted name), less those of the kind
+    (an import's, or the module's own) no binding of its first name that reaches it has:
+    arcface's ``data.DataLoader(...)`` after ``from torch.utils import data``, and the batch
+    ``data`` of its later ``for ii, data in enumerate(trainloader):``."""
+    if scope is None:
+        return set()
+    names = set(scope.get_qualified_names_for(node))
+    sources = {q.source for q in names}
+    if not {QualifiedNameSource.LOCAL, QualifiedNameSource.IMPORT} <= sources:
+        return names
+    root = node
+    while isinstance(root, cst.Attribute):
+        root = root.value
+    reaching = a.bindings(root) if isinstance(root, cst.Name) else frozenset()
+    imports = {isinstance(getattr(asg, "node", None), (cst.Import, cst.ImportFrom)) for asg in reaching}
+    if imports == {True}:
+        return {q for q in names if q.source is not QualifiedNameSource.LOCAL}
+    if imports == {False}:
+        return {q for q in names if q.source is not QualifiedNameSource.IMPORT}
+    return names

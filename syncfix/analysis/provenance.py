@@ -30,7 +30,7 @@ from .attributes import (
     used_as_module,
 )
 from .bindings import assignment_order, fact_of_name
-from .devices import fstring_device, origin_code, string_device
+from .devices import concatenated_device, fstring_device, origin_code, string_device
 from .dtypes import is_dtype
 from .imported import holders
 from .legacy_constructors import legacy_cuda_value
@@ -142,6 +142,8 @@ def _value(a: ModuleAnalysis, expr: cst.CSTNode) -> Value:
     if isinstance(expr, cst.BinaryOperation):
         if isinstance(expr.operator, cst.Modulo) and isinstance(expr.left, (cst.SimpleString, cst.ConcatenatedString)):
             return OTHER  # ``"loss %s" % t``: a string
+        if isinstance(expr.operator, cst.Add) and isinstance(expr.left, cst.SimpleString):
+            return concatenated_device(a, expr.left, expr.right)  # ``"cuda:" + str(gpu)``
         return _arith(a, expr.left, expr.right)
     if isinstance(expr, cst.UnaryOperation):
         if isinstance(expr.operator, cst.Not):
@@ -520,6 +522,10 @@ def _call_value(a: ModuleAnalysis, call: cst.Call) -> Value:
             if method in ("forward", "__call__") or a.value(func).kind is Kind.MODULE:
                 return _module_output(a, call)
             return UNKNOWN
+        if _unknown_copied_to_host(a, receiver, call):
+            # what has a ``.cpu()`` (a tensor, a packed sequence) is on the host after it: reading
+            # it does not wait for the GPU (BackgroundMattingV2's ``(a.cpu() - b).max().item()``)
+            return Value(Kind.TENSOR, Device.CPU, Memory.UNKNOWN, False, origin='"cpu"')
         if assumed_tensor(a, receiver, func.attr.value, LIKELY_TENSOR_METHODS) or _likely_gpu_copy(a, receiver, call):
             return _method_value(a, Value(Kind.TENSOR), func.attr.value, call)
         applied = _likely_function_apply(a, receiver, call)
@@ -528,7 +534,31 @@ def _call_value(a: ModuleAnalysis, call: cst.Call) -> Value:
     callee = a.value(func)
     if callee.kind is Kind.MODULE:
         return _module_output(a, call)
+    if a.assume_tensors and a.torch_code and a.used_as_module(func):
+        # likely: ``model(x)`` of a name the function also calls ``.train()`` on gives a model's
+        # tensors, on a device its inputs do not tell (a wrapper may move them: DataParallel)
+        return Value(Kind.TENSOR)
     return UNKNOWN
+
+
+def _unknown_copied_to_host(a: ModuleAnalysis, receiver: Value, call: cst.Call) -> bool:
+    """``x.cpu()`` of a value syncfix cannot name, not used as a module, whose result is bound or
+    computed with (not read at once: ``x.cpu().item()`` is one host read of ``x``)."""
+    func = call.func
+    after = a.parent(call)
+    return (
+        receiver.kind is Kind.UNKNOWN
+        and isinstance(func, cst.Attribute)
+        and func.attr.value == "cpu"
+        and not call.args
+        and (not isinstance(after, cst.Attribute) or after.attr.value in _VIEWED_ON)
+        and not a.used_as_module(func.value)
+    )
+
+
+# Methods that hand the host copy on as a tensor (``heatmaps[i].cpu().unsqueeze(0)`` passed to
+# a helper); after any other (``v.cpu().mean().item()``) the chain is one read of ``v``'s values.
+_VIEWED_ON = frozenset({"unsqueeze", "squeeze", "view", "reshape", "permute", "transpose", "contiguous", "clone"})
 
 
 def _likely_gpu_copy(a: ModuleAnalysis, receiver: Value, call: cst.Call) -> bool:

@@ -65,6 +65,8 @@ def _shape_key(a: ModuleAnalysis, e: cst.CSTNode) -> str | None | object:
                 if isinstance(key, str):
                     return key
         return "name:" + e.value
+    if isinstance(e, cst.Attribute) and e.attr.value == "data" and a.is_tensor(e.value):
+        return a.shape_key(e.value)  # the same tensor's values, without autograd
     if isinstance(e, cst.AugAssign):
         target = a.value(e.target)
         if target.kind is Kind.BOTTOM:
@@ -158,6 +160,8 @@ def one_element_shape(a: ModuleAnalysis, expr: cst.BaseExpression) -> tuple[int,
     """The shape of a tensor that provably holds exactly one element (``()``, ``(1,)``,
     ``(1, 1)``...), or None. 0-d: full reductions (``t.sum()``, ``t.mean()``,
     ``torch.sum(t)``), default- or sum-reduced losses, ``clip_grad_norm_``, ``torch.tensor(3.0)``."""
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "data" and a.is_tensor(expr.value):
+        return a.one_element_shape(expr.value)
     if isinstance(expr, cst.Name):
         shape = fact_of_name(a, expr, a.one_element_shape)
         # a 0-d total a loop adds to in place (``acc += v``) has no single binding to ask

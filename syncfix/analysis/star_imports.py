@@ -32,9 +32,25 @@ _EXPORTS: dict[tuple[str, str], frozenset[str] | None] = {}
 _KEEP = 1024
 
 
+#: Python builtins taken to keep their meaning under a star import of a module outside the
+#: project (a library's, which syncfix does not read): numpy's and torch's bind ``sum``, ``max``,
+#: ``round``, even ``range`` (``torch.range``), but no library binds these iteration helpers.
+NEVER_STAR_BOUND = frozenset({"enumerate", "zip", "iter", "next", "len", "isinstance"})
+#: In :func:`star_bound`'s answer: a library's star import binds any name but those.
+LIBRARY = "*"
+
+
+def leaves_builtins(bound: frozenset[str] | None, names: set[str]) -> bool:
+    """Does no star import :func:`star_bound` describes bind any of these builtin names?"""
+    if bound is None:
+        return False
+    return not names & bound and (LIBRARY not in bound or names <= NEVER_STAR_BOUND)
+
+
 def star_bound(a: ModuleAnalysis) -> frozenset[str] | None:
-    """The names the module's star imports may bind (empty without any), or None when one of
-    them cannot be listed."""
+    """The names the module's star imports may bind (empty without any; :data:`LIBRARY` among
+    them for a module outside the project), or None when a project module's cannot be listed
+    (or, outside a project, which modules are the project's is not known)."""
     stars = a.structure.within(a.module, cst.ImportStar)
     if not stars:
         return frozenset()
@@ -48,7 +64,11 @@ def star_bound(a: ModuleAnalysis) -> frozenset[str] | None:
         module = dotted_name(node.module) if node.module is not None else ""
         if module is None:
             return None
-        found = _exports(a.project, resolve_relative(a.package, "." * len(node.relative) + module), set())
+        target = resolve_relative(a.package, "." * len(node.relative) + module)
+        if not node.relative and target is not None and a.project.module_file(target) is None:
+            names.add(LIBRARY)  # ``from timm.models import *``
+            continue
+        found = _exports(a.project, target, set())
         if found is None:
             return None
         names |= found

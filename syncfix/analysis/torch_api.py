@@ -340,7 +340,7 @@ LOSS_MODULES = {
     "CosineEmbeddingLoss", "MarginRankingLoss", "TripletMarginLoss",
 }
 # Keywords of a loss function or module that may make its result unreduced.
-LOSS_LEGACY_KEYWORDS = {"size_average", "reduce"}
+LOSS_LEGACY_KEYWORDS = ("size_average", "reduce")  # in this order (legacy_get_string's)
 # Reductions that give a 0-d result.
 SCALAR_REDUCTIONS = {"mean", "sum"}
 # Module methods that return the module itself (so ``nn.MSELoss().to(dev)`` is still the loss).

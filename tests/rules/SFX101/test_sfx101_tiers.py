@@ -247,3 +247,42 @@ def test_a_lightning_step_batch_is_on_the_device_already(base):
     reported = [n for n, line in enumerate(src.splitlines(), 1) if line.endswith("# reported")]
     assert len(reported) == 2
     assert [f.line for f in findings] == reported
+
+
+def test_a_factory_sized_by_a_tensor_is_a_cpu_tensor_not_on_that_tensors_device():
+    # ``torch.zeros(z0.size())`` is made on the CPU: ``.size()`` places nothing (torchdiffeq's
+    # latent ODE, every step); ``torch.zeros_like(z0)`` is on z0's device
+    source = textwrap.dedent(
+        """\
+        import torch
+
+        device = "cuda"
+
+
+        def step(model, n):
+            for _ in range(n):
+                z0 = torch.randn(4, 8).to(device) * 2.0
+                prior = torch.zeros(z0.size()).to(device)
+                same = torch.zeros_like(z0).to(device)
+                model(prior, same)
+        """
+    )
+    assert [f.line for f in check_code(source, select=["SFX101"])] == [8, 9]
+
+
+@pytest.mark.parametrize(("device", "safe"), [("'cuda:' + str(gpu)", True), ("'cuda:' + gpu", False), ("'cpu:' + str(gpu)", False)])
+def test_a_cuda_device_string_built_by_concatenation(device, safe):
+    source = textwrap.dedent(
+        f"""\
+        import torch
+        from torch.utils.data import DataLoader
+
+
+        def step(model, gpu: int, data):
+            d = torch.device({device} if torch.cuda.is_available() else "cpu")
+            for x in DataLoader(data, batch_size=4):
+                model(x.to(d))
+        """
+    )
+    (found,) = check_code(source, select=["SFX101"])
+    assert (found.fix is not None and found.fix.applicability is Applicability.SAFE) is safe

@@ -455,3 +455,34 @@ def test_a_read_an_event_timing_counts_on_says_so():
     late = src.replace("        end.record()\n", "").replace("report(ema, {timing})", "end.record()\n        report(ema, {timing})")
     (found,) = [f for f in check_code(late.format(timing="start.elapsed_time(end)"), path="train.py") if f.code == "SFX105"]
     assert "elapsed_time" not in found.message
+
+
+def test_reads_of_a_cpu_copy_are_not_reported_whatever_was_copied():
+    # ``out.cpu()`` is on the host whatever ``out`` was (BackgroundMattingV2's export check):
+    # the copy itself may sync, reading its result does not
+    source = (
+        "import torch\n\n\n"
+        "def compare(outputs):\n"
+        "    for out in outputs:\n"
+        "        host = out.cpu()\n"
+        "        print(host.sum().item(), host.max().tolist())\n"
+    )
+    assert [f.line for f in check_code(source, select=["SFX105"])] == []
+    moved = source.replace("host = out.cpu()", "host = out.cuda()")
+    assert [f.line for f in check_code(moved, select=["SFX105"])] == [7, 7]
+
+
+def test_the_output_of_a_parameter_used_as_a_model_is_likely_a_tensor():
+    # Sequence-Labeling's ``crf_scores = model(...)`` then ``crf_scores.to("cpu")`` every step:
+    # a parameter the function calls ``.train()`` on is a model, and what it returns tensors
+    source = (
+        "import torch\n\n\n"
+        "def train(model, loader):\n"
+        "    model.train()\n"
+        "    for x, lengths in loader:\n"
+        "        scores, sorted_lengths = model(x)\n"
+        "        decoded = decode(scores.to('cpu'), sorted_lengths.tolist())\n"
+    )
+    assert [f.line for f in check_code(source, select=["SFX105"])] == [8, 8]
+    unknown = source.replace("    model.train()\n", "")  # a callable syncfix cannot name
+    assert [f.line for f in check_code(unknown, select=["SFX105"])] == []

@@ -168,3 +168,32 @@ def test_a_list_read_in_the_loop_is_named_with_its_line():
     (found,) = [f for f in check_code(SHOWN, path="train.py") if f.code == "SFX105"]
     assert "`train_loss` is read in the loop at line 13" in found.message
     assert "if the list is read after the loop" not in found.message
+
+
+STORED = """\
+import numpy as np
+import torch
+
+
+def embed(batches: list, n: int, width: int):
+    {made}
+    for i, batch in enumerate(batches):
+        out[{where}] = (batch.cuda() * 2).cpu()
+    return out
+"""
+
+
+@pytest.mark.parametrize(
+    ("made", "where", "collected"),
+    [
+        ("out = {}", "i", True),  # a dict keeps the tensor itself
+        ("out = [None] * n", "i", True),
+        ("out = np.zeros((n, width))", "i", False),  # an array copies the values at once
+        ("out = torch.zeros(n, width)", "i", False),  # so does a tensor
+        ("out = [None] * n", "i:i + 1", False),  # a slice store iterates the values at once
+    ],
+)
+def test_only_a_store_that_keeps_the_tensor_itself_collects_it(made, where, collected):
+    source = STORED.format(made=made, where=where)
+    (found,) = [f for f in check_code(source, path="embed.py") if f.code == "SFX105"]
+    assert ("the value is only collected here" in found.message) is collected, found.message

@@ -51,3 +51,39 @@ def test_sfx301_n_syncs_become_one_per_group():
     # them again the print's tensors) -> 1, and the 2 int reads -> 1
     assert n_before == 10
     assert n_after == 2
+
+
+DATA_READS = '''\
+import torch
+import torch.nn as nn
+
+dev = "cuda"
+mean_loss = nn.MSELoss(size_average=True)
+summed = nn.MSELoss(size_average=False)
+
+
+def step(batches):
+    model = nn.Linear(16, 16).to(dev)
+    out = []
+    for x, y in batches:
+        p = model(x.to(dev))
+        loss0 = mean_loss(p, y)
+        loss1 = summed(p, y)
+        out.append("%f %f" % (loss0.data.item(), loss1.data.item()))
+    return out
+'''
+
+
+def test_sfx301_reads_of_data_merge_into_one_transfer():
+    # U-2-Net's ``lossN.data.item()`` of legacy-flag losses (means and sums: 0-d)
+    import torch
+
+    fixed = fix_code(DATA_READS, select=["SFX301"])
+    assert "torch.stack([loss0.data, loss1.data]).tolist()" in fixed, fixed
+    batches = [(torch.randn(8, 16, device="cuda"), torch.randn(8, 16, device="cuda")) for _ in range(5)]
+    with pytest.warns(UserWarning, match="size_average"):
+        before, n_before = count_syncs(load(DATA_READS, "step"), batches, seed=0)  # same weights
+        after, n_after = count_syncs(load(fixed, "step"), batches, seed=0)
+    print(f"\nSFX301 (.data reads): {n_before} syncs before, {n_after} after")
+    assert before == after
+    assert n_before - n_after == 5  # one read saved per step (placing the model costs the same)

@@ -144,6 +144,10 @@ def test_a_meter_updated_under_an_if_is_said_to_sync_as_often_as_the_if_lets_it(
     assert "every iteration" in messages["losses.update(loss.item(), images.size(0))  # expect: SFX302"]
     logged = messages["logger.update(loss=loss.item())  # expect: SFX302"]
     assert "one sync each time its `if` lets it run" in logged and "every iteration" not in logged
+    # a meter may also take Python numbers, keep a deque or be a library's: the advice says when
+    # a device sum applies instead of prescribing a line of its code
+    for message in messages.values():
+        assert "self.sum +=" not in message and "where the meter is yours" in message
 
 
 def test_a_weight_named_for_a_size_is_a_count():
@@ -209,3 +213,22 @@ def test_the_fixed_totals_read_after_their_loop_are_not_reported_again():
     fixed = fix_code(TWO_TOTALS, unsafe_fixes=True)
     assert "total = total_acc.item()" in fixed and "correct = correct_acc.item()" in fixed, fixed
     assert check_code(fixed, unsafe_fixes=True) == []
+
+
+def test_a_copy_to_the_host_before_the_read_is_part_of_the_read():
+    # BackgroundMattingV2's validation: ``loss_total += loss.cpu().item() * batch_size``
+    source = (
+        "import torch\nimport torch.nn.functional as F\n\n\n"
+        "def valid(model, loader):\n"
+        "    model = model.cuda()\n"
+        "    total = 0.0\n"
+        "    for x, y in loader:\n"
+        "        x, y = x.cuda(), y.cuda()\n"
+        "        loss = F.mse_loss(model(x), y)\n"
+        "        total += loss.cpu().item() * x.size(0)\n"
+        "    return total\n"
+    )
+    (found,) = check_code(source, select=["SFX302"], unsafe_fixes=True)
+    assert found.fix is not None
+    fixed = fix_code(source, select=["SFX302"], unsafe_fixes=True)
+    assert "loss.detach()" in fixed and ".cpu()" not in fixed

@@ -211,3 +211,38 @@ def test_sfx302_sfx105_adding_into_tensor_totals_keeps_values_without_syncs():
     for b, a in zip(before, after, strict=True):
         assert b.dtype == a.dtype and torch.equal(b, a) and not a.requires_grad
     assert n_after == 0 and n_before >= 32, (n_before, n_after)
+
+
+COPIED_THEN_READ = '''\
+import torch
+import torch.nn.functional as F
+
+dev = "cuda"
+
+
+def validate(batches, model):
+    total = 0.0
+    with torch.no_grad():
+        for x, y in batches:
+            loss = F.mse_loss(model(x), y, size_average=False)
+            total += loss.cpu().item() * x.size(0)
+    return total
+'''
+
+
+def test_sfx302_a_total_of_copies_read_on_the_host_keeps_the_device_values():
+    # BackgroundMattingV2's ``loss_total += loss.cpu().item() * batch_size``, with the legacy
+    # ``size_average=False`` (a sum: 0-d); the device total keeps ``loss`` itself
+    import torch
+
+    fixed = fix_code(COPIED_THEN_READ, select=["SFX302"], unsafe_fixes=True)
+    assert ".cpu()" not in fixed and "total_acc" in fixed, fixed
+    torch.manual_seed(0)
+    model = torch.nn.Linear(16, 16).to("cuda")
+    batches = [(torch.randn(8, 16, device="cuda"), torch.randn(8, 16, device="cuda")) for _ in range(10)]
+    with pytest.warns(UserWarning, match="size_average"):
+        before, n_before = count_syncs(load(COPIED_THEN_READ, "validate"), batches, model)
+        after, n_after = count_syncs(load(fixed, "validate"), batches, model)
+    print(f"\nSFX302 (.cpu().item()): {n_before} syncs before, {n_after} after")
+    assert type(before) is type(after) is float and before == after
+    assert n_before == 10 and n_after == 1
