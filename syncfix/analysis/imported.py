@@ -212,25 +212,22 @@ class ProjectModules:
         target = self._files.get(module)
         if target is None:
             return False
+
+        def read(analysis: ModuleAnalysis | None) -> bool:
+            if analysis is None or target is None:
+                return False
+            calls = calls_of(analysis, target, function)
+            if any(test(analysis, call) for call in calls or ()):
+                return True
+            return calls is None and unread is not None and unread(analysis)
+
         for importer in self._importers_of(module):
             if importer is None or not _may_reach(importer, target, function):
                 continue  # not known, or it imports other names of the module only
             if cannot_hold is not None and cannot_hold(importer):
                 continue
-            path = importer.path
-            with keep_active():  # the asking file's record stays the one its walks use
-                busy = path in self._in_use  # asked again while being read: a fresh copy
-                analysis = self._load(importer, None) if busy else self._whole_module(importer)
-                calls = calls_of(analysis, target, function) if analysis is not None else None
-                self._in_use.add(path)
-                try:
-                    if analysis is not None and any(test(analysis, call) for call in calls or ()):
-                        return True
-                    if analysis is not None and calls is None and unread is not None and unread(analysis):
-                        return True
-                finally:
-                    if not busy:
-                        self._in_use.discard(path)
+            if self._reading(importer, read):
+                return True
         return False
 
     def any_method_call(
@@ -246,6 +243,11 @@ class ProjectModules:
         members = self.members
         if members is None:
             return None
+
+        def read(analysis: ModuleAnalysis | None) -> bool | None:
+            calls = method_calls_of(analysis, method) if analysis is not None else None
+            return None if calls is None else any(test(analysis, call) for call in calls)  # type: ignore[arg-type]
+
         for name in members.callers(method):
             caller = self._files.get(name)
             if name == module:
@@ -254,20 +256,23 @@ class ProjectModules:
                 return None
             if cannot_hold is not None and cannot_hold(caller):
                 continue
-            with keep_active():
-                busy = caller.path in self._in_use
-                analysis = self._load(caller, None) if busy else self._whole_module(caller)
-                calls = method_calls_of(analysis, method) if analysis is not None else None
-                if calls is None:
-                    return None
-                self._in_use.add(caller.path)
-                try:
-                    if any(test(analysis, call) for call in calls):  # type: ignore[arg-type]
-                        return True
-                finally:
-                    if not busy:
-                        self._in_use.discard(caller.path)
+            found = self._reading(caller, read)
+            if found is None or found:
+                return found
         return False
+
+    def _reading(self, file: ModuleFile, read: Callable[[ModuleAnalysis | None], T]) -> T:
+        """``read`` of ``file``'s whole analysis (a fresh copy where it is being read already),
+        with the asking file's record kept active and ``file`` marked in use meanwhile."""
+        with keep_active():  # the asking file's record stays the one its walks use
+            busy = file.path in self._in_use  # asked again while being read: a fresh copy
+            analysis = self._load(file, None) if busy else self._whole_module(file)
+            self._in_use.add(file.path)
+            try:
+                return read(analysis)
+            finally:
+                if not busy:
+                    self._in_use.discard(file.path)
 
     def method_arguments(
         self, module: str, method: str, index: int | None, param: str, keyword_ok: bool
