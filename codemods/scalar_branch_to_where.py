@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfix.analysis import SIZE_FACTORIES, Device, ModuleAnalysis
+from syncfix.analysis import DATA_SHAPED_OPS, SIZE_FACTORIES, Device, ModuleAnalysis
 from syncfix.rules import Fix, Invalid, Replacement, Rule
 from syncfix.walk import walk
 
@@ -290,10 +290,6 @@ def _sizes_from_tensors(a: ModuleAnalysis, expr: cst.BaseExpression) -> list[cst
     return found
 
 
-# Tensor methods and torch functions whose result's shape depends on the values.
-_DATA_SHAPED = frozenset({"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"})
-
-
 def _data_dependent_shape(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
     """Does ``expr`` select by a boolean mask (``loss[loss > t]``) or call ``nonzero``,
     ``masked_select``, ``unique``...? Its shape is a count only the GPU knows."""
@@ -305,7 +301,7 @@ def _data_dependent_shape(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
     for call in a.nodes_within(expr, cst.Call):
         func = call.func  # type: ignore[attr-defined]
         name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-        if name in _DATA_SHAPED:
+        if name in DATA_SHAPED_OPS:
             return True
     return False
 

@@ -81,6 +81,7 @@ from .syntax import (
 )
 from .torch_api import (
     CAST_METHODS,
+    DATA_SHAPED_OPS,
     FULL_REDUCTIONS,
     HOST_FACTORIES,
     IN_PLACE_EXTRA,
@@ -105,6 +106,7 @@ __all__ = [
     "HOST_FACTORIES",
     "IN_PLACE_EXTRA",
     "CAST_METHODS",
+    "DATA_SHAPED_OPS",
     "LEGACY_CONSTRUCTORS",
     "LOG_LEVELS",
     "METHOD_MAYBE_SELF",

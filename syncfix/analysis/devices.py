@@ -46,8 +46,9 @@ from .torch_api import (
 )
 from .values import OTHER, Device, Kind, Value
 
-# Methods of METHOD_NON_TENSOR whose results hold tensors on the tensor's own device.
-_TENSOR_PIECES = frozenset({"unbind", "split", "chunk", "tensor_split", "type"})
+# Methods of METHOD_NON_TENSOR whose results hold tensors on the tensor's own device (not
+# ``type``: ``t.type("torch.cuda.FloatTensor")`` may move it).
+_TENSOR_PIECES = frozenset({"unbind", "split", "chunk", "tensor_split"})
 
 if TYPE_CHECKING:
     from .module import ModuleAnalysis

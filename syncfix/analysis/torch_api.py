@@ -119,6 +119,9 @@ TENSOR_TYPES = ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor")
 # Tensor methods and attributes: what they return
 
 # Tensor methods that return something other than a tensor.
+# Tensor methods and torch functions whose result's shape depends on the values (a count only
+# the GPU knows: each syncs).
+DATA_SHAPED_OPS = frozenset({"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"})
 METHOD_NON_TENSOR = {
     "item": NUMBER, "tolist": OTHER, "numpy": Value(Kind.NDARRAY), "size": OTHER, "dim": NUMBER,
     "ndimension": NUMBER, "numel": NUMBER, "nelement": NUMBER, "element_size": NUMBER,
