@@ -3,7 +3,11 @@ apart so the rule reads as its logic."""
 
 from __future__ import annotations
 
-from syncfix.analysis import Device
+import libcst as cst
+
+from syncfix.analysis import Device, ModuleAnalysis
+
+from ._support import code
 
 BUILT_THERE = (
     "Build it on the device (`device=` in the factory): no host tensor and no copy, the same "
@@ -160,8 +164,19 @@ NARROW_CLASS = (
     "`non_blocking`; pass non_blocking=True yourself where it is a tensor, or give that `to` a "
     "`non_blocking` parameter"
 )
-UNKNOWN_TARGET_FIX = (
-    "Copy with non_blocking=True (unsafe: the source is a CPU tensor, exact on CUDA and the CPU; "
-    "the device may be another accelerator, whose copies syncfix does not prove; declare "
-    '`devices = ["cuda", "cpu"]` in [tool.syncfix.torch] if the project runs on nothing else)'
-)
+UNKNOWN_TARGET_FIX = "Copy with non_blocking=True (unsafe: the source is a CPU tensor, exact on CUDA and the CPU; {})"
+DECLARE_DEVICES = 'declare `devices = ["cuda", "cpu"]` in [tool.syncfix.torch] if the project runs on nothing else'
+
+
+def name_the_device(a: ModuleAnalysis, device: cst.BaseExpression | None) -> str:
+    """What would prove a device syncfix cannot name: the project's declaration of its devices,
+    or, where it declares them already, a type for the expression (what it names is unknown:
+    ``x.device`` of a value not provably a tensor may be anything)."""
+    if not a.cuda_or_cpu_only or device is None:
+        return "the device may be another accelerator, whose copies syncfix does not prove; " + DECLARE_DEVICES
+    what = "the project declares CUDA and the CPU only, but syncfix cannot tell that `{}` names a device"
+    if isinstance(device, cst.Attribute) and device.attr.value == "device" and isinstance(device.value, cst.Name):
+        return what.format(code(a, device)) + f"; annotate `{device.value.value}: torch.Tensor` where it is bound"
+    if isinstance(device, cst.Name):
+        return what.format(device.value) + f"; annotate `{device.value}: torch.device` where it is bound"
+    return what.format(code(a, device)) + "; bind it to a name annotated `torch.device` first"

@@ -73,6 +73,7 @@ from ._copy_messages import (
     WHOLE_BATCH,
     WRITTEN,
     and_device,
+    name_the_device,
 )
 from ._factories import built_like, built_on_device
 from ._memory import PASSED_ON, non_blocking_flag, source_may_change
@@ -738,5 +739,14 @@ class BlockingHostToDevice(Rule):
         if receiver.memory is not Memory.PAGEABLE and source_may_change(a, node, escapes=False):
             return None
         if receiver.memory is Memory.PAGEABLE or receiver.fresh:
-            return self.unsafe_fix(changes, UNKNOWN_TARGET_FIX, where)
+            return self.unsafe_fix(changes, UNKNOWN_TARGET_FIX.format(name_the_device(a, _device_argument(node))), where)
         return self.unsafe_fix(changes, and_device(unknown_origin, target), [*source_need, *where])
+
+
+def _device_argument(call: cst.Call) -> cst.BaseExpression | None:
+    """The expression a ``.to(...)`` call names its device with (``device=`` or the first argument)."""
+    dev = keyword(call, "device")
+    if dev is not None:
+        return dev.value
+    args = positional(call)
+    return args[0].value if args else None

@@ -11,6 +11,7 @@ from syncfix.model import Applicability
 from syncfix.rules import Fix, Invalid, Rule
 
 from . import _new_tensor as new_tensor
+from ._copy_messages import name_the_device
 from ._support import (
     code,
     comma,
@@ -324,9 +325,10 @@ class TensorCreationOnDevice(Rule):
         if fix is None:
             return None
         reason = fix.description.partition(" (unsafe")[0]
+        declare = name_the_device(self.analysis, dev)
         if fix.applicability is Applicability.SAFE:  # the value is exact: only the device is not
-            return self.unsafe_fix(fix.changes, reason + _UNNAMED_DEVICE_EXACT_FILL)
-        return self.unsafe_fix(fix.changes, reason + _UNNAMED_DEVICE_FILL)
+            return self.unsafe_fix(fix.changes, reason + _UNNAMED_DEVICE_EXACT_FILL.format(declare))
+        return self.unsafe_fix(fix.changes, reason + _UNNAMED_DEVICE_FILL.format(declare))
 
     def _narrowed_fill(self, node: cst.Call, data: cst.BaseExpression) -> Fix | None:
         """``torch.full((), v, dtype=..., ...)`` for a number only an ``isinstance(v, (int,
@@ -592,16 +594,8 @@ _RANGES = (
     " range raises where torch.tensor gives inf"
 )
 _FILL_UNSAFE = f" (unsafe: {_RANGES})"
-_UNNAMED_DEVICE_FILL = (
-    " (unsafe: the device is one syncfix cannot name; filling is exact on CUDA and the CPU, and"
-    f" {_RANGES}; declare `devices = [\"cuda\", \"cpu\"]` in [tool.syncfix.torch] if the project runs on"
-    " nothing else)"
-)
-_UNNAMED_DEVICE_EXACT_FILL = (
-    " (unsafe: the device is one syncfix cannot name; filling is exact on CUDA and the CPU;"
-    " declare `devices = [\"cuda\", \"cpu\"]` in [tool.syncfix.torch] if the project runs on"
-    " nothing else)"
-)
+_UNNAMED_DEVICE_FILL = f" (unsafe: filling is exact on CUDA and the CPU, and {_RANGES}; {{}})"
+_UNNAMED_DEVICE_EXACT_FILL = " (unsafe: filling is exact on CUDA and the CPU; {})"
 _SIZE_FILL = (
     " (unsafe: `{}` is taken to be an int, as a tensor's or an array's sizes are; the device is one"
     " syncfix cannot name; filling is exact on CUDA and the CPU, and an int beyond 2**24 may round"

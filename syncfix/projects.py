@@ -22,8 +22,9 @@ else:  # pragma: no cover
 from .analysis.accelerators import names_other_accelerator
 from .analysis.async_copies import counts_on_later_syncs, uses_streams
 from .analysis.handlers import may_catch_text
-from .analysis.hotness import LOCAL, FileCalls, file_calls, one_time
+from .analysis.hotness import FileCalls, file_calls, one_time
 from .analysis.hotness import hot_functions as hot_functions_of
+from .analysis.import_names import LOCAL
 from .analysis.imported import forget
 from .analysis.loaders import places_items
 from .analysis.members import EMPTY, MemberUse, kept, member_use

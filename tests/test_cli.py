@@ -218,6 +218,22 @@ def test_declared_devices_make_copies_to_an_unnamed_device_safe(project):
     assert r.exit_code == 2 and "torch.devices" in r.output and "not gpu" in r.output
 
 
+def test_with_devices_declared_an_unnamed_device_asks_for_a_type_not_the_declaration(project):
+    # disentangling-vae's ``torch.randperm(n).to(latent_sample.device)`` of a parameter: with the
+    # project's devices declared, what is missing is that the expression names a device at all
+    project("f.py", (
+        "import torch\n\n\ndef permute_dims(latent_sample):\n    for z in range(4):\n"
+        "        pi = torch.randperm(8).to(latent_sample.device)\n        latent_sample[pi, z]\n"
+    ))
+    project("pyproject.toml", '[tool.syncfix.torch]\ndevices = ["cuda", "cpu"]\n')
+    r = run("check", "f.py", "--no-cache", "--unsafe-fixes")
+    assert "cannot tell that `latent_sample.device` names a device" in r.output, r.output
+    assert "annotate `latent_sample: torch.Tensor`" in r.output and "declare `devices" not in r.output
+    project("f.py", open("f.py").read().replace("(latent_sample)", "(latent_sample: torch.Tensor)"))
+    assert run("apply", "f.py", "--no-cache").exit_code == 0
+    assert ".to(latent_sample.device, non_blocking=True)" in open("f.py").read()
+
+
 @pytest.mark.parametrize(
     "line",
     [

@@ -220,7 +220,8 @@ def _visitor_calls(tree, hot):
     (in its function) does not call ``input()`` on every time round."""
     import ast
 
-    from syncfix.analysis.hotness import FileCalls, _Collector, _imports
+    from syncfix.analysis.hotness import FileCalls, _Collector
+    from syncfix.analysis.import_names import imports as _imports
 
     out = FileCalls("m")
     collector = _Collector(out, set(hot), *_imports(tree, "", {})[:3])
@@ -972,3 +973,104 @@ def test_a_function_bound_to_an_attribute_runs_where_the_attribute_is_called():
     one bound to an attribute nothing calls is not)."""
     hot = hot_functions([file_calls("pkg.losses", FOCAL.encode(), ["forward"], {"pkg.losses": "pkg.losses"})])
     assert "_neg_loss" in hot["pkg.losses"] and "unused" not in hot["pkg.losses"]
+
+
+def test_a_function_handed_to_a_parameter_its_callee_calls_runs_where_that_call_does():
+    # few-shot's ``fit(..., fit_function=proto_net_episode)`` (another file), whose ``fit``
+    # calls ``fit_function`` for each batch; its default (``gradient_step``) too
+    train = """
+def gradient_step(model, x, y):
+    return model(x)
+
+
+def fit(model, loader, fit_function=gradient_step, eval_fn=None, **kwargs):
+    for x, y in loader:
+        fit_function(model, x, y)
+    eval_fn(model)
+
+
+class Trainer:
+    def run(self, loader, step):
+        for batch in loader:
+            step(batch)
+"""
+    experiment = """
+from pkg.train import Trainer, fit
+
+
+def episode(model, x, y):
+    return model(x)
+
+
+def evaluate(model):
+    return model
+
+
+def one_step(batch):
+    return batch
+
+
+def recorded(batch):
+    return batch
+
+
+def main():
+    fit(None, [], fit_function=episode, eval_fn=evaluate)
+    Trainer().run([], one_step)
+    record(recorded)
+"""
+    resolve = {"pkg.train": "pkg.train", "pkg.exp": "pkg.exp"}
+    files = [file_calls(m, src.encode(), ["forward"], resolve) for m, src in (("pkg.train", train), ("pkg.exp", experiment))]
+    hot = hot_functions(files)
+    assert {"episode", "one_step"} <= hot["pkg.exp"]
+    assert "gradient_step" in hot["pkg.train"]
+    # called once by ``fit``, which runs once; handed as data; never called
+    assert not {"evaluate", "recorded", "main"} & hot["pkg.exp"]
+    # ``fit`` called from a loop: what it calls once each time runs every time round too
+    looped = experiment.replace("    fit(None, [], fit", "    for _ in range(9):\n        fit(None, [], fit")
+    files[1] = file_calls("pkg.exp", looped.encode(), ["forward"], resolve)
+    assert "evaluate" in hot_functions(files)["pkg.exp"]
+
+
+def test_calling_an_instance_of_a_project_class_runs_its_call_method():
+    # glide's ``super().p_mean_variance(self._wrap_model(model), ...)``, whose callee calls its
+    # ``model`` in each sampling step: ``_WrappedModel.__call__`` runs there; and an instance
+    # built then called in a loop (``m = _WrappedModel(...); m(x)``)
+    diffusion = """
+class GaussianDiffusion:
+    def p_mean_variance(self, model, x, t):
+        return model(x, t)
+
+    def p_sample_loop(self, model, x):
+        for t in range(1000):
+            x = self.p_mean_variance(model, x, t)
+        return x
+"""
+    respace = """
+from pkg.diffusion import GaussianDiffusion
+
+
+class SpacedDiffusion(GaussianDiffusion):
+    def p_mean_variance(self, model, *args):
+        return super().p_mean_variance(self._wrap_model(model), *args)
+
+    def _wrap_model(self, model):
+        if isinstance(model, _WrappedModel):
+            return model
+        return _WrappedModel(model)
+
+
+class _WrappedModel:
+    def __init__(self, model):
+        self.model = model
+
+    def __call__(self, x, ts):
+        return self.model(x, ts)
+"""
+    resolve = {"pkg.diffusion": "pkg.diffusion", "pkg.respace": "pkg.respace"}
+    files = [file_calls(m, src.encode(), ["forward"], resolve) for m, src in (("pkg.diffusion", diffusion), ("pkg.respace", respace))]
+    assert "__call__" in hot_functions(files).get("pkg.respace", set())
+    looped = "\nclass Wrapped:\n    def __call__(self, x):\n        return x\n\n\ndef run(xs):\n    for x in xs:\n        m = Wrapped()\n        m(x)\n"
+    assert "__call__" in hot_functions([file_calls("pkg.loop", looped.encode(), ["forward"], {})])["pkg.loop"]
+    once = looped.replace("    for x in xs:\n        m = Wrapped()\n        m(x)\n", "    m = Wrapped()\n    m(xs)\n")
+    assert "__call__" not in hot_functions([file_calls("pkg.loop", once.encode(), ["forward"], {})]).get("pkg.loop", set())

@@ -36,6 +36,8 @@ do other files pass it; is its class an ``nn.Module``?
 Which names may ``from module import *`` bind (so which     ``star_imports``
 names are still builtins)?
 Which functions do other files call from repeating code?    ``hotness``
+What do a file's imports bind, read with Python's parser?   ``import_names``
+A module's statements, a loop's shape, read with ``ast``    ``ast_reading``
 Which device expression placed this tensor?                 ``devices``
 Does an ``if x.is_cuda:`` around code put ``x`` on a GPU?   ``device_tests``
 Does a file name an accelerator other than CUDA (``"mps"``,  ``accelerators``

@@ -26,25 +26,23 @@ forward or backward pass, as if called in a loop. A function a factory defines a
 factory's result is called, a method of a class built where it is called
 (``MCTS(config).run(...)``) where that call runs, and a function handed to a call that applies
 it (``map(f, xs)``, ``partial(f, ...)``, mmdetection-style ``multi_apply(self.loss_single, ...)``)
-where that call runs. Test files make nothing hot.
+where that call runs, as does one handed to a parameter (or a parameter's default) that the
+callee calls: few-shot-style ``fit(model, loader, fit_function=episode)``, whose loop over
+batches calls ``fit_function``. Calling an object of a project class runs its module's
+``__call__``: one a loop builds and calls (``m = Wrapped(...); m(x)``), or one handed to such a
+parameter (glide's ``p_mean_variance(self._wrap_model(model), ...)``). Test files make nothing hot.
 """
 
 from __future__ import annotations
 
 import ast
-from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from .loader_names import loader_like
-from .torch_api import METHOD_HOOKS, MODEL_WALKS, WALK_WRAPPERS
+from .ast_reading import once_per_pass, over_batches, runs_once, statements, walks_model
+from .import_names import Callee, imports
+from .torch_api import METHOD_HOOKS
 
-#: In the import resolution table, ``importer + LOCAL + target``: the module ``target`` names
-#: for that importer alone (one beside it; syncfix/projects.py ``_beside``).
-LOCAL = "\0"
-# A call, resolved as far as one file can: (module, function) with module "" for the file itself
-# and ``ANY`` for a method called through another object (resolved by name in the fixpoint).
-Callee = tuple[str, str]
 ANY = "?"
 # ``self.method(...)``: this file's method, or an override or base method in a file whose
 # classes derive from this file's (or this file's from theirs).
@@ -129,67 +127,18 @@ class FileCalls:
     # a class of it defines a ``to`` that takes no ``non_blocking`` (maskrcnn-benchmark's
     # ``BoxList.to(self, device)``): an object syncfix cannot name may be one of its instances
     narrow_to: str = ""  # the first of its classes whose ``to`` takes no ``non_blocking``
+    # per function, the parameters it calls (few-shot's ``fit_function(model, x, y)`` in its
+    # loop over batches), by position (after ``self``) and by name: whether a loop makes the call
+    applied: dict[str, dict[int | str, bool]] = field(default_factory=dict)
+    # project functions handed to a call as an argument (``fit(model, fit_function=step)``), or
+    # a parameter's default (``fit_function=gradient_step``): (callee, position or name, handed)
+    handed_args: list[tuple[Callee, int | str, Callee]] = field(default_factory=list)
 
 
 def takes_no_non_blocking(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """``def to(self, device)``: no ``non_blocking`` parameter and no ``**kwargs``."""
     names = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
     return fn.args.kwarg is None and "non_blocking" not in names
-
-
-def _imports(
-    tree: ast.Module, package: str, resolve: Mapping[str, str], module: str = ""
-) -> tuple[dict[str, Callee], dict[str, str], frozenset[str], list[str]]:
-    """What a file's imports bind: names of project functions, project modules, names of what
-    is not the project's, and the project modules it star-imports. ``module``'s own entries of
-    ``resolve`` (``module + LOCAL + target``: a module beside a script) come first."""
-    if module:
-        resolve = _Beside(resolve, module)
-    names: dict[str, Callee] = {}  # local name -> (project module, function) it was imported as
-    modules: dict[str, str] = {}  # local name -> project module (``import pkg.nn as nn``)
-    foreign: set[str] = set()  # local names bound to what is not the project's
-    stars: list[str] = []  # project modules star-imported
-    for node in statements(tree):
-        if isinstance(node, ast.ImportFrom):
-            base = _absolute(package, node.module or "", node.level)
-            for alias in node.names:
-                local = alias.asname or alias.name
-                target = resolve.get(base or "")
-                if local == "*" and target is not None:
-                    stars.append(target)
-                if target is not None:
-                    names[local] = (target, alias.name)
-                sub = resolve.get(f"{base}.{alias.name}" if base else alias.name)
-                if sub is not None:
-                    modules[local] = sub
-                elif target is None and node.level == 0:
-                    foreign.add(local)
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                target = resolve.get(alias.name)
-                local = alias.asname or alias.name.split(".")[0]
-                if target is not None:
-                    modules[local] = target
-                elif alias.asname or "." not in alias.name:
-                    foreign.add(local)
-    return names, modules, frozenset(foreign - modules.keys() - names.keys()), stars
-
-
-class _Beside(Mapping[str, str]):
-    """``resolve`` as one module sees it: its own entries (a module beside a script) first."""
-
-    def __init__(self, resolve: Mapping[str, str], module: str) -> None:
-        self.resolve, self.prefix = resolve, module + LOCAL
-
-    def __getitem__(self, target: str) -> str:
-        own = self.resolve.get(self.prefix + target)
-        return own if own is not None else self.resolve[target]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.resolve)
-
-    def __len__(self) -> int:
-        return len(self.resolve)
 
 
 def file_calls(
@@ -211,7 +160,7 @@ def file_calls(
     hot = set(hot_functions)
     if package is None:
         package = module.rpartition(".")[0]
-    names, modules, foreign, out.stars = _imports(tree, package, resolve, module)
+    names, modules, foreign, out.stars = imports(tree, package, resolve, module)
     out.imported = {local: callee for local, callee in names.items() if local != "*"}
     collector = _Collector(out, hot, names, modules, foreign)
     collector.collect(tree)
@@ -254,31 +203,6 @@ def returned_closure(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
     return name if name in nested else None
 
 
-_STATEMENT_LISTS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
-
-
-def statements(tree: ast.Module | ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.AST]:
-    """Every statement of the module (or function), nested ones included (imports, assignments
-    and returns are statements: no need to walk the expressions, most of the tree)."""
-    todo: deque[ast.AST] = deque(tree.body)
-    while todo:  # breadth first, fields in order: the order of ``ast.walk``
-        node = todo.popleft()
-        yield node
-        for name in node._fields:
-            if name in _STATEMENT_LISTS:
-                todo.extend(getattr(node, name))
-
-
-def _absolute(package: str, module: str, level: int) -> str | None:
-    if level == 0:
-        return module
-    parts = package.split(".") if package else []
-    if level - 1 > len(parts):
-        return None
-    base = parts[: len(parts) - (level - 1)]
-    return ".".join([*base, module] if module else base)
-
-
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Per node type, the fields that may not run each time the node does (navigation.py's
@@ -316,6 +240,12 @@ class _Collector:
         # ``loss_map = {"labels": self.loss_labels, ...}`` (or ``self.loss_map = ...``): a call
         # ``loss_map[k](...)`` runs one of them (DETR's ``SetCriterion.get_loss``)
         self.dispatch: dict[str, list[Callee]] = {}
+        # per function, its parameters: name -> position (after ``self``; None: keyword-only)
+        self.params: dict[str, dict[str, int | None]] = {}
+        self.callable_classes: set[str] = set()  # its top-level classes that define ``__call__``
+        # its functions and methods that return an instance of a project class: calling that
+        # object runs its module's ``__call__`` (glide's ``self._wrap_model(model)``)
+        self.instances_of: dict[str, Callee] = {}
 
     def collect(self, tree: ast.Module) -> None:
         """Each call, under the function it is in and whether a loop of that function that
@@ -326,6 +256,8 @@ class _Collector:
         the project."""
         out = self.out
         made: list[tuple[str, Callee, ast.AST | None]] = []  # function, callee, innermost loop
+        # function, a parameter it calls (and its position), innermost loop
+        applied: list[tuple[str, str, int | None, ast.AST | None]] = []
         interactive: set[ast.AST] = set()
         top_level = {id(s) for s in tree.body if type(s) in _DEFS}  # not a method, nor nested
         self.prepare(tree)
@@ -340,6 +272,7 @@ class _Collector:
                 if name in self.hot and (name not in METHOD_HOOKS or id(node) not in top_level):
                     out.hot_names.add(name)
                 out.calls.setdefault(name, [])
+                self._parameters(node)  # type: ignore[arg-type]
                 stack.extend((stmt, name, None, False) for stmt in reversed(node.body))  # type: ignore[attr-defined]
                 continue
             if kind is ast.ClassDef:
@@ -352,9 +285,9 @@ class _Collector:
                 out.bases.update(_last_name(b) for b in node.bases)  # type: ignore[attr-defined]
             elif kind is ast.Assign:
                 self._instance(node)  # type: ignore[arg-type]
-            if kind in _LOOPS and not _runs_once(node):
+            if kind in _LOOPS and not runs_once(node):
                 out.loops = True
-                if not _walks_model(node):  # a walk over a model's layers: the code around decides
+                if not walks_model(node):  # a walk over a model's layers: the code around decides
                     outer[id(node)] = loop
                     loop, every_time = node, True
             elif kind is ast.Call:
@@ -365,12 +298,15 @@ class _Collector:
                     out.calls.setdefault(function, [])
                     made.append((function, chosen, loop))
                 callee = self._callee(func, len(node.args) + len(node.keywords))  # type: ignore[attr-defined]
+                if type(func) is ast.Name and func.id in self.params.get(function, ()):
+                    applied.append((function, func.id, self.params[function][func.id], loop))
                 if callee is not None:
+                    self._handing(callee, node)  # type: ignore[arg-type]
                     out.calls.setdefault(function, [])
                     made.append((function, callee, loop))
-                    if callee[0] == SELF and loop is not None and every_time and _over_batches(loop):
+                    if callee[0] == SELF and loop is not None and every_time and over_batches(loop):
                         out.batch_calls.add(callee[1])
-                    if callee[0].startswith(ANY) and (function in self.hot or loop is not None and _over_batches(loop)):
+                    if callee[0].startswith(ANY) and (function in self.hot or loop is not None and over_batches(loop)):
                         out.step_calls.add(callee[1])
                 if type(func) is ast.Attribute and func.attr in _HOOK_REGISTRARS and node.args:  # type: ignore[attr-defined]
                     # a hook runs on every forward or backward pass: as if called in a loop
@@ -391,7 +327,7 @@ class _Collector:
             sometimes = _SOMETIMES.get(kind, ())
             # ``if epoch == args.start_epoch:`` of the loop's counter: once per pass of the
             # loop around it (``navigation.repeating_loop`` says so of LibCST's tree)
-            once = kind is ast.If and loop is not None and _once_per_pass(node, loop)  # type: ignore[arg-type]
+            once = kind is ast.If and loop is not None and once_per_pass(node, loop)  # type: ignore[arg-type]
             children: list[tuple[ast.AST, str, ast.AST | None, bool]] = []
             for attr in kind._fields:
                 value = getattr(node, attr, None)
@@ -407,6 +343,42 @@ class _Collector:
             stack.extend(children)
         for function, callee, loop in made:
             out.calls[function].append((callee, loop is not None and loop not in interactive))
+        for function, param, position, loop in applied:
+            keys: tuple[int | str, ...] = (param,) if position is None else (param, position)
+            for key in keys:
+                in_loop = out.applied.setdefault(function, {}).get(key, False)
+                out.applied[function][key] = in_loop or loop is not None and loop not in interactive
+
+    def _parameters(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        """Keep ``fn``'s parameters, and the project functions its defaults name."""
+        args = fn.args
+        positional = [*args.posonlyargs, *args.args]
+        defaults = list(zip(positional[len(positional) - len(args.defaults):], args.defaults, strict=True))
+        defaults += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None]
+        method = bool(positional) and positional[0].arg in ("self", "cls")
+        if method:
+            positional = positional[1:]
+        params: dict[str, int | None] = {a.arg: i for i, a in enumerate(positional)}
+        params.update((a.arg, None) for a in args.kwonlyargs)
+        self.params[fn.name] = params
+        for arg, default in defaults:
+            handed = self.handed(default)
+            if handed is not None:
+                callee: Callee = (SELF, fn.name) if method else ("", fn.name)
+                self.out.handed_args.append((callee, arg.arg, handed))
+
+    def _handing(self, callee: Callee, call: ast.Call) -> None:
+        """The project functions ``call`` hands to ``callee`` as arguments."""
+        for i, arg in enumerate(call.args):
+            if type(arg) is ast.Starred:
+                break
+            handed = self.handed(arg)
+            if handed is not None:
+                self.out.handed_args.append((callee, i, handed))
+        for kw in call.keywords:
+            handed = self.handed(kw.value) if kw.arg is not None else None
+            if handed is not None:
+                self.out.handed_args.append((callee, kw.arg, handed))  # type: ignore[arg-type]
 
     def _instance(self, node: ast.Assign) -> None:
         """``self.<attr> = C(...)`` with ``C`` a class name (capitalised) this file defines or
@@ -455,11 +427,23 @@ class _Collector:
             for c in tree.body if isinstance(c, ast.ClassDef)
             for m in c.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
         }
+        self.callable_classes = {
+            c.name for c in tree.body if isinstance(c, ast.ClassDef)
+            and any(isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == "__call__" for m in c.body)
+        }
+        defs = [s for s in tree.body if isinstance(s, _DEFS)]
+        defs += [m for c in tree.body if isinstance(c, ast.ClassDef) for m in c.body if isinstance(m, _DEFS)]
+        for fn in defs:
+            module = self._returned_module(fn)
+            if module is not None:
+                self.instances_of[fn.name] = (module, "__call__")
 
     def handed(self, arg: ast.expr) -> Callee | None:
         """The function ``arg`` names, where it is one of the project's: a function of this file
         or imported from the project (``f``), a method of this file (``self.f``), or a method of
         an object the file builds from a class (``obj.f`` of ``obj = C(...)``)."""
+        if type(arg) is ast.Call:
+            return self._instance_call(arg.func)
         if type(arg) is ast.Name:
             if arg.id in self.functions:
                 return ("", arg.id)
@@ -487,6 +471,34 @@ class _Collector:
             if factory is not None and not factory[0].startswith((ANY, SELF, CLOSURE)):
                 self.closure_calls[target.id] = (CLOSURE + factory[0], factory[1])
 
+    def _instance_call(self, func: ast.expr) -> Callee | None:
+        """What calling the object that ``func(...)`` builds runs: ``C(...)`` of a project class,
+        or a function or method of this file that returns one (its module's ``__call__``)."""
+        if type(func) is ast.Name:
+            if func.id in self.callable_classes:
+                return ("", "__call__")
+            imported = self.names.get(func.id)
+            if imported is not None and imported[0] and func.id[:1].isupper():
+                return (imported[0], "__call__")
+            return self.instances_of.get(func.id) if func.id in self.functions else None
+        if type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id == "self":
+            return self.instances_of.get(func.attr) if func.attr in self.method_names else None
+        return None
+
+    def _returned_module(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+        """The module ("" for this file) of the project classes whose instances ``fn`` returns
+        (``return C(...)``; other returns, such as its argument unchanged, aside), where one module
+        defines them all; else None."""
+        modules = set()
+        for node in statements(fn):
+            if isinstance(node, ast.Return) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
+                name = node.value.func.id
+                if name in self.classes:
+                    modules.add("")
+                elif name[:1].isupper() and (imported := self.names.get(name)) is not None and imported[0]:
+                    modules.add(imported[0])
+        return modules.pop() if len(modules) == 1 else None
+
     def returned_instance(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Callee | None:
         """The class (capitalised) whose instance ``fn`` returns: ``return C(...)``, or a name
         the function binds to ``C(...)`` once."""
@@ -510,6 +522,9 @@ class _Collector:
 
     def _callee(self, func: ast.expr, arguments: int = 0) -> Callee | None:
         if isinstance(func, ast.Name):
+            instance = self.made.get(func.id)
+            if instance is not None and instance[1].lstrip("_")[:1].isupper():  # ``m = C(...)``, then ``m(x)``
+                return (instance[0], "__call__")
             return self.closure_calls.get(func.id) or self.names.get(func.id, ("", func.id))
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
             owner = func.value.id
@@ -544,81 +559,6 @@ def _holder_key(target: ast.expr) -> str | None:
     if type(target) is ast.Attribute and type(target.value) is ast.Name and target.value.id == "self":
         return "self." + target.attr
     return None
-
-
-def _runs_once(loop: ast.AST) -> bool:
-    """A ``for`` over a one-item display (``for w in ['yolov7.pt']:``), or a loop whose body
-    ends in a ``break`` no ``continue`` skips: its body runs once, as ``navigation.runs_once``
-    says of LibCST's tree."""
-    it = getattr(loop, "iter", None)
-    if isinstance(it, (ast.List, ast.Tuple, ast.Set)) and len(it.elts) == 1 and not isinstance(it.elts[0], ast.Starred):
-        return True
-    body = getattr(loop, "body", None) or []
-    return bool(body) and isinstance(body[-1], ast.Break) and not any(
-        isinstance(n, ast.Continue) for stmt in body for n in ast.walk(stmt)
-    )
-
-
-def _once_per_pass(test_if: ast.If, loop: ast.AST) -> bool:
-    """Is ``test_if`` an ``if i == e:`` on the counter ``i`` of ``loop`` (``for i in range(n)``,
-    ``for i, x in enumerate(xs)``), which the body never rebinds, with ``e`` reading nothing the
-    body binds? Its body then runs at most once per pass (``navigation._once_per_pass``)."""
-    if not isinstance(loop, ast.For) or not isinstance(loop.iter, ast.Call):
-        return False
-    func = loop.iter.func
-    if not (isinstance(func, ast.Name) and func.id in ("range", "enumerate")):
-        return False
-    target: ast.AST | None = loop.target
-    if func.id == "enumerate":
-        target = loop.target.elts[0] if isinstance(loop.target, ast.Tuple) and loop.target.elts else None
-    test = test_if.test
-    if not (
-        isinstance(target, ast.Name)
-        and isinstance(test, ast.Compare)
-        and len(test.ops) == 1
-        and isinstance(test.ops[0], ast.Eq)
-    ):
-        return False
-    left, right = test.left, test.comparators[0]
-    if isinstance(right, ast.Name) and right.id == target.id:
-        left, right = right, left
-    if not (isinstance(left, ast.Name) and left.id == target.id):
-        return False
-    stored = {
-        n.id for stmt in loop.body for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-    }
-    read = {n.id for n in ast.walk(right) if isinstance(n, ast.Name)}
-    return target.id not in stored and not read & (stored | {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)})
-
-
-def _walks_model(loop: ast.AST) -> bool:
-    """``for m in model.named_modules():`` and the like (``navigation.walks_model``)."""
-    it = loop.iter if isinstance(loop, ast.For) else None
-    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in WALK_WRAPPERS and it.args:
-        it = it.args[0]
-    if not isinstance(it, ast.Call) or not isinstance(it.func, ast.Attribute):
-        return False
-    if it.func.attr in MODEL_WALKS:
-        return True
-    inner = it.func.value
-    return it.func.attr in ("items", "values", "keys") and (
-        isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "state_dict"
-        or isinstance(inner, ast.Name) and inner.id.endswith("state_dict")
-    )
-
-
-def _over_batches(loop: ast.AST) -> bool:
-    """A ``for`` whose targets or iterable read as a loader's batches (``for idx, batch in
-    enumerate(lp)``, ``for x in train_loader``), not a loop over layers, keys or modules."""
-    if not isinstance(loop, (ast.For, ast.AsyncFor)):
-        return False
-    names = [n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)]
-    it = loop.iter
-    while isinstance(it, ast.Call) and it.args:  # enumerate(...), tqdm(...), iter(...)
-        it = it.args[0]
-    if isinstance(it, (ast.Name, ast.Attribute)):
-        names.append(it.id if isinstance(it, ast.Name) else it.attr)
-    return any(loader_like(n) for n in names)
 
 
 def _last_name(base: ast.expr) -> str:
@@ -763,8 +703,27 @@ def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
                     if target not in hot:
                         hot.add(target)
                         work.append(target)
+    # a function handed to a parameter its callee calls: hot where that call is (few-shot's
+    # ``fit(..., fit_function=proto_net_episode)``, whose ``fit`` calls it for each batch)
+    when_hot: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for f in by_module.values():
+        for callee, key, handed in f.handed_args:
+            for target in targets(callee, f.module):
+                applied = by_module[target[0]].applied.get(target[1], {}) if target[0] in by_module else {}
+                if key not in applied:
+                    continue
+                for fn in targets(handed, f.module):
+                    if not applied[key]:
+                        when_hot.setdefault(target, []).append(fn)
+                    elif fn not in hot:
+                        hot.add(fn)
+                        work.append(fn)
     while work:
         module, name = work.pop()
+        for fn in when_hot.get((module, name), ()):
+            if fn not in hot:
+                hot.add(fn)
+                work.append(fn)
         owner = by_module.get(module)
         if owner is None:
             continue

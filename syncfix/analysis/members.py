@@ -24,7 +24,7 @@ import ast
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-from .hotness import statements
+from .ast_reading import statements
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,103 @@
+"""Reading Python's parser's tree (``ast``) cheaply, as the project index does for every file:
+its statements without its expressions, and what a loop shows (whether its body repeats, whether
+a branch of it runs once per pass, whether it walks a model's layers or a loader's batches;
+``navigation`` answers the same questions of LibCST's tree)."""
+
+from __future__ import annotations
+
+import ast
+from collections import deque
+from collections.abc import Iterator
+
+from .loader_names import loader_like
+from .torch_api import MODEL_WALKS, WALK_WRAPPERS
+
+
+def runs_once(loop: ast.AST) -> bool:
+    """A ``for`` over a one-item display (``for w in ['yolov7.pt']:``), or a loop whose body
+    ends in a ``break`` no ``continue`` skips: its body runs once, as ``navigation.runs_once``
+    says of LibCST's tree."""
+    it = getattr(loop, "iter", None)
+    if isinstance(it, (ast.List, ast.Tuple, ast.Set)) and len(it.elts) == 1 and not isinstance(it.elts[0], ast.Starred):
+        return True
+    body = getattr(loop, "body", None) or []
+    return bool(body) and isinstance(body[-1], ast.Break) and not any(
+        isinstance(n, ast.Continue) for stmt in body for n in ast.walk(stmt)
+    )
+
+
+def once_per_pass(test_if: ast.If, loop: ast.AST) -> bool:
+    """Is ``test_if`` an ``if i == e:`` on the counter ``i`` of ``loop`` (``for i in range(n)``,
+    ``for i, x in enumerate(xs)``), which the body never rebinds, with ``e`` reading nothing the
+    body binds? Its body then runs at most once per pass (``navigation._once_per_pass``)."""
+    if not isinstance(loop, ast.For) or not isinstance(loop.iter, ast.Call):
+        return False
+    func = loop.iter.func
+    if not (isinstance(func, ast.Name) and func.id in ("range", "enumerate")):
+        return False
+    target: ast.AST | None = loop.target
+    if func.id == "enumerate":
+        target = loop.target.elts[0] if isinstance(loop.target, ast.Tuple) and loop.target.elts else None
+    test = test_if.test
+    if not (
+        isinstance(target, ast.Name)
+        and isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq)
+    ):
+        return False
+    left, right = test.left, test.comparators[0]
+    if isinstance(right, ast.Name) and right.id == target.id:
+        left, right = right, left
+    if not (isinstance(left, ast.Name) and left.id == target.id):
+        return False
+    stored = {
+        n.id for stmt in loop.body for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    read = {n.id for n in ast.walk(right) if isinstance(n, ast.Name)}
+    return target.id not in stored and not read & (stored | {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)})
+
+
+def walks_model(loop: ast.AST) -> bool:
+    """``for m in model.named_modules():`` and the like (``navigation.walks_model``)."""
+    it = loop.iter if isinstance(loop, ast.For) else None
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in WALK_WRAPPERS and it.args:
+        it = it.args[0]
+    if not isinstance(it, ast.Call) or not isinstance(it.func, ast.Attribute):
+        return False
+    if it.func.attr in MODEL_WALKS:
+        return True
+    inner = it.func.value
+    return it.func.attr in ("items", "values", "keys") and (
+        isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "state_dict"
+        or isinstance(inner, ast.Name) and inner.id.endswith("state_dict")
+    )
+
+
+def over_batches(loop: ast.AST) -> bool:
+    """A ``for`` whose targets or iterable read as a loader's batches (``for idx, batch in
+    enumerate(lp)``, ``for x in train_loader``), not a loop over layers, keys or modules."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return False
+    names = [n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)]
+    it = loop.iter
+    while isinstance(it, ast.Call) and it.args:  # enumerate(...), tqdm(...), iter(...)
+        it = it.args[0]
+    if isinstance(it, (ast.Name, ast.Attribute)):
+        names.append(it.id if isinstance(it, ast.Name) else it.attr)
+    return any(loader_like(n) for n in names)
+
+
+_STATEMENT_LISTS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
+
+
+def statements(tree: ast.Module | ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.AST]:
+    """Every statement of the module (or function), nested ones included (imports, assignments
+    and returns are statements: no need to walk the expressions, most of the tree)."""
+    todo: deque[ast.AST] = deque(tree.body)
+    while todo:  # breadth first, fields in order: the order of ``ast.walk``
+        node = todo.popleft()
+        yield node
+        for name in node._fields:
+            if name in _STATEMENT_LISTS:
+                todo.extend(getattr(node, name))
