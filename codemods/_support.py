@@ -354,7 +354,11 @@ def follows_inner_loop(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
     """Does a loop over a loader's batches, nested in ``node``'s loop, run before it in the same
     pass (``for epoch ...: for batch in loader: ...`` then ``print(train_ppl)``), so that
     ``node`` runs once per pass over those batches? Not any inner loop: a loop over a batch's
-    keys, or a ``range`` of debug prints, runs inside a step."""
+    keys, or a ``range`` of debug prints, runs inside a step, and so does any loop nested in a
+    loop over batches (hysts's ``for data_chunk, target_chunk in zip(...)`` of sub-batches)."""
+    outer = a.enclosing_loop(node)
+    if outer is not None and _loop_of_batches(a, outer):
+        return False
     return any(_loop_of_batches(a, inner) for inner in _inner_loops_before(a, node))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfix.analysis import Device, Kind, Memory, positional
+from syncfix.analysis import Device, Kind, Memory, keyword, positional
 from syncfix.rules import Fix, Invalid, Rule
 
 from ._support import code, comma, kwarg, loader_item, unplaced_message, unplaced_tensor
@@ -159,7 +159,7 @@ class CpuIndexOnDevice(Rule):
         if not lists:
             tensors = [
                 el.slice.value for el in node.slice
-                if isinstance(el.slice, cst.Index) and self._host_index(el.slice.value) == "tensor"
+                if isinstance(el.slice, cst.Index) and self._likely_index_tensor(el.slice.value)
             ]
             # indexed with an integer tensor, in torch code that repeats: likely a tensor itself
             held = a.likely.value(node.value)
@@ -226,6 +226,33 @@ class CpuIndexOnDevice(Rule):
         if a.is_integer_tensor(expr) and self._one_dim(expr) and value.memory is Memory.PAGEABLE:
             return "tensor"
         return "maybe"
+
+    def _likely_index_tensor(self, expr: cst.BaseExpression) -> bool:
+        """A 1-d CPU integer tensor, its dtype read in the likely view for a finding with no fix
+        (Informer's ``torch.arange(B)`` of ``B = x.shape[0]``: an int, as sizes are)."""
+        kind = self._host_index(expr)
+        if kind != "maybe":
+            return kind == "tensor"
+        a = self.analysis
+        while True:  # ``torch.arange(B)[:, None, None]``, ``torch.arange(L).unsqueeze(1)``: its values
+            if isinstance(expr, cst.Subscript) and all(
+                isinstance(el.slice, cst.Slice) and el.slice.lower is el.slice.upper is el.slice.step is None
+                or isinstance(el.slice, cst.Index) and isinstance(el.slice.value, cst.Name) and el.slice.value.value == "None"
+                for el in expr.slice
+            ):
+                expr = expr.value
+            elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "unsqueeze":
+                expr = expr.func.value
+            else:
+                break
+        if not self._one_dim(expr):
+            return False
+        values = a.reaching_values(expr) if isinstance(expr, cst.Name) else [expr]
+        return all(
+            isinstance(v, cst.Call) and a.callee(v) == "torch.arange" and keyword(v, "dtype") is None
+            and all(a.likely_size(arg.value, follow=True) for arg in positional(v))
+            for v in values
+        )
 
     def _one_dim(self, expr: cst.BaseExpression) -> bool:
         a = self.analysis

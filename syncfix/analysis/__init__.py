@@ -45,7 +45,7 @@ Does a file name an accelerator other than CUDA (``"mps"``,  ``accelerators``
 Is a batch Lightning's, already on the module's device?     ``lightning``
 Does a name read as a loader's or a batch's?                ``loader_names``
 Which dtype (exact, or its kind)?                           ``dtypes``
-Which shape: one shape, 0-d, one element, 1-D?              ``shapes``
+Which shape: one shape, 0-d, one element, 1-D?            ``shapes``
 Is a list built here of alike tensors, or of scalars?       ``containers``
 Is this call a torch loss; with which reduction?            ``losses``
 What does ``torch.Tensor(...)``/``torch.LongTensor(n, k)``   ``legacy_constructors``

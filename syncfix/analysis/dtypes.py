@@ -207,9 +207,9 @@ def _call_dtype(a: ModuleAnalysis, call: cst.Call) -> str | None:
             return CAST_METHODS[method]
         if method == "to":
             if args and is_dtype(a, args[0].value):
-                return canon_dtype(a.qualname(args[0].value))
+                return qualified_dtype(a, args[0].value)
             if len(args) >= 2 and is_dtype(a, args[1].value):
-                return canon_dtype(a.qualname(args[1].value))
+                return qualified_dtype(a, args[1].value)
             if not a.names_device_only(call):
                 return None  # ``.to(other)`` takes other's dtype; ``.to(dtype)`` casts
             return a.dtype_of(func.value)
@@ -221,7 +221,7 @@ def _call_dtype(a: ModuleAnalysis, call: cst.Call) -> str | None:
             return "torch.int64"
         base = a.dtype_of(func.value)
         if method == "view" and args and is_dtype(a, args[0].value):
-            return canon_dtype(a.qualname(args[0].value))  # a reinterpreting view
+            return qualified_dtype(a, args[0].value)  # a reinterpreting view
         if method in ("max", "min") and call.args:
             return None  # ``x.max(dim)`` is a (values, indices) tuple
         if method in PROMOTING_FNS:
@@ -271,9 +271,21 @@ def _promoting_dtype(a: ModuleAnalysis, first: cst.BaseExpression, others: Seque
     return base
 
 
+#: Python's types as dtypes: torch reads ``t.to(bool)``, ``dtype=float`` as these.
+PYTHON_TYPE_DTYPES = {
+    "builtins.bool": "torch.bool", "builtins.int": "torch.int64", "builtins.float": "torch.float64",
+    "builtins.complex": "torch.complex128",
+}
+
+
 def is_dtype(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    return qualified_dtype(a, expr) is not None
+
+
+def qualified_dtype(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:
+    """The dtype ``expr`` names (``torch.float16``, or a Python type: ``bool``), canonical."""
     name = a.qualname(expr)
-    return bool(name and name.startswith("torch.") and name.rsplit(".", 1)[-1] in DTYPES)
+    return PYTHON_TYPE_DTYPES.get(name) if name in PYTHON_TYPE_DTYPES else canon_dtype(name)
 
 
 def tensor_receiver(a: ModuleAnalysis, method: cst.Attribute) -> bool:
@@ -349,7 +361,7 @@ def _any_all_kind(a: ModuleAnalysis, operand: cst.BaseExpression) -> str | None:
 
 
 def _dtype_name_kind(a: ModuleAnalysis, expr: cst.BaseExpression) -> str | None:
-    name = a.qualname(expr)
+    name = qualified_dtype(a, expr) or a.qualname(expr)
     return DTYPE_KIND.get(name.rsplit(".", 1)[-1]) if name else None
 
 

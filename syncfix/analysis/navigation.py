@@ -270,7 +270,10 @@ def target_path(a: ModuleAnalysis, target: cst.Name) -> tuple[list[int], cst.CST
 
 def is_hot(a: ModuleAnalysis, node: cst.CSTNode, *, project: bool = True) -> bool:
     """In a loop body, or in a function that looks like a training/inference step (or, with
-    ``project``, that other project files call from repeating code)."""
+    ``project``, that other project files call from repeating code). Not the message of an
+    ``assert`` or what a ``raise`` raises: that runs only as the code fails."""
+    if _on_failure_only(a, node):
+        return False
     if repeating_loop(a, node) is not None:
         return True
     fn = a.enclosing_function(node)
@@ -283,6 +286,21 @@ def is_hot(a: ModuleAnalysis, node: cst.CSTNode, *, project: bool = True) -> boo
         if project and name == "__init__" and _made_in_loops(a, fn):
             return True
         fn = a.enclosing_function(fn)
+    return False
+
+
+def _on_failure_only(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
+    """Is ``node`` in an ``assert``'s message (glide's ``f"Tokens {tokens.cpu()...}"``) or in a
+    ``raise`` statement: evaluated only on the way to an error?"""
+    child = node
+    for anc in a.ancestors(node):
+        if isinstance(anc, cst.Assert):
+            return child is anc.msg
+        if isinstance(anc, cst.Raise):
+            return True
+        if isinstance(anc, (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.Lambda, cst.FunctionDef)):
+            return False
+        child = anc
     return False
 
 

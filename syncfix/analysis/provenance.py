@@ -34,8 +34,10 @@ from .devices import concatenated_device, fstring_device, origin_code, string_de
 from .dtypes import is_dtype
 from .imported import holders
 from .legacy_constructors import legacy_cuda_value
+from .losses import loss_reduction
 from .narrowing import narrowed_kind
 from .navigation import in_main_block, target_path
+from .shapes import at_least_one_dim
 from .syntax import (
     keyword,
     literal_index,
@@ -213,13 +215,21 @@ def _arith(a: ModuleAnalysis, *operands: cst.BaseExpression) -> Value:
 NUMPY_OWNED = Value(Kind.NDARRAY, memory=Memory.PAGEABLE)
 
 
-def _numpy_call_value(name: str, call: cst.Call) -> Value:
+def _numpy_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value:
     short = name[len("numpy.") :]
     if keyword(call, "out") is None and (
         short.startswith("random.") or short in NUMPY_ALLOCATING and not (short == "array" and keyword(call, "copy"))
     ):
         return NUMPY_OWNED
+    args = positional(call)
+    owned = a.value(args[0].value) if short in _ARRAY_OR_COPY and args else None
+    if owned is not None and owned.kind is Kind.NDARRAY and owned.memory is Memory.PAGEABLE:
+        return NUMPY_OWNED  # its argument's memory or new memory: numpy's either way (openpose's input)
     return Value(Kind.NDARRAY)
+
+
+# numpy callables that give their argument itself where it already fits, else a new array.
+_ARRAY_OR_COPY = frozenset({"asarray", "asanyarray", "ascontiguousarray", "asfortranarray"})
 
 
 def _numpy_operands(vals: list[Value]) -> bool:
@@ -472,7 +482,7 @@ def _call_value(a: ModuleAnalysis, call: cst.Call) -> Value:
             if stepped is not None:
                 return stepped
         if name.startswith("numpy."):
-            return _numpy_call_value(name, call)
+            return _numpy_call_value(a, name, call)
         library = next((v for p, v in HOST_LIBRARY_RESULTS.items() if name.startswith(p)), None)
         if library is not None:
             return library
@@ -631,12 +641,29 @@ def _module_output(a: ModuleAnalysis, call: cst.Call) -> Value:
         return BOTTOM
     tensors = [v for v in args if v.is_tensor]
     device = tensor_device(tensors) if tensors else Device.UNKNOWN
+    if device is Device.UNKNOWN and tensors and loss_reduction(a, call) is not None:
+        device = _loss_device(a, call)
     # a layer's output is on its input's device (its weights must be there too)
     output = Value(Kind.TENSOR, device, Memory.UNKNOWN, False, origin=tensor_origin(tensors))
     declared = declared_forward(a, call.func)  # ``-> Tuple[Tensor, Tuple[int, int]]``
     if isinstance(declared, TupleValue):
         return TupleValue(tuple(output if v.is_tensor else v for v in declared.items))
     return output if declared is None else declared
+
+
+def _loss_device(a: ModuleAnalysis, call: cst.Call) -> Device:
+    """A loss module's result is on its inputs' device, which they share but for a 0-d CPU
+    tensor: the device of an input of one dimension or more (LeeJunHyun's ``BCELoss()(SR_flat,
+    GT_flat)`` of ``GT_flat = GT.view(GT.size(0), -1)``, ``GT`` placed on ``self.device``)."""
+    placed = [
+        v.device for arg in call.args
+        if not arg.star and (v := a.value(arg.value)).is_tensor and v.device is not Device.UNKNOWN
+        and at_least_one_dim(a, arg.value)
+    ]
+    device = placed[0] if placed else Device.UNKNOWN
+    for d in placed[1:]:
+        device = device.join(d)
+    return device
 
 
 def _method_value(a: ModuleAnalysis, receiver: Value, method: str, call: cst.Call) -> Value:

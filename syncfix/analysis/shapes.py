@@ -346,3 +346,27 @@ def is_element_count(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
 def _sized(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
     """A tensor, or an item of a loader batch (whose ``size(0)`` is the batch size)."""
     return a.value(expr).kind in (Kind.TENSOR, Kind.BATCH)
+
+
+def at_least_one_dim(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` a tensor of one dimension or more, by how it was made: ``x.view(n, -1)`` (two
+    sizes or more, or one int: ``x.reshape(-1)``), ``x.flatten()``, ``x.unsqueeze(i)``,
+    ``torch.cat``/``torch.stack``, or a name every binding of which is one of these? (Not 0-d,
+    so it decides the device of an op it takes part in: only a 0-d CPU tensor joins others.)"""
+    return bool(a.solver.get("one-dim-or-more", expr, lambda e: _at_least_one_dim(a, e), True, False))
+
+
+def _at_least_one_dim(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, cst.Name):
+        values = a.binding_values(expr) or []
+        return bool(values) and all(isinstance(v, cst.BaseExpression) and at_least_one_dim(a, v) for v in values)
+    if not isinstance(expr, cst.Call) or not a.is_tensor(expr):
+        return False
+    func, args = expr.func, expr.args
+    if any(arg.star or arg.keyword is not None for arg in args):
+        return False
+    if isinstance(func, cst.Attribute) and func.attr.value in ("view", "reshape"):
+        return len(args) >= 2 or len(args) == 1 and literal_kind(args[0].value) == "int"
+    if isinstance(func, cst.Attribute) and func.attr.value in ("flatten", "unsqueeze"):
+        return True
+    return a.callee(expr) in ("torch.cat", "torch.stack", "torch.flatten", "torch.unsqueeze")

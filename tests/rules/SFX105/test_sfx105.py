@@ -304,6 +304,17 @@ def test_a_read_after_an_inner_loop_of_steps_says_once_per_pass():
     )
     (i,) = [f for f in check_code(items, select=["SFX105"]) if f.line == 10]
     assert "every iteration of its loop" in i.message and "once per pass" not in i.message
+    # nor a loop over sub-batches inside a loop over a loader (hysts's ``zip(data_chunks, ...)``)
+    chunks = (
+        "import torch\n\ndef train(train_loader, model, split, meter):\n"
+        "    for step, (data, targets) in enumerate(train_loader):\n"
+        "        data_chunks, target_chunks = split(data, targets)\n"
+        "        for data_chunk, target_chunk in zip(data_chunks, target_chunks):\n"
+        "            loss = model(data_chunk, target_chunk)\n            loss.backward()\n"
+        "        value = loss.item()\n        meter(value)\n"
+    )
+    (j,) = [f for f in check_code(chunks, select=["SFX105"]) if f.line == 9]
+    assert "every iteration of its loop" in j.message and "once per pass" not in j.message
 
 
 def test_a_read_after_an_early_return_runs_only_when_the_if_lets_it():
