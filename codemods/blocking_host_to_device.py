@@ -15,6 +15,7 @@ from syncfix.analysis import (
     Memory,
     Value,
     keyword,
+    narrowed_to_tensor,
     positional,
 )
 from syncfix.model import Applicability
@@ -469,8 +470,11 @@ class BlockingHostToDevice(Rule):
                 target = Device.CUDA  # the body of ``if device.type == "cuda":``
         whole_batch = False
         narrow_class = ""
-        if receiver.is_tensor:
+        narrowed = narrowed_to_tensor(a, func.value) and a.is_likely_batch_item(func.value)
+        if receiver.is_tensor and not narrowed:
             source = Source.CPU if receiver.device is Device.CPU else Source.TENSOR
+        elif narrowed:
+            source = Source.LIKELY_BATCH  # a batch's item tested to be a tensor: a tensor's `.to`
         elif receiver.kind is Kind.UNKNOWN and a.is_likely_batch_item(func.value):
             source = Source.LIKELY_BATCH
             loaders = a.batch_sources(func.value)

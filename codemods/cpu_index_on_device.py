@@ -247,8 +247,8 @@ class CpuIndexOnDevice(Rule):
                 break
         if not self._one_dim(expr):
             return False
-        values = a.reaching_values(expr) if isinstance(expr, cst.Name) else [expr]
-        return all(
+        values = (a.reaching_values(expr) or []) if isinstance(expr, cst.Name) else [expr]
+        return bool(values) and all(
             isinstance(v, cst.Call) and a.callee(v) == "torch.arange" and keyword(v, "dtype") is None
             and all(a.likely_size(arg.value, follow=True) for arg in positional(v))
             for v in values

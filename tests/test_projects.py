@@ -445,6 +445,16 @@ def test_a_batch_part_gets_no_unsafe_fix_where_a_project_class_defines_a_narrow_
     assert [f["fix"] is not None for f in json.loads(result.stdout) if f["code"] == "SFX101"] == [fixed]
 
 
+def test_a_batch_part_tested_to_be_a_tensor_is_no_instance_of_a_project_class(tmp_path, monkeypatch):
+    # motion-diffusion-model: `val.to(device) if torch.is_tensor(val) else val` is a tensor's
+    # `.to`, whatever `to` a project class defines
+    engine = ENGINE_NESTED.replace("samples = samples.to(device)", "samples = samples.to(device) if torch.is_tensor(samples) else samples")
+    misc = "class NestedTensor:\n    def to(self, device):\n        return self\n"
+    _files(tmp_path, monkeypatch, {"engine.py": "import misc\n" + engine, "misc.py": misc})
+    result = CliRunner().invoke(cli, ["check", "engine.py", "--unsafe-fixes", "-o", "json", "--no-cache"])
+    assert [f["fix"] is not None for f in json.loads(result.stdout) if f["code"] == "SFX101"] == [True]
+
+
 def test_a_class_with_a_narrow_to_anywhere_in_an_installable_project_holds_back_a_batch_part_fix(tmp_path, monkeypatch):
     # maskrcnn-benchmark's shape: the trainer imports no module of the class, the project can be
     # installed (so not closed), and the targets are copied in a list comprehension

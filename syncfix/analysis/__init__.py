@@ -63,6 +63,7 @@ Import what rules need from here: ``from syncfix.analysis import ModuleAnalysis,
 Device, ...``.
 """
 
+from .devices import narrowed_to_tensor
 from .effects import SHARING_CALLS, Effects
 from .host_reads import HostRead, math_read
 from .module import ModuleAnalysis
@@ -142,6 +143,7 @@ __all__ = [
     "literal_kind",
     "literal_number",
     "named_as_device",
+    "narrowed_to_tensor",
     "positional",
     "root_name",
     "shape_item_of",

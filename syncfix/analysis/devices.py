@@ -24,6 +24,7 @@ from .attributes import likely_attribute_values
 from .bindings import fact_of_name, nearest_target, single_valued
 from .dtypes import is_dtype
 from .loader_names import loader_like
+from .narrowing import narrowed_kind
 from .navigation import target_path
 from .syntax import keyword, named_as_device, positional
 from .torch_api import (
@@ -374,8 +375,15 @@ def is_likely_batch_item(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
     return bool(a.solver.get("likely-batch", expr, lambda n: _likely_batch(a, n), True, False))
 
 
+def narrowed_to_tensor(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` a name known to be a tensor only by a type test around it (``val.to(device) if
+    torch.is_tensor(val) else val``), of a value syncfix cannot name otherwise? Still likely
+    a batch's item, and a tensor's own ``.to``."""
+    return isinstance(expr, cst.Name) and a.value(expr) == Value(Kind.TENSOR) and narrowed_kind(a, expr) is Kind.TENSOR
+
+
 def _likely_batch(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
-    if a.value(expr).kind not in (Kind.UNKNOWN, Kind.BOTTOM):
+    if a.value(expr).kind not in (Kind.UNKNOWN, Kind.BOTTOM) and not narrowed_to_tensor(a, expr):
         return False
     if isinstance(expr, cst.Subscript):
         return is_likely_batch_item(a, expr.value)

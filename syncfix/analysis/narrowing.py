@@ -1,5 +1,6 @@
-"""Type tests that narrow a name: inside ``if isinstance(x, torch.Tensor):`` (or an ``elif``, or
-one operand of an ``and`` test), ``x`` is a tensor, whatever reached it; inside
+"""Type tests that narrow a name: inside ``if isinstance(x, torch.Tensor):`` or ``if
+torch.is_tensor(x):`` (or an ``elif``, or one operand of an ``and`` test, or the first branch of
+``a if test else b``), ``x`` is a tensor, whatever reached it; inside
 ``if isinstance(x, (int, float)):`` it is a host number (a Python ``int``/``float``/``bool``, or a
 NumPy float64, which subclasses ``float``); inside ``if isinstance(x, list):`` (or ``tuple``,
 ``dict``) it is that container, whose item stores write no tensor's memory.
@@ -33,6 +34,12 @@ def narrowed_kind(a: ModuleAnalysis, name: cst.Name) -> Kind | None:
     for anc in a.ancestors(name):
         if isinstance(anc, _SCOPES):
             return None  # a test outside the function says nothing about a call made later
+        if isinstance(anc, cst.IfExp) and child is anc.body:
+            # ``val.to(device) if torch.is_tensor(val) else val``: an expression binds no name
+            # (but a walrus, which none of these tests holds)
+            kind = _proven_kind(a, anc.test, name.value)
+            if kind is not None and not a.nodes_within(anc.body, cst.NamedExpr):
+                return kind
         if isinstance(anc, cst.If) and child is anc.body:
             # the test first: most are no type test, and a body's effects cost a walk of it
             kind = _proven_kind(a, anc.test, name.value)
@@ -45,6 +52,9 @@ def narrowed_kind(a: ModuleAnalysis, name: cst.Name) -> Kind | None:
 def _proven_kind(a: ModuleAnalysis, test: cst.BaseExpression, var: str) -> Kind | None:
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         return _proven_kind(a, test.left, var) or _proven_kind(a, test.right, var)
+    if isinstance(test, cst.Call) and a.callee(test) == "torch.is_tensor" and len(test.args) == 1:
+        subject = test.args[0].value
+        return Kind.TENSOR if isinstance(subject, cst.Name) and subject.value == var and not test.args[0].star else None
     if not isinstance(test, cst.Call) or a.callee(test) != "builtins.isinstance":
         return None
     args = positional(test)
