@@ -119,8 +119,8 @@ TOKENIZED_ADVICE = (
     "tensors nothing writes afterwards)"
 )
 TOKENIZED_CAUGHT = (
-    "it is inside a try whose handler catches its error (here or around a call of this "
-    "function), and a non-blocking copy would raise later, outside the try"
+    "it is inside a try whose handler catches its error ({}), and a non-blocking copy would raise "
+    "later, outside the try"
 )
 STREAMS = (
     "the module, or a project module that imports it or that it imports, uses CUDA streams or "

@@ -14,6 +14,7 @@ from syncfix.analysis import (
     Kind,
     Memory,
     Value,
+    handler_site,
     keyword,
     narrowed_to_tensor,
     positional,
@@ -492,7 +493,7 @@ class BlockingHostToDevice(Rule):
         elif receiver.kind is Kind.UNKNOWN and method == "to" and a.is_hot(node) and a.is_tokenizer_output(func.value):
             # BLIP's ``self.tokenizer(caption, ...).to(image.device)``
             caught = a.caught_by_handler(node)
-            self.report(node, TOKENIZED + (TOKENIZED_CAUGHT if caught else TOKENIZED_ADVICE))
+            self.report(node, TOKENIZED + (TOKENIZED_CAUGHT.format(handler_site(a, node)) if caught else TOKENIZED_ADVICE))
             return
         else:
             # ``.cuda()`` is all but always a tensor's; ``.to(...)`` is as often a module's
@@ -562,8 +563,8 @@ class BlockingHostToDevice(Rule):
         if a.caught_by_handler(node):
             self.report(
                 node,
-                self.MESSAGE + " (inside a try whose handler catches its error, here or around a "
-                "call of this function: a non-blocking copy would raise later, outside the try; no fix)",
+                self.MESSAGE + f" (inside a try whose handler catches its error ({handler_site(a, node)}): "
+                "a non-blocking copy would raise later, outside the try; no fix)",
             )
             return
         # to a device syncfix cannot name, the copy waits only if it is a GPU's

@@ -6,7 +6,15 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from syncfix.analysis import LEGACY_CONSTRUCTORS, Device, Kind, ModuleAnalysis, keyword, positional
+from syncfix.analysis import (
+    LEGACY_CONSTRUCTORS,
+    Device,
+    Kind,
+    ModuleAnalysis,
+    handler_site,
+    keyword,
+    positional,
+)
 from syncfix.model import Applicability
 from syncfix.rules import Fix, Invalid, Rule
 
@@ -244,7 +252,7 @@ class TensorCreationOnDevice(Rule):
                 unplaced = _UNPLACED_DEVICE
                 if elsewhere:
                     unplaced = f" (if the device is a GPU's, which syncfix cannot tell; {other_accelerator(a.other_accelerator, built=True)}: no fix)"
-                why = _IF_A_GPU + _CAUGHT if a.caught_by_handler(node) else unplaced if known else _UNKNOWN_DATA
+                why = _IF_A_GPU + _CAUGHT.format(handler_site(a, node)) if a.caught_by_handler(node) else unplaced if known else _UNKNOWN_DATA
                 self.report(node, self.MESSAGE if fix else self.MESSAGE + why, fix=fix)
             return
         if device not in (Device.CUDA, Device.CUDA_OR_CPU):
@@ -260,7 +268,7 @@ class TensorCreationOnDevice(Rule):
             fix = self._pageable_fix(node, data, dev.value, safe=True) or self._pageable_fix(
                 node, data, dev.value, safe=False, why=_LIKELY_DATA_UNSAFE
             )
-            why = _CAUGHT if a.caught_by_handler(node) else _UNKNOWN_DATA_HERE
+            why = _CAUGHT.format(handler_site(a, node)) if a.caught_by_handler(node) else _UNKNOWN_DATA_HERE
             self.report(node, self.MESSAGE if fix else self.MESSAGE + why, fix=fix)
             return
         fix = self._fix(node, data, dev.value)
@@ -294,7 +302,7 @@ class TensorCreationOnDevice(Rule):
         a = self.analysis
         kwargs = {arg.keyword.value for arg in node.args if arg.keyword is not None}
         if a.caught_by_handler(node):
-            return _CAUGHT
+            return _CAUGHT.format(handler_site(a, node))
         if a.uses_streams:
             return "; no fix: the module uses CUDA streams, and the copy would be ordered on the current stream only"
         if a.sets_default_device:
@@ -580,9 +588,9 @@ _UNKNOWN_DATA_HERE = (
     "build it without `device=` and copy it with `.to(device, non_blocking=True)`"
 )
 _CAUGHT = (
-    "; no fix: inside a try whose handler catches its error (here or around a call of this "
-    "function): built in pinned memory on a machine without CUDA it would raise another error, "
-    "and copied without waiting a CUDA error would surface later"
+    "; no fix: inside a try whose handler catches its error ({}): built in pinned memory on a "
+    "machine without CUDA it would raise another error, and copied without waiting a CUDA error "
+    "would surface later"
 )
 _UNPLACED_DEVICE = " (if the device is a GPU's: syncfix cannot tell which device this is; no fix)"
 _IF_A_GPU = " (if the device is a GPU's, which syncfix cannot tell)"

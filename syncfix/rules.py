@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, ClassVar, TypeVar, cast
 import libcst as cst
 from libcst.metadata import ProviderT
 
+from .analysis import handler_site
 from .model import Applicability
 from .observed import FACTS
 
@@ -38,8 +39,8 @@ _Node = TypeVar("_Node", bound=cst.CSTNode)
 
 
 CAUGHT_BY_HANDLER = (
-    " (inside a try whose handler catches its error, here or around a call of this function: "
-    "without the wait the error would be raised later, outside the try; no fix)"
+    " (inside a try whose handler catches its error ({}): without the wait the error would be "
+    "raised later, outside the try; no fix)"
 )
 SHADOWED_BUILTIN = (
     " (no fix: the rewrite would call the builtin `{}`, but that name may be bound to something"
@@ -158,7 +159,7 @@ class Rule(cst.BatchableCSTVisitor):
         if fix is not None and self.WAITS_AT_FINDING and not wait_stays and self.analysis.caught_by_handler(node):
             # the sync it removes is where a handler around it sees an error from queued work
             fix = None
-            message = (message or self.MESSAGE) + CAUGHT_BY_HANDLER
+            message = (message or self.MESSAGE) + CAUGHT_BY_HANDLER.format(handler_site(self.analysis, node))
         shadowed = _shadowed_builtin(self.analysis, fix) if fix is not None else None
         if shadowed is not None:
             fix = None  # the new code would call whatever ``zip``/``len`` is bound there

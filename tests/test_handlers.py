@@ -383,3 +383,17 @@ def test_a_handler_of_an_exception_class_from_another_project_file_keeps_the_fix
             cli, ["check", str(pkg / "trainer.py"), "--select", "SFX101", "--unsafe-fixes", "--no-cache", "-o", "json"]
         )
         assert [f["fix"] is not None for f in json.loads(result.stdout)] == [fixed], name
+
+
+def test_the_message_says_where_the_handler_is():
+    # convmixer's timm: copies in `validate`, which the out-of-memory retry at the bottom of the
+    # file runs inside a `try`; and a `try` around the copy itself
+    src = (
+        "import torch\n\n\ndef validate(loader):\n    for x in loader:\n        x = x.cuda()\n"
+        "        print(x.sum())\n\n\ndef main(loader):\n    try:\n        validate(loader)\n"
+        "    except RuntimeError:\n        pass\n\n\ndef probe(loader):\n    for x in loader:\n"
+        "        try:\n            x.cuda()\n        except Exception:\n            pass\n"
+    )
+    called, own = check_code(src, select=["SFX101"], unsafe_fixes=True)
+    assert called.fix is None and "(the `try` at line 11, around a call of `validate`)" in called.message
+    assert own.fix is None and "(the `try` at line 19)" in own.message

@@ -65,6 +65,7 @@ Device, ...``.
 
 from .devices import narrowed_to_tensor
 from .effects import SHARING_CALLS, Effects
+from .handlers import handler_site
 from .host_reads import HostRead, math_read
 from .module import ModuleAnalysis
 from .syntax import (
@@ -135,6 +136,7 @@ __all__ = [
     "Value",
     "dotted_name",
     "element_at",
+    "handler_site",
     "int_args",
     "is_inplace_method",
     "join_all",

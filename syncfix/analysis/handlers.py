@@ -300,3 +300,55 @@ def _project_class(analysis: ModuleAnalysis, kind: cst.BaseExpression) -> bool:
         return False
     name = analysis.qualname(kind)
     return name is not None and analysis.project.is_class(name, analysis.package)
+
+
+def handler_site(analysis: ModuleAnalysis, node: cst.CSTNode) -> str:
+    """Where, in words, a handler that :func:`caught_by_handler` found for ``node`` may be: a
+    ``try`` of its own function, one around a call of that function in this file, or one in
+    another project file (named where the text of one file shows it)."""
+    line = _local_handler_line(analysis, node)
+    if line is not None:
+        return f"the `try` at line {line}"
+    fn = analysis.enclosing_function(node)
+    if fn is None:
+        return "a `try` around this code"
+    for call in analysis.calls_named(fn.name.value):
+        line = _local_handler_line(analysis, call)
+        if line is not None:
+            return f"the `try` at line {line}, around a call of `{fn.name.value}`"
+    if _method(analysis, fn) and fn.name.value in _CALLED_BY_OBJECT:
+        where = _importer_with_handlers(analysis)
+        if where is not None:
+            return f"a `try` in module `{where}`, which may call this class's objects"
+        return "a `try` in this file, which may call this class's objects"
+    return f"a `try` around a call of `{fn.name.value}` in another project file"
+
+
+def _local_handler_line(analysis: ModuleAnalysis, node: cst.CSTNode) -> int | None:
+    """The line of a ``try`` (or catching ``with``) of ``node``'s own function around it."""
+    child: cst.CSTNode = node
+    for anc in analysis.ancestors(node):
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return None
+        if isinstance(anc, (cst.Try, cst.TryStar)) and child is anc.body:
+            if any(_may_catch_runtime_error(analysis, h.type) for h in anc.handlers):
+                return analysis.positions[anc].start.line
+        if isinstance(anc, cst.With) and child is anc.body and any(
+            isinstance(item.item, cst.Call) and _catching_context(analysis, item.item) for item in anc.items
+        ):
+            return analysis.positions[anc].start.line
+        child = anc
+    return None
+
+
+def _importer_with_handlers(analysis: ModuleAnalysis) -> str | None:
+    """A project module importing this one whose text holds a handler that may catch."""
+    project, module = analysis.project, analysis.module_name
+    file = project.own_file(module) if project is not None and module is not None else None
+    if project is None or file is None:
+        return None
+    for name in sorted(file.importers):
+        importer = project.own_file(name)
+        if importer is not None and importer.handlers_around:
+            return name
+    return None
