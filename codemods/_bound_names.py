@@ -82,17 +82,46 @@ def batch_items(a: ModuleAnalysis, scope: cst.CSTNode, statements: list) -> set[
             found |= {(el.value.value, f"\0batch{id(it)}") for el in inner.elements}  # type: ignore[attr-defined]
     once = {name for name, n in batches.items() if n == 1}
     assigned = {t for s in statements for t, _ in assigned_pairs(s)}
+    indexed: dict[tuple[str, int], set[str]] = {}  # (batch, index) -> names bound to that item
     for s in statements:
         for small in s.body:
-            if (
-                isinstance(small, cst.Assign) and len(small.targets) == 1
-                and isinstance(small.targets[0].target, (cst.Tuple, cst.List))
-                and isinstance(small.value, cst.Name) and small.value.value in once - assigned
-            ):
-                names = [el.value for el in small.targets[0].target.elements]
+            if not (isinstance(small, cst.Assign) and len(small.targets) == 1):
+                continue
+            target, value = small.targets[0].target, small.value
+            if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, cst.Name) and value.value in once - assigned:
+                names = [el.value for el in target.elements]
                 if all(isinstance(n, cst.Name) for n in names):
-                    found |= {(n.value, small.value.value) for n in names if isinstance(n, cst.Name)}
+                    found |= {(n.value, value.value) for n in names if isinstance(n, cst.Name)}
+                continue
+            # ``x, y = batch[0], batch[1]`` (Beta-VAE's, mixup's): items by distinct indices
+            items: list[tuple[cst.BaseExpression, cst.BaseExpression]] = (
+                [(t.value, v.value) for t, v in zip(target.elements, value.elements, strict=True)]
+                if isinstance(target, cst.Tuple) and isinstance(value, cst.Tuple) and len(target.elements) == len(value.elements)
+                else [(target, value)]
+            )
+            for bound, item in items:
+                index = _literal_index(item)
+                if isinstance(bound, cst.Name) and index is not None and index[0] in once - assigned:
+                    indexed.setdefault(index, set()).add(bound.value)
+    counted: dict[str, int] = {}
+    for bound_to in indexed.values():
+        for name in bound_to:
+            counted[name] = counted.get(name, 0) + 1
+    found |= {
+        (name, batch) for (batch, _), bound_to in indexed.items() if len(bound_to) == 1
+        for name in bound_to if counted[name] == 1
+    }
     return found
+
+
+def _literal_index(expr: cst.BaseExpression) -> tuple[str, int] | None:
+    """``batch[0]``: (``"batch"``, 0)."""
+    if not (isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name) and len(expr.slice) == 1):
+        return None
+    index = expr.slice[0].slice
+    if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
+        return expr.value.value, int(index.value.value)
+    return None
 
 
 def fresh_batches(a: ModuleAnalysis, iterable: cst.BaseExpression) -> bool:

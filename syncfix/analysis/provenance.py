@@ -22,6 +22,7 @@ from libcst.metadata.scope_provider import BaseAssignment
 
 from . import attributes, callgraph, containers, loaders
 from .annotations import annotation_value, used_as_tensor
+from .autograd import backward_checked
 from .attributes import (
     assumed_tensor,
     attribute_value,
@@ -257,6 +258,10 @@ def _name_value(a: ModuleAnalysis, name: cst.Name) -> Value:
             return replace(held, kind=Kind.TENSOR) if held.kind is Kind.BATCH else Value(Kind.TENSOR)
         if narrowed is Kind.NUMBER and held.kind is Kind.UNKNOWN:
             return NUMBER  # ``if isinstance(x, (int, float)):``
+        if held.kind is Kind.UNKNOWN and a.assume_tensors and backward_checked(a, name):
+            # likely: ``iter_loss.backward()`` just ran (deeplab's ``iter_loss = 0``, then
+            # ``iter_loss += criterion(...)``): a tensor, whose own ``backward`` that is
+            return Value(Kind.TENSOR)
     return held
 
 
