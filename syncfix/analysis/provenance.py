@@ -22,7 +22,6 @@ from libcst.metadata.scope_provider import BaseAssignment
 
 from . import attributes, callgraph, containers, loaders
 from .annotations import annotation_value, used_as_tensor
-from .autograd import backward_checked
 from .attributes import (
     assumed_tensor,
     attribute_value,
@@ -30,6 +29,7 @@ from .attributes import (
     is_module_class,
     used_as_module,
 )
+from .autograd import backward_checked
 from .bindings import assignment_order, fact_of_name
 from .devices import concatenated_device, fstring_device, origin_code, string_device
 from .dtypes import is_dtype
