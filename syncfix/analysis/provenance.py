@@ -258,7 +258,7 @@ def _name_value(a: ModuleAnalysis, name: cst.Name) -> Value:
             return replace(held, kind=Kind.TENSOR) if held.kind is Kind.BATCH else Value(Kind.TENSOR)
         if narrowed is Kind.NUMBER and held.kind is Kind.UNKNOWN:
             return NUMBER  # ``if isinstance(x, (int, float)):``
-        if held.kind is Kind.UNKNOWN and a.assume_tensors and backward_checked(a, name):
+        if held.kind is Kind.UNKNOWN and a.assume_tensors and a.torch_code and backward_checked(a, name):
             # likely: ``iter_loss.backward()`` just ran (deeplab's ``iter_loss = 0``, then
             # ``iter_loss += criterion(...)``): a tensor, whose own ``backward`` that is
             return Value(Kind.TENSOR)

@@ -246,3 +246,71 @@ def test_sfx302_a_total_of_copies_read_on_the_host_keeps_the_device_values():
     print(f"\nSFX302 (.cpu().item()): {n_before} syncs before, {n_after} after")
     assert type(before) is type(after) is float and before == after
     assert n_before == 10 and n_after == 1
+
+
+LOSS_OF_A_PLACED_TARGET = '''\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def f(xs: list[torch.Tensor], ys: list[torch.Tensor]):
+    torch.manual_seed(0)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    unet = nn.Conv2d(3, 1, 3, padding=1).to(device)
+    criterion = nn.BCELoss()
+    epoch_loss = 0
+    for images, GT in zip(xs, ys):
+        images = images.to(device)
+        GT = GT.to(device)
+        SR_flat = F.sigmoid(unet(images)).view(images.size(0), -1)
+        GT_flat = GT.view(GT.size(0), -1)
+        loss = criterion(SR_flat, GT_flat)
+        epoch_loss += loss.item()
+        loss.backward()
+    return epoch_loss
+'''
+
+FLOAT_OF_A_CHECKED_LOSS = '''\
+import torch
+import torch.nn as nn
+
+
+def f(xs, ys):
+    torch.manual_seed(0)
+    heads = nn.ModuleList([nn.Linear(8, 4), nn.Linear(8, 4)]).cuda()
+    criterion = nn.CrossEntropyLoss()
+    loss = 0
+    for x, y in zip(xs, ys):
+        iter_loss = 0
+        for head in heads:
+            iter_loss += criterion(head(x), y)
+        iter_loss /= 2
+        iter_loss.backward()
+        loss += float(iter_loss)
+    return loss
+'''
+
+
+def test_sfx302_a_loss_on_its_placed_targets_device_and_a_float_after_backward_total_exactly():
+    # Image_Segmentation's BCELoss of `GT.view(n, -1)` placed on a CUDA-or-CPU device: a safe
+    # fix; deeplab's `float(iter_loss)` of a name `backward()` just ran on: an unsafe one
+    import torch
+
+    torch.manual_seed(1)
+    images = [torch.rand(4, 3, 8, 8) for _ in range(20)]
+    masks = [(torch.rand(4, 1, 8, 8) > 0.5).float() for _ in range(20)]
+    safe = fix_code(LOSS_OF_A_PLACED_TARGET, select=["SFX302"])
+    assert "epoch_loss_acc +=" in safe, safe
+    before, n_before = count_syncs(load(LOSS_OF_A_PLACED_TARGET, "f"), images, masks)
+    after, n_after = count_syncs(load(safe, "f"), images, masks)
+    assert before == after and type(before) is type(after) is float
+    assert n_after < n_before, (n_before, n_after)
+    xs = [torch.randn(64, 8, device="cuda") for _ in range(20)]
+    ys = [torch.randint(0, 4, (64,), device="cuda") for _ in range(20)]
+    unsafe = fix_code(FLOAT_OF_A_CHECKED_LOSS, select=["SFX302"], unsafe_fixes=True)
+    assert "loss_acc +=" in unsafe, unsafe
+    before, n_before = count_syncs(load(FLOAT_OF_A_CHECKED_LOSS, "f"), xs, ys)
+    after, n_after = count_syncs(load(unsafe, "f"), xs, ys)
+    assert before == after and type(before) is type(after) is float
+    assert n_after < n_before // 4, (n_before, n_after)
