@@ -275,12 +275,17 @@ keeps the finding). A value handed to a meter every
         head = self.MESSAGE if stmt is not None and runs_every_iteration(a, stmt) else (
             f"Running total of GPU values read to the host: one sync {how_often(a, node)}"
         )
+        own = _own_meter_class(a, func.value)
+        where = (
+            f"the meter is `{own[0]}`, a class of this file (line {own[1]}): where its average is read "
+            "only where it is shown" if own is not None else
+            "where the meter is yours and its average is read only where it is shown"
+        )
         self.report(
             first,
             f"{head}; no fix: the value goes to a meter (`.update`), which keeps it on the host; "
-            "where the meter is yours and its average is read only where it is shown, pass it the "
-            "tensor (`val.detach()`) and let it keep a device sum of tensors beside its sum of "
-            "Python numbers, read at that point",
+            f"{where}, pass it the tensor (`val.detach()`) and let it keep a device sum of tensors "
+            "beside its sum of Python numbers, read at that point",
         )
 
     def visit_For(self, node: cst.For) -> None:
@@ -755,3 +760,19 @@ def _other_additions(a, block: cst.CSTNode, total: str, stmt: cst.CSTNode) -> li
         ):
             lines.append(a.positions[aug].start.line)
     return sorted(lines)
+
+
+def _own_meter_class(a: ModuleAnalysis, meter: cst.BaseExpression) -> tuple[str, int] | None:
+    """The class, defined at this file's top level, that every binding of ``meter`` builds
+    (WideResNet's ``losses = AverageMeter()``), with its line."""
+    if not isinstance(meter, cst.Name):
+        return None
+    values = a.reaching_values(meter) or []
+    built = {v.func.value for v in values if isinstance(v, cst.Call) and isinstance(v.func, cst.Name)}
+    if len(built) != 1 or len(values) != 1:
+        return None
+    name = built.pop()
+    for stmt in a.module.body:
+        if isinstance(stmt, cst.ClassDef) and stmt.name.value == name:
+            return name, a.positions[stmt].start.line
+    return None

@@ -232,3 +232,16 @@ def test_a_copy_to_the_host_before_the_read_is_part_of_the_read():
     assert found.fix is not None
     fixed = fix_code(source, select=["SFX302"], unsafe_fixes=True)
     assert "loss.detach()" in fixed and ".cpu()" not in fixed
+
+
+def test_a_meter_of_a_class_this_file_defines_is_named_with_its_line():
+    # WideResNet-pytorch's `losses = AverageMeter()`, its class at the bottom of train.py
+    src = (
+        "import torch\n\n\ndef train(loader, model, criterion):\n    losses = AverageMeter()\n"
+        "    for x, y in loader:\n        loss = criterion(model(x.cuda()), y.cuda())\n"
+        "        losses.update(loss.item(), x.size(0))\n\n\nclass AverageMeter:\n"
+        "    def update(self, val, n=1):\n        self.sum = getattr(self, 'sum', 0) + val * n\n"
+    )
+    (f,) = check_code(src, select=["SFX302"])
+    assert "the meter is `AverageMeter`, a class of this file (line 11)" in f.message
+    assert "where the meter is yours" not in f.message
