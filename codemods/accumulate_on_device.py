@@ -12,6 +12,7 @@ from syncfix.analysis import (
     Device,
     HostRead,
     Kind,
+    ModuleAnalysis,
     shape_item_of,
     stored_names,
 )
