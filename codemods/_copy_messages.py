@@ -164,6 +164,11 @@ NARROW_CLASS = (
     "`non_blocking`; pass non_blocking=True yourself where it is a tensor, or give that `to` a "
     "`non_blocking` parameter"
 )
+DRAINED = (
+    " (the loop also reads a tensor's value on the host at line {}, every time round: if it is a "
+    "GPU's, nothing is queued when this copy runs, and the fix saves only the copy's own wait "
+    "until that read goes)"
+)
 UNKNOWN_TARGET_FIX = "Copy with non_blocking=True (unsafe: the source is a CPU tensor, exact on CUDA and the CPU; {})"
 DECLARE_DEVICES = 'declare `devices = ["cuda", "cpu"]` in [tool.syncfix.torch] if the project runs on nothing else'
 

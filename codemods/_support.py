@@ -622,6 +622,39 @@ def per_element_read(a: ModuleAnalysis, call: cst.Call) -> bool:
     return isinstance(expr, cst.Name) and expr.value == loop.target.value
 
 
+def drained_each_iteration(a: ModuleAnalysis, node: cst.CSTNode) -> int | None:
+    """The line of a read of a tensor's value on the host (``t.item()``, ``float(t)``,
+    ``t.cpu()``) of a tensor not known to be on the CPU, in the body of ``node``'s loop itself and
+    on every time round; None where there is none. Such a read waits for all queued work each
+    iteration, so a copy in the loop made non-blocking saves only its own wait while it stays
+    (Image_Segmentation's, HRNet's flip test: the helper reviews' most common useless fix)."""
+    loop = a.enclosing_loop(node)
+    if loop is None:
+        return None
+    fn = a.enclosing_function(node)
+    for call in a.nodes_within(loop.body, cst.Call):
+        if call is node or a.enclosing_loop(call) is not loop or a.enclosing_function(call) is not fn:
+            continue
+        assert isinstance(call, cst.Call)
+        read = a.host_read(call) or a.likely.host_read(call)
+        func = call.func
+        receiver = read.receiver if read is not None else (
+            func.value if isinstance(func, cst.Attribute) and func.attr.value == "cpu" and not call.args else None
+        )
+        if receiver is None:
+            continue
+        held = a.likely.value(receiver)
+        stmt = a.statement_of(call)
+        if not held.is_tensor or held.device is Device.CPU or stmt is None or not runs_every_iteration(a, stmt):
+            continue
+        # a running total's read (SFX302) or a logged one (SFX401) has fixes of its own
+        total = any(isinstance(small, cst.AugAssign) for small in getattr(stmt, "body", ()))
+        logged = any(isinstance(anc, cst.Call) and a.is_logging_call(anc) for anc in a.ancestors(call))
+        if not total and not logged:
+            return a.positions[call].start.line
+    return None
+
+
 def runs_every_iteration(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
     """Does ``node`` run on every iteration of its loop (no ``if`` or ``try`` between)? A log
     line under ``if step % 100 == 0:`` runs once per hundred steps; one under ``if rank == 0:``,

@@ -51,6 +51,7 @@ from ._copy_messages import (
     CAST_AFTER_FIX,
     CONVERSION,
     DEFAULT_DEVICE,
+    DRAINED,
     ESCAPED_FIX,
     LIKE_OTHER,
     LIKELY_BATCH_FIX,
@@ -79,7 +80,7 @@ from ._copy_messages import (
 )
 from ._factories import built_like, built_on_device
 from ._memory import PASSED_ON, non_blocking_flag, source_may_change
-from ._support import code, other_accelerator
+from ._support import code, drained_each_iteration, other_accelerator
 
 
 def _typed_of_unknown(a, expr: cst.BaseExpression) -> str | None:
@@ -599,6 +600,9 @@ class BlockingHostToDevice(Rule):
                 why = STREAMS + (f" (in module `{a.streams_around}`)" if a.streams_around else " (in this module)")
             self.report(node, f"{headline} ({why}: no fix)")
         else:
+            drained = drained_each_iteration(a, node)
+            if drained is not None:
+                headline += DRAINED.format(drained)
             self.report(node, headline, fix=fix)
 
     def _built_there_fix(self, node: cst.Call, built: tuple[cst.Call, list[str]]) -> Fix:

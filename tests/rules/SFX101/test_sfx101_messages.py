@@ -299,3 +299,20 @@ def test_a_copy_of_a_join_of_a_loaders_parts_says_to_copy_the_parts():
     assert "pass non_blocking=True yourself" not in found.message
     single = src.replace("        images = torch.cat(images, dim=0)\n", "")
     assert all("copy the parts" not in f.message for f in check_code(single, path="train.py"))
+
+
+def test_a_copy_in_a_loop_that_reads_a_gpu_value_every_time_round_says_the_fix_pays_little():
+    # HRNet's flip test: `flip_back(output.cpu().numpy())`, then the flipped heatmaps copied back;
+    # a running total's read (SFX302) or a logged one (SFX401) has fixes of its own: no note
+    src = (
+        "import numpy as np\nimport torch\n\n\ndef validate(loader, flip):\n"
+        "    model = torch.nn.Linear(4, 4).cuda()\n    for x in loader:\n        out = model(x.cuda())\n"
+        "        flipped = flip(out.cpu().numpy())\n        back = torch.from_numpy(flipped.copy()).cuda()\n"
+        "        print((out + back).sum())\n    return model\n\n\n"
+        "def train(model, loader, flip):\n    total = 0.0\n    for x in loader:\n"
+        "        out = model(torch.from_numpy(np.zeros(4)).cuda())\n        total += out.sum().item()\n"
+        "        print(out.mean().item())\n    return total\n"
+    )
+    found = {f.line: f for f in check_code(src, select=["SFX101"]) if f.fix is not None}
+    assert "reads a tensor's value on the host at line 9, every time round" in found[10].message
+    assert "every time round" not in found[18].message
