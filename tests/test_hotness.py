@@ -1074,3 +1074,22 @@ class _WrappedModel:
     assert "__call__" in hot_functions([file_calls("pkg.loop", looped.encode(), ["forward"], {})])["pkg.loop"]
     once = looped.replace("    for x in xs:\n        m = Wrapped()\n        m(x)\n", "    m = Wrapped()\n    m(xs)\n")
     assert "__call__" not in hot_functions([file_calls("pkg.loop", once.encode(), ["forward"], {})]).get("pkg.loop", set())
+    # timm's ``mixup_fn = Mixup(...)`` handed to ``train_one_epoch``, which calls it per batch
+    handed = (
+        "\nclass Mixup:\n    def __call__(self, x):\n        return x\n\n\n"
+        "def train_one_epoch(loader, mixup_fn=None):\n    for x in loader:\n        x = mixup_fn(x)\n\n\n"
+        "def main(loader):\n    mixup_fn = Mixup()\n    train_one_epoch(loader, mixup_fn=mixup_fn)\n"
+    )
+    assert "__call__" in hot_functions([file_calls("pkg.timm", handed.encode(), ["forward"], {})])["pkg.timm"]
+    # the class imported through a package that re-exports it (`from timm.data import Mixup`):
+    # its defining module's `__call__`
+    resolve = {"timm.data": "timm.data", "timm.data.mixup": "timm.data.mixup", "train": "train"}
+    package = "from .mixup import Mixup\n"
+    mixup = "class Mixup:\n    def __call__(self, x):\n        return self._mix(x)\n\n    def _mix(self, x):\n        return x\n"
+    train = "from timm.data import Mixup\n" + handed[handed.index("def train_one_epoch"):]
+    files = [
+        file_calls("timm.data", package.encode(), ["forward"], resolve, package="timm.data"),
+        file_calls("timm.data.mixup", mixup.encode(), ["forward"], resolve),
+        file_calls("train", train.encode(), ["forward"], resolve),
+    ]
+    assert {"__call__", "_mix"} <= hot_functions(files)["timm.data.mixup"]

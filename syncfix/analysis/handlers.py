@@ -321,7 +321,7 @@ def handler_site(analysis: ModuleAnalysis, node: cst.CSTNode) -> str:
         if where is not None:
             return f"a `try` in module `{where}`, which may call this class's objects"
         return "a `try` in this file, which may call this class's objects"
-    return f"a `try` around a call of `{fn.name.value}` in another project file"
+    return f"a `try` around a call of `{fn.name.value}`, or of what calls it, in this or another project file"
 
 
 def _local_handler_line(analysis: ModuleAnalysis, node: cst.CSTNode) -> int | None:

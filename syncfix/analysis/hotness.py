@@ -30,7 +30,9 @@ where that call runs, as does one handed to a parameter (or a parameter's defaul
 callee calls: few-shot-style ``fit(model, loader, fit_function=episode)``, whose loop over
 batches calls ``fit_function``. Calling an object of a project class runs its module's
 ``__call__``: one a loop builds and calls (``m = Wrapped(...); m(x)``), or one handed to such a
-parameter (glide's ``p_mean_variance(self._wrap_model(model), ...)``). Test files make nothing hot.
+parameter (glide's ``p_mean_variance(self._wrap_model(model), ...)``, timm's ``mixup_fn =
+Mixup(...)`` handed to ``train_one_epoch``: the ``__call__`` of the module that defines the class,
+through the packages that re-export it). Test files make nothing hot.
 """
 
 from __future__ import annotations
@@ -44,6 +46,9 @@ from .import_names import Callee, imports
 from .torch_api import METHOD_HOOKS
 
 ANY = "?"
+# ``C`` + CALLED: calling an object of the project class ``C`` (its defining module's ``__call__``,
+# found through the packages that re-export ``C``: timm's ``from timm.data import Mixup``)
+CALLED = ".__call__"
 # ``self.method(...)``: this file's method, or an override or base method in a file whose
 # classes derive from this file's (or this file's from theirs).
 SELF = "@self"
@@ -434,19 +439,23 @@ class _Collector:
         defs = [s for s in tree.body if isinstance(s, _DEFS)]
         defs += [m for c in tree.body if isinstance(c, ast.ClassDef) for m in c.body if isinstance(m, _DEFS)]
         for fn in defs:
-            module = self._returned_module(fn)
-            if module is not None:
-                self.instances_of[fn.name] = (module, "__call__")
+            made = self._returned_class(fn)
+            if made is not None:
+                self.instances_of[fn.name] = (made[0], made[1] + CALLED)
 
     def handed(self, arg: ast.expr) -> Callee | None:
         """The function ``arg`` names, where it is one of the project's: a function of this file
-        or imported from the project (``f``), a method of this file (``self.f``), or a method of
-        an object the file builds from a class (``obj.f`` of ``obj = C(...)``)."""
+        or imported from the project (``f``), a method of this file (``self.f``), a method of an
+        object the file builds from a class (``obj.f`` of ``obj = C(...)``), or such an object
+        itself (``obj``, or ``C(...)``: its ``__call__``)."""
         if type(arg) is ast.Call:
             return self._instance_call(arg.func)
         if type(arg) is ast.Name:
             if arg.id in self.functions:
                 return ("", arg.id)
+            instance = self.made.get(arg.id)
+            if instance is not None and instance[1].lstrip("_")[:1].isupper():
+                return (instance[0], instance[1] + CALLED)  # timm's ``mixup_fn = Mixup(...)`` handed on
             imported = self.names.get(arg.id)
             return imported if imported is not None and imported[0] and not arg.id[:1].isupper() else None
         if type(arg) is not ast.Attribute or type(arg.value) is not ast.Name:
@@ -473,31 +482,32 @@ class _Collector:
 
     def _instance_call(self, func: ast.expr) -> Callee | None:
         """What calling the object that ``func(...)`` builds runs: ``C(...)`` of a project class,
-        or a function or method of this file that returns one (its module's ``__call__``)."""
+        or a function or method of this file that returns one (``C`` + :data:`CALLED`: the
+        ``__call__`` of the module that defines ``C``)."""
         if type(func) is ast.Name:
             if func.id in self.callable_classes:
-                return ("", "__call__")
+                return ("", func.id + CALLED)
             imported = self.names.get(func.id)
             if imported is not None and imported[0] and func.id[:1].isupper():
-                return (imported[0], "__call__")
+                return (imported[0], imported[1] + CALLED)
             return self.instances_of.get(func.id) if func.id in self.functions else None
         if type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id == "self":
             return self.instances_of.get(func.attr) if func.attr in self.method_names else None
         return None
 
-    def _returned_module(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
-        """The module ("" for this file) of the project classes whose instances ``fn`` returns
-        (``return C(...)``; other returns, such as its argument unchanged, aside), where one module
-        defines them all; else None."""
-        modules = set()
+    def _returned_class(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Callee | None:
+        """A project class whose instances ``fn`` returns (``return C(...)``; other returns, such
+        as its argument unchanged, aside), as (module, class) with module "" for this file, where
+        the classes it returns are all named from one module; else None."""
+        made: dict[str, Callee] = {}
         for node in statements(fn):
             if isinstance(node, ast.Return) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
                 name = node.value.func.id
                 if name in self.classes:
-                    modules.add("")
+                    made.setdefault("", ("", name))
                 elif name[:1].isupper() and (imported := self.names.get(name)) is not None and imported[0]:
-                    modules.add(imported[0])
-        return modules.pop() if len(modules) == 1 else None
+                    made.setdefault(imported[0], imported)
+        return next(iter(made.values())) if len(made) == 1 else None
 
     def returned_instance(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Callee | None:
         """The class (capitalised) whose instance ``fn`` returns: ``return C(...)``, or a name
@@ -524,7 +534,7 @@ class _Collector:
         if isinstance(func, ast.Name):
             instance = self.made.get(func.id)
             if instance is not None and instance[1].lstrip("_")[:1].isupper():  # ``m = C(...)``, then ``m(x)``
-                return (instance[0], "__call__")
+                return (instance[0], instance[1] + CALLED)
             return self.closure_calls.get(func.id) or self.names.get(func.id, ("", func.id))
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
             owner = func.value.id
@@ -606,6 +616,9 @@ def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
             # reaches ``Logger.log``, not an actor's ``log`` in another file)
             named = [m for m in methods if named_like(callee[0][len(ANY):], by_module[m].methods[callee[1]])]
             return [(m, callee[1]) for m in named] if len(named) <= _MAX_DEFINERS else []
+        if callee[1].endswith(CALLED):  # an object of a project class called: its ``__call__``
+            found = defined(callee[0] or caller, callee[1][: -len(CALLED)], _MAX_REEXPORTS)
+            return [(found[0], "__call__")] if found is not None and "__call__" in by_module[found[0]].calls else []
         if callee[0].startswith(CLOSURE):  # ``step = make_step(...); step(...)``
             factory = defined(callee[0][len(CLOSURE):] or caller, callee[1], _MAX_REEXPORTS)
             closure = by_module[factory[0]].closures.get(factory[1]) if factory is not None else None
