@@ -8,7 +8,8 @@ from __future__ import annotations
 import libcst as cst
 
 from ._collected_lists import collected_after_loop
-from ._support import per_element_read, periodic, runs_every_iteration, runs_on_every_call
+from ._iterations import runs_every_iteration, runs_on_every_call
+from ._support import per_element_read, periodic
 from ._totals import added_to_total
 
 _HANDLED_CONTEXTS = (

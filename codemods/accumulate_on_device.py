@@ -18,7 +18,8 @@ from syncfix.analysis import (
 )
 from syncfix.rules import Fix, Invalid, Rule
 
-from ._support import how_often, reads_names_by_string, runs_every_iteration
+from ._iterations import runs_every_iteration
+from ._support import how_often, reads_names_by_string
 from ._totals import (
     INTO_TENSOR_TOTAL,
     INTO_TENSOR_TOTAL_LIKELY,

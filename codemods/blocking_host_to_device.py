@@ -79,8 +79,9 @@ from ._copy_messages import (
     name_the_device,
 )
 from ._factories import built_like, built_on_device
+from ._iterations import drained_each_iteration
 from ._memory import PASSED_ON, non_blocking_flag, source_may_change
-from ._support import code, drained_each_iteration, other_accelerator
+from ._support import code, other_accelerator
 
 
 def _typed_of_unknown(a, expr: cst.BaseExpression) -> str | None:

@@ -20,6 +20,7 @@ from syncfix.rules import Fix, Invalid, Rule
 
 from ._collected_copies import collected, collected_for_joining, read_again_in
 from ._collected_lists import uses_of
+from ._iterations import runs_every_iteration
 from ._owned_reads import ancestors_in, in_log, owned_elsewhere
 from ._scalar_read_fixes import elements_at_once, from_host_list, read_once
 from ._stacked_reads import stacked_read
@@ -31,7 +32,6 @@ from ._support import (
     indexed_base,
     loader_item,
     measures_itself,
-    runs_every_iteration,
     unplaced_message,
     unplaced_tensor,
 )

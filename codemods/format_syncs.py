@@ -7,8 +7,9 @@ import libcst as cst
 from syncfix.analysis import LOG_LEVELS, Device
 from syncfix.rules import Invalid, Rule
 
+from ._iterations import runs_every_iteration
 from ._memory import aliases_in
-from ._support import runs_every_iteration, unplaced_message, unplaced_tensor
+from ._support import unplaced_message, unplaced_tensor
 
 # Builtins that turn their tensor arguments into text (``str(t)`` walks every element).
 _PRINTING = {"builtins.print": "printed", "builtins.str": "`str`", "builtins.repr": "`repr`"}

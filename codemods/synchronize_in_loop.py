@@ -7,7 +7,8 @@ import libcst as cst
 from syncfix.rules import Invalid, Rule
 from syncfix.walk import walk
 
-from ._support import runs_every_iteration, timed_inner_loop
+from ._iterations import runs_every_iteration
+from ._support import timed_inner_loop
 
 _DEVICE_SYNC = {"torch.cuda.synchronize", "torch.accelerator.synchronize"}
 _STREAMS = {"torch.cuda.Stream", "torch.cuda.current_stream", "torch.cuda.default_stream",

@@ -1169,3 +1169,30 @@ def test_adding_two_bool_tensors_is_a_bool_tensor(op, dtype):
     expr = f"stopped {op} ids.eq(3)"
     a, module = analyse(f"import torch\n\n\ndef f(ids: torch.Tensor):\n    stopped = ids > 2\n    x = {expr}\n")
     assert a.canonical_dtype(find(module, expr, cst.BinaryOperation)) == dtype
+
+
+def test_a_loss_is_on_the_device_of_an_input_with_a_dimension_or_more():
+    # Image_Segmentation's `BCELoss()(SR_flat, GT_flat)` of `GT_flat = GT.view(GT.size(0), -1)`;
+    # an input that may be 0-d (a CPU scalar joins tensors of any device) decides nothing
+    a, m = analyse("""
+        import torch
+
+        def step(pred: torch.Tensor, shape):
+            criterion = torch.nn.BCELoss()
+            dev = "cuda" if torch.cuda.is_available() else "cpu"
+            GT = torch.rand(4, 1, 8, 8).to(dev)
+            flat = GT.view(GT.size(0), -1)
+            loss = criterion(pred, flat)
+            loose = GT.view(shape)
+            other = criterion(pred, loose)
+            one = torch.ones(()).to(dev).reshape(-1)
+            third = criterion(pred, one)
+            return loss, other, third
+    """)
+    from syncfix.analysis.shapes import at_least_one_dim
+
+    assert at_least_one_dim(a, find(m, "GT.view(GT.size(0), -1)", cst.Call))
+    assert not at_least_one_dim(a, find(m, "GT.view(shape)", cst.Call))
+    assert a.value(last_name(m, "loss")).device is Device.CUDA_OR_CPU
+    assert a.value(last_name(m, "other")).device is Device.UNKNOWN
+    assert a.value(last_name(m, "third")).device is Device.CUDA_OR_CPU  # `.reshape(-1)`: 1-d

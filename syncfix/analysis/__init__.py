@@ -39,6 +39,7 @@ Which functions do other files call from repeating code?    ``hotness``
 What do a file's imports bind, read with Python's parser?   ``import_names``
 A module's statements, a loop's shape, read with ``ast``    ``ast_reading``
 Which device expression placed this tensor?                 ``devices``
+Is ``x.to(d)`` no copy (``x`` already on ``d``)?             ``no_copy``
 Does an ``if x.is_cuda:`` around code put ``x`` on a GPU?   ``device_tests``
 Does a file name an accelerator other than CUDA (``"mps"``,  ``accelerators``
 ``torch_xla``)?

@@ -51,6 +51,7 @@ from . import (
     losses,
     narrowing,
     navigation,
+    no_copy,
     provenance,
     pynumbers,
     shapes,
@@ -630,7 +631,7 @@ class ModuleAnalysis:
     def already_on_target(self, call: cst.Call) -> bool:
         """Was the receiver of ``x.to(d)`` placed with the device expression ``d`` names, one that
         means one device wherever it is read? ``.to`` then returns ``x`` itself: no copy."""
-        return devices.already_on_target(self, call)
+        return no_copy.already_on_target(self, call)
 
     def names_device_only(self, call: cst.Call) -> bool:
         """Does ``.to(...)`` provably name a device and no dtype (so it keeps the dtype)?"""
