@@ -146,7 +146,9 @@ class AccumulateOnDevice(Rule):
       evaluated, once, into a new name, detached); each summand is added as
       `loss.detach().to(total_acc.device)`, a no-op on the same device and an exact copy
       otherwise, and the total is read back only if the loop ran, so an empty loop leaves it as
-      it was. For a float total that device must be provably CUDA or the CPU (or the project
+      it was. For a float total that device must be provably CUDA or the CPU (a loss module's
+      value is on the device of an input with a dimension or more, `criterion(out,
+      y.view(n, -1))` with `y` placed on `device`, since its inputs share one; or the project
       declares its devices: `devices = ["cuda", "cpu"]` in `[tool.syncfix.torch]`): MPS has no
       float64, so there the fix is **unsafe**, and a module that mentions MPS (`"mps"`, an
       accelerator setting that can name it), or one of a project whose other modules name an
