@@ -302,6 +302,8 @@ class PinLoaderMemory(Rule):
         or, where it iterates a parameter, those this module's calls of its function pass
         (``train(net, train_loader, ...)`` with the loop in ``train``), a few calls deep."""
         a = self.analysis
+        if isinstance(expr, cst.IfExp):  # ``tqdm(loader) if verbose else loader``: either
+            return [call for side in (expr.body, expr.orelse) for call in self._loaders(side, hops)]
         if isinstance(expr, cst.Name):
             param = _only_parameter(a, expr)
             if param is not None:

@@ -342,6 +342,13 @@ def test_a_file_that_cannot_hold_a_handler_is_not_parsed_for_the_question(tmp_pa
         (b"with contextlib.suppress(KeyError):\n    f()\n", True),  # the words alone count
         (b"@retry\ndef f():\n    pass\n", True),
         (b"def f():\n    return 1\n", False),
+        (b"with pytest.raises(RuntimeError):\n    f()\n", True),
+        (b"@tenacity.retry(stop=stop_after_attempt(3))\ndef f():\n    pass\n", True),
+        (b"@backoff.on_exception(backoff.expo, Exception)\ndef f():\n    pass\n", True),
+        (b"self.assertRaises(RuntimeError, f)\n", True),
+        # words that name no handler: GradScaler's argument, a docstring's section (BiRefNet)
+        (b"kwargs = GradScalerKwargs(backoff_factor=0.5)\n", False),
+        (b'def f():\n    """Raises:\n        ValueError: if it raises"""\n', False),
     ],
 )
 def test_which_text_may_hold_a_handler_of_a_runtime_error(text, catches):
@@ -397,3 +404,53 @@ def test_the_message_says_where_the_handler_is():
     called, own = check_code(src, select=["SFX101"], unsafe_fixes=True)
     assert called.fix is None and "(the `try` at line 11, around a call of `validate`)" in called.message
     assert own.fix is None and "(the `try` at line 19)" in own.message
+
+
+MASKED = '''
+import torch
+from torch import nn
+from warnings import warn
+
+
+class MaskedL1Loss(nn.Module):
+    def __init__(self):
+        super(MaskedL1Loss, self).__init__()
+
+    def forward(self, x, y, lengths):
+        ones = torch.ones(x.size(0), 4)
+        return (x - y).abs().mean() + ones.cuda().sum()
+
+
+def spec_loss(x, y, lengths):
+    masked = MaskedL1Loss()
+    return {call}
+
+
+def train(batches, writer):
+    for x, y, n in batches:
+        loss = spec_loss(x, y, n)
+        loss.backward()
+    try:
+        writer.add_image("tag", x, 0)
+    except Exception as e:
+        warn(str(e))
+'''
+
+
+@pytest.mark.parametrize(
+    ("call", "fixed"),
+    [
+        ("masked(x, y, lengths)", [True]),
+        ("MaskedL1Loss()(x, y, lengths)", [True]),
+        # the class's objects are not only called: a handler anywhere in the file may see them
+        ("masked.forward(x, y, lengths)", [False]),
+        ("torch.utils.checkpoint.checkpoint(masked, x, y, lengths)", [False]),
+    ],
+)
+def test_a_forward_is_held_back_by_a_handler_of_its_file_only_around_its_objects_calls(call, fixed):
+    # deepvoice3's train.py: `try: writer.add_image(...) except Exception` runs no loss module;
+    # every object of `MaskedL1Loss` is a name only called, in `spec_loss`, outside any try
+    src = MASKED.format(call=call)
+    assert _fixable(src, "SFX101") == fixed
+    guarded = src.replace("        loss = spec_loss(x, y, n)\n", "        try:\n            loss = spec_loss(x, y, n)\n        except Exception:\n            continue\n")
+    assert _fixable(guarded, "SFX101") == [False]

@@ -81,6 +81,8 @@ def over_batches(loop: ast.AST) -> bool:
         return False
     names = [n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)]
     it = loop.iter
+    if isinstance(it, ast.IfExp):  # ``tqdm(loader) if verbose else loader``
+        it = it.orelse
     while isinstance(it, ast.Call) and it.args:  # enumerate(...), tqdm(...), iter(...)
         it = it.args[0]
     if isinstance(it, (ast.Name, ast.Attribute)):

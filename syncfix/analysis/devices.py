@@ -476,6 +476,9 @@ def _iterated_sources(
     a: ModuleAnalysis, iterable: cst.BaseExpression, path: list[int]
 ) -> list[tuple[cst.BaseExpression, bool]] | None:
     """:func:`batch_sources` of what iterating ``iterable`` gives at the destructuring ``path``."""
+    if isinstance(iterable, cst.IfExp):  # ``tqdm(loader) if verbose else loader``: either
+        sides = [_iterated_sources(a, side, path) for side in (iterable.body, iterable.orelse)]
+        return None if any(s is None for s in sides) else [src for side in sides if side for src in side]
     if isinstance(iterable, cst.Call):
         name = a.callee(iterable)
         args = positional(iterable)

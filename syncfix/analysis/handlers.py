@@ -2,8 +2,9 @@
 ``RuntimeError``, or ``contextlib.suppress``/``pytest.raises``/``assertRaises`` of one, around the
 node, around a call of its function in this file, or (a module-level function) around a call in
 another project file that imports it; for a method, whose objects may be called anywhere
-(``model(x)`` runs ``forward``), any such handler in its file or in a project file that imports
-it; also around (or inside) a call the function is handed to
+(``model(x)`` runs ``forward``), any such handler in its file (around a call of one of its
+objects, where each object the file makes is a name only called) or in a project file that
+imports it; also around (or inside) a call the function is handed to
 (``run_with_retry(step, ...)``), and inside a decorator's wrapper (a decorator of this file whose
 body catches, or a retrying library's). A library that calls a project function inside its own
 ``try`` is not seen, as other code that calls a public function is not. In a project file that
@@ -21,6 +22,7 @@ import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
+from libcst.metadata import GlobalScope
 
 from .callgraph import attribute_refs, bound_by_import, local_function
 from .project import ModuleFile
@@ -163,10 +165,18 @@ def _method_caught_elsewhere(analysis: ModuleAnalysis, fn: cst.FunctionDef, seen
     """May a handler see a method's errors from where its objects are called? For ``m``, a
     handler around an ``x.m(...)`` call in another file of a closed project (through callers of
     callers; in an open one, as for a public function, other code's calls are not seen); for
-    ``forward`` (``model(x)``), any handler in its file or in a project file that imports it."""
+    ``forward`` (``model(x)``), a handler around a call of one of its objects in its file, where
+    all are seen, else any handler there; and any in a project file that imports the class."""
     name = fn.name.value
     project, module = analysis.project, analysis.module_name
     if name in _CALLED_BY_OBJECT:
+        block = analysis.parent(fn)
+        cls = analysis.parent(block) if block is not None else None
+        sites = _object_calls(analysis, cls) if isinstance(cls, cst.ClassDef) else None
+        if isinstance(cls, cst.ClassDef) and sites is not None:  # this file's calls all seen; other files' as for any class
+            return any(caught_by_handler(analysis, call, seen) for call in sites) or (
+                analysis.imported_elsewhere(cls.name.value) and _importers_may_catch(analysis)
+            )
         return _objects_may_be_called_in_a_try(analysis)
     if project is None or module is None or project.members is None or ("method", module, name) in seen:
         return False
@@ -177,6 +187,50 @@ def _method_caught_elsewhere(analysis: ModuleAnalysis, fn: cst.FunctionDef, seen
     return _objects_may_be_called_in_a_try(analysis) if found is None else found
 
 
+def _object_calls(analysis: ModuleAnalysis, cls: cst.ClassDef) -> list[cst.Call] | None:
+    """Every call in this file of an object of ``cls`` (which runs ``forward``/``__call__``),
+    where all of them can be seen: the class is used only to make objects, each bound to a name
+    used only as a callee (deepvoice3's ``masked_l1 = MaskedL1Loss()`` ... ``masked_l1(y_hat, y, mask=mask)``)
+    or called where it is made; else None."""
+    scope = analysis.scope(cls)
+    if scope is None:
+        return None
+    bound = list(scope.assignments[cls.name.value])
+    if len(bound) != 1 or getattr(bound[0], "node", None) is not cls:
+        return None
+    sites: list[cst.Call] = []
+    for access in bound[0].references:
+        made = analysis.parent(access.node)
+        if isinstance(made, cst.Arg) and _names_super(analysis, made):
+            continue  # ``super(MaskedL1Loss, self).__init__()``
+        if not isinstance(made, cst.Call) or made.func is not access.node:
+            return None  # a base of another class, handed on, stored: out of sight
+        holder = analysis.parent(made)
+        if isinstance(holder, cst.Call) and holder.func is made:
+            sites.append(holder)  # ``MaskedL1Loss()(y_hat, y)``
+            continue
+        if not (isinstance(holder, cst.Assign) and len(holder.targets) == 1 and isinstance(holder.targets[0].target, cst.Name)):
+            return None
+        target = holder.targets[0].target
+        where = analysis.scope(target)
+        if where is None or isinstance(where, GlobalScope) and analysis.imported_elsewhere(target.value):
+            return None
+        for asg in where.assignments[target.value]:
+            if getattr(asg, "node", None) is not target:
+                continue
+            for use in asg.references:
+                call = analysis.parent(use.node)
+                if not isinstance(call, cst.Call) or call.func is not use.node:
+                    return None
+                sites.append(call)
+    return sites
+
+
+def _names_super(analysis: ModuleAnalysis, arg: cst.Arg) -> bool:
+    call = analysis.parent(arg)
+    return isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "super"
+
+
 def _objects_may_be_called_in_a_try(analysis: ModuleAnalysis) -> bool:
     """A method runs where its objects are called (``model(x)`` runs ``forward``; ``obj.step()``
     in any file): does this module, or a project module that imports it (directly or through
@@ -185,13 +239,18 @@ def _objects_may_be_called_in_a_try(analysis: ModuleAnalysis) -> bool:
     that logs and re-raises, runs every ``forward`` of the model)."""
     known = analysis.cache.objects_caught
     if known is None:
-        project, module = analysis.project, analysis.module_name
-        file = project.own_file(module) if project is not None and module is not None else None
-        importers = [project.own_file(name) for name in file.importers] if project is not None and file is not None else []
-        known = analysis.cache.objects_caught = _catches_inside(analysis, analysis.module) or any(
-            importer is None or importer.handlers_around for importer in importers
-        )
+        known = analysis.cache.objects_caught = _catches_inside(analysis, analysis.module) or _importers_may_catch(analysis)
     return known
+
+
+def _importers_may_catch(analysis: ModuleAnalysis) -> bool:
+    """Does a project module that imports this one (directly or through others; judged from
+    their text) hold a handler that may catch a RuntimeError?"""
+    project, module = analysis.project, analysis.module_name
+    file = project.own_file(module) if project is not None and module is not None else None
+    importers = [project.own_file(name) for name in file.importers] if project is not None and file is not None else []
+    return any(importer is None or importer.handlers_around for importer in importers)
+
 
 
 def _caught_in_importers(analysis: ModuleAnalysis, fn: cst.FunctionDef, seen: set[object]) -> bool:
@@ -232,7 +291,10 @@ def _caught_in_importers(analysis: ModuleAnalysis, fn: cst.FunctionDef, seen: se
 # retrying decorator (:data:`_CATCHING_DECORATORS`, ``_catching_context``). Read off the text,
 # erring towards "may catch": a line of a string that starts with "except" counts too.
 _EXCEPT_CLAUSE = re.compile(rb"^[ \t]*except\b[ \t]*\*?[ \t]*(\([^)]*\)|[^:\n]*)", re.M)
-_CATCHING_WORDS = re.compile(rb"suppress|raises|Raises|retry|backoff")
+# as names in code: not a docstring's "Raises:" nor GradScaler's ``backoff_factor=`` (BiRefNet)
+_CATCHING_WORDS = re.compile(
+    rb"\bsuppress\s*\(|\braises\s*\(|assertRaises|@\s*[\w.]*\bretry\b|\bretry(_call)?\s*\(|\bbackoff\s*\."
+)
 _AS_NAME = re.compile(rb"\s+as\s+\w+\s*$")
 
 

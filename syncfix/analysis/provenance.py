@@ -409,6 +409,11 @@ def _destructure(a: ModuleAnalysis, expr: cst.BaseExpression | None, value: Valu
 
 def _element_of(a: ModuleAnalysis, iterable: cst.BaseExpression) -> Value:
     """What iterating over ``iterable`` yields."""
+    if isinstance(iterable, cst.IfExp):  # ``tqdm(loader) if verbose else loader``: either's
+        one, other = _element_of(a, iterable.body), _element_of(a, iterable.orelse)
+        if isinstance(one, TupleValue) and isinstance(other, TupleValue) and len(one.items) == len(other.items):
+            return TupleValue(tuple(x.join(y) for x, y in zip(one.items, other.items, strict=True)))
+        return UNKNOWN if isinstance(one, TupleValue) or isinstance(other, TupleValue) else one.join(other)
     v = a.value(iterable)
     if v.kind is Kind.LOADER:
         return replace(v, kind=Kind.BATCH)
