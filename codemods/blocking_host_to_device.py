@@ -273,7 +273,10 @@ class BlockingHostToDevice(Rule):
       next batch (llm.c's `x, y = train_loader.next_batch()`; also `get_batch`, `sample_batch`),
       and a parameter that every call in its module passes such an item (`batch =
       next(self.data); self.run_step(batch)`) or a batch of a loader the code builds (monodepth2's
-      `self.process_batch(inputs)`, a method others may call too): syncfix cannot see the loader,
+      `self.process_batch(inputs)`, a method others may call too), or, for a method its module
+      never calls, that another project file hands the batch of its loop over batches through
+      an object (BasicSR's `while train_data is not None: model.feed_data(train_data)`, whatever
+      the model's class): syncfix cannot see the loader,
       so the batch may be a pinned buffer its loader refills, or not a tensor at all (and other
       callers of that parameter's function may pass something else): an object whose own `.to`
       takes no `non_blocking` (flex attention's `BlockMask` in a packed batch dict) then raises

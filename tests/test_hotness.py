@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import textwrap
@@ -9,7 +10,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from syncfix.analysis.hotness import file_calls, hot_functions
+from syncfix.analysis.ast_reading import batch_names
+from syncfix.analysis.hotness import batch_param, file_calls, hot_functions
 from syncfix.cli import cli
 from syncfix.projects import build_index, contexts
 
@@ -1093,3 +1095,54 @@ class _WrappedModel:
         file_calls("train", train.encode(), ["forward"], resolve),
     ]
     assert {"__call__", "_mix"} <= hot_functions(files)["timm.data.mixup"]
+
+
+FEEDER = """
+class {name}Model:
+    def feed_data(self, data):
+        self.lq = data["lq"]
+
+    def validation(self, loader):
+        return loader
+
+    def log_step(self, step):
+        return step
+"""
+TRAINER = """
+def main(model, prefetcher, val_loaders, loader):
+    train_data = prefetcher.next()
+    while train_data is not None:
+        model.feed_data(train_data)
+        train_data = prefetcher.next()
+    for val_loader in val_loaders:
+        model.validation(val_loader)
+    for i, batch in enumerate(loader):
+        model.log_step(i)
+"""
+
+
+def test_a_method_handed_a_loops_batch_through_an_object_is_hot_in_every_class_that_defines_it():
+    # BasicSR's train.py: `while train_data is not None: model.feed_data(train_data)`, where five
+    # model classes (not all one family) define `feed_data`: each runs every step, and its `data`
+    # is a loader's batch (a likely fact); a loader handed on, or a loop's count, is no batch
+    modules = [f"pkg.m{i}" for i in range(4)]
+    resolve = {m: m for m in modules} | {"pkg.train": "pkg.train"}
+    files = [file_calls(m, FEEDER.format(name=f"M{i}").encode(), ["forward"], resolve) for i, m in enumerate(modules)]
+    files.append(file_calls("pkg.train", TRAINER.encode(), ["forward"], resolve))
+    hot = hot_functions(files)
+    for m in modules:
+        assert {"feed_data", batch_param("feed_data", 0)} <= hot[m]
+        assert not {batch_param("validation", 0), batch_param("log_step", 0)} & hot[m]
+
+
+def test_only_a_batch_name_a_loop_over_batches_binds_is_a_batch():
+    loops = {
+        "while train_data is not None:\n    pass\n": {"train_data"},
+        "while True:\n    pass\n": set(),
+        "for x, y in train_loader:\n    pass\n": {"x", "y"},
+        "for i, batch in enumerate(loader):\n    pass\n": {"batch"},
+        "for val_loader in val_loaders:\n    pass\n": set(),
+        "for layer in self.layers:\n    pass\n": set(),
+    }
+    for text, names in loops.items():
+        assert batch_names(ast.parse(text).body[0]) == names, text

@@ -9,7 +9,7 @@ import ast
 from collections import deque
 from collections.abc import Iterator
 
-from .loader_names import loader_like
+from .loader_names import batch_like, loader_like
 from .torch_api import MODEL_WALKS, WALK_WRAPPERS
 
 
@@ -76,7 +76,10 @@ def walks_model(loop: ast.AST) -> bool:
 
 def over_batches(loop: ast.AST) -> bool:
     """A ``for`` whose targets or iterable read as a loader's batches (``for idx, batch in
-    enumerate(lp)``, ``for x in train_loader``), not a loop over layers, keys or modules."""
+    enumerate(lp)``, ``for x in train_loader``), not a loop over layers, keys or modules; a
+    ``while`` whose test reads a batch (BasicSR's ``while train_data is not None:``)."""
+    if isinstance(loop, ast.While):
+        return bool(batch_names(loop))
     if not isinstance(loop, (ast.For, ast.AsyncFor)):
         return False
     names = [n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)]
@@ -103,3 +106,22 @@ def statements(tree: ast.Module | ast.FunctionDef | ast.AsyncFunctionDef) -> Ite
         for name in node._fields:
             if name in _STATEMENT_LISTS:
                 todo.extend(getattr(node, name))
+
+
+def batch_names(loop: ast.AST) -> set[str]:
+    """The names that hold a batch in each pass of a loop over batches: a ``for``'s targets (not
+    ``enumerate``'s count, nor a loader: ``for val_loader in val_loaders``), a ``while``'s
+    batch-named names its test reads (``while train_data is not None:``, the body fetching the
+    next one)."""
+    if isinstance(loop, ast.While):
+        return {n.id for n in ast.walk(loop.test) if isinstance(n, ast.Name) and batch_like(n.id)}
+    if not isinstance(loop, (ast.For, ast.AsyncFor)) or not over_batches(loop):
+        return set()
+    target = loop.target
+    it = loop.iter
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate":
+        if not (isinstance(target, ast.Tuple) and len(target.elts) == 2):
+            return set()
+        target = target.elts[1]
+    names = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+    return {n for n in names if not loader_like(n) or batch_like(n)}

@@ -23,6 +23,7 @@ from . import callgraph
 from .attributes import likely_attribute_values
 from .bindings import fact_of_name, nearest_target, single_valued
 from .dtypes import is_dtype
+from .hotness import batch_param
 from .loader_names import loader_like
 from .narrowing import narrowed_kind
 from .navigation import target_path
@@ -601,10 +602,26 @@ def _passed_batches(a: ModuleAnalysis, param: cst.Param) -> bool:
     next(self.data); self.run_step(batch, cond)``)? A likely fact: callers elsewhere may pass
     something else, so a function that escapes counts its calls here alone."""
     passed = callgraph.param_arguments(a, param, likely=True)
+    if passed is None:
+        return _fed_batches(a, param)
     # a batch of a loader the code builds counts too (monodepth2's ``self.process_batch(inputs)``)
-    return passed is not None and all(
-        is_likely_batch_item(a, expr) or a.likely.value(expr).kind is Kind.BATCH for expr in passed
-    )
+    return all(is_likely_batch_item(a, expr) or a.likely.value(expr).kind is Kind.BATCH for expr in passed)
+
+
+def _fed_batches(a: ModuleAnalysis, param: cst.Param) -> bool:
+    """Is ``param`` of a method that another project file calls through an object in a loop
+    over batches, with the loop's batch as this argument (BasicSR's ``train.py``:
+    ``while train_data is not None: model.feed_data(train_data)``; the project index:
+    ``hotness.batch_param``)?"""
+    fn = a.enclosing_function(param)
+    block = a.parent(fn) if fn is not None else None
+    if fn is None or not isinstance(a.parent(block) if block is not None else None, cst.ClassDef):
+        return False
+    params = list(fn.params.params)
+    if param not in params or params.index(param) == 0:
+        return False  # ``self``, or keyword-only
+    keys = (params.index(param) - 1, param.name.value)
+    return any(batch_param(fn.name.value, key) in a.called_from_loops for key in keys)
 
 
 def _may_reach(a: ModuleAnalysis, asg: object, use: cst.Name) -> bool:

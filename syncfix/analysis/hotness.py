@@ -32,7 +32,10 @@ batches calls ``fit_function``. Calling an object of a project class runs its mo
 ``__call__``: one a loop builds and calls (``m = Wrapped(...); m(x)``), or one handed to such a
 parameter (glide's ``p_mean_variance(self._wrap_model(model), ...)``, timm's ``mixup_fn =
 Mixup(...)`` handed to ``train_one_epoch``: the ``__call__`` of the module that defines the class,
-through the packages that re-export it). Test files make nothing hot.
+through the packages that re-export it). A method handed the batch of a loop over batches through
+an object (BasicSR's ``while train_data is not None: model.feed_data(train_data)``) runs each step
+in every class that defines it, and its parameter holds a batch (:func:`batch_param`: a likely
+fact). Test files make nothing hot.
 """
 
 from __future__ import annotations
@@ -41,7 +44,14 @@ import ast
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from .ast_reading import once_per_pass, over_batches, runs_once, statements, walks_model
+from .ast_reading import (
+    batch_names,
+    once_per_pass,
+    over_batches,
+    runs_once,
+    statements,
+    walks_model,
+)
 from .import_names import Callee, imports
 from .torch_api import METHOD_HOOKS
 
@@ -138,6 +148,16 @@ class FileCalls:
     # project functions handed to a call as an argument (``fit(model, fit_function=step)``), or
     # a parameter's default (``fit_function=gradient_step``): (callee, position or name, handed)
     handed_args: list[tuple[Callee, int | str, Callee]] = field(default_factory=list)
+    # methods called through another object in a loop over batches with the loop's batch as an
+    # argument (BasicSR's ``model.feed_data(train_data)``): (method, position or name)
+    batch_args: set[tuple[str, int | str]] = field(default_factory=set)
+
+
+def batch_param(method: str, key: int | str) -> str:
+    """The entry of a module's hot names that says another project file hands ``method`` (a
+    method of one of its classes, called through an object) a loader's batch as argument ``key``
+    (a position after ``self``, or a keyword) in a loop over batches: a likely fact."""
+    return f"{method}({key})"
 
 
 def takes_no_non_blocking(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -313,6 +333,12 @@ class _Collector:
                         out.batch_calls.add(callee[1])
                     if callee[0].startswith(ANY) and (function in self.hot or loop is not None and over_batches(loop)):
                         out.step_calls.add(callee[1])
+                        batches = batch_names(loop) if loop is not None else set()
+                        out.batch_args.update(
+                            (callee[1], key)
+                            for key, arg in [*enumerate(node.args), *((k.arg, k.value) for k in node.keywords)]  # type: ignore[attr-defined]
+                            if key is not None and type(arg) is ast.Name and arg.id in batches
+                        )
                 if type(func) is ast.Attribute and func.attr in _HOOK_REGISTRARS and node.args:  # type: ignore[attr-defined]
                     # a hook runs on every forward or backward pass: as if called in a loop
                     hook = self._callee(node.args[0])  # type: ignore[attr-defined]
@@ -594,7 +620,8 @@ _MAX_REEXPORTS = 4  # packages re-exporting from packages: a few levels, never a
 
 
 def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
-    """Per module, the names of its functions that run repeatedly (a fixpoint over the calls)."""
+    """Per module, the names of its functions that run repeatedly (a fixpoint over the calls),
+    and a :func:`batch_param` entry for each argument of its methods that is handed a batch."""
     by_module = {f.module: f for f in files}
     definers: dict[str, list[str]] = {}
     method_definers: dict[str, list[str]] = {}  # a call through another object reaches a method
@@ -731,6 +758,14 @@ def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
                     elif fn not in hot:
                         hot.add(fn)
                         work.append(fn)
+    # a method handed a loop's batch through another object (BasicSR's ``model.feed_data(
+    # train_data)``) runs each step, whichever class's: every definer's, however many
+    fed = {arg for f in by_module.values() for arg in f.batch_args if arg[0] not in _TORCH_OBJECT_METHODS}
+    for method in {method for method, _ in fed}:
+        for module in method_definers.get(method, ()):
+            if (module, method) not in hot:
+                hot.add((module, method))
+                work.append((module, method))
     while work:
         module, name = work.pop()
         for fn in when_hot.get((module, name), ()):
@@ -751,4 +786,8 @@ def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
     out: dict[str, set[str]] = {}
     for module, name in hot:
         out.setdefault(module, set()).add(name)
+    for f in by_module.values():
+        for method, key in fed:
+            if method in f.methods:
+                out.setdefault(f.module, set()).add(batch_param(method, key))
     return {m: frozenset(n) for m, n in out.items()}

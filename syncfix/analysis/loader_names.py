@@ -35,3 +35,17 @@ def loader_like(name: str) -> bool:
         return False
     lowered = name.lower()
     return any(w in lowered for w in _LOADER_WORDS) or bool(parts & _LOADER_TOKENS)
+
+
+# Parts that name what yields batches (a loader, an iterator, a progress bar), not a batch.
+_YIELDERS = _LOADERS | frozenset({
+    "dl", "dls", "ds", "it", "iter", "iterator", "bar", "tbar", "pbar", "gen", "generator", "set",
+    "trainset", "testset", "valset", "sampler", "prefetcher", "dataset", "datasets",
+})
+
+
+def batch_like(name: str) -> bool:
+    """Does ``name`` read as a batch's (``train_data``, ``batch``, ``val_data``), not as what
+    yields batches (``val_loader``, ``pbar``, ``train_set``)?"""
+    parts = {p.lower() for p in _NAME_PARTS.findall(name)}
+    return loader_like(name) and not parts & _YIELDERS and "prefetch" not in name.lower()

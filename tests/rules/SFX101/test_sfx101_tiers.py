@@ -3,6 +3,7 @@ it safe), and what the no-fix messages tell the user to do."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 
 import pytest
@@ -286,3 +287,36 @@ def test_a_cuda_device_string_built_by_concatenation(device, safe):
     )
     (found,) = check_code(source, select=["SFX101"])
     assert (found.fix is not None and found.fix.applicability is Applicability.SAFE) is safe
+
+
+MODEL = """
+import torch
+
+
+class Model:
+    def __init__(self):
+        self.device = torch.device("cuda")
+
+    def feed_data(self, data):
+        self.lq = data["lq"].to(self.device)
+"""
+
+
+@pytest.mark.parametrize(
+    ("call", "fixed"),
+    [
+        ("model.feed_data(train_data)", "unsafe"),  # BasicSR's training loop, in another file
+        ("model.feed_data(settings)", None),  # not the loop's batch: not reported
+    ],
+)
+def test_a_method_handed_a_batch_from_another_files_loop_copies_a_likely_batch_item(tmp_path, monkeypatch, call, fixed):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "model.py").write_text(MODEL)
+    (tmp_path / "train.py").write_text(
+        "def main(model, prefetcher, settings):\n    train_data = prefetcher.next()\n"
+        f"    while train_data is not None:\n        {call}\n        train_data = prefetcher.next()\n"
+    )
+    result = CliRunner().invoke(cli, ["check", "--no-cache", "--unsafe-fixes", "-o", "json", "--select", "SFX101", "."])
+    found = [f["fix"]["applicability"] if f["fix"] else None for f in json.loads(result.output) if f["filename"] == "model.py"]
+    assert found == ([fixed] if fixed else []), result.output
