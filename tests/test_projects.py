@@ -536,3 +536,42 @@ def test_a_computed_setattr_reaches_a_loader_only_from_files_that_can_hold_it(tm
     result = CliRunner().invoke(cli, ["check", "train.py", "-o", "json", "--no-cache", "--select", "SFX101"])
     fixes = [f["fix"]["applicability"] for f in json.loads(result.stdout) if f["fix"] is not None]
     assert fixes.count("safe") == left
+
+
+HANDED = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+from helpers import log_loader
+
+
+def train(train_loader, model):
+    for i, (x, y) in enumerate(train_loader):
+        y = y.cuda()
+        model(x, y)
+
+
+def main(model):
+    loader = DataLoader(TensorDataset(torch.randn(10, 3), torch.randn(10)), batch_size=2)
+    for epoch in range(3):
+        train({handed}, model)
+"""
+
+
+@pytest.mark.parametrize(
+    ("handed", "left"),
+    [
+        # TSM: the loader handed to this file's `train`, which only iterates it, is confined as
+        # if iterated here: a computed setattr in a file that cannot hold it does not reach it
+        ("loader", 1),
+        # handed on to another file's function too: that code may set its collate_fn
+        ("log_loader(loader)", 0),
+    ],
+)
+def test_a_loader_handed_to_a_function_of_its_module_that_iterates_it_stays_confined(tmp_path, monkeypatch, handed, left):
+    config = "def configure(obj, **kw):\n    for k, v in kw.items():\n        setattr(obj, k, v)\n"
+    helpers = "def log_loader(loader):\n    print(len(loader))\n    return loader\n"
+    _files(tmp_path, monkeypatch, {"train.py": HANDED.format(handed=handed), "config.py": config, "helpers.py": helpers})
+    result = CliRunner().invoke(cli, ["check", "train.py", "-o", "json", "--no-cache", "--select", "SFX101"])
+    fixes = [f["fix"]["applicability"] for f in json.loads(result.stdout) if f["fix"] is not None]
+    assert fixes.count("safe") == left, result.stdout

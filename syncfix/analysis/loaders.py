@@ -223,12 +223,16 @@ def reconfigured(a: ModuleAnalysis, asg: Assignment) -> bool:
     return False
 
 
-def _confined(a: ModuleAnalysis, asg: Assignment) -> bool:
-    """Is every use of the loader bound here an attribute read, an iteration, or an argument of
-    library code that sets no attribute of its arguments (``enumerate``, ``tqdm``, ``len``)?"""
+def _confined(a: ModuleAnalysis, asg: Assignment, hops: int = 2) -> bool:
+    """Is every use of the loader bound here an attribute read, an iteration, an argument of
+    library code that sets no attribute of its arguments (``enumerate``, ``tqdm``, ``len``), or
+    one of a function of this module whose parameter is used so (TSM's ``train(train_loader,
+    ...)``, whose loop iterates it), a few calls deep?"""
     for access in asg.references:
         node = access.node
         parent = a.parent(node)
+        if hops and isinstance(parent, cst.Arg) and parent.value is node and _confined_in_callee(a, parent, hops - 1):
+            continue
         if isinstance(parent, cst.Attribute) and parent.value is node and not is_store(a, parent):
             continue
         if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is node:
@@ -239,6 +243,27 @@ def _confined(a: ModuleAnalysis, asg: Assignment) -> bool:
             continue
         return False
     return True
+
+
+def _confined_in_callee(a: ModuleAnalysis, arg: cst.Arg, hops: int) -> bool:
+    """Is ``arg`` bound to a parameter of a function of this module (called by name) that uses
+    it only as :func:`_confined` allows?"""
+    call = a.parent(arg)
+    fn = a.local_function(call.func) if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) else None
+    if fn is None or any(other.star for other in call.args):  # type: ignore[union-attr]
+        return False
+    params = [*fn.params.posonly_params, *fn.params.params]
+    if arg.keyword is not None:
+        param = next((p for p in [*params, *fn.params.kwonly_params] if p.name.value == arg.keyword.value), None)
+    else:
+        index = [x for x in call.args if x.keyword is None].index(arg)  # type: ignore[union-attr]
+        param = params[index] if index < len(params) else None
+    scope = a.scope(param.name) if param is not None else None
+    if param is None or scope is None:
+        return False
+    bound = [b for b in scope.assignments[param.name.value] if getattr(b, "node", None) is param]
+    only = bound[0] if len(bound) == 1 and len(scope.assignments[param.name.value]) == 1 else None
+    return isinstance(only, Assignment) and _confined(a, only, hops)
 
 
 def _reads_or_leaves(a: ModuleAnalysis, call: cst.Call) -> bool:
