@@ -229,8 +229,12 @@ def _numpy_call_value(a: ModuleAnalysis, name: str, call: cst.Call) -> Value:
     return Value(Kind.NDARRAY)
 
 
-# numpy callables that give their argument itself where it already fits, else a new array.
-_ARRAY_OR_COPY = frozenset({"asarray", "asanyarray", "ascontiguousarray", "asfortranarray"})
+# numpy callables that give their argument itself where it already fits, else a new array (a
+# scalar type called on an array, as Restormer's ``np.float32(np.array(...))``, converts it so)
+_ARRAY_OR_COPY = frozenset({
+    "asarray", "asanyarray", "ascontiguousarray", "asfortranarray",
+    "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool_",
+})
 
 
 def _numpy_operands(vals: list[Value]) -> bool:
