@@ -121,6 +121,9 @@ class BlockingHostToDevice(Rule):
     store on another object, in any file, no `setattr` or `vars(args)` in the module). Any other
     attribute, such as `cfg.device` of a config object, is not provable (it may be `"cpu"` or
     `"mps"`).
+    A `.to(z)` of a factory's tensor built without `device=` (`torch.zeros(b, 1).to(z)`), where
+    `z` is one too, built in the same function (`z = torch.zeros(b, d)`) outside any `with`
+    block, copies nothing (both are on the default device, whatever it is) and is not reported.
     `.to(device, dtype)` / `.to(device, dtype=...)` are copies too, and so are the items of a
     batch moved in a comprehension (`{k: v.cuda() for k, v in batch.items()}`,
     `[t.to(device) for t in batch]`). So is `p.type_as(x)` of a CPU tensor `p` in code that

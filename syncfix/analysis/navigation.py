@@ -397,6 +397,11 @@ def uses_streams(a: ModuleAnalysis) -> bool:
 def sets_default_device(a: ModuleAnalysis) -> bool:
     if "device" in a.defaults_changed:
         return True  # another file of the project may set it
+    return sets_default_device_here(a)
+
+
+def sets_default_device_here(a: ModuleAnalysis) -> bool:
+    """Does this module call ``torch.set_default_device`` (or ``set_default_tensor_type``)?"""
     return any(
         a.qualnames(node) & {"torch.set_default_device", "torch.set_default_tensor_type"}
         for node in _names_ending_in(a, {"set_default_device", "set_default_tensor_type"})

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from .bindings import bound_once
+from .navigation import sets_default_device_here
 from .syntax import keyword, positional
-from .torch_api import CPU_KEEPING_ATTRS, CPU_KEEPING_METHODS
+from .torch_api import CPU_KEEPING_ATTRS, CPU_KEEPING_METHODS, DEFAULT_DEVICE_FACTORIES
 
 if TYPE_CHECKING:
     from .module import ModuleAnalysis
@@ -22,7 +23,7 @@ def already_on_target(a: ModuleAnalysis, call: cst.Call) -> bool:
     returns ``x`` itself: no copy, no wait."""
     func = call.func
     assert isinstance(func, cst.Attribute)
-    if _like_its_target(a, func.value, call):
+    if _like_its_target(a, func.value, call) or _both_on_the_default_device(a, func.value, call):
         return True
     origin = a.device_origin(func.value)
     if origin is None or origin != a.device_origin(call):
@@ -82,3 +83,33 @@ def _device_root(a: ModuleAnalysis, expr: cst.BaseExpression, depth: int) -> tup
 
 # Tensor methods whose result is on their receiver's device, whatever its arguments.
 _DEVICE_KEEPING = frozenset(CPU_KEEPING_METHODS - {"pin_memory"})
+
+
+def _both_on_the_default_device(a: ModuleAnalysis, receiver: cst.BaseExpression, call: cst.Call) -> bool:
+    """``torch.zeros(b, 1).to(z)`` where the one binding of ``z`` that reaches it is ``z =
+    torch.zeros(b, d, q)`` in the same function (DEQ's): both built without ``device=`` on the default device, whatever it is, where
+    no ``with`` (``with torch.device("cuda"):``) is around either and the module sets no
+    default device between them."""
+    target = positional(call)
+    if len(target) != 1 or len(call.args) != 1 or not isinstance(target[0].value, cst.Name):
+        return False
+    other = target[0].value
+    values = a.reaching_values(other)
+    made = values[0] if values and len(values) == 1 else None
+    if isinstance(receiver, cst.Name):
+        found = a.reaching_values(receiver)
+        receiver = found[0] if found and len(found) == 1 and isinstance(found[0], cst.BaseExpression) else receiver
+    return (
+        isinstance(made, cst.Call)
+        and _default_factory(a, made)
+        and isinstance(receiver, cst.Call)
+        and _default_factory(a, receiver)
+        and a.enclosing_function(made) is a.enclosing_function(call)
+        and not any(isinstance(anc, cst.With) for node in (made, receiver) for anc in a.ancestors(node))
+        and not sets_default_device_here(a)
+    )
+
+
+def _default_factory(a: ModuleAnalysis, call: cst.Call) -> bool:
+    name = a.callee(call) or ""
+    return name.removeprefix("torch.") in DEFAULT_DEVICE_FACTORIES and name.startswith("torch.") and keyword(call, "device") is None
