@@ -177,10 +177,18 @@ def _syntax_error(data: bytes, exc: cst.ParserSyntaxError) -> FileError:
         compile(data, "<file>", "exec", dont_inherit=True)
     except SyntaxError as py:
         at = (py.lineno, py.offset) if py.lineno and py.offset else None
-        return FileError(f"syntax error at {py.lineno}:{py.offset}: {py.msg}", at)
+        return FileError(f"syntax error at {py.lineno}:{py.offset}: {py.msg}{_legacy_hint(py.text)}", at)
     except (ValueError, RecursionError, MemoryError):
         pass
     return FileError(f"syntax error: {exc.message.removeprefix('parser error: ')}", (exc.raw_line, exc.raw_column + 1))
+
+
+def _legacy_hint(line: str | None) -> str:
+    """PyTorch code older than Python 3.7 (tsn-pytorch's ``.cuda(async=True)``): say what it
+    is now, so that the user can fix the line and have the file checked."""
+    if line and re.search(r"\basync\s*=", line):
+        return " (`async` is a keyword since Python 3.7: PyTorch's `async=True` is `non_blocking=True`)"
+    return ""
 
 
 def analyze(

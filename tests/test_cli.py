@@ -574,3 +574,11 @@ def test_a_known_target_version_parses_with_that_grammar(project):
     assert result.exit_code == 1 and "SFX101" in result.output, result.output
     match = run("check", "--no-cache", "--target-version", "py39", "a.py")
     assert match.exit_code == 1, match.output
+
+
+def test_a_legacy_async_keyword_says_what_it_is_now(project):
+    # tsn-pytorch's `input.cuda(async=True)`: a syntax error since Python 3.7
+    r = run("check", "-", input="import torch\nx = torch.ones(2).cuda(async=True)\n")
+    assert "syntax error at 2:" in r.stderr
+    assert "`async=True` is `non_blocking=True`" in r.stderr
+    assert "non_blocking" not in run("check", "-", input="import torch\ndef f(:\n    pass\n").stderr
