@@ -28,7 +28,7 @@ class SynchronizeInLoop(Rule):
     `timeit.default_timer()`..., or starts or stops a timer object: `timer.toc()`,
     `meter.iter_tic()`, any `tic`/`toc` method, or `start`/`stop`/`lap`/`elapsed`... of an object
     named for a timer or stopwatch), in the same or the next statement, or after at most two log
-    lines such as `print(...)` or `logger.info(...)`; a sync that ends an `if`/`elif`/`else`
+    lines such as `print(...)` or `logger.info(...)` or counter updates (`num_updates += 1`); a sync that ends an `if`/`elif`/`else`
     branch is followed by what follows the `if`), one followed by an event's `elapsed_time`
     (whichever sync completes the event: the event's, its stream's or the device's), and one under an `if` that tests a timing switch (`if args.sync:`,
     `if self.benchmark:`, `if profile:`, `if cfg.timing:`: a name or attribute made of words
@@ -217,10 +217,17 @@ class SynchronizeInLoop(Rule):
         return any(".elapsed_time(" in _code(t) for t in targets)
 
     def _log_line(self, line: cst.SimpleStatementLine) -> bool:
-        """Is ``line`` only log calls (``print(...)``, ``logger.info(...)``)? They queue no GPU
-        work, so a clock read after them still times what the sync waited for."""
+        """Is ``line`` only log calls (``print(...)``, ``logger.info(...)``) or counter updates
+        by a literal (PoolFormer's ``num_updates += 1``, of a name not known to be a tensor)?
+        They queue no GPU work (a counter's), so a clock read after them still times what the
+        sync waited for."""
+        a = self.analysis
         return all(
-            isinstance(s, cst.Expr) and isinstance(s.value, cst.Call) and self.analysis.is_logging_call(s.value)
+            isinstance(s, cst.Expr) and isinstance(s.value, cst.Call) and a.is_logging_call(s.value)
+            or isinstance(s, cst.AugAssign)
+            and isinstance(s.target, cst.Name)
+            and isinstance(s.value, (cst.Integer, cst.Float))
+            and not a.value(s.target).is_tensor
             for s in line.body
         )
 

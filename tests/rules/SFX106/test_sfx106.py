@@ -38,7 +38,8 @@ def test_synchronize_without_clock_is_not_called_timing():
 
 def test_log_lines_between_synchronize_and_clock_keep_it_timing():
     # Swin-Transformer's throughput(): synchronize(); logger.info(...); tic1 = time.time()
-    for logs in ("    print('timing')\n", "    logging.info('a')\n    print(x.sum().item())\n"):
+    # PoolFormer's train loop: synchronize(); num_updates += 1; batch_time_m.update(time.time() - end)
+    for logs in ("    print('timing')\n", "    logging.info('a')\n    print(x.sum().item())\n", "    num_updates += 1\n"):
         (msg,) = _messages(f"    torch.cuda.synchronize()\n{logs}    t = time.time()\n", "SFX106")
         assert "deliberate (timing)" in msg, logs
 
@@ -48,6 +49,7 @@ def test_gpu_work_or_many_lines_before_the_clock_are_not_timing():
         "    print('a')\n    y = x + 1\n",  # queues GPU work before the clock
         "    print('a')\n    print('b')\n    print('c')\n",  # the clock is not what follows
         "    meter.update(1)\n",  # not a log line: it may queue anything
+        "    x += 1\n",  # a tensor's update queues GPU work
     ):
         (msg,) = _messages(f"    torch.cuda.synchronize()\n{between}    t = time.time()\n", "SFX106")
         assert "deliberate" not in msg, between
