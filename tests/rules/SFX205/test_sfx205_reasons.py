@@ -35,7 +35,7 @@ def test_the_masked_sum_fix_states_no_reason():
 
 MASKS = (
     "import torch\n\n"
-    "def loss(s: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor, mask_idx: torch.Tensor, masked_target: torch.Tensor, device):\n"
+    "def loss(s: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor, mask_idx: torch.Tensor, masked_target: torch.Tensor, device, i_mask: torch.Tensor):\n"
     "    out = []\n"
     "    for k in range(4):\n"
     "        eye = torch.eye(s.shape[0], dtype=torch.bool).to(device)\n"
@@ -47,6 +47,7 @@ MASKS = (
     "        out.append(targets[masked_target])\n"  # 12: Megatron's target with entries masked
     "        out.append(targets[mask[k] & (s[k] >= 0)])\n"  # 13: flair's row of a mask, and a test
     "        out.append(targets[mask_idx & (s[k] >= 0)])\n"  # 14: an index, whatever it is combined with
+    "        out.append(targets[i_mask])\n"  # 15: MobileSAM's index of a mask, from its NMS
     "    return out\n"
 )
 
