@@ -16,6 +16,7 @@ from syncfix.analysis import (
     Device,
     Kind,
     keyword,
+    module_state,
     named_as_device,
     positional,
 )
@@ -98,6 +99,29 @@ def likely_other_tensor(a, call: cst.Call) -> bool:
         receiver = receiver.func.value
     made = a.callee(receiver) if isinstance(receiver, cst.Call) else None
     return not named_as_device(first) and made not in HOST_FACTORIES
+
+
+def state_to_its_outputs(a, call: cst.Call) -> bool:
+    """``self.relative_position_bias_table[idx].view(...).to(dtype=q.dtype, device=q.device)``
+    (Swin's attention, every block): a module's own parameter or buffer (through indexing and
+    views) moved to the device of a tensor its method computed. The parameter moves with the
+    module, so it is on that device already, likely (a model split across devices by hand
+    aside): a cast, not a copy. Enough to leave it unreported; never proof of anything."""
+    device = device_argument(call)
+    if not (
+        isinstance(device, cst.Attribute) and device.attr.value == "device" and isinstance(device.value, (cst.Name, cst.Attribute))
+        or isinstance(device, cst.Name) and keyword(call, "device") is None and len(call.args) == 1 and not named_as_device(device)
+    ):
+        return False
+    receiver = call.func.value  # type: ignore[attr-defined]
+    while True:
+        if isinstance(receiver, cst.Subscript):
+            receiver = receiver.value
+        elif isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) and receiver.func.attr.value in METHOD_MAYBE_SELF:
+            receiver = receiver.func.value
+        else:
+            break
+    return module_state(a, receiver)
 
 
 def onto_accumulator(a, call: cst.Call) -> bool:

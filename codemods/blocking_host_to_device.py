@@ -40,6 +40,7 @@ from ._copy_calls import (
     places_a_module,
     project_narrow_to,
     result_dropped,
+    state_to_its_outputs,
     to_names_device,
     unpacked,
 )
@@ -124,6 +125,10 @@ class BlockingHostToDevice(Rule):
     A `.to(z)` of a factory's tensor built without `device=` (`torch.zeros(b, 1).to(z)`), where
     `z` is one too, built in the same function (`z = torch.zeros(b, d)`) outside any `with`
     block, copies nothing (both are on the default device, whatever it is) and is not reported.
+    Nor is a module's own parameter or buffer moved to the device of a tensor its method
+    computed (Swin's `self.relative_position_bias_table[idx].to(dtype=q.dtype, device=q.device)`):
+    it moves with the module, so it is there already (likely; a model split across devices by
+    hand aside).
     `.to(device, dtype)` / `.to(device, dtype=...)` are copies too, and so are the items of a
     batch moved in a comprehension (`{k: v.cuda() for k, v in batch.items()}`,
     `[t.to(device) for t in batch]`). So is `p.type_as(x)` of a CPU tensor `p` in code that
@@ -534,6 +539,8 @@ class BlockingHostToDevice(Rule):
                 return
             if target is Device.UNKNOWN and receiver.is_tensor and likely_other_tensor(a, node):
                 return  # ``self.q_norm(q).to(v)``: a computed tensor cast like another, likely
+            if target is Device.UNKNOWN and state_to_its_outputs(a, node):
+                return  # Swin's ``self.bias_table[idx].to(device=q.device)``: moved with the module
             if method == "to" and receiver.device is Device.UNKNOWN and kept_on_host(a, func.value):
                 # ``self.pos_embedding.to(device, dtype=x.dtype)``: a tensor of a device syncfix
                 # cannot prove, that every method of its class sets to a CPU tensor (likely)

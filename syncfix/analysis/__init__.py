@@ -64,6 +64,7 @@ Import what rules need from here: ``from syncfix.analysis import ModuleAnalysis,
 Device, ...``.
 """
 
+from .attributes import module_state
 from .devices import narrowed_to_tensor
 from .effects import SHARING_CALLS, Effects
 from .handlers import handler_site
@@ -131,6 +132,7 @@ __all__ = [
     "Effects",
     "HostRead",
     "math_read",
+    "module_state",
     "Kind",
     "Memory",
     "ModuleAnalysis",

@@ -304,6 +304,18 @@ def holds_module_container(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
     return _held_constructions(a, expr, _MODULE_CONTAINERS) is not None
 
 
+def module_state(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` (``self.<attr>`` in a method) a parameter or buffer of its module: registered
+    (``self.register_buffer("<attr>", ...)``), or every value the class assigns to it an
+    ``nn.Parameter(...)``? It moves with the module (``model.cuda()``), whatever it was made on."""
+    if not (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self"):
+        return False
+    if _registered(a, expr):
+        return True
+    bound = self_attribute_values(a, expr)
+    return bool(bound) and all(_makes_parameter(a, v) for v in bound or ())
+
+
 def _makes_parameter(a: ModuleAnalysis, value: cst.BaseExpression) -> bool:
     return isinstance(value, cst.Call) and a.callee(value) in ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
 

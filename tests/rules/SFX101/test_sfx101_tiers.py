@@ -320,3 +320,45 @@ def test_a_method_handed_a_batch_from_another_files_loop_copies_a_likely_batch_i
     result = CliRunner().invoke(cli, ["check", "--no-cache", "--unsafe-fixes", "-o", "json", "--select", "SFX101", "."])
     found = [f["fix"]["applicability"] if f["fix"] else None for f in json.loads(result.output) if f["filename"] == "model.py"]
     assert found == ([fixed] if fixed else []), result.output
+
+
+
+ATTENTION = """\
+# Swin's window attention (BiRefNet's backbone): the relative position bias table is a parameter
+# of the module and its index a buffer; both move with the module, so `.to(device=q.device)` of
+# them, for a `q` the module computed, is a cast (likely), not a copy: not reported. A plain
+# tensor the class keeps is not moved with the module: its copy is reported.
+import torch
+from torch import nn
+
+
+class WindowAttention(nn.Module):
+    def __init__(self, dim: int, heads: int, window: int):
+        super().__init__()
+        self.heads = heads
+        self.table = nn.Parameter(torch.zeros((2 * window - 1) ** 2, heads))
+        self.register_buffer("index", torch.arange(window * window).repeat(window * window, 1))
+        self.kept = torch.zeros(window * window, window * window)
+        self.qkv = nn.Linear(dim, dim * 3)
+
+    def forward(self, x):
+        b, n, c = x.shape
+        qkv = self.qkv(x).reshape(b, n, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.unbind(0)
+        bias = self.table[self.index.view(-1)].view(n, n, -1).permute(2, 0, 1).unsqueeze(0).to(dtype=q.dtype, device=q.device)
+        kept = self.kept.to(dtype=q.dtype, device=q.device)
+        return (q @ k.transpose(-2, -1) + bias + kept).softmax(-1) @ v
+"""
+
+
+def test_a_modules_own_parameter_moved_to_its_outputs_device_is_no_copy(tmp_path, monkeypatch):
+    # Swin's window attention in BiRefNet's backbone, a class another file imports (so syncfix
+    # cannot name what `self.table` holds): the parameter and the buffer move with the module,
+    # so `.to(device=q.device)` is a cast; a plain tensor the class keeps is copied (reported)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "attn.py").write_text(ATTENTION)
+    (tmp_path / "build.py").write_text("from attn import WindowAttention\n\n\ndef build():\n    return WindowAttention(96, 3, 7)\n")
+    result = CliRunner().invoke(cli, ["check", "--no-cache", "-o", "json", "--select", "SFX101", "."])
+    lines = [f["location"]["row"] for f in json.loads(result.output) if f["filename"] == "attn.py"]
+    assert lines == [ATTENTION.splitlines().index("        kept = self.kept.to(dtype=q.dtype, device=q.device)") + 1], result.output
