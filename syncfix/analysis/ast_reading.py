@@ -108,13 +108,15 @@ def statements(tree: ast.Module | ast.FunctionDef | ast.AsyncFunctionDef) -> Ite
                 todo.extend(getattr(node, name))
 
 
-def batch_names(loop: ast.AST) -> set[str]:
+def batch_names(loop: ast.AST, fresh: bool = True) -> set[str]:
     """The names that hold a batch in each pass of a loop over batches: a ``for``'s targets (not
     ``enumerate``'s count, nor a loader: ``for val_loader in val_loaders``), a ``while``'s
     batch-named names its test reads (``while train_data is not None:``, the body fetching the
-    next one)."""
+    next one); with ``fresh``, only those the body does not rebind to anything else (a device
+    copy of the batch is no longer the loader's)."""
     if isinstance(loop, ast.While):
-        return {n.id for n in ast.walk(loop.test) if isinstance(n, ast.Name) and batch_like(n.id)}
+        names = {n.id for n in ast.walk(loop.test) if isinstance(n, ast.Name) and batch_like(n.id)}
+        return names - _rebound(loop) if fresh else names
     if not isinstance(loop, (ast.For, ast.AsyncFor)) or not over_batches(loop):
         return set()
     target = loop.target
@@ -124,4 +126,50 @@ def batch_names(loop: ast.AST) -> set[str]:
             return set()
         target = target.elts[1]
     names = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
-    return {n for n in names if not loader_like(n) or batch_like(n)}
+    names = {n for n in names if not loader_like(n) or batch_like(n)}
+    return names - _rebound(loop) if fresh else names
+
+
+def _rebound(loop: ast.For | ast.AsyncFor | ast.While) -> set[str]:
+    """The names the loop's body binds to anything but the next batch (``batch_labels =
+    batch_labels.to(device)``: a copy on the device, no longer the loader's)."""
+    out: set[str] = set()
+    for node in ast.walk(ast.Module(body=loop.body, type_ignores=[])):
+        if isinstance(node, ast.Assign) and _fetches_next(node.value):
+            continue
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.With, ast.NamedExpr)):
+            out.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    return out
+
+
+def _fetches_next(value: ast.expr) -> bool:
+    """``next(it)``, ``prefetcher.next()``: the next batch."""
+    return isinstance(value, ast.Call) and (
+        isinstance(value.func, ast.Name) and value.func.id == "next"
+        or isinstance(value.func, ast.Attribute) and value.func.attr in ("next", "__next__")
+    )
+
+
+def takes_no_non_blocking(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """``def to(self, device)``: no ``non_blocking`` parameter and no ``**kwargs``."""
+    names = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+    return fn.args.kwarg is None and "non_blocking" not in names
+
+
+def returned_closure(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """The name of the function ``fn`` defines in its own body and returns (``def step(...):
+    ...; return step``), the one ``fn``'s every ``return`` gives; else None."""
+    nested = {s.name for s in fn.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    if not nested:
+        return None
+    returned: set[str] = set()
+    todo: list[ast.AST] = list(fn.body)
+    while todo:  # its own statements: not those of the functions and classes it defines
+        node = todo.pop()
+        if isinstance(node, ast.Return):
+            returned.add(node.value.id if isinstance(node.value, ast.Name) else "")
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            todo.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
+            todo.extend(h for h in getattr(node, "handlers", ()))
+    name = returned.pop() if len(returned) == 1 else ""
+    return name if name in nested else None

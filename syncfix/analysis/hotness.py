@@ -48,8 +48,10 @@ from .ast_reading import (
     batch_names,
     once_per_pass,
     over_batches,
+    returned_closure,
     runs_once,
     statements,
+    takes_no_non_blocking,
     walks_model,
 )
 from .import_names import Callee, imports
@@ -151,6 +153,9 @@ class FileCalls:
     # methods called through another object in a loop over batches with the loop's batch as an
     # argument (BasicSR's ``model.feed_data(train_data)``): (method, position or name)
     batch_args: set[tuple[str, int | str]] = field(default_factory=set)
+    # methods called through another object in a loop over batches with the batch, or a copy of
+    # it, as an argument: each step runs them, whichever class's
+    batch_calls_through: set[str] = field(default_factory=set)
 
 
 def batch_param(method: str, key: int | str) -> str:
@@ -158,12 +163,6 @@ def batch_param(method: str, key: int | str) -> str:
     method of one of its classes, called through an object) a loader's batch as argument ``key``
     (a position after ``self``, or a keyword) in a loop over batches: a likely fact."""
     return f"{method}({key})"
-
-
-def takes_no_non_blocking(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """``def to(self, device)``: no ``non_blocking`` parameter and no ``**kwargs``."""
-    names = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
-    return fn.args.kwarg is None and "non_blocking" not in names
 
 
 def file_calls(
@@ -209,25 +208,6 @@ def _applies(func: ast.expr) -> bool:
     return name in _APPLIERS
 
 
-def returned_closure(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
-    """The name of the function ``fn`` defines in its own body and returns (``def step(...):
-    ...; return step``), the one ``fn``'s every ``return`` gives; else None."""
-    nested = {s.name for s in fn.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    if not nested:
-        return None
-    returned: set[str] = set()
-    todo: list[ast.AST] = list(fn.body)
-    while todo:  # its own statements: not those of the functions and classes it defines
-        node = todo.pop()
-        if isinstance(node, ast.Return):
-            returned.add(node.value.id if isinstance(node.value, ast.Name) else "")
-        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            todo.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
-            todo.extend(h for h in getattr(node, "handlers", ()))
-    name = returned.pop() if len(returned) == 1 else ""
-    return name if name in nested else None
-
-
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Per node type, the fields that may not run each time the node does (navigation.py's
@@ -271,6 +251,25 @@ class _Collector:
         # its functions and methods that return an instance of a project class: calling that
         # object runs its module's ``__call__`` (glide's ``self._wrap_model(model)``)
         self.instances_of: dict[str, Callee] = {}
+        # per loop over batches: the names holding its batch, fresh and any (``_batch_args``)
+        self.loop_batches: dict[int, tuple[set[str], set[str]]] = {}
+
+    def _batch_args(self, method: str, call: ast.Call, loop: ast.AST) -> None:
+        """A call through an object in a loop over batches: the arguments that are the loop's
+        batch (``model.feed_data(train_data)``), and, where one is the batch or a copy of it
+        (``model.loss(scores, labels)`` after ``labels = labels.to(device)``), the method runs
+        each step."""
+        args = [*enumerate(call.args), *((k.arg, k.value) for k in call.keywords)]
+        known = self.loop_batches.get(id(loop))
+        if known is None:  # once per loop: it may hold many calls
+            known = self.loop_batches[id(loop)] = (batch_names(loop), batch_names(loop, fresh=False))
+        fresh, any_batch = known
+        for key, arg in args:
+            if key is not None and type(arg) is ast.Name:
+                if arg.id in fresh:
+                    self.out.batch_args.add((method, key))
+                if arg.id in any_batch:
+                    self.out.batch_calls_through.add(method)
 
     def collect(self, tree: ast.Module) -> None:
         """Each call, under the function it is in and whether a loop of that function that
@@ -333,12 +332,8 @@ class _Collector:
                         out.batch_calls.add(callee[1])
                     if callee[0].startswith(ANY) and (function in self.hot or loop is not None and over_batches(loop)):
                         out.step_calls.add(callee[1])
-                        batches = batch_names(loop) if loop is not None else set()
-                        out.batch_args.update(
-                            (callee[1], key)
-                            for key, arg in [*enumerate(node.args), *((k.arg, k.value) for k in node.keywords)]  # type: ignore[attr-defined]
-                            if key is not None and type(arg) is ast.Name and arg.id in batches
-                        )
+                        if loop is not None:
+                            self._batch_args(callee[1], node, loop)  # type: ignore[arg-type]
                 if type(func) is ast.Attribute and func.attr in _HOOK_REGISTRARS and node.args:  # type: ignore[attr-defined]
                     # a hook runs on every forward or backward pass: as if called in a loop
                     hook = self._callee(node.args[0])  # type: ignore[attr-defined]
@@ -760,8 +755,8 @@ def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
                         work.append(fn)
     # a method handed a loop's batch through another object (BasicSR's ``model.feed_data(
     # train_data)``) runs each step, whichever class's: every definer's, however many
-    fed = {arg for f in by_module.values() for arg in f.batch_args if arg[0] not in _TORCH_OBJECT_METHODS}
-    for method in {method for method, _ in fed}:
+    stepped = {m for f in by_module.values() for m in f.batch_calls_through if m not in _TORCH_OBJECT_METHODS}
+    for method in stepped:
         for module in method_definers.get(method, ()):
             if (module, method) not in hot:
                 hot.add((module, method))
@@ -786,6 +781,7 @@ def hot_functions(files: Iterable[FileCalls]) -> dict[str, frozenset[str]]:
     out: dict[str, set[str]] = {}
     for module, name in hot:
         out.setdefault(module, set()).add(name)
+    fed = {arg for f in by_module.values() for arg in f.batch_args if arg[0] not in _TORCH_OBJECT_METHODS}
     for f in by_module.values():
         for method, key in fed:
             if method in f.methods:
