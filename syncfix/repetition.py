@@ -5,7 +5,8 @@ bodies, step-like functions (``forward``, ``training_step``... the ``hot-functio
 and functions this file calls from such code. One-time code is quiet by default: the module's
 top level outside loops (``if __name__ == "__main__":`` included), ``__init__`` (unless its class
 is made where code repeats: Autoformer's masks, made in each ``forward``), an attribute
-made on first use (``if not hasattr(self, "x"): self.x = ...``, ``if self.x is None:``), a value
+made on first use (``if not hasattr(self, "x"): self.x = ...``, ``if self.x is None:``, the
+``else`` of a test against ``self`` attributes it stores again: a cache refilled on a miss), a value
 made once per key of a cache (``if key not in cache: cache[key] = ...``), a branch taken once
 per pass of its loop (``if i == n - 1:`` on the loop's counter), a loop over a model's layers or
 tensors (``for name, m in model.named_modules():``) where the code around it runs once, the
@@ -69,8 +70,23 @@ def lazy_init(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
                 return True
             if _fills_cache(a, anc):
                 return True
+        if isinstance(anc, cst.If) and child is anc.orelse and isinstance(anc.orelse, cst.Else) and _refills_on_miss(a, anc):
+            return True
         child = anc
     return False
+
+
+def _refills_on_miss(a: ModuleAnalysis, branch: cst.If) -> bool:
+    """``if channel == self.channel and ...: window = self.window`` / ``else:`` that stores every
+    ``self.<attr>`` the test reads (pytorch_ssim's ``SSIM.forward``, copied into many repos): the
+    ``else`` runs only when the inputs change, the next call hits the cache."""
+    read = {
+        n.attr.value
+        for n in a.nodes_within(branch.test, cst.Attribute)
+        if isinstance(n, cst.Attribute) and _self_attribute(n) is not None
+    }
+    body = branch.orelse.body  # type: ignore[union-attr]
+    return bool(read) and all(_sets_self_attribute(body, attr) for attr in read)
 
 
 def _fills_cache(a: ModuleAnalysis, branch: cst.If) -> bool:

@@ -358,6 +358,32 @@ def test_an_attribute_made_on_first_use_is_one_time_code():
     assert codes(src, include_cold=True) == [("SFX101", 6), ("SFX101", 9), ("SFX101", 11), ("SFX101", 13)]
 
 
+def test_a_cache_refilled_when_its_inputs_change_is_one_time_code():
+    # pytorch_ssim's SSIM.forward (BiRefNet's loss.py and many more): the window is rebuilt and
+    # copied only when the channel count or dtype changes; the next call finds it in `self`
+    src = """\
+    import torch
+
+    class SSIM(torch.nn.Module):
+        def forward(self, img1, img2):
+            channel = img1.size(1)
+            if channel == self.channel and self.window.dtype == img1.dtype:
+                window = self.window
+            else:
+                window = torch.ones(channel, 1, 11, 11).cuda()
+                self.window = window
+                self.channel = channel
+            if channel == self.size:
+                other = self.other
+            else:
+                other = torch.ones(channel).cuda()
+                self.other = other
+            return window, other
+    """
+    assert codes(src) == [("SFX101", 15)]  # `self.size` is not stored again: no cache
+    assert codes(src, include_cold=True) == [("SFX101", 9), ("SFX101", 15)]
+
+
 def test_a_buffer_registered_on_first_use_is_one_time_code():
     # stable-diffusion's `to_rgb`: `if not hasattr(self, "colorize"): self.register_buffer(...)`
     src = """\
