@@ -72,6 +72,8 @@ def test_no_fix_where_a_handler_sees_the_wait(opening, closing):
         # (Pytorch-UNet's train.py retries its whole training on one)
         "except torch.cuda.OutOfMemoryError:",
         "except torch.OutOfMemoryError:",
+        # MobileLLM's data reader: a JSON line it cannot decode (a ValueError's subclass)
+        "except json.JSONDecodeError:",
     ],
 )
 def test_a_handler_that_cannot_catch_what_a_wait_raises_keeps_the_fix(handler):
@@ -335,6 +337,7 @@ def test_a_file_that_cannot_hold_a_handler_is_not_parsed_for_the_question(tmp_pa
         (b"try:\n    f()\nexcept ImportError:\n    pass\n", False),
         (b"try:\n    f()\nexcept (KeyError, IndexError) as e:\n    pass\n", False),
         (b"try:\n    f()\nexcept torch.cuda.OutOfMemoryError:\n    pass\n", False),
+        (b"try:\n    f()\nexcept json.JSONDecodeError:\n    pass\n", False),
         (b"try:\n    f()\nexcept:\n    pass\n", True),
         (b"try:\n    f()\nexcept Exception:\n    pass\n", True),
         (b"try:\n    f()\nexcept (\n    KeyError,\n    MyError,\n):\n    pass\n", True),

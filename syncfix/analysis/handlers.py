@@ -43,7 +43,13 @@ _NOT_RUNTIME_ERRORS = {
     "OSError", "IOError", "OverflowError", "StopAsyncIteration", "StopIteration", "SyntaxError",
     "SystemExit", "TypeError", "UnicodeDecodeError", "UnicodeEncodeError", "UnicodeError",
     "ValueError", "ZeroDivisionError", "PermissionError", "TimeoutError", "ConnectionError",
-    "OutOfMemoryError",
+    "OutOfMemoryError", "EnvironmentError", "BrokenPipeError", "ConnectionResetError",
+    "ConnectionRefusedError", "ConnectionAbortedError", "FileExistsError", "IsADirectoryError",
+    "NotADirectoryError", "InterruptedError", "ChildProcessError", "ProcessLookupError",
+    "BlockingIOError", "UnboundLocalError", "UnicodeTranslateError", "IndentationError", "TabError",
+    # the standard library's own (ValueError's, OSError's or Exception's, never RuntimeError's)
+    "JSONDecodeError", "UnpicklingError", "SubprocessError", "CalledProcessError", "TimeoutExpired",
+    "URLError", "HTTPError",
 }
 
 

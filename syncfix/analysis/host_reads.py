@@ -138,6 +138,14 @@ class _HostReads(cst.CSTVisitor):
             args = positional(node)
             if len(args) == 1 and isinstance(args[0].value, (cst.GeneratorExp, cst.ListComp, cst.SetComp)):
                 self.truthy(args[0].value.elt)
+        elif isinstance(func, cst.Attribute) and func.attr.value in ("allclose", "equal"):
+            # ``torch.allclose(x_next, x)``: a Python bool, read from the device (mdlm's sampler,
+            # every step); ``t.equal(u)`` too
+            operands = [arg.value for arg in node.args if not arg.star]
+            if a.callee(node) not in _COMPARING_CALLS:
+                operands.append(func.value)
+            if any(self.maybe_cuda(o) for o in operands):
+                self.found.append(node)
         elif a.callee(node) in _CONVERTING_CALLS:
             # ``math.isnan(loss)`` converts the tensor with ``float()`` first (SlowFast's
             # per-step NaN check)
@@ -150,6 +158,9 @@ class _HostReads(cst.CSTVisitor):
 
 
 _TRUTH_CALLS = frozenset({"builtins.any", "builtins.all"})
+
+# torch functions that compare tensors into a Python bool (read from the device).
+_COMPARING_CALLS = frozenset({"torch.allclose", "torch.equal"})
 
 # Calls that read one tensor argument on the host as a Python number.
 _CONVERTING_CALLS = frozenset({
