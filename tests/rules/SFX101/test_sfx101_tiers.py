@@ -362,3 +362,36 @@ def test_a_modules_own_parameter_moved_to_its_outputs_device_is_no_copy(tmp_path
     result = CliRunner().invoke(cli, ["check", "--no-cache", "-o", "json", "--select", "SFX101", "."])
     lines = [f["location"]["row"] for f in json.loads(result.output) if f["filename"] == "attn.py"]
     assert lines == [ATTENTION.splitlines().index("        kept = self.kept.to(dtype=q.dtype, device=q.device)") + 1], result.output
+
+
+EVAL = """\
+import torch
+from torch.utils.data import DataLoader
+
+from misc import collate_fn
+
+
+def evaluate(model, loader, device):
+    for samples, targets in loader:
+        samples = samples.to(device)
+        model(samples)
+
+
+def main(dataset, model, device):
+    loader = DataLoader(dataset, batch_size=2, collate_fn=collate_fn)
+    evaluate(model, loader, device)
+"""
+
+
+@pytest.mark.parametrize(("narrow", "fixed"), [(True, None), (False, "unsafe")])
+def test_a_loaders_item_may_be_a_project_object_whose_to_takes_no_non_blocking(tmp_path, monkeypatch, narrow, fixed):
+    # YOLOS's COCO evaluation: its collate_fn builds `NestedTensor`s, whose `to(self, device)`
+    # would raise a TypeError on `non_blocking=True`
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("")
+    nested = "class NestedTensor:\n    def __init__(self, t):\n        self.t = t\n\n    def to(self, device):\n        return NestedTensor(self.t.to(device))\n\n\n" if narrow else ""
+    (tmp_path / "misc.py").write_text(nested + "def collate_fn(batch):\n    return tuple(zip(*batch))\n")
+    (tmp_path / "main.py").write_text(EVAL)
+    result = CliRunner().invoke(cli, ["check", "--no-cache", "--unsafe-fixes", "-o", "json", "--select", "SFX101", "."])
+    found = [f["fix"]["applicability"] if f["fix"] else None for f in json.loads(result.output) if f["filename"] == "main.py"]
+    assert found == [fixed], result.output
