@@ -20,6 +20,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from .analysis.accelerators import names_other_accelerator
+from .analysis.ast_reading import may_catch_tree
 from .analysis.async_copies import counts_on_later_syncs, uses_streams
 from .analysis.handlers import may_catch_text
 from .analysis.hotness import FileCalls, file_calls, one_time
@@ -154,7 +155,9 @@ class Project:
             for target in self.imports_of(name):
                 importers.setdefault(target, set()).add(name)
         # a module a file with a handler imports, directly or through others, or that file
-        catching = {name for name, (_, data) in sources.items() if may_catch_text(data)}
+        # read with Python's parser where the index has it, else judged from the text (tests)
+        parsed = {f.module: f.catches for f in calls}
+        catching = {name for name, (_, data) in sources.items() if parsed.get(name, may_catch_text(data))}
         around = catching.union(*(self._imported_through(c) for c in catching))
         ambiguous = {  # a name some file imports that may be either of several modules
             m
@@ -333,6 +336,8 @@ def file_summary(item: Item, hot_functions: tuple[str, ...], resolve: Mapping[st
     # an unparsable file: ``file_calls`` fails to read it too, and says so (not ``parsed``)
     called = file_calls(name, tree if tree is not None else data, hot_functions, resolve, package) if with_calls else None
     if called is not None:
+        # the text first (cheap): most files hold no handler at all
+        called.catches = may_catch_text(data) and (tree is None or may_catch_tree(tree))
         called.other_accelerator = names_other_accelerator(data, tree)
         called.dynamic_imports = tree is not None and imports_dynamically(data, tree)
     used = (member_use(tree) if tree is not None else EMPTY) if with_names else None

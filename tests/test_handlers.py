@@ -319,7 +319,12 @@ def test_a_file_that_cannot_hold_a_handler_is_not_parsed_for_the_question(tmp_pa
     # a handler that may catch, but not around the call: parsed, and the fix stands
     scripts["caught.py"] = (
         "from .audio import mel\n\n\ndef safe(x):\n    mel(x)\n\n\n"
-        "def other():\n    try:\n        pass\n    except (ValueError, RuntimeError) as e:\n        print(e)\n"
+        "def other():\n    try:\n        print('other')\n    except (ValueError, RuntimeError) as e:\n        print(e)\n"
+    )
+    # a handler around code that runs nothing: it catches nothing, not parsed either
+    scripts["idle.py"] = (
+        "from .audio import mel\n\n\ndef safe(x):\n    mel(x)\n\n\n"
+        "def other(args):\n    try:\n        n = args.n\n    except Exception:\n        n = 0\n"
     )
     # a chain of importers none of which has a handler: not parsed, however deep
     scripts["lib.py"] = "from .audio import mel\n\n\ndef each(xs):\n    for x in xs:\n        mel(x)\n"
@@ -327,7 +332,7 @@ def test_a_file_that_cannot_hold_a_handler_is_not_parsed_for_the_question(tmp_pa
     main = "from .run0 import main0\n\n\n" + CLI.replace("transcribe(p)", "main0([p])")
     _fixed_with_and_without_the_handler(tmp_path, '[project]\nname = "x"\n', {"__init__.py": "", **scripts, "main.py": main}, "main.py")
     parsed = {path.rsplit("/", 1)[-1] for path in loaded}
-    assert parsed.isdisjoint({"run1.py", "run2.py", "guarded.py", "lib.py", "app.py"})
+    assert parsed.isdisjoint({"run1.py", "run2.py", "guarded.py", "lib.py", "app.py", "idle.py"})
     assert {"run0.py", "caught.py"} <= parsed  # imported by main.py, which catches; holds a handler
 
 
@@ -457,3 +462,48 @@ def test_a_forward_is_held_back_by_a_handler_of_its_file_only_around_its_objects
     assert _fixable(src, "SFX101") == fixed
     guarded = src.replace("        loss = spec_loss(x, y, n)\n", "        try:\n            loss = spec_loss(x, y, n)\n        except Exception:\n            continue\n")
     assert _fixable(guarded, "SFX101") == [False]
+
+
+@pytest.mark.parametrize(
+    ("text", "catches"),
+    [
+        # DINO's build_dino: `try: x = args.x except: x = False` runs no code that could raise it
+        ("try:\n    x = args.x\nexcept:\n    x = False\n", False),
+        ("try:\n    x = f(args)\nexcept:\n    x = False\n", True),
+        ("try:\n    x = batch[0]\nexcept Exception:\n    x = None\n", True),
+        ("try:\n    f()\nexcept (OSError, UnidentifiedImageError):\n    pass\n", False),  # recognize-anything's
+        ("with pytest.raises(RuntimeError):\n    f()\n", True),
+        ("@retry(stop=3)\ndef f():\n    pass\n", True),
+        ("def f():\n    return 1\n", False),
+    ],
+)
+def test_which_parsed_module_may_hold_a_handler_of_a_runtime_error(text, catches):
+    import ast
+
+    from syncfix.analysis.ast_reading import may_catch_tree
+
+    assert may_catch_tree(ast.parse(text)) is catches
+
+
+REGISTERED = '''
+import torch
+
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        ones = torch.ones(x.size(0), 4)
+        return x + ones.cuda()
+
+
+MODELS = {"net": Net}
+try:
+    LR = {body}
+except Exception:
+    LR = 0.1
+'''
+
+
+@pytest.mark.parametrize(("body", "fixed"), [("CONFIG.lr", [True]), ("load_config().lr", [False])])
+def test_a_try_that_runs_no_code_catches_nothing(body, fixed):
+    # DINO's build_dino: `try: x = args.x except: x = False` around attribute reads only
+    assert _fixable(REGISTERED.replace("{body}", body), "SFX101") == fixed

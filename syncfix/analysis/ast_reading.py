@@ -173,3 +173,67 @@ def returned_closure(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
             todo.extend(h for h in getattr(node, "handlers", ()))
     name = returned.pop() if len(returned) == 1 else ""
     return name if name in nested else None
+
+
+# Handlers that cannot catch a RuntimeError (or its subclasses). Anything else may.
+# OutOfMemoryError is a RuntimeError, but one raised where memory is allocated: a wait that a
+# fix stops or moves raises a fault of queued work, never it.
+# (AssertionError is not among them: a build without CUDA raises "Torch not compiled with CUDA
+# enabled" as an AssertionError where CUDA is first used, and a rewrite may raise another error.)
+NOT_RUNTIME_ERRORS = {
+    "ArithmeticError", "AttributeError", "BufferError", "EOFError",
+    "FileNotFoundError", "FloatingPointError", "GeneratorExit", "ImportError", "IndexError",
+    "KeyError", "KeyboardInterrupt", "LookupError", "ModuleNotFoundError", "NameError",
+    "OSError", "IOError", "OverflowError", "StopAsyncIteration", "StopIteration", "SyntaxError",
+    "SystemExit", "TypeError", "UnicodeDecodeError", "UnicodeEncodeError", "UnicodeError",
+    "ValueError", "ZeroDivisionError", "PermissionError", "TimeoutError", "ConnectionError",
+    "OutOfMemoryError", "EnvironmentError", "BrokenPipeError", "ConnectionResetError",
+    "ConnectionRefusedError", "ConnectionAbortedError", "FileExistsError", "IsADirectoryError",
+    "NotADirectoryError", "InterruptedError", "ChildProcessError", "ProcessLookupError",
+    "BlockingIOError", "UnboundLocalError", "UnicodeTranslateError", "IndentationError", "TabError",
+    # the standard library's own (ValueError's, OSError's or Exception's, never RuntimeError's)
+    "JSONDecodeError", "UnpicklingError", "SubprocessError", "CalledProcessError", "TimeoutExpired",
+    "URLError", "HTTPError", "UnidentifiedImageError",
+}
+
+
+# Context managers and calls that catch what their body (or the function handed them) raises.
+_CATCHING_NAMES = frozenset({"suppress", "raises", "assertRaises", "assertRaisesRegex", "retry_call"})
+
+
+def may_catch_tree(tree: ast.Module) -> bool:
+    """May a handler of this module catch a RuntimeError raised by code it runs: a ``try`` whose
+    handler may catch one around a body that runs any code (a call, a loop, a ``with``, an
+    index: not DINO's ``try: x = args.x except: ...``), a catching context or call
+    (``suppress(...)``, ``pytest.raises``, ``self.assertRaises``), or a retrying decorator?"""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+            if any(_may_catch(h.type) for h in node.handlers) and any(_runs_code(s) for s in node.body):  # type: ignore[attr-defined]
+                return True
+        elif isinstance(node, ast.Call) and _last(node.func) in _CATCHING_NAMES:
+            return True
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for dec in node.decorator_list:
+                name = _last(dec.func if isinstance(dec, ast.Call) else dec)
+                if "retry" in name or name.startswith("on_exception"):
+                    return True
+    return False
+
+
+def _last(expr: ast.expr) -> str:
+    return expr.attr if isinstance(expr, ast.Attribute) else expr.id if isinstance(expr, ast.Name) else ""
+
+
+def _may_catch(kind: ast.expr | None) -> bool:
+    if kind is None:
+        return True  # a bare ``except:``
+    if isinstance(kind, ast.Tuple):
+        return any(_may_catch(el) for el in kind.elts)
+    return _last(kind) not in NOT_RUNTIME_ERRORS
+
+
+_RUNS_CODE = (ast.Call, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Await, ast.Subscript, ast.comprehension, ast.Raise)
+
+
+def _runs_code(stmt: ast.stmt) -> bool:
+    return any(isinstance(n, _RUNS_CODE) for n in ast.walk(stmt))

@@ -24,33 +24,13 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.metadata import GlobalScope
 
+from .ast_reading import NOT_RUNTIME_ERRORS as _NOT_RUNTIME_ERRORS
 from .callgraph import attribute_refs, bound_by_import, local_function
 from .project import ModuleFile
 from .syntax import dotted_name
 
 if TYPE_CHECKING:
     from .module import ModuleAnalysis
-
-# Handlers that cannot catch a RuntimeError (or its subclasses). Anything else may.
-# OutOfMemoryError is a RuntimeError, but one raised where memory is allocated: a wait that a
-# fix stops or moves raises a fault of queued work, never it.
-# (AssertionError is not among them: a build without CUDA raises "Torch not compiled with CUDA
-# enabled" as an AssertionError where CUDA is first used, and a rewrite may raise another error.)
-_NOT_RUNTIME_ERRORS = {
-    "ArithmeticError", "AttributeError", "BufferError", "EOFError",
-    "FileNotFoundError", "FloatingPointError", "GeneratorExit", "ImportError", "IndexError",
-    "KeyError", "KeyboardInterrupt", "LookupError", "ModuleNotFoundError", "NameError",
-    "OSError", "IOError", "OverflowError", "StopAsyncIteration", "StopIteration", "SyntaxError",
-    "SystemExit", "TypeError", "UnicodeDecodeError", "UnicodeEncodeError", "UnicodeError",
-    "ValueError", "ZeroDivisionError", "PermissionError", "TimeoutError", "ConnectionError",
-    "OutOfMemoryError", "EnvironmentError", "BrokenPipeError", "ConnectionResetError",
-    "ConnectionRefusedError", "ConnectionAbortedError", "FileExistsError", "IsADirectoryError",
-    "NotADirectoryError", "InterruptedError", "ChildProcessError", "ProcessLookupError",
-    "BlockingIOError", "UnboundLocalError", "UnicodeTranslateError", "IndentationError", "TabError",
-    # the standard library's own (ValueError's, OSError's or Exception's, never RuntimeError's)
-    "JSONDecodeError", "UnpicklingError", "SubprocessError", "CalledProcessError", "TimeoutExpired",
-    "URLError", "HTTPError",
-}
 
 
 def caught_by_handler(
@@ -120,9 +100,17 @@ def _catches_inside(analysis: ModuleAnalysis, fn: cst.FunctionDef | cst.Module) 
     """Is there, anywhere in ``fn``'s body, a ``try`` or ``suppress`` that may catch a RuntimeError?"""
     structure = analysis.structure
     for t in (*structure.within(fn, cst.Try), *structure.within(fn, cst.TryStar)):
-        if isinstance(t, (cst.Try, cst.TryStar)) and any(_may_catch_runtime_error(analysis, h.type) for h in t.handlers):
-            return True
+        if (
+            isinstance(t, (cst.Try, cst.TryStar))
+            and any(_may_catch_runtime_error(analysis, h.type) for h in t.handlers)
+            and any(structure.within(t.body, kind) for kind in _RUNS_CODE)
+        ):
+            return True  # not DINO's ``try: x = args.x except: ...``, which runs nothing
     return any(isinstance(c, cst.Call) and _catching_context(analysis, c) for c in structure.within(fn, cst.Call))
+
+
+# What a ``try`` body must hold to run code that could raise a copy's error.
+_RUNS_CODE = (cst.Call, cst.For, cst.With, cst.Await, cst.Subscript, cst.CompFor, cst.Raise)
 
 
 def _handed_to(analysis: ModuleAnalysis, fn: cst.FunctionDef) -> list[cst.Call]:
@@ -178,10 +166,11 @@ def _method_caught_elsewhere(analysis: ModuleAnalysis, fn: cst.FunctionDef, seen
     if name in _CALLED_BY_OBJECT:
         block = analysis.parent(fn)
         cls = analysis.parent(block) if block is not None else None
-        sites = _object_calls(analysis, cls) if isinstance(cls, cst.ClassDef) else None
-        if isinstance(cls, cst.ClassDef) and sites is not None:  # this file's calls all seen; other files' as for any class
+        made = _object_calls(analysis, cls) if isinstance(cls, cst.ClassDef) else None
+        if isinstance(cls, cst.ClassDef) and made is not None:  # this file's calls all seen; other files' as for any class
+            sites, handed_out = made
             return any(caught_by_handler(analysis, call, seen) for call in sites) or (
-                analysis.imported_elsewhere(cls.name.value) and _importers_may_catch(analysis)
+                (handed_out or analysis.imported_elsewhere(cls.name.value)) and _importers_may_catch(analysis)
             )
         return _objects_may_be_called_in_a_try(analysis)
     if project is None or module is None or project.members is None or ("method", module, name) in seen:
@@ -193,11 +182,13 @@ def _method_caught_elsewhere(analysis: ModuleAnalysis, fn: cst.FunctionDef, seen
     return _objects_may_be_called_in_a_try(analysis) if found is None else found
 
 
-def _object_calls(analysis: ModuleAnalysis, cls: cst.ClassDef) -> list[cst.Call] | None:
+def _object_calls(analysis: ModuleAnalysis, cls: cst.ClassDef) -> tuple[list[cst.Call], bool] | None:
     """Every call in this file of an object of ``cls`` (which runs ``forward``/``__call__``),
     where all of them can be seen: the class is used only to make objects, each bound to a name
     used only as a callee (deepvoice3's ``masked_l1 = MaskedL1Loss()`` ... ``masked_l1(y_hat, y, mask=mask)``)
-    or called where it is made; else None."""
+    or called where it is made, or returned by a function no code of this file calls (DINO's
+    ``build_dino``: its objects are called in the files that import it); with whether one is
+    so handed out. Else None."""
     scope = analysis.scope(cls)
     if scope is None:
         return None
@@ -205,6 +196,7 @@ def _object_calls(analysis: ModuleAnalysis, cls: cst.ClassDef) -> list[cst.Call]
     if len(bound) != 1 or getattr(bound[0], "node", None) is not cls:
         return None
     sites: list[cst.Call] = []
+    handed_out = False
     for access in bound[0].references:
         made = analysis.parent(access.node)
         if isinstance(made, cst.Arg) and _names_super(analysis, made):
@@ -226,10 +218,22 @@ def _object_calls(analysis: ModuleAnalysis, cls: cst.ClassDef) -> list[cst.Call]
                 continue
             for use in asg.references:
                 call = analysis.parent(use.node)
+                if _handed_out(analysis, use.node):
+                    handed_out = True
+                    continue
                 if not isinstance(call, cst.Call) or call.func is not use.node:
                     return None
                 sites.append(call)
-    return sites
+    return sites, handed_out
+
+
+def _handed_out(analysis: ModuleAnalysis, node: cst.CSTNode) -> bool:
+    """Is ``node`` returned (alone or in a tuple) by a function that no code of this file calls?"""
+    parent = analysis.parent(node)
+    if isinstance(parent, cst.Element):
+        parent = analysis.parent(analysis.parent(parent) or parent)
+    fn = analysis.enclosing_function(node)
+    return isinstance(parent, cst.Return) and fn is not None and not analysis.calls_named(fn.name.value)
 
 
 def _names_super(analysis: ModuleAnalysis, arg: cst.Arg) -> bool:

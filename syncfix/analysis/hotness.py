@@ -156,6 +156,8 @@ class FileCalls:
     # methods called through another object in a loop over batches with the batch, or a copy of
     # it, as an argument: each step runs them, whichever class's
     batch_calls_through: set[str] = field(default_factory=set)
+    # a handler of it may catch a RuntimeError from code it runs (``ast_reading.may_catch_tree``)
+    catches: bool = True
 
 
 def batch_param(method: str, key: int | str) -> str:
