@@ -13,6 +13,7 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
+from functools import partial
 from itertools import repeat
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from . import cache as results_cache
 from . import collector, config, formats
 from .config import ConfigError, Settings, load_settings, load_table, validate_codes
 from .discovery import discover
-from .engine import InternalError, Job, cached_result, process_file, process_source
+from .engine import InternalError, Job, cached_result, finish_write, process_file, process_source
 from .fileio import FileError, decode, read_source, write_atomic
 from .model import Applicability, FileResult, Finding, Problem
 from .noqa import add_noqa
@@ -451,15 +452,12 @@ def _run(opts: dict, mode: str) -> int:
     # observed fixes depend on the observation file too: never cached
     use_cache = not opts.get("no_cache") and not interactive and settings.observations is None
     cache = results_cache.Cache(_cache_dir(settings, opts), settings) if use_cache else None
-    # the project index: one pass over each project's files
-    places = project_contexts(
+    places = project_contexts(  # the project index: one pass over each project's files
         found.files, settings.hot_functions, _index_summarizer(settings), settings.closed_project,
         given=[p for p in paths if p != "-"],
     )
-    jobs = [
-        Job(f, fix=fix, write=write, want_source=want_source, cache=cache, context=places.get(f))
-        for f in found.files
-    ]
+    job = partial(Job, fix=fix, write=write, want_source=want_source, cache=cache, defer_write=write)
+    jobs = [job(f, context=places.get(f)) for f in found.files]
     if not found.files and not found.errors:
         click.echo("syncfix: warning: No Python files found under the given path(s)", err=True)
     if interactive:
@@ -564,9 +562,11 @@ def _fixed_text(settings: Settings):
 
 
 def _execute(jobs: list[Job], settings: Settings, tick: Tick = no_tick) -> list[FileResult]:
-    """Process every job (in a pool when there are many); ``tick(done, total)`` after each."""
+    """Process every job (in a pool when there are many; ``tick(done, total)`` after each), then
+    write what was fixed: every file analysed from the project as it was read."""
     with collector.long_lived_frozen():  # the index and everything loaded live for the whole run
-        return _execute_all(jobs, settings, tick)
+        results = _execute_all(jobs, settings, tick)
+    return [finish_write(r, job, settings) for r, job in zip(results, jobs, strict=True)]
 
 
 def _execute_all(jobs: list[Job], settings: Settings, tick: Tick) -> list[FileResult]:
@@ -780,7 +780,7 @@ def _interactive(jobs: list[Job], settings: Settings, color: str) -> list[FileRe
             return False
         return choice == "y"
 
-    return [process_file(job, settings, accept=ask) for job in jobs]
+    return [finish_write(process_file(job, settings, accept=ask), job, settings) for job in jobs]
 
 
 def main() -> None:

@@ -24,7 +24,7 @@ from .analysis.project import ModuleContext, imports_torch
 from .cache import Cache, would_fix
 from .config import Settings
 from .deepstack import call_deep
-from .fileio import FileError, decode, read_source, write_atomic
+from .fileio import FileError, Snapshot, decode, read_source, write_atomic
 from .model import Applicability, Edit, FileResult, Finding, FixInfo
 from .observed import FileObservations, Need
 from .parsing import parse_module
@@ -689,6 +689,9 @@ class Job:
     cache: Cache | None = None  # check results of unchanged files (see syncfix/cache.py)
     looked_up: bool = False  # the main process already missed in the cache: only store
     context: ModuleContext | None = None  # its place in the project (syncfix/projects.py)
+    # leave the write to ``finish_write``, once every file is analysed: an importer written
+    # first would read as changed to the files that take facts from it (fewer fixes than check)
+    defer_write: bool = False
 
 
 def _uses_cache(job: Job) -> bool:
@@ -719,6 +722,27 @@ def cached_result(job: Job, settings: Settings) -> FileResult | None:
     return None if hit is None else FileResult(job.path, findings=hit)
 
 
+def finish_write(result: FileResult, job: Job, settings: Settings) -> FileResult:
+    """Write ``result``'s pending bytes over the file, unless it changed since it was read; if
+    it cannot be written, report what the file on disk holds, at its own positions."""
+    if result.pending is None:
+        return result
+    new, snap = result.pending
+    assert isinstance(snap, Snapshot)
+    result.pending = None
+    try:
+        write_atomic(job.path, new, snap)
+    except FileError as exc:
+        _, result.findings, _ = process_source(
+            snap.data, job.path, settings, fix=False, with_edits=job.with_edits, context=job.context
+        )
+        result.fixed, result.new_source, result.source = [], None, None
+        result.error = str(exc)
+        return result
+    result.written = True
+    return result
+
+
 def process_file(job: Job, settings: Settings, accept: Accept | None = None) -> FileResult:
     """Check (and fix, and write) one file; any failure becomes the result's ``error``.
 
@@ -744,18 +768,9 @@ def process_file(job: Job, settings: Settings, accept: Accept | None = None) -> 
         if new != snap.data:
             result.new_source = decode(new, snap.encoding) if job.want_source else ""
             if job.write:
-                try:
-                    write_atomic(job.path, new, snap)
-                except FileError as exc:
-                    # not written: report what the file on disk holds, at its own positions
-                    _, result.findings, _ = process_source(
-                        snap.data, job.path, settings, fix=False, with_edits=job.with_edits,
-                        context=job.context,
-                    )
-                    result.fixed, result.new_source, result.source = [], None, None
-                    result.error = str(exc)
-                    return result
-                result.written = True
+                result.pending = (new, snap)
+                if not job.defer_write:
+                    return finish_write(result, job, settings)
     except FileError as exc:
         result.error, result.error_at = str(exc), exc.at
     except InternalError as exc:

@@ -94,6 +94,9 @@ class FileResult:
     error_at: tuple[int, int] | None = None  # the (line, column) the error names, if any
     written: bool = False
     skipped: str | None = None  # why nothing was looked at (e.g. prefilter), for --verbose
+    # new bytes to write once every file is analysed (``Job.defer_write``), with what was read
+    # (a ``fileio.Snapshot``): no file's analysis sees another file this run already rewrote
+    pending: tuple[bytes, object] | None = None
 
     @property
     def changed(self) -> bool:

@@ -582,3 +582,28 @@ def test_a_legacy_async_keyword_says_what_it_is_now(project):
     assert "syntax error at 2:" in r.stderr
     assert "`async=True` is `non_blocking=True`" in r.stderr
     assert "non_blocking" not in run("check", "-", input="import torch\ndef f(:\n    pass\n").stderr
+
+
+def test_apply_fixes_what_check_offers_in_one_run_however_files_are_ordered(tmp_path, monkeypatch):
+    # yolov4-pytorch: `apply` wrote utils/callbacks.py (a caller of `non_max_suppression`, with
+    # fixes of its own) before it analysed utils/utils_bbox.py, which then read the caller as
+    # changed and held its fixes back; every file is now analysed before any is written
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("")
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a_caller.py").write_text(
+        "import torch\n\nfrom .z_box import Box\n\n\ndef run(xs):\n    box = Box()\n    for x in xs:\n"
+        "        y = torch.rand(3).cuda()\n        box.nms(x + y)\n    try:\n        print('done')\n"
+        "    except Exception as e:\n        print(e)\n"
+    )
+    (pkg / "z_box.py").write_text(
+        "import torch\n\n\nclass Box:\n    def nms(self, x):\n        labels = x.cpu().unique()\n        return labels.cuda()\n"
+    )
+    checked = json.loads(CliRunner().invoke(cli, ["check", "--no-cache", "-j", "1", "-o", "json", "."]).stdout)
+    fixable = {(f["filename"], f["location"]["row"]) for f in checked if f["fix"] is not None}
+    assert ("pkg/z_box.py", 7) in fixable
+    CliRunner().invoke(cli, ["apply", "--no-cache", "-j", "1", "."])
+    assert "labels.to(\"cuda\", non_blocking=True)" in (pkg / "z_box.py").read_text()
+    assert "non_blocking=True" in (pkg / "a_caller.py").read_text()
