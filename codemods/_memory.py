@@ -282,9 +282,21 @@ def source_may_change(
             id(x) in loops for x in a.ancestors(s)
         )
 
+    # Names a later statement of the copy's own block binds to new memory (yolov4-pytorch's
+    # ``targets = [ann.cuda() for ann in targets]`` after ``images = images.cuda()``): from there
+    # on they name that, not anything the source shares memory with.
+    block = a.block_of(stmt) if stmt is not None else None
+    renewed = [
+        (order.get(r, -1), t)
+        for r in (block[1] if block is not None else ())
+        if order.get(r, -1) > order.get(call, -1) and isinstance(r, cst.SimpleStatementLine)
+        for t, value in assigned_pairs(r)
+        if (origin := _alias_root(value, a, copies)) is None or origin.startswith("\0new")
+    ]
     for s in statements:
         fx = a.effects(s)
         seen = watched if s is stmt else outside
+        seen = seen - {t for at, t in renewed if at < order.get(s, -1)}
         if (fx.inplace - _entry_store(a, s)) & seen:
             return True
         if passed_on and s is not stmt and fx.may_mutate_anything and not binds_before(s, fx) and _reads_shared(
