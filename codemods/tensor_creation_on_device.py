@@ -283,8 +283,10 @@ class TensorCreationOnDevice(Rule):
         if len(node.args) != 1 or len(args) != 1:
             return  # sizes (``torch.cuda.FloatTensor(n, k)``) or keywords: nothing copied
         data = args[0].value
-        if a.value(data).is_tensor or a.python_number_type(data) is not None:
-            return  # a CUDA tensor of its type is returned as it is; one number is a size
+        if a.value(data).is_tensor or a.python_number_type(data) is not None or _a_torch_size(data):
+            # a CUDA tensor of its type is returned as it is; one number is a size, and so is a
+            # ``torch.Size`` (yolov4-pytorch's ``FloatTensor(prediction[..., :4].shape)``)
+            return
         short = name.rpartition(".")[2]
         known = a.is_host_data(data) or _likely_numbers(a, data)
         if not known and (_size_by_default(a, node, data) or _size_argument(a, data)):
@@ -751,3 +753,13 @@ def _unplaced_device(a, dev: cst.BaseExpression) -> bool:
 def _empty_display(expr: cst.BaseExpression) -> bool:
     """``[]`` or ``()``: a tensor of no elements, whose copy moves nothing."""
     return isinstance(expr, (cst.List, cst.Tuple)) and not expr.elements
+
+
+def _a_torch_size(expr: cst.BaseExpression) -> bool:
+    """``t.shape``, ``t.size()``, or a slice of one (``t.shape[:2]``): a ``torch.Size``, which a
+    legacy constructor takes as the new tensor's sizes (no data copied)."""
+    if isinstance(expr, cst.Subscript) and all(isinstance(el.slice, cst.Slice) for el in expr.slice):
+        expr = expr.value
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value == "shape"
+    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "size" and not expr.args
