@@ -443,8 +443,8 @@ def _suffixes(candidates: Mapping[str, set[str]]) -> dict[str, str]:
     return {
         suffix: suffix if suffix in ms else next(iter(ms))
         for suffix, ms in candidates.items()
-        if len(ms) == 1 or suffix in ms
-    }
+        if suffix in ms or len(ms) == 1 and suffix.partition(".")[0] not in sys.stdlib_module_names
+    }  # ``import logging`` is the standard library's, not UniFormer's ``slowfast/utils/logging.py``
 
 
 def contexts(

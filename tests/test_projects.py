@@ -575,3 +575,18 @@ def test_a_loader_handed_to_a_function_of_its_module_that_iterates_it_stays_conf
     result = CliRunner().invoke(cli, ["check", "train.py", "-o", "json", "--no-cache", "--select", "SFX101"])
     fixes = [f["fix"]["applicability"] for f in json.loads(result.stdout) if f["fix"] is not None]
     assert fixes.count("safe") == left, result.stdout
+
+
+def test_an_absolute_import_of_a_standard_library_module_is_no_project_module_named_like_it(tmp_path, monkeypatch):
+    # UniFormer: mmdet's `import logging` was taken for slowfast/utils/logging.py, so a module
+    # that uses CUDA streams there reached unrelated files
+    (tmp_path / "slowfast" / "utils").mkdir(parents=True)
+    (tmp_path / "mmdet").mkdir()
+    _files(tmp_path, monkeypatch, {
+        "slowfast/utils/logging.py": "import torch\n\n\ndef setup():\n    return torch.cuda.Stream()\n",
+        "mmdet/contextmanagers.py": "import logging\n\nlog = logging.getLogger(__name__)\n",
+        "mmdet/helpers.py": "from slowfast.utils.logging import setup\n",
+    })
+    places = contexts(["mmdet/contextmanagers.py", "mmdet/helpers.py"], given=["."])
+    assert places["mmdet/contextmanagers.py"].streams_around == ""
+    assert places["mmdet/helpers.py"].streams_around == "slowfast.utils.logging"
