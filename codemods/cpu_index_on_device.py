@@ -48,7 +48,12 @@ class CpuIndexOnDevice(Rule):
     (or around a call of the function, or in `contextlib.suppress`/`pytest.raises`), as for
     SFX101: the blocking copy is where an error from queued GPU work surfaces inside the `try`;
     without the wait it would be raised later, outside it.
-    The fix builds the same int64 index in pinned memory and copies it without waiting. It is
+    Where the index is made in place by `torch.arange(...)` (CLIP's
+    `x[torch.arange(x.shape[0]), text.argmax(dim=-1)]`), the fix builds it where the tensor is,
+    `torch.arange(n, device=x.device)`: the same int64 values on any device, and no copy at all.
+    It is **safe** where `x` is provably a tensor, **unsafe** where only its use says so (it must
+    have a `.device`), and needs `x` to be a plain name or attribute.
+    Otherwise the fix builds the same int64 index in pinned memory and copies it without waiting. It is
     **unsafe** for a list of Python ints that are not literals (`x[[i, i + 1]]`): for an int
     outside int64 the error raised by the indexing path and by `torch.tensor` was not checked to
     be the same. It is **safe** when:
@@ -165,6 +170,10 @@ class CpuIndexOnDevice(Rule):
             held = a.likely.value(node.value)
             likely = held.kind is Kind.UNKNOWN and a.torch_code and not a.used_as_module(node.value)
             if tensors and (either or unplaced_tensor(a, node.value) or likely and not loader_item(a, node.value)):
+                built = self._built_on_device(node, tensors)
+                if built is not None:
+                    self.report(node, f"Tensor indexed with a CPU index tensor: the index is copied to the tensor's device with a blocking copy{unplaced_message(a, node)}", fix=built)
+                    return
                 # pycls's mixup: ``inputs[permutation, :]`` with ``permutation = torch.randperm(n)``
                 index = code(a, tensors[0])
                 self.report(
@@ -202,6 +211,24 @@ class CpuIndexOnDevice(Rule):
             "an index tensor built on the device once, before the loop, needs no copy"
         )
         self.report(node, f"{message}; no fix: {hint}")
+
+    def _built_on_device(self, node: cst.Subscript, tensors: list[cst.BaseExpression]) -> Fix | None:
+        """``x[torch.arange(x.shape[0]), idx]`` (CLIP's text pooling, UniFormer's mixup loss):
+        the index built where ``x`` is, ``torch.arange(n, device=x.device)``: the same int64
+        values on any device, so no copy at all. Safe where ``x`` is provably a tensor; unsafe
+        where only likely (``x.device`` must exist)."""
+        a = self.analysis
+        made = [t for t in tensors if isinstance(t, cst.Call) and a.callee(t) == "torch.arange"]
+        if len(made) != len(tensors) or not _is_plain(node.value) or a.caught_by_handler(node):
+            return None
+        if any(arg.keyword is not None or arg.star for t in made for arg in t.args) or not _torch_is_imported(a, node):
+            return None
+        device = cst.Attribute(node.value, cst.Name("device"))
+        changes = {t: t.with_changes(args=[*t.args[:-1], t.args[-1].with_changes(comma=comma()), kwarg("device", device)]) for t in made}
+        what = f"Build the index on `{code(a, node.value)}`'s device (`device={code(a, node.value)}.device`): no copy"
+        if a.value(node.value).is_tensor:
+            return self.safe_fix(changes, what)
+        return self.unsafe_fix(changes, f"{what} (unsafe: `{code(a, node.value)}` is taken to be a tensor, as its use says)")
 
     def _host_index(self, expr: cst.BaseExpression) -> str | None:
         """"list" (a list of int literals), "tensor" (a provably 1-d CPU int tensor), "maybe"
