@@ -299,7 +299,7 @@ class BlockingHostToDevice(Rule):
       yields a named tuple there, as a tensor rarely is unpacked); nor does `.to` of
       a part of one where a class of the project, in any of its files, defines a `to` without `non_blocking` or
       `**kwargs` (DETR's `NestedTensor.to(self, device)`: the part may be one of its instances;
-      so may an item of a loader syncfix sees: YOLOS's, whose `collate_fn` builds them). A loader passed
+      so may an item of a loader syncfix sees with its own `collate_fn`: YOLOS's). A loader passed
       through accelerate's `accelerator.prepare(...)` (an `Accelerator` built in the same
       function without `device_placement=False`) yields batches already on the accelerator's
       device, so `.to(accelerator.device)` of them copies nothing and is not reported.
@@ -488,9 +488,10 @@ class BlockingHostToDevice(Rule):
         narrowed = narrowed_to_tensor(a, func.value) and a.is_likely_batch_item(func.value)
         if receiver.is_tensor and not narrowed:
             source = Source.CPU if receiver.device is Device.CPU else Source.TENSOR
-            if receiver.kind is Kind.BATCH and method == "to" and project_narrow_to(a):
-                # a loader's item, not proven a tensor: one of the project's objects whose `to`
-                # takes no `non_blocking` (YOLOS's `NestedTensor` from its own collate_fn)
+            if receiver.kind is Kind.BATCH and method == "to" and not receiver.fresh and receiver.memory is Memory.UNKNOWN and project_narrow_to(a):
+                # an item of a loader with its own collate_fn (the default one makes tensors, or
+                # raises), not proven a tensor: one of the project's objects whose `to` takes no
+                # `non_blocking` (YOLOS's `NestedTensor`)
                 whole_batch, narrow_class = True, a.narrow_to
         elif narrowed:
             source = Source.LIKELY_BATCH  # a batch's item tested to be a tensor: a tensor's `.to`

@@ -78,15 +78,22 @@ def lazy_init(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
 
 def _refills_on_miss(a: ModuleAnalysis, branch: cst.If) -> bool:
     """``if channel == self.channel and ...: window = self.window`` / ``else:`` that stores every
-    ``self.<attr>`` the test reads (pytorch_ssim's ``SSIM.forward``, copied into many repos): the
-    ``else`` runs only when the inputs change, the next call hits the cache."""
+    ``self.<attr>`` the test reads, which the ``if`` body does not (pytorch_ssim's
+    ``SSIM.forward``, copied into many repos): the ``else`` runs only when the inputs change, the
+    next call hits the cache."""
     read = {
         n.attr.value
         for n in a.nodes_within(branch.test, cst.Attribute)
         if isinstance(n, cst.Attribute) and _self_attribute(n) is not None
     }
     body = branch.orelse.body  # type: ignore[union-attr]
-    return bool(read) and all(_sets_self_attribute(body, attr) for attr in read)
+    # a hit only reads them (ignite's `if self._num_positives.ndim == 0: self._num_positives = p
+    # else: self._num_positives = self._num_positives + p` stores on both sides: every step)
+    return (
+        bool(read)
+        and all(_sets_self_attribute(body, attr) for attr in read)
+        and not any(_sets_self_attribute(branch.body, attr) for attr in read)
+    )
 
 
 def _fills_cache(a: ModuleAnalysis, branch: cst.If) -> bool:
