@@ -12,6 +12,7 @@ from syncfix.analysis import (
     ModuleAnalysis,
     dotted_name,
     keyword,
+    lightning_log,
     math_read,
     positional,
     target_names,
@@ -65,6 +66,11 @@ _SCALAR_HINT = (
     "; no fix: Python uses the value here. Read it less often, compute it from what the host "
     "already has (sizes, lengths, positions it set), or keep it a tensor: if it is only logged "
     "later, read it at the log line"
+)
+_LIGHTNING_LOG = (
+    "; no fix: Lightning's `self.log` takes the tensor (`{0}.detach()`) and reads it only when "
+    "it writes a log line (each step where `prog_bar=True`); a float it turns back into a device "
+    "tensor, a second copy (a tensor logs in its own dtype: not proven to round alike)"
 )
 _TIMED = (
     "; but `{0}` later in the loop needs its events complete, which this read waits for: call "
@@ -678,6 +684,9 @@ class DeviceToHostInLoop(Rule):
         fix, hint = None, _TOTAL_HINT if total else _COLLECT_HINT if appended else _SCALAR_HINT
         if own_hint is not None and hint is _SCALAR_HINT:
             hint = own_hint
+        arg = a.parent(node)
+        if hint is _SCALAR_HINT and isinstance(arg, cst.Arg) and isinstance(call := a.parent(arg), cst.Call) and lightning_log(a, call):
+            hint = _LIGHTNING_LOG.format(code(a, read.receiver))
         timed = _timed_after(a, loop, node) if hint is _SCALAR_HINT else None
         if timed is not None:
             hint += _TIMED.format(*timed)

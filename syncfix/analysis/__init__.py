@@ -69,6 +69,7 @@ from .devices import narrowed_to_tensor
 from .effects import SHARING_CALLS, Effects
 from .handlers import handler_site
 from .host_reads import HostRead, math_read
+from .lightning import lightning_log
 from .module import ModuleAnalysis
 from .syntax import (
     dotted_name,
@@ -145,6 +146,7 @@ __all__ = [
     "join_all",
     "keyword",
     "last_name",
+    "lightning_log",
     "literal_kind",
     "literal_number",
     "named_as_device",

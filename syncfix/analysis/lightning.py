@@ -129,6 +129,20 @@ def _step_batch(a: ModuleAnalysis, param: cst.Param, hops: int) -> bool:
     return True
 
 
+def lightning_log(a: ModuleAnalysis, call: cst.Call) -> bool:
+    """Is ``call`` ``self.log(...)`` (or ``self.log_dict(...)``) in a method of a Lightning
+    module? It takes tensors, and reads them when it writes a log line (mdlm's
+    ``self.log(name, value=loss.item())`` reads every step, and turns the float back into a
+    device tensor)."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value in ("log", "log_dict")):
+        return False
+    if not (isinstance(func.value, cst.Name) and func.value.value == "self"):
+        return False
+    cls = next((anc for anc in a.ancestors(call) if isinstance(anc, cst.ClassDef)), None)
+    return cls is not None and any(a.qualnames(base.value) & LIGHTNING_MODULES for base in cls.bases)
+
+
 def _lightning_class(a: ModuleAnalysis, cls: cst.ClassDef) -> bool:
     if not any(a.qualnames(base.value) & LIGHTNING_MODULES for base in cls.bases):
         return False

@@ -497,3 +497,25 @@ def test_the_output_of_a_parameter_used_as_a_model_is_likely_a_tensor():
     assert [f.line for f in check_code(source, select=["SFX105"])] == [8, 8]
     unknown = source.replace("    model.train()\n", "")  # a callable syncfix cannot name
     assert [f.line for f in check_code(unknown, select=["SFX105"])] == []
+
+
+LIGHTNING = """\
+import torch
+import lightning.pytorch as pl
+
+
+class Diffusion({base}):
+    def training_step(self, batch, batch_idx):
+        loss = self.model(batch["x"]).mean()
+        self.log(name="trainer/loss", value=loss.item(), on_step=True)
+        return loss
+"""
+
+
+def test_a_value_read_for_lightnings_log_says_the_log_takes_the_tensor():
+    # mdlm's training step: `self.log(..., value=loss.item())`; Lightning takes tensors
+    (lit,) = [f.message for f in check_code(LIGHTNING.format(base="pl.LightningModule")) if f.code == "SFX105"]
+    assert "Lightning's `self.log` takes the tensor (`loss.detach()`)" in lit
+    # a class of the project with its own `log`: Python uses the value, as far as syncfix knows
+    (other,) = [f.message for f in check_code(LIGHTNING.format(base="torch.nn.Module")) if f.code == "SFX105"]
+    assert "Lightning" not in other and "Python uses the value here" in other
