@@ -56,3 +56,32 @@ def test_sfx104_unsafe_slice_of_an_operand():
     from ..support import check_rewrite_keeps_values_with_fewer_syncs
 
     check_rewrite_keeps_values_with_fewer_syncs("SFX104", TOP_K_CUT, True, (4, 5), True)
+
+
+ARANGE_POOL = '''
+import torch
+
+
+def pool(x: torch.Tensor, text: torch.Tensor):
+    return x[torch.arange(x.shape[0]), text.argmax(dim=-1)]
+
+
+def f(steps: int, n: int):
+    torch.manual_seed(0)
+    x = torch.randn(n, 77, 64, device="cuda")
+    text = torch.randint(0, 1000, (n, 77), device="cuda")
+    out = []
+    for _ in range(steps):
+        out.append(pool(x, text))
+        x = x * 0.5
+    return tuple(out)
+'''
+
+
+@pytest.mark.cuda
+def test_sfx104_arange_index_built_on_the_device():
+    # CLIP's text pooling: the index built with `device=x.device`, no copy at all
+    from ..support import check_rewrite_keeps_values_with_fewer_syncs
+
+    assert "torch.arange(x.shape[0], device=x.device)" in __import__("syncfix").fix_code(ARANGE_POOL, select=["SFX104"])
+    check_rewrite_keeps_values_with_fewer_syncs("SFX104", ARANGE_POOL, False, (6, 8), True)
