@@ -10,7 +10,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from syncfix.analysis.ast_reading import batch_names
+from syncfix.analysis.ast_reading import batch_names, batch_parts
 from syncfix.analysis.hotness import batch_param, file_calls, hot_functions
 from syncfix.cli import cli
 from syncfix.projects import build_index, contexts
@@ -1141,6 +1141,17 @@ def test_a_method_handed_a_loops_batch_through_an_object_is_hot_in_every_class_t
         assert not {batch_param("validation", 0), batch_param("log_step", 0)} & hot[m]
         # benchmarking-gnns' `model.loss(scores, labels)`: each step, with the labels' device copy
         assert "weighted_loss" in hot[m] and batch_param("weighted_loss", 1) not in hot[m]
+
+
+def test_the_parts_of_a_batch_are_names_bound_only_to_its_items_or_their_slices():
+    loop = ast.parse(
+        "while train_data is not None:\n"
+        "    lq = train_data['lq']\n    gt = train_data['gt']\n    lq = lq[indices]\n    gt = gt[:, :, 0:8]\n"
+        "    mask = make_mask(gt)\n    pred = model(lq)[0]\n    n = train_data['n']\n    n += 1\n"
+        "    train_data = prefetcher.next()\n"
+    ).body[0]
+    assert isinstance(loop, ast.While)
+    assert batch_parts(loop, batch_names(loop)) == {"lq", "gt"}
 
 
 def test_only_a_batch_name_a_loop_over_batches_binds_is_a_batch():

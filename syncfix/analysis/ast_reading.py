@@ -142,6 +142,37 @@ def _rebound(loop: ast.For | ast.AsyncFor | ast.While) -> set[str]:
     return out
 
 
+def batch_parts(loop: ast.For | ast.AsyncFor | ast.While, batches: set[str]) -> set[str]:
+    """The names the loop's body binds only to items, slices or index selections of its fresh
+    ``batches`` or of other such names (Restormer's ``lq = train_data["lq"]``, then
+    ``lq = lq[indices]``, ``lq = lq[:, :, x0:x1]``): parts of this step's batch, in its memory
+    or a fresh copy of it."""
+    values: dict[str, list[ast.expr]] = {}
+    plain: set[int] = set()  # the targets of ``name = value``
+    other: set[str] = set()  # bound some other way too (``for``, ``+=``, a tuple target...)
+    for node in ast.walk(ast.Module(body=loop.body, type_ignores=[])):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and type(node.targets[0]) is ast.Name:
+            values.setdefault(node.targets[0].id, []).append(node.value)
+            plain.add(id(node.targets[0]))
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and id(node) not in plain:
+            other.add(node.id)
+    parts = {name for name in values if name not in other and name not in batches}
+    while True:  # drop a name with a value that is no part of a batch or of a kept name
+        kept = {n for n in parts if all(_subscript_root(v) in batches | parts for v in values[n])}
+        if kept == parts:
+            return parts
+        parts = kept
+
+
+def _subscript_root(value: ast.expr) -> str | None:
+    """``x`` of ``x[i]``, ``x["k"][:, 0]``; None for anything but a subscript of a name."""
+    if type(value) is not ast.Subscript:
+        return None
+    while type(value) is ast.Subscript:
+        value = value.value
+    return value.id if type(value) is ast.Name else None
+
+
 def _fetches_next(value: ast.expr) -> bool:
     """``next(it)``, ``prefetcher.next()``: the next batch."""
     return isinstance(value, ast.Call) and (

@@ -387,7 +387,7 @@ def _likely_batch(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
     if a.value(expr).kind not in (Kind.UNKNOWN, Kind.BOTTOM) and not narrowed_to_tensor(a, expr):
         return False
     if isinstance(expr, cst.Subscript):
-        return is_likely_batch_item(a, expr.value)
+        return is_likely_batch_item(a, expr.value) or _fed_parts(a, expr.value)
     if isinstance(expr, cst.Attribute):
         return expr.attr.value in CPU_KEEPING_ATTRS and is_likely_batch_item(a, expr.value)
     if isinstance(expr, cst.Call):
@@ -606,6 +606,19 @@ def _passed_batches(a: ModuleAnalysis, param: cst.Param) -> bool:
         return _fed_batches(a, param)
     # a batch of a loader the code builds counts too (monodepth2's ``self.process_batch(inputs)``)
     return all(is_likely_batch_item(a, expr) or a.likely.value(expr).kind is Kind.BATCH for expr in passed)
+
+
+def _fed_parts(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` a parameter that another file hands the parts of a loop's batch in a dict
+    (Restormer's ``model.feed_train_data({"lq": lq, "gt": gt})``)? The dict is a known value,
+    not a batch; its items are the batch's parts."""
+    if not isinstance(expr, cst.Name) or a.value(expr).kind is not Kind.OTHER:
+        return False
+    bindings = a.bindings(expr)
+    return bool(bindings) and all(
+        isinstance(asg, Assignment) and isinstance(asg.node, cst.Param) and _fed_batches(a, asg.node)
+        for asg in bindings
+    )
 
 
 def _fed_batches(a: ModuleAnalysis, param: cst.Param) -> bool:

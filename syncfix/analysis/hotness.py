@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 
 from .ast_reading import (
     batch_names,
+    batch_parts,
     once_per_pass,
     over_batches,
     returned_closure,
@@ -264,14 +265,20 @@ class _Collector:
         args = [*enumerate(call.args), *((k.arg, k.value) for k in call.keywords)]
         known = self.loop_batches.get(id(loop))
         if known is None:  # once per loop: it may hold many calls
-            known = self.loop_batches[id(loop)] = (batch_names(loop), batch_names(loop, fresh=False))
+            fresh = batch_names(loop)
+            parts = batch_parts(loop, fresh) if isinstance(loop, _LOOPS) else set()
+            known = self.loop_batches[id(loop)] = (fresh | parts, batch_names(loop, fresh=False) | parts)
         fresh, any_batch = known
         for key, arg in args:
-            if key is not None and type(arg) is ast.Name:
-                if arg.id in fresh:
-                    self.out.batch_args.add((method, key))
-                if arg.id in any_batch:
-                    self.out.batch_calls_through.add(method)
+            # a dict of the batch's parts (Restormer's ``model.feed_train_data({"lq": lq, "gt": gt})``)
+            values = arg.values if type(arg) is ast.Dict and None not in arg.keys else [arg]
+            names = [v.id for v in values if type(v) is ast.Name]
+            if key is None or not names or len(names) < len(values):
+                continue
+            if all(n in fresh for n in names):
+                self.out.batch_args.add((method, key))
+            if any(n in any_batch for n in names):
+                self.out.batch_calls_through.add(method)
 
     def collect(self, tree: ast.Module) -> None:
         """Each call, under the function it is in and whether a loop of that function that

@@ -307,6 +307,10 @@ class Model:
     [
         ("model.feed_data(train_data)", "unsafe"),  # BasicSR's training loop, in another file
         ("model.feed_data(settings)", None),  # not the loop's batch: not reported
+        # Restormer's train.py: a dict of the batch's parts, cut to a smaller patch each step
+        ('lq = train_data["lq"]\n        lq = lq[:, :, 0:8]\n        model.feed_data({"lq": lq})', "unsafe"),
+        ('lq = train_data["lq"]\n        lq = scale(lq)\n        model.feed_data({"lq": lq})', None),
+        ('lq = train_data["lq"]\n        model.feed_data({"lq": lq, "cfg": settings})', None),
     ],
 )
 def test_a_method_handed_a_batch_from_another_files_loop_copies_a_likely_batch_item(tmp_path, monkeypatch, call, fixed):
