@@ -140,6 +140,21 @@ def onto_accumulator(a, call: cst.Call) -> bool:
     )
 
 
+def expanded(expr: cst.BaseExpression) -> bool:
+    """``p.expand(b, -1, -1)``, ``p.repeat(b, 1)`` (through other calls and indexing): a copy
+    of the result moves every repeated element, a copy of ``p`` each once."""
+    while isinstance(expr, (cst.Call, cst.Subscript)):
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+            continue
+        if not isinstance(expr.func, cst.Attribute):
+            return False
+        if expr.func.attr.value in ("expand", "repeat"):
+            return True
+        expr = expr.func.value
+    return False
+
+
 def after_type_as(call: cst.Call) -> bool:
     """``p.type_as(x).to(x.device)``: ``type_as`` put ``p`` on ``x``'s kind of device already."""
     func = call.func

@@ -14,6 +14,7 @@ from syncfix.analysis import (
     Kind,
     Memory,
     Value,
+    cpu_state_in_a_branch,
     handler_site,
     keyword,
     narrowed_to_tensor,
@@ -29,6 +30,7 @@ from ._copy_calls import (
     appended_on_host,
     converts_dtype,
     device_argument,
+    expanded,
     from_array,
     is_false,
     joined_batch,
@@ -639,15 +641,28 @@ class BlockingHostToDevice(Rule):
         a blocking copy of a CPU ``p`` (VideoMAE's ``self.pos_embed.type_as(x)`` in forward)."""
         a = self.analysis
         args = positional(node)
-        receiver = a.value(node.func.value)  # type: ignore[attr-defined]
-        if len(args) != 1 or not a.is_hot(node) or not receiver.is_tensor or receiver.device is not Device.CPU:
+        source = node.func.value  # type: ignore[attr-defined]
+        receiver = a.value(source)
+        if len(args) != 1 or not a.is_hot(node) or not receiver.is_tensor:
+            return
+        # a parameter in one branch of its class, a CPU tensor (by default) in another
+        branch = cpu_state_in_a_branch(a, source) if receiver.device is not Device.CPU else None
+        if receiver.device is not Device.CPU and branch is None:
             return
         other = a.value(args[0].value)
         if other.device is Device.CPU or not (other.is_tensor or other.kind is Kind.UNKNOWN):
             return  # on the host, or no tensor (``type_as`` raises): an unknown one may be a GPU's
-        built = None if a.uses_streams or a.caught_by_handler(node) else built_like(a, node)
+        built = None if branch is not None or a.uses_streams or a.caught_by_handler(node) else built_like(a, node)
         fix = self.unsafe_fix({node: built}, TYPE_AS_BUILT) if built is not None else None
-        self.report(node, TYPE_AS if fix is None else TYPE_AS_HEAD, fix=fix)
+        message = TYPE_AS_HEAD
+        if branch is not None:
+            line = a.positions[branch].start.line
+            message += f" (where the class holds the CPU tensor of line {line}, not an `nn.Parameter`)"
+        if fix is None:
+            message += TYPE_AS.removeprefix(TYPE_AS_HEAD)
+        if expanded(source):
+            message += "; convert it before `.expand(...)` or `.repeat(...)`, which multiply the bytes copied"
+        self.report(node, message, fix=fix)
 
     def _legacy_type(self, node: cst.Call) -> None:
         """``x.type(torch.cuda.FloatTensor)``, or through a name bound to it or to

@@ -17,6 +17,7 @@ from .project import ALL
 from .sizes import likely_size
 from .tokenizers import tokenized_item
 from .torch_api import (
+    CPU_KEEPING_METHODS,
     FLOAT_CONSTANTS,
     LIKELY_TENSOR_ATTRS,
     MODULE_BASES,
@@ -314,6 +315,35 @@ def module_state(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
         return True
     bound = self_attribute_values(a, expr)
     return bool(bound) and all(_makes_parameter(a, v) for v in bound or ())
+
+
+# Tensor methods whose result is on the receiver's device (views, casts, copies in its memory).
+_IN_PLACE_OF_MEMORY = frozenset({*CPU_KEEPING_METHODS, "expand", "expand_as", "repeat"})
+
+
+def cpu_state_in_a_branch(a: ModuleAnalysis, expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """For ``self.<attr>`` in a method that the class binds to an ``nn.Parameter`` in one branch
+    and to a plain CPU tensor in another (VideoMAE's ``self.pos_embed``: learnable, or by
+    default a fixed sinusoid table, which ``model.cuda()`` does not move): that CPU tensor's
+    value. None where the attribute is registered, or every value is a parameter, or no value is
+    provably a CPU tensor. Through indexing and the methods that keep a tensor where it is
+    (``self.pos_embed.expand(b, -1, -1)``)."""
+    while True:
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _IN_PLACE_OF_MEMORY:
+            expr = expr.func.value
+        else:
+            break
+    if not (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self"):
+        return None
+    if _registered(a, expr):
+        return None
+    for value in self_attribute_values(a, expr) or ():
+        held = a.value(value)
+        if held.is_tensor and held.device is Device.CPU and not _makes_parameter(a, value):
+            return value
+    return None
 
 
 def _makes_parameter(a: ModuleAnalysis, value: cst.BaseExpression) -> bool:

@@ -316,3 +316,18 @@ def test_a_copy_in_a_loop_that_reads_a_gpu_value_every_time_round_says_the_fix_p
     found = {f.line: f for f in check_code(src, select=["SFX101"]) if f.fix is not None}
     assert "reads a tensor's value on the host at line 9, every time round" in found[10].message
     assert "every time round" not in found[18].message
+
+
+def test_a_type_as_copy_of_a_table_held_on_the_host_in_one_branch_names_that_line():
+    # VideoMAE's encoder: a parameter if learnable, else a fixed table on the host, expanded to
+    # the batch before it is converted (each step copies the batch-sized expansion)
+    source = (
+        "import torch\n\n\nclass Enc(torch.nn.Module):\n"
+        "    def __init__(self, learnable=False):\n        super().__init__()\n"
+        "        if learnable:\n            self.pos = torch.nn.Parameter(torch.zeros(1, 4, 8))\n"
+        "        else:\n            self.pos = torch.zeros(1, 4, 8)\n\n"
+        "    def forward(self, x):\n        return x + self.pos.expand(x.shape[0], -1, -1).type_as(x)\n"
+    )
+    (found,) = check_code(source, path="model.py", select=["SFX101"])
+    assert "the CPU tensor of line 10, not an `nn.Parameter`" in found.message
+    assert "convert it before `.expand(...)`" in found.message
