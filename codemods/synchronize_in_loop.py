@@ -217,10 +217,10 @@ class SynchronizeInLoop(Rule):
         return any(".elapsed_time(" in _code(t) for t in targets)
 
     def _log_line(self, line: cst.SimpleStatementLine) -> bool:
-        """Is ``line`` only log calls (``print(...)``, ``logger.info(...)``) or counter updates
-        by a literal (PoolFormer's ``num_updates += 1``, of a name not known to be a tensor)?
-        They queue no GPU work (a counter's), so a clock read after them still times what the
-        sync waited for."""
+        """Is ``line`` only log calls (``print(...)``, ``logger.info(...)``), counter updates
+        by a literal (PoolFormer's ``num_updates += 1``, of a name not known to be a tensor) or
+        counter resets (hiera's ``total = 0``)? They queue no GPU work, so a clock read after
+        them still times what the sync waited for."""
         a = self.analysis
         return all(
             isinstance(s, cst.Expr) and isinstance(s.value, cst.Call) and a.is_logging_call(s.value)
@@ -228,6 +228,9 @@ class SynchronizeInLoop(Rule):
             and isinstance(s.target, cst.Name)
             and isinstance(s.value, (cst.Integer, cst.Float))
             and not a.value(s.target).is_tensor
+            or isinstance(s, cst.Assign)
+            and all(isinstance(t.target, cst.Name) for t in s.targets)
+            and isinstance(s.value, (cst.Integer, cst.Float))
             for s in line.body
         )
 

@@ -684,6 +684,16 @@ def main(args, steps, batches):
             limit = j * 2
             if j == limit:
                 moving(j)
+
+
+
+def bench(args, steps, batches):
+    for k in tqdm(range(steps)):
+        if k == args.warm_up:
+            warmed(k)
+    for x in batches:
+        returned(x)
+        return x
 """
 
 
@@ -696,6 +706,9 @@ def test_a_call_under_an_if_on_the_loop_counter_runs_once_per_pass():
     assert in_loop["train"] and not in_loop["sanity_check"]
     assert in_loop["show"]  # the epoch loop still repeats it
     assert in_loop["rebound"] and in_loop["moving"]
+    # hiera's benchmark, `if i == warm_up:` under a progress bar; a loop that returns at its end
+    in_bench = {callee[1]: made for callee, made in file_calls("m", ONCE_PER_PASS.encode(), (), {}).calls["bench"]}
+    assert not in_bench["warmed"] and not in_bench["returned"]
 
 
 def test_a_walk_over_a_models_layers_makes_nothing_hot_by_itself():

@@ -445,6 +445,7 @@ def test_what_runs_when_the_counter_equals_a_fixed_value_runs_once_per_pass():
     # edm2's calculate_metrics: `if batch_idx == num_batches - 1:` closes the statistics once
     src = """\
     import torch
+    from tqdm import tqdm
 
     def stats(batches, n, fit):
         for i, x in enumerate(batches):
@@ -461,11 +462,14 @@ def test_what_runs_when_the_counter_equals_a_fixed_value_runs_once_per_pass():
                 if j == 7:
                     w = torch.ones(3).cuda()
             fit()
+        for k in tqdm(range(n)):  # hiera's benchmark: `if i == warm_up:` under a progress bar
+            if k == n - 1:
+                w = torch.ones(3).cuda()
     """
     # compared with what the loop changes, or not an equality: every step may run it
-    assert codes(src) == [("SFX101", 10), ("SFX101", 12), ("SFX101", 16)]
+    assert codes(src) == [("SFX101", 11), ("SFX101", 13), ("SFX101", 17)]
     assert [c for c in codes(src, include_cold=True) if c[0] == "SFX101"] == [
-        ("SFX101", 6), ("SFX101", 8), ("SFX101", 10), ("SFX101", 12), ("SFX101", 16),
+        ("SFX101", 7), ("SFX101", 9), ("SFX101", 11), ("SFX101", 13), ("SFX101", 17), ("SFX101", 21),
     ]
 
 
@@ -485,6 +489,11 @@ def test_a_loop_whose_body_ends_in_break_runs_once():
                 continue
             y = torch.ones(3).cuda()
             break
+
+    def throughput(loader):  # FocalNet's: one batch, then `return`
+        for x in loader:
+            y = torch.ones(3).cuda()
+            return y
     """
     assert codes(src) == [("SFX101", 12)]
 

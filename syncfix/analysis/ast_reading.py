@@ -15,15 +15,19 @@ from .torch_api import MODEL_WALKS, WALK_WRAPPERS
 
 def runs_once(loop: ast.AST) -> bool:
     """A ``for`` over a one-item display (``for w in ['yolov7.pt']:``), or a loop whose body
-    ends in a ``break`` no ``continue`` skips: its body runs once, as ``navigation.runs_once``
-    says of LibCST's tree."""
+    ends in a ``break`` or ``return`` no ``continue`` skips: its body runs once, as
+    ``navigation.runs_once`` says of LibCST's tree."""
     it = getattr(loop, "iter", None)
     if isinstance(it, (ast.List, ast.Tuple, ast.Set)) and len(it.elts) == 1 and not isinstance(it.elts[0], ast.Starred):
         return True
     body = getattr(loop, "body", None) or []
-    return bool(body) and isinstance(body[-1], ast.Break) and not any(
+    return bool(body) and isinstance(body[-1], (ast.Break, ast.Return)) and not any(
         isinstance(n, ast.Continue) for stmt in body for n in ast.walk(stmt)
     )
+
+
+def _last_name(func: ast.expr) -> str:
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
 
 
 def once_per_pass(test_if: ast.If, loop: ast.AST) -> bool:
@@ -32,7 +36,10 @@ def once_per_pass(test_if: ast.If, loop: ast.AST) -> bool:
     body binds? Its body then runs at most once per pass (``navigation._once_per_pass``)."""
     if not isinstance(loop, ast.For) or not isinstance(loop.iter, ast.Call):
         return False
-    func = loop.iter.func
+    it = loop.iter
+    while isinstance(it, ast.Call) and it.args and _last_name(it.func) in ("tqdm", "list", "tuple"):
+        it = it.args[0]  # ``tqdm(range(runs))`` counts as ``range(runs)`` does
+    func = it.func if isinstance(it, ast.Call) else None
     if not (isinstance(func, ast.Name) and func.id in ("range", "enumerate")):
         return False
     target: ast.AST | None = loop.target

@@ -25,6 +25,7 @@ from .syntax import dotted_name, stored_names, target_names
 from .torch_api import (
     METHOD_HOOKS,
     MODEL_WALKS,
+    PASS_THROUGH_ITER,
     STREAM_APIS,
     STREAM_METHODS,
     STREAM_WORDS,
@@ -124,7 +125,10 @@ def _once_per_pass(a: ModuleAnalysis, node: cst.CSTNode, loop: cst.For | cst.Whi
     once per pass of the loop."""
     if not isinstance(loop, cst.For) or not isinstance(loop.iter, cst.Call):
         return False
-    func = loop.iter.func
+    it = loop.iter
+    while isinstance(it, cst.Call) and it.args and a.callee(it) in _PROGRESS:
+        it = it.args[0].value  # ``tqdm(range(runs))`` counts as ``range(runs)`` does
+    func = it.func if isinstance(it, cst.Call) else None
     if not (isinstance(func, cst.Name) and func.value in ("range", "enumerate")):
         return False
     target: cst.BaseExpression | None = loop.target
@@ -145,6 +149,10 @@ def _once_per_pass(a: ModuleAnalysis, node: cst.CSTNode, loop: cst.For | cst.Whi
     return False
 
 
+# Wrappers that yield what they wrap, in order: a progress bar, a list of it.
+_PROGRESS = PASS_THROUGH_ITER - {"itertools.islice", "iter"}
+
+
 def _counter_equals(a: ModuleAnalysis, test: cst.BaseExpression, counter: str, changing: set[str]) -> bool:
     """``counter == e`` or ``e == counter``, ``e`` reading none of ``changing``."""
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, cst.Equal)):
@@ -159,8 +167,8 @@ def _counter_equals(a: ModuleAnalysis, test: cst.BaseExpression, counter: str, c
 
 def runs_once(a: ModuleAnalysis, loop: cst.CSTNode) -> bool:
     """A ``for`` over a list, tuple or set display of one item (no ``*``), or a loop whose body
-    ends in a ``break`` that no ``continue`` skips (vits's ``evaluate``: one batch, then
-    ``break``)."""
+    ends in a ``break`` or ``return`` that no ``continue`` skips (vits's ``evaluate``: one
+    batch, then ``break``; FocalNet's ``throughput``: one batch, then ``return``)."""
     it = loop.iter if isinstance(loop, cst.For) else None
     if (
         isinstance(it, (cst.List, cst.Tuple, cst.Set))
@@ -174,7 +182,7 @@ def runs_once(a: ModuleAnalysis, loop: cst.CSTNode) -> bool:
     last = body.body[-1]
     return (
         isinstance(last, cst.SimpleStatementLine)
-        and isinstance(last.body[-1], cst.Break)
+        and isinstance(last.body[-1], (cst.Break, cst.Return))
         and not a.nodes_within(body, cst.Continue)
     )
 

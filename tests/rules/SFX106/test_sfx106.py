@@ -39,7 +39,7 @@ def test_synchronize_without_clock_is_not_called_timing():
 def test_log_lines_between_synchronize_and_clock_keep_it_timing():
     # Swin-Transformer's throughput(): synchronize(); logger.info(...); tic1 = time.time()
     # PoolFormer's train loop: synchronize(); num_updates += 1; batch_time_m.update(time.time() - end)
-    for logs in ("    print('timing')\n", "    logging.info('a')\n    print(x.sum().item())\n", "    num_updates += 1\n"):
+    for logs in ("    print('timing')\n", "    logging.info('a')\n    print(x.sum().item())\n", "    num_updates += 1\n", "    total = 0\n"):
         (msg,) = _messages(f"    torch.cuda.synchronize()\n{logs}    t = time.time()\n", "SFX106")
         assert "deliberate (timing)" in msg, logs
 
