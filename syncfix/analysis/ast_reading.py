@@ -36,7 +36,7 @@ def once_per_pass(test_if: ast.If, loop: ast.AST) -> bool:
     body binds? Its body then runs at most once per pass (``navigation._once_per_pass``)."""
     if not isinstance(loop, ast.For) or not isinstance(loop.iter, ast.Call):
         return False
-    it = loop.iter
+    it: ast.expr = loop.iter
     while isinstance(it, ast.Call) and it.args and _last_name(it.func) in ("tqdm", "list", "tuple"):
         it = it.args[0]  # ``tqdm(range(runs))`` counts as ``range(runs)`` does
     func = it.func if isinstance(it, ast.Call) else None

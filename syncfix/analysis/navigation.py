@@ -125,7 +125,7 @@ def _once_per_pass(a: ModuleAnalysis, node: cst.CSTNode, loop: cst.For | cst.Whi
     once per pass of the loop."""
     if not isinstance(loop, cst.For) or not isinstance(loop.iter, cst.Call):
         return False
-    it = loop.iter
+    it: cst.BaseExpression = loop.iter
     while isinstance(it, cst.Call) and it.args and a.callee(it) in _PROGRESS:
         it = it.args[0].value  # ``tqdm(range(runs))`` counts as ``range(runs)`` does
     func = it.func if isinstance(it, cst.Call) else None
