@@ -409,6 +409,8 @@ def test_a_registered_hook_runs_every_pass():
     # activation to the host on every forward
     src = textwrap.dedent(
         """
+        import functools
+
         import torch
         from .hooks import log_grad
 
@@ -418,9 +420,15 @@ def test_a_registered_hook_runs_every_pass():
                     layer.register_forward_hook(self.save_activation)
                 x.register_hook(log_grad)
                 x.register_hook(lambda g: g * 2)
+                # smoothquant's calibration: one hook per layer, its name bound by `partial`
+                for name, layer in x.named_modules():
+                    layer.register_forward_hook(functools.partial(self.stat_hook, name=name))
 
             def save_activation(self, module, input, output):
                 self.out = output.cpu()
+
+            def stat_hook(self, module, input, output, name):
+                self.stats[name] = output.abs().max().item()
 
             def unused(self):
                 pass
@@ -431,7 +439,7 @@ def test_a_registered_hook_runs_every_pass():
         file_calls("pkg.hooks", b"def log_grad(g):\n    print(g.norm().item())\n", ["forward"], {}),
     ]
     hot = hot_functions(files)
-    assert hot["pkg.rec"] == {"save_activation"}
+    assert hot["pkg.rec"] == {"save_activation", "stat_hook"}
     assert "log_grad" in hot["pkg.hooks"]
 
 

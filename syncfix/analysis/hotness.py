@@ -207,8 +207,18 @@ _APPLIERS = frozenset({"map", "filter", "partial", "starmap", "multi_apply", "ap
 
 
 def _applies(func: ast.expr) -> bool:
-    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-    return name in _APPLIERS
+    return _last_name(func) in _APPLIERS
+
+
+def _partial_of(func: ast.expr) -> ast.expr:
+    """``f`` of ``partial(f, name=name)`` (smoothquant's hooks, one per layer), else ``func``."""
+    if type(func) is ast.Call and func.args and _last_name(func.func) == "partial":
+        return func.args[0]
+    return func
+
+
+def _last_name(func: ast.expr) -> str:
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
 
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -345,7 +355,7 @@ class _Collector:
                             self._batch_args(callee[1], node, loop)  # type: ignore[arg-type]
                 if type(func) is ast.Attribute and func.attr in _HOOK_REGISTRARS and node.args:  # type: ignore[attr-defined]
                     # a hook runs on every forward or backward pass: as if called in a loop
-                    hook = self._callee(node.args[0])  # type: ignore[attr-defined]
+                    hook = self._callee(_partial_of(node.args[0]))  # type: ignore[attr-defined]
                     if hook is not None:
                         out.calls.setdefault(function, [])
                         made.append((function, hook, node))
