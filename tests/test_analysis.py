@@ -133,6 +133,8 @@ DEVICES = [
     ('"cpu"', Device.CPU),
     ('"mps"', Device.UNKNOWN),
     ('f"cuda:{rank}"', Device.CUDA),
+    ('torch.device(f"cuda:{rank:d}")', Device.CUDA),  # BigVGAN's train.py
+    ('f"cpu:{rank}"', Device.UNKNOWN),
     ('torch.device("cuda", rank)', Device.CUDA),
     ('torch.device("cpu")', Device.CPU),
     ('"cuda" if torch.cuda.is_available() else "cpu"', Device.CUDA_OR_CPU),

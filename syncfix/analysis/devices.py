@@ -770,7 +770,8 @@ def string_device(expr: cst.BaseExpression) -> Value:
 
 
 def fstring_device(expr: cst.FormattedString) -> Value:
-    """``f"cuda:{rank}"`` is a CUDA device; any other f-string is not a device we can prove."""
+    """``f"cuda:{rank}"`` (``f"cuda:{rank:d}"``: BigVGAN's) is a CUDA device (``torch.device``
+    raises on any other text after ``cuda:``); any other f-string is not a device we can prove."""
     parts = expr.parts
     if (
         parts
@@ -778,8 +779,6 @@ def fstring_device(expr: cst.FormattedString) -> Value:
         and parts[0].value == "cuda:"
         and len(parts) == 2
         and isinstance(parts[1], cst.FormattedStringExpression)
-        and parts[1].format_spec is None
-        and parts[1].conversion is None
     ):
         return Value(Kind.DEVICE, Device.CUDA)
     return OTHER
