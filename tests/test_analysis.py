@@ -210,6 +210,37 @@ def test_module_instances_and_their_outputs():
     assert a.value(last_name(module, "h")).kind is Kind.TENSOR
 
 
+def test_a_classmethods_cls_of_a_module_class_and_a_torchaudio_transform_make_modules():
+    # llm-awq's `q_linear = cls(...)` in `from_float`; BigVGAN's `torchaudio.transforms.Resample`
+    a, module = analyse(
+        """
+        import torch
+        import torchaudio
+        class QLinear(torch.nn.Module):
+            @classmethod
+            def from_float(cls, n):
+                q = cls(n)
+                use(q)
+            @classmethod
+            def other(cls, n):
+                cls = make(n)
+                p = cls(n)
+                use(p)
+        class Plain:
+            @classmethod
+            def make(cls, n):
+                r = cls(n)
+                use(r)
+        resample = torchaudio.transforms.Resample(16000, 8000)
+        use(resample)
+        """
+    )
+    assert a.value(last_name(module, "q")).kind is Kind.MODULE
+    assert a.value(last_name(module, "p")).kind is not Kind.MODULE  # `cls` rebound
+    assert a.value(last_name(module, "r")).kind is not Kind.MODULE
+    assert a.value(last_name(module, "resample")).kind is Kind.MODULE
+
+
 def test_layers_held_by_module_containers_and_their_outputs():
     # nanoGPT: ``self.transformer = nn.ModuleDict(dict(wte=..., h=nn.ModuleList([...]), ln_f=...))``
     a, module = analyse(

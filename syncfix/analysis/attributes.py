@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from libcst.metadata import ExpressionContext, ExpressionContextProvider
+from libcst.metadata import Assignment, ExpressionContext, ExpressionContextProvider
 
 from . import callgraph
 from .annotations import annotation_value
@@ -502,10 +502,26 @@ def is_module_class(a: ModuleAnalysis, node: cst.BaseExpression) -> bool:
         return True  # ``models.vgg19(pretrained=True)``, ``timm.create_model(...)``
     # A class defined in this module that subclasses nn.Module (directly or through another).
     if isinstance(node, cst.Name):
-        cls = _local_class(a, node.value)
+        cls = _local_class(a, node.value) or _classmethod_class(a, node)
         if cls is not None:
             return class_is_module(a, cls)
     return _imported_module_class(a, node)
+
+
+def _classmethod_class(a: ModuleAnalysis, name: cst.Name) -> cst.ClassDef | None:
+    """The class whose ``@classmethod`` takes ``name`` as its first parameter (``cls``): a call
+    of it makes an instance of that class or of a subclass (llm-awq's ``cls(...).cuda()``)."""
+    fn = a.enclosing_function(name)
+    params = fn.params.params if fn is not None else ()
+    if fn is None or not params or params[0].name.value != name.value:
+        return None
+    if not any(isinstance(d.decorator, cst.Name) and d.decorator.value == "classmethod" for d in fn.decorators):
+        return None
+    if any(isinstance(asg, Assignment) and asg.node is not params[0] for asg in a.bindings(name)):
+        return None  # ``cls`` rebound in the method
+    block = a.parent(fn)
+    owner = a.parent(block) if block is not None else None
+    return owner if isinstance(owner, cst.ClassDef) else None
 
 
 def made_module(name: str) -> bool:
@@ -515,6 +531,8 @@ def made_module(name: str) -> bool:
     if name in MODULE_FACTORIES:
         return True
     last = name.rsplit(".", 1)[-1]
+    if name.startswith("torchaudio.transforms.") and last[:1].isupper():
+        return True  # every torchaudio transform is an ``nn.Module`` (BigVGAN's ``Resample``)
     return (
         name.startswith("torchvision.models.")
         and not last.endswith("_Weights")
