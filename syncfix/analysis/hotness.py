@@ -217,10 +217,6 @@ def _partial_of(func: ast.expr) -> ast.expr:
     return func
 
 
-def _last_name(func: ast.expr) -> str:
-    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-
-
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Per node type, the fields that may not run each time the node does (navigation.py's
