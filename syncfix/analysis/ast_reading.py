@@ -26,7 +26,8 @@ def runs_once(loop: ast.AST) -> bool:
     )
 
 
-def _last_name(func: ast.expr) -> str:
+def last_name(func: ast.expr) -> str:
+    """``f`` of ``f`` and of ``m.f``; "" for anything else."""
     return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
 
 
@@ -37,7 +38,7 @@ def once_per_pass(test_if: ast.If, loop: ast.AST) -> bool:
     if not isinstance(loop, ast.For) or not isinstance(loop.iter, ast.Call):
         return False
     it: ast.expr = loop.iter
-    while isinstance(it, ast.Call) and it.args and _last_name(it.func) in ("tqdm", "list", "tuple"):
+    while isinstance(it, ast.Call) and it.args and last_name(it.func) in ("tqdm", "list", "tuple"):
         it = it.args[0]  # ``tqdm(range(runs))`` counts as ``range(runs)`` does
     func = it.func if isinstance(it, ast.Call) else None
     if not (isinstance(func, ast.Name) and func.id in ("range", "enumerate")):

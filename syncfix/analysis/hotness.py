@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from .ast_reading import (
     batch_names,
     batch_parts,
+    last_name,
     once_per_pass,
     over_batches,
     returned_closure,
@@ -207,12 +208,12 @@ _APPLIERS = frozenset({"map", "filter", "partial", "starmap", "multi_apply", "ap
 
 
 def _applies(func: ast.expr) -> bool:
-    return _last_name(func) in _APPLIERS
+    return last_name(func) in _APPLIERS
 
 
 def _partial_of(func: ast.expr) -> ast.expr:
     """``f`` of ``partial(f, name=name)`` (smoothquant's hooks, one per layer), else ``func``."""
-    if type(func) is ast.Call and func.args and _last_name(func.func) == "partial":
+    if type(func) is ast.Call and func.args and last_name(func.func) == "partial":
         return func.args[0]
     return func
 
@@ -321,7 +322,7 @@ class _Collector:
                         out.methods.setdefault(stmt.name, set()).add(node.name)  # type: ignore[attr-defined]
                         if not out.narrow_to and stmt.name == "to" and takes_no_non_blocking(stmt):
                             out.narrow_to = node.name  # type: ignore[attr-defined]
-                out.bases.update(_last_name(b) for b in node.bases)  # type: ignore[attr-defined]
+                out.bases.update(last_name(b) for b in node.bases)  # type: ignore[attr-defined]
             elif kind is ast.Assign:
                 self._instance(node)  # type: ignore[arg-type]
             if kind in _LOOPS and not runs_once(node):
@@ -605,10 +606,6 @@ def _holder_key(target: ast.expr) -> str | None:
     if type(target) is ast.Attribute and type(target.value) is ast.Name and target.value.id == "self":
         return "self." + target.attr
     return None
-
-
-def _last_name(base: ast.expr) -> str:
-    return base.attr if isinstance(base, ast.Attribute) else base.id if isinstance(base, ast.Name) else ""
 
 
 def one_time(f: FileCalls, hot: frozenset[str]) -> bool:
