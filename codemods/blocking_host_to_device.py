@@ -17,6 +17,7 @@ from syncfix.analysis import (
     cpu_state_in_a_branch,
     handler_site,
     keyword,
+    moved_once,
     narrowed_to_tensor,
     positional,
 )
@@ -485,6 +486,8 @@ class BlockingHostToDevice(Rule):
                 return  # the ``else`` of ``if device.type == "cuda":``: not a copy to CUDA
             if branch is True:
                 target = Device.CUDA  # the body of ``if device.type == "cuda":``
+        if moved_once(a, node):
+            return  # ``self.freqs = self.freqs.to(h.device)``: there after the first call
         whole_batch = False
         narrow_class = ""
         narrowed = narrowed_to_tensor(a, func.value) and a.is_likely_batch_item(func.value)

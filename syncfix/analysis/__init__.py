@@ -64,7 +64,7 @@ Import what rules need from here: ``from syncfix.analysis import ModuleAnalysis,
 Device, ...``.
 """
 
-from .attributes import cpu_state_in_a_branch, module_state
+from .attributes import cpu_state_in_a_branch, module_state, moved_once
 from .devices import narrowed_to_tensor
 from .effects import SHARING_CALLS, Effects
 from .handlers import handler_site
@@ -134,6 +134,7 @@ __all__ = [
     "HostRead",
     "math_read",
     "module_state",
+    "moved_once",
     "cpu_state_in_a_branch",
     "Kind",
     "Memory",

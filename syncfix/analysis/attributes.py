@@ -317,6 +317,34 @@ def module_state(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
     return bool(bound) and all(_makes_parameter(a, v) for v in bound or ())
 
 
+def moved_once(a: ModuleAnalysis, call: cst.Call) -> bool:
+    """Is ``call`` the ``self.freqs.to(h.device)`` of ``self.freqs = self.freqs.to(h.device)``
+    (llm-awq's rotary tables, each forward), where the class sets the attribute elsewhere only in
+    ``__init__``? After the first call it is on that device and the copy returns it: a copy only
+    when the device changes."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda")):
+        return False
+    source = func.value
+    assign = a.parent(call)
+    if not (
+        isinstance(assign, cst.Assign)
+        and len(assign.targets) == 1
+        and isinstance(source, cst.Attribute)
+        and isinstance(source.value, cst.Name)
+        and source.value.value == "self"
+        and source.deep_equals(assign.targets[0].target)
+    ):
+        return False
+    values = self_attribute_values(a, source)
+    return bool(values) and all(v is call or _in_init(a, v) for v in values or ())
+
+
+def _in_init(a: ModuleAnalysis, node: cst.CSTNode) -> bool:
+    fn = a.enclosing_function(node)
+    return fn is not None and fn.name.value == "__init__"
+
+
 # Tensor methods whose result is on the receiver's device (views, casts, copies in its memory).
 _IN_PLACE_OF_MEMORY = frozenset({*CPU_KEEPING_METHODS, "expand", "expand_as", "repeat"})
 
