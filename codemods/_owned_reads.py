@@ -29,6 +29,13 @@ def _in_arithmetic(a, node: cst.CSTNode, term: cst.BaseExpression) -> bool:
     return False
 
 
+def _total_shaped(summand: cst.BaseExpression) -> bool:
+    """A summand SFX302 reports: a read, or one side of an operation (``loss.item() * n``)."""
+    return isinstance(summand, cst.Call) or isinstance(summand, cst.BinaryOperation) and any(
+        isinstance(side, cst.Call) for side in (summand.left, summand.right)
+    )
+
+
 def in_log(a, call: cst.Call) -> bool:
     """Does ``call`` write a log line or a metric (``writer.add_scalar`` whatever the writer)?"""
     func = call.func
@@ -67,11 +74,11 @@ def owned_elsewhere(a, node: cst.Call, stmt: cst.SimpleStatementLine, proven: bo
     if per_element_read(a, node):
         return True  # the element of a loop over a tensor: SFX303's
     small = stmt.body[0]
-    if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name):
-        return True  # a running total in a name: SFX302's
     added = added_to_total(small)
-    if added is not None and _in_arithmetic(a, node, added[1]):
-        return True  # ``total = total + t.item()``: the same running total, SFX302's
+    if added is not None and _total_shaped(added[1]) and _in_arithmetic(a, node, added[1]):
+        # ``total += t.item()``, ``total = total + k * t.item()``: a running total, SFX302's
+        # (not ``start += n + k * t.item()``, nor ``x -= t.item()``, which it leaves)
+        return True
     in_stmt = a.likely.host_read_syncs(stmt, any_device=True)
     if len(in_stmt) > 1:
         if proven and len(a.host_read_syncs(stmt, any_device=True)) == len(in_stmt):

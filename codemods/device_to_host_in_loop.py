@@ -48,6 +48,11 @@ _TOTAL_HINT = (
     "; no fix: a running total kept in a container or attribute; keep it a device tensor "
     "(`counts[k] = counts[k] + t.sum()`) and read it only where it is shown"
 )
+_NAME_TOTAL_HINT = (
+    "; no fix: the value goes into a running total (`{}`) of a form syncfix does not keep on the "
+    "device (it keeps `total += t.item()` and `total += t.item() * n`); keep the read part a "
+    "device tensor (`part = part + k * t.sum()`) and add its value where the total is used"
+)
 _TENSOR_TOTAL = "; the running total is a tensor already: add the value to it without reading it"
 _COLLECT_HINT = (
     "; no fix: the value is only collected here; if the list is read after the loop, append the "
@@ -682,6 +687,8 @@ class DeviceToHostInLoop(Rule):
         if appended and loop is not None and measures_itself(a, loop):
             return  # a benchmark collecting what it measured, step by step: deliberate
         fix, hint = None, _TOTAL_HINT if total else _COLLECT_HINT if appended else _SCALAR_HINT
+        if total and isinstance(stmt.body[0].target, cst.Name):  # type: ignore[attr-defined]
+            hint = _NAME_TOTAL_HINT.format(code(a, stmt.body[0]))
         if own_hint is not None and hint is _SCALAR_HINT:
             hint = own_hint
         arg = a.parent(node)
