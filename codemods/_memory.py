@@ -513,6 +513,14 @@ def _only_read(a: ModuleAnalysis, name: cst.Name) -> bool:
             return parent.iter is child
         if isinstance(parent, cst.Arg) and isinstance(call := a.parent(parent), cst.Call):
             return (a.callee(call) or "") in _READING_BUILTINS  # ``len(loader.dataset)``
+        if isinstance(parent, cst.FormattedStringExpression):
+            return True
+        if isinstance(parent, cst.BinaryOperation):
+            top = parent
+            while isinstance(up := a.parent(top), cst.BinaryOperation) and isinstance(up.operator, cst.Add):
+                top = up
+            # a batch's file name in a new string (MIRNet's ``dir + names[i][:-4] + ".png"``)
+            return _text(top) or isinstance(parent.operator, cst.Modulo) and isinstance(parent.left, _STRINGS)
         if not (isinstance(parent, cst.Attribute) and parent.value is child):
             return False
         if parent.attr.value in _METADATA:
@@ -527,6 +535,16 @@ def _only_read(a: ModuleAnalysis, name: cst.Name) -> bool:
             return False
         child, parent = call, a.parent(call)  # a cast or view (``batch[1].float().cuda()``)
 
+
+_STRINGS = (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)
+
+
+def _text(expr: cst.BaseExpression) -> bool:
+    """A string literal, or a sum holding one (``args.result_dir + "png/"``): an operation with it
+    makes a new string (or raises)."""
+    return isinstance(expr, _STRINGS) or (
+        isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add) and (_text(expr.left) or _text(expr.right))
+    )
 
 _COPYING = {"cuda", "clone", "tolist", "item"}
 # numpy functions whose result is always new memory (others, ``np.transpose``, may be a view)
