@@ -27,13 +27,20 @@ from .deepstack import call_deep
 from .fileio import FileError, Snapshot, decode, read_source, write_atomic
 from .model import Applicability, Edit, FileResult, Finding, FixInfo
 from .observed import FileObservations, Need
-from .parsing import parse_module
+from .parsing import parse_module, without_validation
 from .positions import body_lines, positions_in, split_lines, top_lines_of_source
 from .repetition import Repetition, is_test_path
 from .rules import Fix, RawFinding, Rule, all_rules
 from .walk import Structure, replaying, visits_trivia
 
 MAX_ROUNDS = 8  # fix rounds per file before giving up on a fixpoint
+
+
+# Said of a finding whose fix was dropped because the file holds a node LibCST's checks reject.
+UNCHECKED = (
+    " (no fix: LibCST rejects a statement of this file that Python accepts, such as "
+    "`assert(x if c else y)` with no space after the keyword; put one there for fixes)"
+)
 
 
 class InternalError(Exception):
@@ -511,8 +518,22 @@ def _process_source(
     text = decode(data, module.encoding)  # the source as it stands in each round
     recorded = settings.observations.for_file(path, data) if settings.observations is not None else None
     seen: Seen = None
+    unchecked = False  # analysed without LibCST's node checks: findings only, no fix
     for _round in range(MAX_ROUNDS):
-        analyzed = analyze(module, rules, settings, context, path if skip_cold else None, source=text)
+        try:
+            analyzed = analyze(module, rules, settings, context, path if skip_cold else None, source=text)
+        except InternalError as exc:
+            if not isinstance(exc.__cause__, cst.CSTValidationError) or _round:
+                raise
+            # LibCST's node checks reject what its parser and Python accept (wanda's
+            # ``assert(x if c else y)``: no space after ``assert``), and fire when a walk rebuilds
+            # such a node: analyse with them off, and offer no fix, which would need them
+            with without_validation():
+                analyzed = analyze(module, rules, settings, context, path if skip_cold else None, source=text)
+            analyzed.findings[:] = [
+                replace(f, fix=None, message=f.message + UNCHECKED) if f.fix is not None else f for f in analyzed.findings
+            ]
+            unchecked = True
         # observations describe the file as it was recorded: the first round only
         seen = (recorded, analyzed) if recorded is not None and _round == 0 else None
         sup = suppression.parse(text)
@@ -521,7 +542,7 @@ def _process_source(
             raws = only_where_repeated(raws, analyzed, path)
         else:
             raws = said_of_one_time_code(raws, analyzed, path)
-        if not fix:
+        if not fix or unchecked:
             break
         candidates = [r for r in raws if fix_allowed(r, settings, seen)]
         if accept is not None:

@@ -28,7 +28,9 @@ def _unchecked(self: cst.CSTNode) -> None:
 
 
 @contextmanager
-def _without_validation() -> Iterator[None]:
+def without_validation() -> Iterator[None]:
+    """Build nodes without LibCST's checks while inside (parses, and :mod:`syncfix.engine`'s
+    analysis of a file whose parse those checks would reject)."""
     global _parsing
     with _lock:
         _parsing += 1
@@ -44,7 +46,7 @@ def _without_validation() -> Iterator[None]:
 
 def parse_module(source: str | bytes, config: cst.PartialParserConfig | None = None) -> cst.Module:
     """``cst.parse_module(source, config)``, the same tree and the same errors, faster."""
-    with _without_validation():
+    with without_validation():
         if config is None:
             return cst.parse_module(source)
         return cst.parse_module(source, config)

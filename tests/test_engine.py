@@ -153,6 +153,22 @@ def test_empty_file_and_no_torch(tmp_path):
         assert new == text.encode() and findings == []
 
 
+def test_a_statement_libcst_rejects_keeps_the_files_findings_without_fixes():
+    # wanda's `assert(x if c else True)`: Python parses it, LibCST's node checks reject it (no
+    # space after the keyword) once a walk rebuilds the node; the file's findings stay, unfixed
+    text = (
+        "import torch\n\n\ndef f(x, c, loader):\n    assert(x if c else True)\n"
+        "    for b in loader:\n        y = torch.zeros(3).cuda()\n    return(y if c else x)\n"
+    )
+    new, remaining, applied = process_source(text.encode(), "f.py", Settings(), fix=True)
+    assert new == text.encode() and applied == []
+    (found,) = [f for f in remaining if f.code == "SFX101"]
+    assert found.fix is None and "LibCST rejects a statement" in found.message
+    fixable = text.replace("assert(", "assert (").replace("return(", "return (")
+    new, _, applied = process_source(fixable.encode(), "f.py", Settings(), fix=True)
+    assert [f.code for f in applied] == ["SFX101"] and b"device=\"cuda\")" in new
+
+
 def test_deep_nesting_does_not_crash(tmp_path):
     p = tmp_path / "deep.py"
     p.write_text("import torch\nx = " + "(" * 400 + "torch.rand(2).cuda()" + ")" * 400 + "\n")
