@@ -150,6 +150,13 @@ class Project:
         for suffix, name in self.resolve.items():
             if LOCAL not in suffix:
                 aliases.setdefault(name, []).append(suffix)
+        # and the name a script beside it imports it by (sam-hq's ``train/train.py``: ``import
+        # utils.misc`` of ``train/utils/misc.py``, where ``sam-hq2/sam2/utils/misc.py`` ends so too):
+        # read only by the modules that import it, whose own imports chose it (``imports_of``)
+        for chosen in self.local.values():
+            for target, name in chosen.items():
+                if target not in aliases.setdefault(name, []):
+                    aliases[name].append(target)
         importers: dict[str, set[str]] = {}
         for name in sources:
             for target in self.imports_of(name):

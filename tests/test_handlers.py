@@ -231,6 +231,28 @@ def test_a_try_around_a_caller_in_another_file_holds_the_fix_back_in_any_project
     _fixed_with_and_without_the_handler(tmp_path, pyproject, files, "main.py")
 
 
+def test_a_try_in_a_script_around_a_module_beside_it_holds_the_fix_back_where_other_folders_hold_its_name(tmp_path):
+    # sam-hq: `train/train.py` does `import utils.misc as misc` (its own `train/utils/misc.py`)
+    # and calls it in a bare `try`, while `sam-hq2/sam2/utils/misc.py` ends in `utils.misc` too
+    (tmp_path / ".git").mkdir()
+    for folder in ("sub/utils", "other/utils"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "__init__.py").write_text("")
+    (tmp_path / "other/utils/misc.py").write_text("def unrelated():\n    return 1\n")
+    (tmp_path / "sub/utils/misc.py").write_text(
+        "import torch\n\n\ndef sample_points(masks):\n    y = torch.arange(4.0)\n    y = y.to(masks)\n    return y * masks\n"
+    )
+    (tmp_path / "sub/train.py").write_text(
+        "import utils.misc as misc\n\n\ndef main(loader):\n    for data in loader:\n"
+        "        try:\n            misc.sample_points(data)\n        except:\n            pass\n"
+    )
+    result = CliRunner().invoke(
+        cli, ["check", str(tmp_path / "sub/utils/misc.py"), "--select", "SFX101", "--unsafe-fixes", "--no-cache", "-o", "json"]
+    )
+    (found,) = json.loads(result.stdout)
+    assert found["fix"] is None and "inside a try" in found["message"]
+
+
 NET = (
     "import torch\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
     "        ones = torch.ones(x.size(0), 4)\n        return x + ones.cuda()\n"
