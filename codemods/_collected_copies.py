@@ -55,11 +55,13 @@ def collected(a, node: cst.Call) -> bool:
     """Is the copied value only stored away (appended, put in a container) at this point?"""
     cur: cst.CSTNode = node
     parent = a.parent(cur)
+    as_array = False
     while (  # ``x.cpu().detach()`` is still just the copy
         isinstance(parent, cst.Attribute)
         and parent.attr.value in _NO_READ
         and isinstance(call := a.parent(parent), cst.Call)
     ):
+        as_array = as_array or parent.attr.value == "numpy"
         cur = call
         parent = a.parent(cur)
     if isinstance(parent, cst.Arg):
@@ -71,7 +73,7 @@ def collected(a, node: cst.Call) -> bool:
         ) or _own_method(a, call):
             return False
         containers = [call.func.value]
-    elif isinstance(parent, cst.Assign) and all(_keeps_reference(a, t.target) for t in parent.targets):
+    elif isinstance(parent, cst.Assign) and all(_keeps_reference(a, t.target, as_array) for t in parent.targets):
         containers = [t.target for t in parent.targets]
     elif (added := _added_to(a, cur)) is not None:
         containers = [added]
@@ -93,15 +95,19 @@ def collected(a, node: cst.Call) -> bool:
     )
 
 
-def _keeps_reference(a, target: cst.BaseExpression) -> bool:
+def _keeps_reference(a, target: cst.BaseExpression, as_array: bool = False) -> bool:
     """``outs[k] = v``: an item store that may keep ``v`` itself (a list's, a dict's). Not a
     slice store, nor a store into an array or tensor: those copy the values at once
-    (``embeddings[i:j] = out.cpu()`` into a numpy array reads the bytes there)."""
+    (``embeddings[i:j] = out.cpu()`` into a numpy array reads the bytes there). An array
+    (``as_array``: ``v`` is ``.numpy()`` of the copy) stored into a container syncfix cannot
+    name is taken to go into an array too (RETRO's ``memmap[sl] = out.cpu().numpy()``)."""
     if not isinstance(target, cst.Subscript):
         return False
     if any(isinstance(element.slice, cst.Slice) for element in target.slice):
         return False
     held = a.value(target.value)
+    if as_array and held.kind is Kind.UNKNOWN:
+        return False
     return not (held.is_tensor or held.kind is Kind.NDARRAY)
 
 

@@ -39,6 +39,18 @@ def test_a_container_only_written_in_the_loop_is_collected():
     assert "the value is only collected here" in _message("")
 
 
+def test_an_array_stored_into_a_container_syncfix_cannot_name_is_not_only_collected():
+    # RETRO's `memmap[sl] = model(x).cpu().numpy()`: a numpy buffer copies the values at once,
+    # so a non-blocking copy would store bytes not yet written; a tensor stored into a dict keeps it
+    src = (
+        "import torch\n\n\ndef embed(chunks, out, slices):\n    for sl in slices:\n"
+        "        out[sl] = torch.as_tensor(chunks[sl], device='cuda').mul(2).cpu(){}\n"
+    )
+    for tail, collected in ((".numpy()", False), ("", True)):
+        (found,) = [f for f in check_code(src.format(tail), path="embed.py") if f.code == "SFX105"]
+        assert ("only collected" in found.message) is collected, tail
+
+
 GENERATE = """\
 import torch
 
