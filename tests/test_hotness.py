@@ -1189,3 +1189,22 @@ def test_only_a_batch_name_a_loop_over_batches_binds_is_a_batch():
     }
     for text, names in loops.items():
         assert batch_names(ast.parse(text).body[0]) == names, text
+
+
+def test_a_method_of_objects_a_file_builds_from_a_class_resolves_by_that_class_name():
+    # gptq: `gptq[name] = GPTQ(layer)`, then `gptq[name].fasterquant()` in the layer loop, with
+    # three classes defining `fasterquant` (two named GPTQ): the GPTQ ones run, not TrueOBS's
+    algo = "class {cls}:\n    def fasterquant(self):\n        return 1\n"
+    main = (
+        "from algo import GPTQ\n\n\ndef run(layers):\n    for layer in layers:\n        gptq = {}\n"
+        "        for name in layer:\n            gptq[name] = GPTQ(layer[name])\n"
+        "        for name in gptq:\n            gptq[name].fasterquant()\n"
+        "        q = GPTQ(layer)\n        q.fasterquant()\n"
+    )
+    sources = {"algo": algo.format(cls="GPTQ"), "zs.gptq": algo.format(cls="GPTQ"), "zs.obs": algo.format(cls="TrueOBS")}
+    resolve = {m: m for m in [*sources, "main"]}
+    files = [file_calls(m, src.encode(), ["forward"], resolve) for m, src in sources.items()]
+    files.append(file_calls("main", main.encode(), ["forward"], resolve))
+    hot = hot_functions(files)
+    assert "fasterquant" in hot.get("algo", set()) and "fasterquant" in hot.get("zs.gptq", set())
+    assert "fasterquant" not in hot.get("zs.obs", set())

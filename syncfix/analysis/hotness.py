@@ -247,6 +247,7 @@ class _Collector:
         self.modules = modules
         self.foreign = foreign  # names imports bind to what is not the project's (``math``, ``F``)
         self.made: dict[str, Callee] = {}  # ``name = f(...)``: the last such call of each name
+        self.made_items: dict[str, Callee] = {}  # ``name[k] = f(...)``: the same, of its items
         self.classes: set[str] = set()  # the file's top-level classes (``prepare`` fills it)
         self.functions: set[str] = set()  # its top-level functions
         self.method_names: set[str] = set()  # the methods of its top-level classes
@@ -448,6 +449,8 @@ class _Collector:
             self.made[target.id] = made
         elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
             self.out.instances[target.attr] = made
+        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+            self.made_items[target.value.id] = made  # ``gptq[name] = GPTQ(layer)``: its items
 
     def _dispatched(self, func: ast.expr) -> list[Callee]:
         """The functions ``table[k](...)`` may run, where ``table`` holds only functions, or
@@ -595,6 +598,15 @@ class _Collector:
             # ``self.sampler.update_with_local_losses(...)``; the receiver's name goes along
             receiver = func.value
             hint = receiver.id if isinstance(receiver, ast.Name) else receiver.attr if isinstance(receiver, ast.Attribute) else ""
+            # an object the file builds from a class (``m = GPTQ(...)``, ``gptq[name] = GPTQ(...)``):
+            # that class's name (gptq's ``gptq[name].fasterquant()``, three classes defining it)
+            made = (
+                self.made.get(receiver.id) if isinstance(receiver, ast.Name)
+                else self.made_items.get(receiver.value.id)
+                if isinstance(receiver, ast.Subscript) and isinstance(receiver.value, ast.Name) else None
+            )
+            if made is not None and made[1].lstrip("_")[:1].isupper():
+                hint = made[1]
             return (ANY + hint, func.attr)
         return None
 
