@@ -600,13 +600,13 @@ class _Collector:
             hint = receiver.id if isinstance(receiver, ast.Name) else receiver.attr if isinstance(receiver, ast.Attribute) else ""
             # an object the file builds from a class (``m = GPTQ(...)``, ``gptq[name] = GPTQ(...)``):
             # that class's name (gptq's ``gptq[name].fasterquant()``, three classes defining it)
-            made = (
+            built = (
                 self.made.get(receiver.id) if isinstance(receiver, ast.Name)
                 else self.made_items.get(receiver.value.id)
                 if isinstance(receiver, ast.Subscript) and isinstance(receiver.value, ast.Name) else None
             )
-            if made is not None and made[1].lstrip("_")[:1].isupper():
-                hint = made[1]
+            if built is not None and built[1].lstrip("_")[:1].isupper():
+                hint = built[1]
             return (ANY + hint, func.attr)
         return None
 
