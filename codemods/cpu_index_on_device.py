@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from syncfix.analysis import Device, Kind, Memory, keyword, positional
+from syncfix.analysis import Device, Kind, Memory, handler_site, keyword, positional
 from syncfix.rules import Fix, Invalid, Rule
 
 from ._support import code, comma, kwarg, loader_item, unplaced_message, unplaced_tensor
@@ -176,10 +176,20 @@ class CpuIndexOnDevice(Rule):
                     return
                 # pycls's mixup: ``inputs[permutation, :]`` with ``permutation = torch.randperm(n)``
                 index = code(a, tensors[0])
+                head = (
+                    "Tensor indexed with a CPU index tensor: the index is copied to the tensor's "
+                    f"device with a blocking copy{unplaced_message(a, node)}; no fix: "
+                )
+                if a.caught_by_handler(node):
+                    self.report(
+                        node,
+                        f"{head}it is inside a try whose handler may catch its error ({handler_site(a, node)}): "
+                        "without this wait an error of queued GPU work would surface later, outside the try",
+                    )
+                    return
                 self.report(
                     node,
-                    "Tensor indexed with a CPU index tensor: the index is copied to the tensor's "
-                    f"device with a blocking copy{unplaced_message(a, node)}; no fix: copy it without "
+                    f"{head}copy it without "
                     f"the wait, `{index}.to({code(a, node.value)}.device, non_blocking=True)`, once "
                     "where it is made (exact on CUDA and the CPU for an index nothing writes "
                     "afterwards; `torch.randperm(n, device=...)` would draw other numbers)",
