@@ -497,6 +497,10 @@ def test_a_forward_is_held_back_by_a_handler_of_its_file_only_around_its_objects
         ("with pytest.raises(RuntimeError):\n    f()\n", True),
         ("@retry(stop=3)\ndef f():\n    pass\n", True),
         ("def f():\n    return 1\n", False),
+        # ViTPose's h36m_to_coco: a bare `except` around opening an image file runs no GPU work
+        ("import os.path as osp\nfrom PIL import Image\ntry:\n    im = Image.open(osp.join(r, n))\n    w, h = im.size\nexcept:\n    pass\n", False),
+        ("from PIL import Image\ntry:\n    im = Image.open(load(n))\nexcept:\n    pass\n", True),
+        ("import json\ntry:\n    d = json.loads(t)\n    x = d['x']\nexcept:\n    pass\n", True),
     ],
 )
 def test_which_parsed_module_may_hold_a_handler_of_a_runtime_error(text, catches):
