@@ -150,6 +150,13 @@ class AssertOnGpuValue(Rule):
                 f"the test reads a value on the host itself (`{shown}`), so the check would still "
                 "sync there; compare tensors on the device instead (`t == t[0]`, not `t[0].item()`)"
             )
+        read = self._read_just_before(node)
+        if read is not None:
+            # llm-awq's checkpoint check: ``print(diff)``, then ``assert diff < 1e-6``
+            return (
+                f"`{read[0]}` is read on the host just before (line {read[1]}), so this check waits for "
+                "no queued work: moving it would save little and make its failure surface later"
+            )
         if cond is None or not cond.exact:
             return (
                 "the test has no exact tensor form (a Python value, a chained comparison or a call "
@@ -159,6 +166,27 @@ class AssertOnGpuValue(Rule):
             return "the tested tensor is not provably one-element"
         if self.analysis.torch_alias_at(node) is None:
             return "torch is not imported by name"
+        return None
+
+    def _read_just_before(self, node: cst.Assert | cst.If) -> tuple[str, int] | None:
+        """A name of the test that the statement before reads on the host, with its line."""
+        a = self.analysis
+        stmt = a.statement_of(node)
+        before = (a.statements_before(stmt) or [])[:1] if stmt is not None else []
+        if not before or not isinstance(before[0], cst.SimpleStatementLine):
+            return None
+        tested = {n.value for n in a.nodes_within(node.test, cst.Name)}  # type: ignore[attr-defined]
+        reads = list(a.likely.host_read_syncs(before[0], any_device=True))
+        # a tensor printed or logged whole (``print(diff)``) is read too
+        reads += [
+            arg.value for call in a.nodes_within(before[0], cst.Call)
+            if a.is_logging_call(call) for arg in call.args  # type: ignore[attr-defined]
+        ]
+        for read in reads:
+            names = [read] if isinstance(read, cst.Name) else a.nodes_within(read, cst.Name)
+            for n in names:
+                if n.value in tested and a.likely.value(n).is_tensor:  # type: ignore[attr-defined]
+                    return n.value, a.positions[before[0]].start.line  # type: ignore[attr-defined]
         return None
 
     def _report(self, node: cst.CSTNode, unplaced: bool, fix: Fix | None, why: str | None) -> None:

@@ -97,3 +97,42 @@ def test_sfx103_pinned_views_rebound_to_their_copies_keep_the_values():
     assert "pin_memory=True" in fixed and "non_blocking=True" in fixed, fixed
     data = torch.randn(8, 3, 1024, 1024)
     assert_same_result(load(src, "run")(data), load(fixed, "run")(data))
+
+
+@pytest.mark.cuda
+def test_sfx103_pinned_loader_with_file_names_keeps_the_values_and_the_names():
+    # MIRNet's test scripts: each batch holds images and their file names, made into new strings
+    # for saving; pinning keeps the strings as they are and the copies' values bitwise
+    src = textwrap.dedent(
+        """
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+
+        class Frames(Dataset):
+            def __init__(self, data):
+                self.data = data
+
+            def __len__(self):
+                return len(self.data)
+
+            def __getitem__(self, i):
+                return self.data[i], f"img{i}.png"
+
+        def run(data: torch.Tensor):
+            out, saved = [], []
+            for batch in DataLoader(Frames(data.cpu()), batch_size=2):
+                x = batch[0].cuda()
+                names = batch[1]
+                y = (x * 2).sum(dim=(1, 2, 3))
+                for i in range(len(names)):
+                    saved.append("out/" + names[i][:-4] + ".png")
+                out.append(y)
+            return torch.cat(out), saved
+        """
+    )
+    fixed = fix_code(src, select=["SFX103"])
+    assert "pin_memory=True" in fixed, fixed
+    data = torch.randn(6, 3, 256, 256)
+    before, after = load(src, "run")(data), load(fixed, "run")(data)
+    assert_same_result(before[0], after[0])
+    assert before[1] == after[1] == [f"out/img{i}.png" for i in range(6)]
