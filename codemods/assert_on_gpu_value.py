@@ -180,7 +180,7 @@ class AssertOnGpuValue(Rule):
         # a tensor printed or logged whole (``print(diff)``) is read too
         reads += [
             arg.value for call in a.nodes_within(before[0], cst.Call)
-            if a.is_logging_call(call) for arg in call.args  # type: ignore[attr-defined]
+            if isinstance(call, cst.Call) and a.is_logging_call(call) for arg in call.args
         ]
         for read in reads:
             names = [read] if isinstance(read, cst.Name) else a.nodes_within(read, cst.Name)
