@@ -327,6 +327,8 @@ keeps the finding). A value handed to a meter every
             unfixable = acc.why_not  # a summand no device total keeps: said after any other reason
             acc.why_not = None
             self._check(loop, acc)
+            if unfixable and acc.why_not and "for a fix" in acc.why_not:
+                acc.why_not = None  # not an edit that would get a fix (FocalNet's ``x.item() ** p``)
             acc.why_not = acc.why_not or unfixable
         torch_name = a.torch_alias_at(loop)
         if any(acc.unsafe for acc in accs if acc.why_not is None):

@@ -76,3 +76,17 @@ def test_a_total_added_to_at_two_depths_and_logged_every_n_steps_names_both_addi
     assert len(reasons) == 2
     assert "added to in more than one statement (also at line 11)" in reasons[0]
     assert "added to in more than one statement (also at line 14)" in reasons[1]
+
+
+def test_a_summand_no_device_total_keeps_is_the_reason_not_an_edit_that_gets_no_fix():
+    # FocalNet's grad norm: `total_norm += param_norm.item() ** norm_type`, the total starting at
+    # the int 0; "start it at 0.0 for a fix" would be false advice, as the power still blocks one
+    src = (
+        "import torch\n\n\ndef grad_norm(parameters, norm_type=2):\n    norm_type = float(norm_type)\n"
+        "    total_norm = 0\n    for p in parameters:\n        param_norm = p.grad.data.norm(norm_type)\n"
+        "        total_norm += param_norm.item() ** norm_type\n    return total_norm\n\n\n"
+        "def train(model, loader):\n    for x in loader:\n        grad_norm(model.parameters())\n"
+    )
+    (found,) = [f for f in check_code(src, path="utils.py") if f.code == "SFX302"]
+    assert "is not a value or a value times a count" in found.message
+    assert "start it at 0.0" not in found.message
