@@ -591,10 +591,10 @@ def _called_method(call: cst.Call) -> str | None:
     return call.func.attr.value if isinstance(call.func, cst.Attribute) else None
 
 
-_DYNAMIC_READS = {"builtins.locals", "builtins.vars", "builtins.eval", "builtins.exec"}
+_DYNAMIC_READS = {"builtins.locals", "builtins.vars", "builtins.eval", "builtins.exec", "builtins.globals"}
 
 
-def reads_names_by_string(a: ModuleAnalysis, fn: cst.FunctionDef) -> bool:
+def reads_names_by_string(a: ModuleAnalysis, fn: cst.FunctionDef | cst.Module) -> bool:
     """Does ``fn`` call ``locals()``, ``vars()``, ``eval`` or ``exec``? Any of its names may then be
     read where no ``Name`` shows it (SFX302)."""
     return any(isinstance(c, cst.Call) and a.callee(c) in _DYNAMIC_READS for c in a.nodes_within(fn, cst.Call))

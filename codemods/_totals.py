@@ -14,17 +14,18 @@ _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp,
 EXACT_FLOAT_INT = 2**53
 
 
-def shared_with_other_scope(a, fn: cst.FunctionDef, name: str) -> bool:
+def shared_with_other_scope(a, fn: cst.FunctionDef | cst.Module, name: str) -> bool:
     """Does a nested scope of ``fn`` mention ``name``, or ``fn`` declare it global/nonlocal?
     (Read off the index of nodes by type: no walk of the function.)"""
+    body = fn.body if isinstance(fn, cst.FunctionDef) else fn  # a script's module: all of it
     for kind in _SCOPES:
-        for scope in a.nodes_within(fn.body, kind):
+        for scope in a.nodes_within(body, kind):
             if any(n.value == name for n in a.nodes_within(scope, cst.Name)):
                 return True
     return any(
         n.name.value == name
         for kind in (cst.Global, cst.Nonlocal)
-        for decl in a.nodes_within(fn.body, kind)
+        for decl in a.nodes_within(body, kind)
         for n in decl.names
     )
 
@@ -143,14 +144,15 @@ def mentions(loop: cst.For | cst.While, name: str, *, skip: cst.CSTNode, header:
 
 
 def start_value(
-    a, fn: cst.FunctionDef, loop: cst.CSTNode, total: str, update: cst.SimpleStatementLine,
+    a, fn: cst.FunctionDef | cst.Module, loop: cst.CSTNode, total: str, update: cst.SimpleStatementLine,
     resets: list[cst.SimpleStatementLine],
 ) -> tuple[str | None, bool]:
     """``"pyfloat"``/``"pyint"`` when ``total``'s only other binding (``update`` and ``resets``
     aside) is ``total = <literal>`` in a block enclosing the loop, before it (bindings after the
     loop that no loop around it carries back, ``test_loss /= n``, see the value read back after
     the loop); else None. Second: an int start that converts to float64 exactly."""
-    params = {p.name.value for p in (*fn.params.params, *fn.params.posonly_params, *fn.params.kwonly_params)}
+    given = fn.params if isinstance(fn, cst.FunctionDef) else None  # a script's module has none
+    params = {p.name.value for p in (*given.params, *given.posonly_params, *given.kwonly_params)} if given else set()
     if total in params:
         return None, False
     starts: list[cst.CSTNode] = []

@@ -153,11 +153,13 @@ class AccumulateOnDevice(Rule):
       float64, so there the fix is **unsafe**, and a module that mentions MPS (`"mps"`, an
       accelerator setting that can name it), or one of a project whose other modules name an
       accelerator other than CUDA, gets none;
-    - `total` is a local of a function, bound only by its start value (before the loop, in an
+    - `total` is a local of a function (or a name of a script's module-level loop, where no
+      file of the project imports that module: no other code can read it), bound only by its
+      start value (before the loop, in an
       enclosing block: `total = 0.0`, or item by item in `total, n = 0.0, 0`) and by this
       statement; no other code in the loop (its `else` too) reads or
       writes it, no nested function or lambda refers to it, it is not `global`/`nonlocal`, the
-      function reads no names by string (`locals()`, `vars()`, `eval`, `exec`), and the
+      function reads no names by string (`locals()`, `vars()`, `eval`, `exec`, `globals()`), and the
       loop is not inside a `try` of that function (a handler could see a partial total), nor a
       `with` whose context manager might swallow an error (known not to: `torch.no_grad()`,
       `torch.autocast(...)`, `contextlib.nullcontext()`, a `tqdm(...)` progress bar);
@@ -482,7 +484,9 @@ keeps the finding). A value handed to a meter every
                 "CUDA or the CPU (MPS has no float64); declare `devices` in [tool.syncfix.torch] "
                 "if yours are"
             )
-        fn = a.enclosing_function(loop)
+        fn: cst.FunctionDef | cst.Module | None = a.enclosing_function(loop)
+        if fn is None and a.imported == frozenset() and a.module_name and not a.module_name.endswith("__init__"):
+            fn = a.module  # a script's loop (MIRNet's ``train_denoising.py``) no project file imports
         if fn is None:
             acc.why_not = f"`{acc.total}` is a module global"
             return

@@ -90,3 +90,42 @@ def test_a_summand_no_device_total_keeps_is_the_reason_not_an_edit_that_gets_no_
     (found,) = [f for f in check_code(src, path="utils.py") if f.code == "SFX302"]
     assert "is not a value or a value times a count" in found.message
     assert "start it at 0.0" not in found.message
+
+
+SCRIPT = """\
+import torch
+import torch.nn.functional as F
+
+model = torch.nn.Linear(4, 1).cuda()
+batches = [(torch.randn(8, 4), torch.randn(8, 1)) for _ in range(4)]
+for epoch in range(3):
+    epoch_loss = 0.0
+    for x, y in batches:
+        loss = F.mse_loss(model(x.cuda()), y.cuda())
+        loss.backward()
+        epoch_loss += loss.item()
+    print(epoch, epoch_loss)
+"""
+
+
+def test_a_total_of_a_scripts_module_level_loop_is_fixed_where_no_project_file_imports_it(tmp_path):
+    # MIRNet's train_denoising.py: the training loop at module level, in a script nothing imports;
+    # where another file imports the module, it may read the total: a module global, no fix
+    import json
+
+    from click.testing import CliRunner
+
+    from syncfix.cli import cli
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "train.py").write_text(SCRIPT)
+
+    def found() -> dict:
+        result = CliRunner().invoke(cli, ["check", str(tmp_path), "--select", "SFX302", "--unsafe-fixes", "--no-cache", "-o", "json"])
+        (finding,) = json.loads(result.stdout)
+        return finding
+
+    assert found()["fix"] is not None
+    (tmp_path / "other.py").write_text("import train\n")
+    finding = found()
+    assert finding["fix"] is None and "`epoch_loss` is a module global" in finding["message"]
