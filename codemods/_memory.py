@@ -285,13 +285,16 @@ def source_may_change(
     # Names a later statement of the copy's own block binds to new memory (yolov4-pytorch's
     # ``targets = [ann.cuda() for ann in targets]`` after ``images = images.cuda()``): from there
     # on they name that, not anything the source shares memory with.
-    block = a.block_of(stmt) if stmt is not None else None
+    # So do later statements of each block around it, up to the function (YOLOP's validation:
+    # ``for tgt in target: assign_target.append(tgt.to(device))``, then ``target = assign_target``
+    # before ``target[0][:, 2:] *= ...``, which writes the copies).
     renewed = [
         (order.get(r, -1), t)
-        for r in (block[1] if block is not None else ())
+        for r in _after_in_blocks(a, stmt, scope_node)
         if order.get(r, -1) > order.get(call, -1) and isinstance(r, cst.SimpleStatementLine)
         for t, value in assigned_pairs(r)
         if (origin := _alias_root(value, a, copies)) is None or origin.startswith("\0new")
+        or isinstance(value, cst.Name) and _list_of_copies(a, value.value, scope_node, copies)
     ]
     for s in statements:
         fx = a.effects(s)
@@ -304,6 +307,45 @@ def source_may_change(
         ):
             return True
     return False
+
+
+def _list_of_copies(a: ModuleAnalysis, name: str, scope: cst.CSTNode, copies: Collection[Device]) -> bool:
+    """Is ``name`` bound in ``scope`` only to empty lists, and used only to ``append`` copies
+    (``assign_target.append(tgt.to(device))``) or read by index? Then it holds new memory."""
+    uses = [n for n in _within(a, scope, cst.Name) if n.value == name]
+    for n in uses:
+        parent = a.parent(n)
+        if isinstance(parent, cst.AssignTarget):
+            assign = a.parent(parent)
+            if not (isinstance(assign, cst.Assign) and isinstance(assign.value, cst.List) and not assign.value.elements):
+                return False
+        elif isinstance(parent, cst.Attribute) and parent.value is n:
+            call = a.parent(parent)
+            if parent.attr.value != "append" or not (isinstance(call, cst.Call) and call.func is parent and len(call.args) == 1):
+                return False
+            origin = _alias_root(call.args[0].value, a, copies)
+            if origin is not None and not origin.startswith("\0new"):
+                return False
+        elif not (isinstance(parent, cst.Assign) and parent.value is n):
+            return False  # handed on, iterated, indexed...: others may fill or write it
+    return True
+
+
+def _after_in_blocks(a: ModuleAnalysis, stmt: cst.CSTNode | None, scope: cst.CSTNode) -> list[cst.BaseStatement]:
+    """The statements after ``stmt`` in its block, and after each compound statement around it
+    in theirs, up to ``scope``: what runs after it on the way out, in order."""
+    out: list[cst.BaseStatement] = []
+    cur = stmt
+    while cur is not None and cur is not scope:
+        block = a.block_of(cur)
+        if block is not None:
+            statements = list(block[1])
+            out.extend(statements[statements.index(cur) + 1:] if cur in statements else ())
+            cur = block[0]
+        cur = a.parent(cur) if cur is not None else None
+        while cur is not None and cur is not scope and not isinstance(a.parent(cur), (cst.IndentedBlock, cst.Module)):
+            cur = a.parent(cur)
+    return out
 
 
 def _entry_store(a: ModuleAnalysis, s: cst.CSTNode) -> frozenset[str]:
