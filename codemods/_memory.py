@@ -331,15 +331,15 @@ def _list_of_copies(a: ModuleAnalysis, name: str, scope: cst.CSTNode, copies: Co
     return True
 
 
-def _after_in_blocks(a: ModuleAnalysis, stmt: cst.CSTNode | None, scope: cst.CSTNode) -> list[cst.BaseStatement]:
+def _after_in_blocks(a: ModuleAnalysis, stmt: cst.CSTNode | None, scope: cst.CSTNode) -> list[cst.CSTNode]:
     """The statements after ``stmt`` in its block, and after each compound statement around it
     in theirs, up to ``scope``: what runs after it on the way out, in order."""
-    out: list[cst.BaseStatement] = []
+    out: list[cst.CSTNode] = []
     cur = stmt
     while cur is not None and cur is not scope:
         block = a.block_of(cur)
         if block is not None:
-            statements = list(block[1])
+            statements: list[cst.CSTNode] = list(block[1])
             out.extend(statements[statements.index(cur) + 1:] if cur in statements else ())
             cur = block[0]
         cur = a.parent(cur) if cur is not None else None
