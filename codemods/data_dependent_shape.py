@@ -20,7 +20,9 @@ _MAYBE_CUDA = (Device.CUDA, Device.CUDA_OR_CPU)
 # Indexes that are never boolean masks (checked before any fact is asked).
 _NOT_MASKS = (cst.Integer, cst.SimpleString, cst.Ellipsis, cst.Tuple, cst.Slice)
 # Parts of a ``*mask*`` name that make it an index tensor, not a mask (``mask_idx``, ``mask_ids``).
-_INDEX_WORDS = frozenset({"i", "j", "n", "id", "idx", "idxs", "ids", "ind", "inds", "index", "indices", "num", "pos", "positions"})
+_INDEX_WORDS = frozenset({
+    "i", "j", "n", "id", "idx", "idxs", "ids", "ind", "inds", "index", "indices", "num", "pos", "positions", "slice", "slices",
+})
 
 
 def _likely_mask(a: ModuleAnalysis, m: cst.BaseExpression) -> str | None:

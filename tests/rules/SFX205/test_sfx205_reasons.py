@@ -48,6 +48,8 @@ MASKS = (
     "        out.append(targets[mask[k] & (s[k] >= 0)])\n"  # 13: flair's row of a mask, and a test
     "        out.append(targets[mask_idx & (s[k] >= 0)])\n"  # 14: an index, whatever it is combined with
     "        out.append(targets[i_mask])\n"  # 15: MobileSAM's index of a mask, from its NMS
+    "        mask_slice = slice(1, None) if k else slice(0, 1)\n"
+    "        out.append(targets[:, mask_slice])\n"  # 17: sam-hq's slice of the masks, no mask
     "    return out\n"
 )
 
