@@ -269,9 +269,17 @@ def _item_read_in_loop(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
             isinstance(attr, cst.Attribute)
             and attr.value is use
             and attr.attr.value in ("item", "backward")
-            and isinstance(a.parent(attr), cst.Call)
+            and isinstance(call := a.parent(attr), cst.Call)
         ):
-            return True
+            # ``v = v.item()`` before the write (VideoMAE's logger, under ``if isinstance(v,
+            # torch.Tensor):``): there ``v`` is the number read, not a tensor
+            assign = a.parent(call)
+            converted = (
+                isinstance(assign, cst.Assign) and len(assign.targets) == 1
+                and isinstance(assign.targets[0].target, cst.Name) and assign.targets[0].target.value == expr.value
+                and a.structure.order.get(assign, -1) < a.structure.order.get(expr, -1)
+            )
+            return not converted
     return False
 
 
