@@ -36,6 +36,11 @@ from .walk import Structure, replaying, visits_trivia
 MAX_ROUNDS = 8  # fix rounds per file before giving up on a fixpoint
 
 
+# A keyword written against the parenthesized conditional expression after it (``assert(x if c
+# else y)``, ``return(a if c else b)``): LibCST parses it, and its node checks reject the node.
+_REJECTED_BY_LIBCST = re.compile(
+    r"\b(?:assert|return|yield|await|del|not|in|is|and|or|if|elif|while|else|lambda)\((?=[^\n]*\bif\b[^\n]*\belse\b)"
+)
 # Said of a finding whose fix was dropped because the file holds a node LibCST's checks reject.
 UNCHECKED = (
     " (no fix: LibCST rejects a statement of this file that Python accepts, such as "
@@ -518,22 +523,27 @@ def _process_source(
     text = decode(data, module.encoding)  # the source as it stands in each round
     recorded = settings.observations.for_file(path, data) if settings.observations is not None else None
     seen: Seen = None
-    unchecked = False  # analysed without LibCST's node checks: findings only, no fix
+    # LibCST's node checks reject what its parser and Python accept (wanda's ``assert(x if c
+    # else y)``: no space after the keyword), and fire when a walk or a fix rebuilds such a node:
+    # such a file is analysed with them off, and gets no fix, which would need them
+    unchecked = _REJECTED_BY_LIBCST.search(text) is not None
     for _round in range(MAX_ROUNDS):
         try:
-            analyzed = analyze(module, rules, settings, context, path if skip_cold else None, source=text)
-        except InternalError as exc:
-            if not isinstance(exc.__cause__, cst.CSTValidationError) or _round:
-                raise
-            # LibCST's node checks reject what its parser and Python accept (wanda's
-            # ``assert(x if c else y)``: no space after ``assert``), and fire when a walk rebuilds
-            # such a node: analyse with them off, and offer no fix, which would need them
-            with without_validation():
+            if unchecked:
+                with without_validation():
+                    analyzed = analyze(module, rules, settings, context, path if skip_cold else None, source=text)
+            else:
                 analyzed = analyze(module, rules, settings, context, path if skip_cold else None, source=text)
+        except InternalError as exc:
+            if unchecked or not isinstance(exc.__cause__, cst.CSTValidationError) or _round:
+                raise
+            with without_validation():  # another node the checks reject
+                analyzed = analyze(module, rules, settings, context, path if skip_cold else None, source=text)
+            unchecked = True
+        if unchecked:
             analyzed.findings[:] = [
                 replace(f, fix=None, message=f.message + UNCHECKED) if f.fix is not None else f for f in analyzed.findings
             ]
-            unchecked = True
         # observations describe the file as it was recorded: the first round only
         seen = (recorded, analyzed) if recorded is not None and _round == 0 else None
         sup = suppression.parse(text)

@@ -160,11 +160,12 @@ def test_a_statement_libcst_rejects_keeps_the_files_findings_without_fixes():
         "import torch\n\n\ndef f(x, c, loader):\n    assert(x if c else True)\n"
         "    for b in loader:\n        y = torch.zeros(3).cuda()\n    return(y if c else x)\n"
     )
+    fixable = text.replace("assert(", "assert (").replace("return(", "return (")
+    process_source(fixable.encode(), "g.py", Settings(), fix=False)  # the same kinds of node, checked first
     new, remaining, applied = process_source(text.encode(), "f.py", Settings(), fix=True)
     assert new == text.encode() and applied == []
     (found,) = [f for f in remaining if f.code == "SFX101"]
     assert found.fix is None and "LibCST rejects a statement" in found.message
-    fixable = text.replace("assert(", "assert (").replace("return(", "return (")
     new, _, applied = process_source(fixable.encode(), "f.py", Settings(), fix=True)
     assert [f.code for f in applied] == ["SFX101"] and b"device=\"cuda\")" in new
 
