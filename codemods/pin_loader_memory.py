@@ -341,8 +341,13 @@ class PinLoaderMemory(Rule):
 
             def visit_For(self, n: cst.For) -> bool:
                 # a loop over another loader's batches (semseg's validation inside its training
-                # loop) copies those, not this loader's; a loop over a part of this batch does
-                return any(isinstance(x, cst.Name) and x.value in targets for x in a.structure.within(n.iter, cst.Name))
+                # loop) copies those, not this loader's; a loop over a part of this batch does,
+                # and its names are parts of the batch (Cutie's ``for k, v in data.items():
+                # data[k] = v.cuda(non_blocking=True)``)
+                over_batch = any(isinstance(x, cst.Name) and x.value in targets for x in a.structure.within(n.iter, cst.Name))
+                if over_batch:
+                    targets.update(x.value for x in _names(n.target))
+                return over_batch
 
             def visit_Call(self, call: cst.Call) -> None:
                 func = call.func
