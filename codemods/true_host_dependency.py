@@ -355,6 +355,11 @@ class TrueHostDependency(Rule):
                 text = a.module.code_for_node(call.func)
                 if callee == "torch.save" or "save" in text or "checkpoint" in text:
                     saves = True
+        outer = a.enclosing_loop(node)
+        if "break" in exits and not any(
+            outer is not None and a.enclosing_loop(brk) is outer for suite in suites for brk in a.nodes_within(suite, cst.Break)
+        ):
+            exits.discard("break")  # only an inner loop's own ``break`` (llm-awq's token scan)
         if "break" in exits:
             why = (
                 "whether to leave the loop (early stopping, a convergence test, a stop token) depends "

@@ -523,3 +523,17 @@ def test_a_branch_that_calls_code_syncfix_cannot_see_offers_torch_where_only_if_
     assert "only choose values" not in f.message
     (g,) = check_code(src.replace("scheduler.renoise(img, t)", "img * 0.5"), select=["SFX206"])
     assert "only choose values" in g.message
+
+
+def test_a_break_of_an_inner_loop_is_not_said_to_leave_the_loop_of_the_test():
+    # llm-awq's token scan: the `break` ends the `for` inside the branch, not the decode loop
+    from syncfix.api import check_code
+
+    src = (
+        "import torch\n\n\ndef stream(model, ids, n):\n    for _ in range(n):\n        out = model(ids)\n"
+        "        k = torch.sum(ids == 7)\n        if k == 1:\n            for t in range(3):\n                break\n"
+        "            ids = ids + 1\n        if k == 2:\n            break\n        ids = out\n"
+    )
+    found = {f.line: f.message for f in check_code(src, path="m.py") if f.code == "SFX206"}
+    assert "whether to leave the loop" not in found[8]
+    assert "whether to leave the loop" in found[12]
