@@ -699,6 +699,10 @@ def _alias_root(
             cur = cur.func.value
         elif isinstance(cur, cst.Attribute) and cur.attr.value in _METADATA:
             return None  # ``n, c, h, w = x.shape``: sizes, none of its memory
+        elif isinstance(cur, cst.Subscript) and any(
+            isinstance(el.slice, cst.Index) and isinstance(el.slice.value, cst.Comparison) for el in cur.slice
+        ):
+            return None  # ``t[t[:, 0] == i, 1:]``: indexed by a mask, a copy (YOLOP's ``labels``)
         else:
             cur = cur.value
     return cur.value if isinstance(cur, cst.Name) else None
