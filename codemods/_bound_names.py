@@ -1,6 +1,7 @@
 """Which names a function's statements and loops bind, and to what: the pairs the memory checks
-(_memory.py) follow from a name to what it may be another name for, and the items of a loader's
-fresh batches, which are distinct tensors."""
+(_memory.py) follow from a name to what it may be another name for, the items of a loader's
+fresh batches, which are distinct tensors, and the statements that run after one on the way out
+of its blocks."""
 
 from __future__ import annotations
 
@@ -201,3 +202,20 @@ def iteration_bindings(node: cst.CSTNode, a: ModuleAnalysis | None = None):
 
     walk(node, V())
     return found
+
+
+def after_in_blocks(a: ModuleAnalysis, stmt: cst.CSTNode | None, scope: cst.CSTNode) -> list[cst.CSTNode]:
+    """The statements after ``stmt`` in its block, and after each compound statement around it
+    in theirs, up to ``scope``: what runs after it on the way out, in order."""
+    out: list[cst.CSTNode] = []
+    cur = stmt
+    while cur is not None and cur is not scope:
+        block = a.block_of(cur)
+        if block is not None:
+            statements: list[cst.CSTNode] = list(block[1])
+            out.extend(statements[statements.index(cur) + 1:] if cur in statements else ())
+            cur = block[0]
+        cur = a.parent(cur) if cur is not None else None
+        while cur is not None and cur is not scope and not isinstance(a.parent(cur), (cst.IndentedBlock, cst.Module)):
+            cur = a.parent(cur)
+    return out

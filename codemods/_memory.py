@@ -33,6 +33,7 @@ from syncfix.analysis import (
 from syncfix.walk import walk
 
 from ._bound_names import (
+    after_in_blocks,
     assigned_pairs,
     batch_items,
     fresh_batches,
@@ -290,7 +291,7 @@ def source_may_change(
     # before ``target[0][:, 2:] *= ...``, which writes the copies).
     renewed = [
         (order.get(r, -1), t)
-        for r in _after_in_blocks(a, stmt, scope_node)
+        for r in after_in_blocks(a, stmt, scope_node)
         if order.get(r, -1) > order.get(call, -1) and isinstance(r, cst.SimpleStatementLine)
         for t, value in assigned_pairs(r)
         if (origin := _alias_root(value, a, copies)) is None or origin.startswith("\0new")
@@ -329,23 +330,6 @@ def _list_of_copies(a: ModuleAnalysis, name: str, scope: cst.CSTNode, copies: Co
         elif not (isinstance(parent, cst.Assign) and parent.value is n):
             return False  # handed on, iterated, indexed...: others may fill or write it
     return True
-
-
-def _after_in_blocks(a: ModuleAnalysis, stmt: cst.CSTNode | None, scope: cst.CSTNode) -> list[cst.CSTNode]:
-    """The statements after ``stmt`` in its block, and after each compound statement around it
-    in theirs, up to ``scope``: what runs after it on the way out, in order."""
-    out: list[cst.CSTNode] = []
-    cur = stmt
-    while cur is not None and cur is not scope:
-        block = a.block_of(cur)
-        if block is not None:
-            statements: list[cst.CSTNode] = list(block[1])
-            out.extend(statements[statements.index(cur) + 1:] if cur in statements else ())
-            cur = block[0]
-        cur = a.parent(cur) if cur is not None else None
-        while cur is not None and cur is not scope and not isinstance(a.parent(cur), (cst.IndentedBlock, cst.Module)):
-            cur = a.parent(cur)
-    return out
 
 
 def _entry_store(a: ModuleAnalysis, s: cst.CSTNode) -> frozenset[str]:

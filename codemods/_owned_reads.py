@@ -1,11 +1,13 @@
 """Which reads of a GPU value another rule reports (SFX105 leaves them to it): a total kept in a
 name (SFX302), a log line SFX401/SFX402 take, a branch or check (SFX2xx), a comprehension or an
 element of a loop over a tensor (SFX303), reads in a row SFX301 merges, a list read after the
-loop (SFX404)."""
+loop (SFX404); and a name its loop reads as a tensor (``loss.item()``, ``loss.backward()``)."""
 
 from __future__ import annotations
 
 import libcst as cst
+
+from syncfix.analysis import Kind
 
 from ._collected_lists import collected_after_loop
 from ._iterations import runs_every_iteration, runs_on_every_call
@@ -139,3 +141,37 @@ def ancestors_in(a, node: cst.CSTNode, stmt: cst.CSTNode) -> list[cst.CSTNode]:
             break
         found.append(anc)
     return found
+
+
+def item_read_in_loop(a, expr: cst.BaseExpression) -> bool:
+    """A name of a value syncfix cannot name that its loop also reads with ``.item()`` or
+    calls ``.backward()`` on: a tensor (ddim's ``tb_logger.add_scalar("loss", loss, ...)``, then
+    ``loss.item()`` in the log line)."""
+    loop = a.enclosing_loop(expr)
+    if (
+        not isinstance(expr, cst.Name)
+        or loop is None
+        or not a.torch_code  # torch code: not another library's ``item()``
+        or a.likely.value(expr).kind is not Kind.UNKNOWN
+    ):
+        return False
+    for use in a.structure.within(loop, cst.Name):
+        if use is expr or not isinstance(use, cst.Name) or use.value != expr.value:
+            continue
+        attr = a.parent(use)
+        if (
+            isinstance(attr, cst.Attribute)
+            and attr.value is use
+            and attr.attr.value in ("item", "backward")
+            and isinstance(call := a.parent(attr), cst.Call)
+        ):
+            # ``v = v.item()`` before the write (VideoMAE's logger, under ``if isinstance(v,
+            # torch.Tensor):``): there ``v`` is the number read, not a tensor
+            assign = a.parent(call)
+            converted = (
+                isinstance(assign, cst.Assign) and len(assign.targets) == 1
+                and isinstance(assign.targets[0].target, cst.Name) and assign.targets[0].target.value == expr.value
+                and a.structure.order.get(assign, -1) < a.structure.order.get(expr, -1)
+            )
+            return not converted
+    return False

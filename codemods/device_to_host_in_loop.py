@@ -22,7 +22,7 @@ from syncfix.rules import Fix, Invalid, Rule
 from ._collected_copies import collected, collected_for_joining, read_again_in
 from ._collected_lists import uses_of
 from ._iterations import runs_every_iteration
-from ._owned_reads import ancestors_in, in_log, owned_elsewhere
+from ._owned_reads import ancestors_in, in_log, item_read_in_loop, owned_elsewhere
 from ._scalar_read_fixes import elements_at_once, from_host_list, read_once
 from ._stacked_reads import stacked_read
 from ._support import (
@@ -193,7 +193,7 @@ def _scalar_written(a: ModuleAnalysis, call: cst.Call) -> cst.BaseExpression | N
     expr = value.value if value is not None else args[1].value if len(args) > 1 else None
     if expr is None or not runs_every_iteration(a, call):
         return None
-    if not (a.value(expr).is_tensor or unplaced_tensor(a, expr) or _item_read_in_loop(a, expr)):
+    if not (a.value(expr).is_tensor or unplaced_tensor(a, expr) or item_read_in_loop(a, expr)):
         return None
     return expr
 
@@ -247,40 +247,6 @@ def _listed(a: ModuleAnalysis, data: cst.BaseExpression, depth: int) -> list[cst
     if not isinstance(data, cst.Name) or depth <= 0:
         return []
     return a.filled_items(data)
-
-
-def _item_read_in_loop(a: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
-    """A name of a value syncfix cannot name that its loop also reads with ``.item()`` or
-    calls ``.backward()`` on: a tensor (ddim's ``tb_logger.add_scalar("loss", loss, ...)``, then
-    ``loss.item()`` in the log line)."""
-    loop = a.enclosing_loop(expr)
-    if (
-        not isinstance(expr, cst.Name)
-        or loop is None
-        or not a.torch_code  # torch code: not another library's ``item()``
-        or a.likely.value(expr).kind is not Kind.UNKNOWN
-    ):
-        return False
-    for use in a.structure.within(loop, cst.Name):
-        if use is expr or not isinstance(use, cst.Name) or use.value != expr.value:
-            continue
-        attr = a.parent(use)
-        if (
-            isinstance(attr, cst.Attribute)
-            and attr.value is use
-            and attr.attr.value in ("item", "backward")
-            and isinstance(call := a.parent(attr), cst.Call)
-        ):
-            # ``v = v.item()`` before the write (VideoMAE's logger, under ``if isinstance(v,
-            # torch.Tensor):``): there ``v`` is the number read, not a tensor
-            assign = a.parent(call)
-            converted = (
-                isinstance(assign, cst.Assign) and len(assign.targets) == 1
-                and isinstance(assign.targets[0].target, cst.Name) and assign.targets[0].target.value == expr.value
-                and a.structure.order.get(assign, -1) < a.structure.order.get(expr, -1)
-            )
-            return not converted
-    return False
 
 
 def _timed_after(a: ModuleAnalysis, loop: cst.CSTNode | None, node: cst.CSTNode) -> tuple[str, str] | None:
@@ -527,7 +493,7 @@ class DeviceToHostInLoop(Rule):
             return
         scalar = _scalar_written(self.analysis, node)
         if scalar is not None:  # ``writer.add_scalar("loss", loss, step)``: TensorBoard reads it
-            likely = _item_read_in_loop(self.analysis, scalar)
+            likely = item_read_in_loop(self.analysis, scalar)
             self._reported_read(node, HostRead(node, scalar, "float"), likely, fixes=False, own_hint=_WRITER_HINT)
             return
         if not isinstance(func, cst.Attribute) or func.attr.value not in ("cpu", "to", "tolist"):

@@ -10,6 +10,7 @@ import ast
 import difflib
 import re
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from functools import cached_property
 
@@ -27,7 +28,7 @@ from .deepstack import call_deep
 from .fileio import FileError, Snapshot, decode, read_source, write_atomic
 from .model import Applicability, Edit, FileResult, Finding, FixInfo
 from .observed import FileObservations, Need
-from .parsing import parse_module, without_validation
+from .parsing import legacy_hint, parse_module, rejected_by_checks, without_validation
 from .positions import body_lines, positions_in, split_lines, top_lines_of_source
 from .repetition import Repetition, is_test_path
 from .rules import Fix, RawFinding, Rule, all_rules
@@ -36,11 +37,6 @@ from .walk import Structure, replaying, visits_trivia
 MAX_ROUNDS = 8  # fix rounds per file before giving up on a fixpoint
 
 
-# A keyword written against the parenthesized conditional expression after it (``assert(x if c
-# else y)``, ``return(a if c else b)``): LibCST parses it, and its node checks reject the node.
-_REJECTED_BY_LIBCST = re.compile(
-    r"\b(?:assert|return|yield|await|del|not|in|is|and|or|if|elif|while|else|lambda)\((?=[^\n]*\bif\b[^\n]*\belse\b)"
-)
 # Said of a finding whose fix was dropped because the file holds a node LibCST's checks reject.
 UNCHECKED = (
     " (no fix: LibCST rejects a statement of this file that Python accepts, such as "
@@ -189,18 +185,10 @@ def _syntax_error(data: bytes, exc: cst.ParserSyntaxError) -> FileError:
         compile(data, "<file>", "exec", dont_inherit=True)
     except SyntaxError as py:
         at = (py.lineno, py.offset) if py.lineno and py.offset else None
-        return FileError(f"syntax error at {py.lineno}:{py.offset}: {py.msg}{_legacy_hint(py.text)}", at)
+        return FileError(f"syntax error at {py.lineno}:{py.offset}: {py.msg}{legacy_hint(py.text)}", at)
     except (ValueError, RecursionError, MemoryError):
         pass
     return FileError(f"syntax error: {exc.message.removeprefix('parser error: ')}", (exc.raw_line, exc.raw_column + 1))
-
-
-def _legacy_hint(line: str | None) -> str:
-    """PyTorch code older than Python 3.7 (tsn-pytorch's ``.cuda(async=True)``): say what it
-    is now, so that the user can fix the line and have the file checked."""
-    if line and re.search(r"\basync\s*=", line):
-        return " (`async` is a keyword since Python 3.7: PyTorch's `async=True` is `non_blocking=True`)"
-    return ""
 
 
 def analyze(
@@ -526,13 +514,10 @@ def _process_source(
     # LibCST's node checks reject what its parser and Python accept (wanda's ``assert(x if c
     # else y)``: no space after the keyword), and fire when a walk or a fix rebuilds such a node:
     # such a file is analysed with them off, and gets no fix, which would need them
-    unchecked = _REJECTED_BY_LIBCST.search(text) is not None
+    unchecked = rejected_by_checks(text)
     for _round in range(MAX_ROUNDS):
         try:
-            if unchecked:
-                with without_validation():
-                    analyzed = analyze(module, rules, settings, context, path if skip_cold else None, source=text)
-            else:
+            with without_validation() if unchecked else nullcontext():
                 analyzed = analyze(module, rules, settings, context, path if skip_cold else None, source=text)
         except InternalError as exc:
             if unchecked or not isinstance(exc.__cause__, cst.CSTValidationError) or _round:

@@ -312,3 +312,19 @@ def _inert_names(tree: ast.Module) -> frozenset[str]:
             if node.module.partition(".")[0] in _INERT_MODULES:
                 found.update(alias.asname or alias.name for alias in node.names if alias.name != "*")
     return frozenset(found)
+
+
+def partial_of(func: ast.expr) -> ast.expr:
+    """``f`` of ``partial(f, name=name)`` (smoothquant's hooks, one per layer), else ``func``."""
+    if type(func) is ast.Call and func.args and last_name(func.func) == "partial":
+        return func.args[0]
+    return func
+
+
+def holder_key(target: ast.expr) -> str | None:
+    """``table`` or ``self.table``: a name for what holds a dict of functions."""
+    if type(target) is ast.Name:
+        return target.id
+    if type(target) is ast.Attribute and type(target.value) is ast.Name and target.value.id == "self":
+        return "self." + target.attr
+    return None

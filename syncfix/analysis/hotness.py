@@ -47,9 +47,11 @@ from dataclasses import dataclass, field
 from .ast_reading import (
     batch_names,
     batch_parts,
+    holder_key,
     last_name,
     once_per_pass,
     over_batches,
+    partial_of,
     returned_closure,
     runs_once,
     statements,
@@ -211,13 +213,6 @@ def _applies(func: ast.expr) -> bool:
     return last_name(func) in _APPLIERS
 
 
-def _partial_of(func: ast.expr) -> ast.expr:
-    """``f`` of ``partial(f, name=name)`` (smoothquant's hooks, one per layer), else ``func``."""
-    if type(func) is ast.Call and func.args and last_name(func.func) == "partial":
-        return func.args[0]
-    return func
-
-
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Per node type, the fields that may not run each time the node does (navigation.py's
@@ -353,7 +348,7 @@ class _Collector:
                             self._batch_args(callee[1], node, loop)  # type: ignore[arg-type]
                 if type(func) is ast.Attribute and func.attr in _HOOK_REGISTRARS and node.args:  # type: ignore[attr-defined]
                     # a hook runs on every forward or backward pass: as if called in a loop
-                    hook = self._callee(_partial_of(node.args[0]))  # type: ignore[attr-defined]
+                    hook = self._callee(partial_of(node.args[0]))  # type: ignore[attr-defined]
                     if hook is not None:
                         out.calls.setdefault(function, [])
                         made.append((function, hook, node))
@@ -431,11 +426,11 @@ class _Collector:
         value, target = node.value, node.targets[0]
         self.bind_call(target, value)
         if isinstance(value, ast.Dict):
-            key = _holder_key(target)
+            key = holder_key(target)
             handed = [self.handed(v) for v in value.values if v is not None]
             if key is not None and handed and all(h is not None for h in handed):
                 self.dispatch[key] = [h for h in handed if h is not None]
-        if isinstance(value, ast.Name) and (key := _holder_key(target)) is not None and key.startswith("self."):
+        if isinstance(value, ast.Name) and (key := holder_key(target)) is not None and key.startswith("self."):
             handed_one = self.handed(value)  # ``self.neg_loss = _neg_loss``: ``self.neg_loss(...)`` runs it
             if handed_one is not None:
                 self.dispatch[key] = [handed_one]
@@ -459,7 +454,7 @@ class _Collector:
             return self.dispatch.get("self." + func.attr, [])
         if type(func) is not ast.Subscript:
             return []
-        key = _holder_key(func.value)
+        key = holder_key(func.value)
         return self.dispatch.get(key, []) if key is not None else []
 
     def prepare(self, tree: ast.Module) -> None:
@@ -609,15 +604,6 @@ class _Collector:
                 hint = built[1]
             return (ANY + hint, func.attr)
         return None
-
-
-def _holder_key(target: ast.expr) -> str | None:
-    """``table`` or ``self.table``: a name for what holds a dict of functions."""
-    if type(target) is ast.Name:
-        return target.id
-    if type(target) is ast.Attribute and type(target.value) is ast.Name and target.value.id == "self":
-        return "self." + target.attr
-    return None
 
 
 def one_time(f: FileCalls, hot: frozenset[str]) -> bool:
