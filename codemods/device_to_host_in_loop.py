@@ -249,6 +249,24 @@ def _listed(a: ModuleAnalysis, data: cst.BaseExpression, depth: int) -> list[cst
     return a.filled_items(data)
 
 
+def _rows_copied(a: ModuleAnalysis, receiver: cst.BaseExpression) -> str | None:
+    """The code of ``t`` where ``receiver`` indexes it with the counter of its ``for`` (``t[i]``,
+    ``t.data[i]``), ``t`` a tensor (or a value syncfix cannot name) the loop does not write."""
+    loop = a.enclosing_loop(receiver)
+    if not isinstance(loop, cst.For):
+        return None
+    base = indexed_base(a, receiver, {n.value for n in target_names(loop.target)})
+    if base is None:
+        return None
+    held = a.likely.value(base)
+    fx = a.effects(loop.body)
+    names = {n.value for n in a.nodes_within(base, cst.Name)}  # type: ignore[attr-defined]
+    text = code(a, base)
+    if not (held.is_tensor or held.kind is Kind.UNKNOWN) or names & (fx.writes | fx.inplace) or len(text) > 40:
+        return None
+    return text
+
+
 def _timed_after(a: ModuleAnalysis, loop: cst.CSTNode | None, node: cst.CSTNode) -> tuple[str, str] | None:
     """An event's ``elapsed_time`` the loop reads after ``node`` (2DGS's
     ``iter_start.elapsed_time(iter_end)``), whose end event the read's wait completes: the
@@ -529,6 +547,12 @@ class DeviceToHostInLoop(Rule):
                 "; no fix: the CPU reads the value here, so it must wait (if the value is only "
                 "needed later, collect the tensor and convert it after one event wait)"
             )
+            rows = _rows_copied(a, func.value)
+            if rows is not None:  # VideoMAE's ``output.data[i].cpu()`` per row of a batch
+                hint = (
+                    f"; no fix: each element is indexed out of `{rows}` and copied alone; "
+                    f"copy it once, before the loop (`{rows}.cpu()`), and index the copy"
+                )
         self.report(node, (self.MESSAGE if in_loop else _COPY_WHERE_REPEATS) + where + hint)
 
     def visit_Assign(self, node: cst.Assign) -> None:

@@ -209,3 +209,18 @@ def test_only_a_store_that_keeps_the_tensor_itself_collects_it(made, where, coll
     source = STORED.format(made=made, where=where)
     (found,) = [f for f in check_code(source, path="embed.py") if f.code == "SFX105"]
     assert ("the value is only collected here" in found.message) is collected, found.message
+
+
+def test_rows_copied_one_by_one_are_advised_to_be_copied_once():
+    # VideoMAE's final_test: `output.data[i].cpu()` per row of each batch; a tensor the loop
+    # writes is not advised so
+    src = (
+        "import torch\n\n\ndef final_test(model, loader, out):\n    for images in loader:\n"
+        "        output = model(images.cuda())\n        for i in range(output.size(0)):\n"
+        "            out.append(str(output.data[i].cpu().numpy().tolist()))\n{extra}"
+    )
+    (found,) = [f for f in check_code(src.format(extra=""), path="evaluate.py") if f.code == "SFX105"]
+    assert "copy it once, before the loop (`output.data.cpu()`)" in found.message
+    written = src.format(extra="            output[i] = 0\n")
+    (found,) = [f for f in check_code(written, path="evaluate.py") if f.code == "SFX105"]
+    assert "copy it once" not in found.message
