@@ -253,9 +253,10 @@ def _rows_copied(a: ModuleAnalysis, receiver: cst.BaseExpression) -> str | None:
     """The code of ``t`` where ``receiver`` indexes it with the counter of its ``for`` (``t[i]``,
     ``t.data[i]``), ``t`` a tensor (or a value syncfix cannot name) the loop does not write."""
     loop = a.enclosing_loop(receiver)
-    if not isinstance(loop, cst.For):
-        return None
-    base = indexed_base(a, receiver, {n.value for n in target_names(loop.target)})
+    it = loop.iter if isinstance(loop, cst.For) else None
+    if not (isinstance(loop, cst.For) and isinstance(loop.target, cst.Name) and isinstance(it, cst.Call) and a.callee(it) == "builtins.range"):
+        return None  # a count over the rows, not a loop over keys or items
+    base = indexed_base(a, receiver, {loop.target.value})
     if base is None:
         return None
     held = a.likely.value(base)
@@ -548,7 +549,9 @@ class DeviceToHostInLoop(Rule):
                 "needed later, collect the tensor and convert it after one event wait)"
             )
             rows = _rows_copied(a, func.value)
-            if rows is not None:  # VideoMAE's ``output.data[i].cpu()`` per row of a batch
+            if rows is not None and method == "tolist":  # nanoGPT's ``xgen[i, :n].tolist()``
+                hint = "; no fix: " + INDEXED_ELEMENTS.format(rows)
+            elif rows is not None:  # VideoMAE's ``output.data[i].cpu()`` per row of a batch
                 hint = (
                     f"; no fix: each element is indexed out of `{rows}` and copied alone; "
                     f"copy it once, before the loop (`{rows}.cpu()`), and index the copy"

@@ -224,3 +224,13 @@ def test_rows_copied_one_by_one_are_advised_to_be_copied_once():
     written = src.format(extra="            output[i] = 0\n")
     (found,) = [f for f in check_code(written, path="evaluate.py") if f.code == "SFX105"]
     assert "copy it once" not in found.message
+
+
+def test_only_rows_counted_by_range_are_advised_to_be_copied_once():
+    # peft's `for category in progress_bar: [layer_dict[category].cpu() for ...]`: keys, no rows
+    src = (
+        "import torch\n\n\ndef export(weights, categories, out):\n"
+        "    for category in categories:\n        out.write(str(weights[category].cuda().cpu().numpy()))\n"
+    )
+    (found,) = [f for f in check_code(src, path="export.py") if f.code == "SFX105"]
+    assert "copy it once" not in found.message
