@@ -1,7 +1,8 @@
 """Which reads of a GPU value another rule reports (SFX105 leaves them to it): a total kept in a
 name (SFX302), a log line SFX401/SFX402 take, a branch or check (SFX2xx), a comprehension or an
 element of a loop over a tensor (SFX303), reads in a row SFX301 merges, a list read after the
-loop (SFX404); and a name its loop reads as a tensor (``loss.item()``, ``loss.backward()``)."""
+loop (SFX404); and a name its loop reads as a tensor (``loss.item()``, ``loss.backward()``),
+and a tensor whose rows a counted loop copies one by one."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from syncfix.analysis import Kind
 
 from ._collected_lists import collected_after_loop
 from ._iterations import runs_every_iteration, runs_on_every_call
-from ._support import per_element_read, periodic
+from ._support import code, indexed_base, per_element_read, periodic
 from ._totals import added_to_total
 
 _HANDLED_CONTEXTS = (
@@ -175,3 +176,22 @@ def item_read_in_loop(a, expr: cst.BaseExpression) -> bool:
             )
             return not converted
     return False
+
+
+def rows_copied(a, receiver: cst.BaseExpression) -> str | None:
+    """The code of ``t`` where ``receiver`` indexes it with the counter of its ``for`` (``t[i]``,
+    ``t.data[i]``), ``t`` a tensor (or a value syncfix cannot name) the loop does not write."""
+    loop = a.enclosing_loop(receiver)
+    it = loop.iter if isinstance(loop, cst.For) else None
+    if not (isinstance(loop, cst.For) and isinstance(loop.target, cst.Name) and isinstance(it, cst.Call) and a.callee(it) == "builtins.range"):
+        return None  # a count over the rows, not a loop over keys or items
+    base = indexed_base(a, receiver, {loop.target.value})
+    if base is None:
+        return None
+    held = a.likely.value(base)
+    fx = a.effects(loop.body)
+    names = {n.value for n in a.nodes_within(base, cst.Name)}
+    text = code(a, base)
+    if not (held.is_tensor or held.kind is Kind.UNKNOWN) or names & (fx.writes | fx.inplace) or len(text) > 40:
+        return None
+    return text

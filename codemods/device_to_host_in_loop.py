@@ -22,7 +22,7 @@ from syncfix.rules import Fix, Invalid, Rule
 from ._collected_copies import collected, collected_for_joining, read_again_in
 from ._collected_lists import uses_of
 from ._iterations import runs_every_iteration
-from ._owned_reads import ancestors_in, in_log, item_read_in_loop, owned_elsewhere
+from ._owned_reads import ancestors_in, in_log, item_read_in_loop, owned_elsewhere, rows_copied
 from ._scalar_read_fixes import elements_at_once, from_host_list, read_once
 from ._stacked_reads import stacked_read
 from ._support import (
@@ -247,25 +247,6 @@ def _listed(a: ModuleAnalysis, data: cst.BaseExpression, depth: int) -> list[cst
     if not isinstance(data, cst.Name) or depth <= 0:
         return []
     return a.filled_items(data)
-
-
-def _rows_copied(a: ModuleAnalysis, receiver: cst.BaseExpression) -> str | None:
-    """The code of ``t`` where ``receiver`` indexes it with the counter of its ``for`` (``t[i]``,
-    ``t.data[i]``), ``t`` a tensor (or a value syncfix cannot name) the loop does not write."""
-    loop = a.enclosing_loop(receiver)
-    it = loop.iter if isinstance(loop, cst.For) else None
-    if not (isinstance(loop, cst.For) and isinstance(loop.target, cst.Name) and isinstance(it, cst.Call) and a.callee(it) == "builtins.range"):
-        return None  # a count over the rows, not a loop over keys or items
-    base = indexed_base(a, receiver, {loop.target.value})
-    if base is None:
-        return None
-    held = a.likely.value(base)
-    fx = a.effects(loop.body)
-    names = {n.value for n in a.nodes_within(base, cst.Name)}  # type: ignore[attr-defined]
-    text = code(a, base)
-    if not (held.is_tensor or held.kind is Kind.UNKNOWN) or names & (fx.writes | fx.inplace) or len(text) > 40:
-        return None
-    return text
 
 
 def _timed_after(a: ModuleAnalysis, loop: cst.CSTNode | None, node: cst.CSTNode) -> tuple[str, str] | None:
@@ -548,7 +529,7 @@ class DeviceToHostInLoop(Rule):
                 "; no fix: the CPU reads the value here, so it must wait (if the value is only "
                 "needed later, collect the tensor and convert it after one event wait)"
             )
-            rows = _rows_copied(a, func.value)
+            rows = rows_copied(a, func.value)
             if rows is not None and method == "tolist":  # nanoGPT's ``xgen[i, :n].tolist()``
                 hint = "; no fix: " + INDEXED_ELEMENTS.format(rows)
             elif rows is not None:  # VideoMAE's ``output.data[i].cpu()`` per row of a batch
