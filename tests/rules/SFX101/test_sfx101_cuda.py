@@ -365,3 +365,39 @@ def test_sfx101_copy_after_an_is_cuda_guard_and_of_spread_loader_options():
             return out
         """,
     )
+
+
+@pytest.mark.cuda
+def test_sfx101_copies_into_a_list_the_batch_name_is_rebound_to_keep_the_values():
+    # YOLOP's validation: each target copied into a list, the batch's name rebound to it, and
+    # the write after it goes to the copies (an unsafe fix: the device is a parameter's)
+    import torch
+
+    src = """
+import torch
+
+
+def f(batches, device):
+    out = []
+    for img, target in batches:
+        img = img.to(device, non_blocking=True)
+        assign_target = []
+        for tgt in target:
+            assign_target.append(tgt.to(device))
+        target = assign_target
+        target[0][:, 2:] *= 2.0
+        labels = target[0][target[0][:, 0] == 1, 1:]
+        labels[:, 1:3] = 0.0
+        out.append((img.sum(), target[0].sum(), target[1].sum(), labels.sum()))
+    return out
+"""
+    g = torch.Generator().manual_seed(0)
+
+    def batches():
+        return [
+            (torch.randn(4, 3, 64, 64, generator=g), [torch.randint(0, 3, (16, 6), generator=g).float(), torch.randn(8, 4, generator=g)])
+            for _ in range(6)
+        ]
+
+    data = batches()
+    check_rewrite_keeps_values_with_fewer_syncs("SFX101", src, True, (data, torch.device("cuda")), bitwise=True)

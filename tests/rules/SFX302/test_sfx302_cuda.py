@@ -314,3 +314,44 @@ def test_sfx302_a_loss_on_its_placed_targets_device_and_a_float_after_backward_t
     after, n_after = count_syncs(load(unsafe, "f"), xs, ys)
     assert before == after and type(before) is type(after) is float
     assert n_after < n_before // 4, (n_before, n_after)
+
+
+SCRIPT = '''\
+import torch
+
+torch.manual_seed(0)
+weight = torch.randn(64, 1, device="cuda")
+batches = [torch.randn(256, 64) for _ in range(20)]
+epoch_loss = 0.0
+for x in batches:
+    loss = (x.cuda().float() * 0.5).square().mean()
+    epoch_loss += loss.item()
+'''
+
+
+def test_sfx302_total_of_a_scripts_module_level_loop(tmp_path):
+    # MIRNet's train_denoising.py: the loop at module level of a script no project file imports;
+    # the total is kept on the device by `syncfix apply --unsafe-fixes` (a project run: it needs
+    # the index; unsafe: the batch's copy is a tensor only by the likely view)
+
+    from click.testing import CliRunner
+
+    from syncfix.cli import cli
+
+    (tmp_path / ".git").mkdir()
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    result = CliRunner().invoke(cli, ["apply", str(tmp_path), "--select", "SFX302", "--unsafe-fixes", "--no-cache"])
+    after = script.read_text()
+    assert "epoch_loss_acc" in after, (result.output, after)
+
+    def run(src: str) -> float:
+        scope: dict = {}
+        exec(compile(src, "train.py", "exec"), scope)
+        return scope["epoch_loss"]
+
+    before, syncs_before = count_syncs(run, SCRIPT)
+    fixed, syncs_after = count_syncs(run, after)
+    print(f"\nSFX302 module-level total: syncs {syncs_before} -> {syncs_after}\n{after}")
+    assert type(fixed) is type(before) and fixed == before
+    assert syncs_after < syncs_before
